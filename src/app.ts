@@ -1,0 +1,121 @@
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import Fastify, { type FastifyServerOptions, LogController } from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { registerAuthGuard } from './auth/guard.ts';
+import type { BearerVerifier } from './auth/tokens.ts';
+import type { Config } from './config.ts';
+import type { Database } from './db/client.ts';
+import { registerErrorHandler } from './http/error-handler.ts';
+import { registerMetrics } from './http/metrics.ts';
+import { registerOpenApi } from './http/openapi.ts';
+import { registerRateLimit } from './http/rate-limit.ts';
+import type { App } from './http/types.ts';
+import type { Deps } from './lib/context.ts';
+import type { KeyRing } from './lib/crypto.ts';
+import { NotFoundError } from './lib/errors.ts';
+import { newId } from './lib/ids.ts';
+import { redactSecrets } from './lib/redact.ts';
+import { accountRoutes } from './modules/accounts/routes.ts';
+import { authRoutes } from './modules/auth/routes.ts';
+import { scopeRoutes, systemRoutes } from './modules/system/routes.ts';
+
+export interface BuildAppOptions {
+  config: Config;
+  database: Database;
+  keyRing: KeyRing;
+  /** Replaces the JSON logger (tests pass `false` or a stream). */
+  logger?: FastifyServerOptions['logger'];
+  verifiers?: BearerVerifier[];
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function loggerOptions(level: string): FastifyServerOptions['logger'] {
+  return {
+    level,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]', '*.password', '*.token'],
+      censor: '[REDACTED]',
+    },
+    serializers: {
+      req: (req: { method: string; url: string; ip?: string }) => ({
+        method: req.method,
+        url: redactSecrets(req.url),
+        ip: req.ip,
+      }),
+    },
+  };
+}
+
+/** Assembles the HTTP service over an open, migrated database. Does not listen. */
+export async function buildApp(opts: BuildAppOptions): Promise<App> {
+  const { config, database } = opts;
+  const fastify = Fastify({
+    logger: opts.logger ?? loggerOptions(config.logLevel),
+    // A hop count trusts that many proxies in front of us.
+    trustProxy:
+      typeof config.trustProxy === 'number'
+        ? (_addr: string, hop: number) => hop < (config.trustProxy as number)
+        : config.trustProxy,
+    bodyLimit: config.bodyLimitBytes,
+    // One log line per request, written by our onResponse hook with secrets redacted.
+    logController: new LogController({ disableRequestLogging: true }),
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : newId('request');
+    },
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  fastify.setValidatorCompiler(validatorCompiler);
+  fastify.setSerializerCompiler(serializerCompiler);
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+
+  const deps: Deps = { config, database, keyRing: opts.keyRing, log: app.log };
+  app.decorate('deps', deps);
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('X-Request-Id', req.id);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.info(
+      {
+        method: req.method,
+        url: redactSecrets(req.url),
+        statusCode: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+        accountId: req.actor?.accountId,
+      },
+      'request',
+    );
+  });
+  registerErrorHandler(app);
+  registerAuthGuard(app, opts.verifiers);
+  const redis = await registerRateLimit(app, config);
+  await app.register(cookie);
+  await app.register(formbody);
+  await registerOpenApi(app, config);
+  registerMetrics(app, database);
+
+  await systemRoutes(app);
+  await app.register(
+    async (api) => {
+      const v1 = api.withTypeProvider<ZodTypeProvider>();
+      await accountRoutes(v1);
+      await authRoutes(v1, config);
+      await scopeRoutes(v1);
+    },
+    { prefix: '/api/v1' },
+  );
+
+  app.setNotFoundHandler({ preHandler: redis || config.rateLimits.enabled ? app.rateLimit() : undefined }, (req) => {
+    throw new NotFoundError(`Route ${req.method} ${req.url.split('?')[0]} not found`);
+  });
+  app.addHook('onClose', async () => {
+    redis?.disconnect();
+  });
+  return app;
+}

@@ -1,0 +1,68 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { RouteAuthConfig } from '../http/types.ts';
+import type { Actor, PublicContext, ServiceContext } from '../lib/context.ts';
+import { CreditsExhaustedError, ForbiddenError, UnauthorizedError } from '../lib/errors.ts';
+import { type BearerVerifier, bearerFrom, resolveBearer } from './tokens.ts';
+
+/** Routes under /api require a bearer unless they say `auth: 'public'`; elsewhere the default is public. */
+export function authModeOf(url: string | undefined, config: RouteAuthConfig): 'public' | 'bearer' | 'session' {
+  return config.auth ?? (url?.startsWith('/api/') ? 'bearer' : 'public');
+}
+
+export function publicContextOf(req: FastifyRequest): PublicContext {
+  return {
+    deps: req.server.deps,
+    db: req.server.deps.database.db,
+    log: req.log,
+    requestId: req.id,
+    ip: req.ip,
+    userAgent: req.headers['user-agent'],
+  };
+}
+
+export function serviceContextOf(req: FastifyRequest, actor: Actor): ServiceContext {
+  return { ...publicContextOf(req), accountId: actor.accountId, actor, scopes: actor.scopes };
+}
+
+/**
+ * The auth guard: resolves the bearer, then enforces the route's declared scopes (any-of) and the credit
+ * guard. It runs in onRequest, before the body is read and before rate limiting, so limits key on the actor.
+ */
+export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifier[] = []): void {
+  app.decorateRequest('actor', null);
+  app.decorateRequest('ctx', {
+    getter(this: FastifyRequest) {
+      if (!this.actor) throw new UnauthorizedError();
+      return serviceContextOf(this, this.actor);
+    },
+  });
+  app.decorateRequest('publicCtx', {
+    getter(this: FastifyRequest) {
+      return publicContextOf(this);
+    },
+  });
+
+  app.addHook('onRequest', async (req) => {
+    const config = req.routeOptions.config as RouteAuthConfig;
+    const mode = authModeOf(req.routeOptions.url, config);
+    const token = bearerFrom(req.headers.authorization);
+    if (mode === 'public') {
+      // A public route may still use an optional identity; a bad token there is ignored, not an error.
+      if (token) req.actor = await resolveBearer(app.deps.database.db, token, verifiers).catch(() => null);
+      return;
+    }
+    if (!token) throw new UnauthorizedError('Missing bearer token (Authorization: Bearer <token>)');
+    const actor = await resolveBearer(app.deps.database.db, token, verifiers);
+    req.actor = actor;
+    if (mode === 'session' && actor.kind !== 'session') {
+      throw new ForbiddenError('This endpoint requires a session token (sign in), not an access token');
+    }
+    const scopes = config.scopes ?? [];
+    if (scopes.length && !scopes.some((s) => actor.scopes.has(s))) {
+      throw new ForbiddenError(`Missing required scope: ${scopes.join(' or ')}`);
+    }
+    if (config.creditGuard && actor.creditBalance <= 0) {
+      throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
+    }
+  });
+}

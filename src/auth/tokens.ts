@@ -1,0 +1,66 @@
+import type { Db } from '../db/client.ts';
+import type { Actor } from '../lib/context.ts';
+import { TokenExpiredError, UnauthorizedError } from '../lib/errors.ts';
+import { sha256Hex } from '../lib/ids.ts';
+import * as repo from './repo.ts';
+import { ALL_SCOPES, isScope, type Scope } from './scopes.ts';
+
+/** Session tokens belong to the first-party app and hold every scope. */
+const SESSION_SCOPES: ReadonlySet<Scope> = new Set(ALL_SCOPES);
+
+/** A verifier for a further token kind (the OAuth issue plugs JWT access tokens in here). */
+export type BearerVerifier = (token: string) => Promise<Actor | undefined>;
+
+const PAT_TOUCH_INTERVAL_MS = 60_000;
+
+/**
+ * Resolves `Authorization: Bearer <token>` to an actor. Unknown tokens are 401 UnauthorizedError; expired
+ * ones 401 TokenExpiredError, so clients know a refresh (or a new token) will help.
+ */
+export async function resolveBearer(db: Db, token: string, extra: BearerVerifier[] = []): Promise<Actor> {
+  if (token.startsWith('sess_')) {
+    const row = await repo.findSessionByHash(db, sha256Hex(token));
+    if (!row) throw new UnauthorizedError('Invalid session token');
+    if (row.expiresAt.getTime() <= Date.now()) throw new TokenExpiredError('Session expired; sign in again');
+    return {
+      kind: 'session',
+      accountId: row.accountId,
+      tokenId: row.id,
+      scopes: SESSION_SCOPES,
+      providerPermissions: {},
+      defaultProviderPermission: 'read-write',
+      creditBalance: row.creditBalance,
+    };
+  }
+  if (token.startsWith('pat_')) {
+    const row = await repo.findPatByHash(db, sha256Hex(token));
+    if (!row || row.revokedAt) throw new UnauthorizedError('Invalid or revoked personal access token');
+    const now = new Date();
+    if (row.expiresAt.getTime() <= now.getTime()) throw new TokenExpiredError('Personal access token expired');
+    if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > PAT_TOUCH_INTERVAL_MS) {
+      // Bookkeeping only: never delay or fail the request for it.
+      repo.touchPat(db, row.id, now).catch(() => {});
+    }
+    return {
+      kind: 'pat',
+      accountId: row.accountId,
+      tokenId: row.id,
+      scopes: new Set(row.scopes.filter(isScope)),
+      providerPermissions: row.providerPermissions,
+      defaultProviderPermission: row.defaultProviderPermission,
+      creditBalance: row.creditBalance,
+    };
+  }
+  for (const verify of extra) {
+    const actor = await verify(token);
+    if (actor) return actor;
+  }
+  throw new UnauthorizedError('Invalid bearer token');
+}
+
+/** Extracts the token from an Authorization header; undefined when absent or not a Bearer header. */
+export function bearerFrom(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m?.[1];
+}

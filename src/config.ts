@@ -1,0 +1,153 @@
+import { z } from 'zod';
+import pkg from '../package.json' with { type: 'json' };
+
+/**
+ * The only reader of `process.env`. Every setting is parsed once here; a bad value stops start-up with a
+ * message naming each offending variable, so an operator fixes them all in one go.
+ */
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const positiveInt = z.coerce.number().int().positive();
+
+/** `TRUST_PROXY`: `false` (default), `true`, a hop count, or a comma-separated list of addresses/CIDRs. */
+const trustProxy = z
+  .string()
+  .default('false')
+  .transform((v): boolean | number | string[] => {
+    const s = v.trim().toLowerCase();
+    if (s === 'false' || s === '0' || s === '') return false;
+    if (s === 'true') return true;
+    if (/^\d+$/.test(s)) return Number(s);
+    return v
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
+  });
+
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  BASE_URL: z.url().optional(),
+  APP_URL: z.url().optional(),
+  DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  DATABASE_POOL_MAX: positiveInt.default(10),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .optional(),
+  ENCRYPTION_KEYS: z.string().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  TRUST_PROXY: trustProxy,
+  SESSION_TTL_SECONDS: positiveInt.default(7 * 24 * 3600),
+  PAT_DEFAULT_EXPIRES_IN: positiveInt.default(90 * 24 * 3600),
+  PAT_MAX_EXPIRES_IN: positiveInt.default(365 * 24 * 3600),
+  BODY_LIMIT_BYTES: positiveInt.default(1024 * 1024),
+  SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
+  RATE_LIMIT_ENABLED: bool.default(true),
+  RATE_LIMIT_GLOBAL: positiveInt.default(100),
+  RATE_LIMIT_AUTH: positiveInt.default(10),
+  RATE_LIMIT_LLM: positiveInt.default(30),
+  RATE_LIMIT_MCP: positiveInt.default(30),
+  RATE_LIMIT_REGISTER: positiveInt.default(5),
+  RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
+  SIGNUP_ENABLED: bool.default(true),
+  INITIAL_CREDITS: z.coerce.number().int().min(0).default(100_000),
+});
+
+export interface RateLimits {
+  enabled: boolean;
+  windowMs: number;
+  global: number;
+  auth: number;
+  llm: number;
+  mcp: number;
+  register: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  baseUrl: string;
+  appUrl: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  databasePoolMax: number;
+  redisUrl: string | undefined;
+  /** Raw `ENCRYPTION_KEYS` (`id:base64key,...`, first is current); see lib/crypto. */
+  encryptionKeys: string | undefined;
+  logLevel: string;
+  trustProxy: boolean | number | string[];
+  sessionTtlSeconds: number;
+  patDefaultExpiresIn: number;
+  patMaxExpiresIn: number;
+  bodyLimitBytes: number;
+  shutdownTimeoutMs: number;
+  rateLimits: RateLimits;
+  signupEnabled: boolean;
+  initialCredits: number;
+  version: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const stripSlash = (u: string) => u.replace(/\/+$/, '');
+
+/** Parses an environment (default `process.env`); throws ConfigError listing every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings mean "unset", as in most .env files.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = EnvSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  const e = parsed.data;
+  const baseUrl = stripSlash(e.BASE_URL ?? `http://localhost:${e.PORT}`);
+  if (e.PAT_DEFAULT_EXPIRES_IN > e.PAT_MAX_EXPIRES_IN) {
+    throw new ConfigError(['PAT_DEFAULT_EXPIRES_IN: must not exceed PAT_MAX_EXPIRES_IN']);
+  }
+  if (e.DATABASE_URL && !e.ENCRYPTION_KEYS) {
+    throw new ConfigError(['ENCRYPTION_KEYS: required when DATABASE_URL is set (see README, "Encryption keys")']);
+  }
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    baseUrl,
+    appUrl: stripSlash(e.APP_URL ?? baseUrl),
+    dataDir: e.DATA_DIR,
+    databaseUrl: e.DATABASE_URL,
+    databasePoolMax: e.DATABASE_POOL_MAX,
+    redisUrl: e.REDIS_URL,
+    encryptionKeys: e.ENCRYPTION_KEYS,
+    logLevel: e.LOG_LEVEL,
+    trustProxy: e.TRUST_PROXY,
+    sessionTtlSeconds: e.SESSION_TTL_SECONDS,
+    patDefaultExpiresIn: e.PAT_DEFAULT_EXPIRES_IN,
+    patMaxExpiresIn: e.PAT_MAX_EXPIRES_IN,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    rateLimits: {
+      enabled: e.RATE_LIMIT_ENABLED,
+      windowMs: e.RATE_LIMIT_WINDOW_MS,
+      global: e.RATE_LIMIT_GLOBAL,
+      auth: e.RATE_LIMIT_AUTH,
+      llm: e.RATE_LIMIT_LLM,
+      mcp: e.RATE_LIMIT_MCP,
+      register: e.RATE_LIMIT_REGISTER,
+    },
+    signupEnabled: e.SIGNUP_ENABLED,
+    initialCredits: e.INITIAL_CREDITS,
+    version: pkg.version,
+  };
+}

@@ -1,0 +1,94 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { sql } from 'drizzle-orm';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import pg from 'pg';
+import * as schema from './schema/index.ts';
+
+export type Schema = typeof schema;
+/** The one database type every repo takes; both drivers produce it. */
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+export type Tx = PgTransaction<PgQueryResultHKT, Schema>;
+/** A repo function accepts either, so it can run inside a caller's transaction. */
+export type Executor = Db | Tx;
+
+export interface Database {
+  db: Db;
+  driver: 'pglite' | 'pg';
+  /** Applies pending migrations; safe when several instances start at once (advisory lock on pg). */
+  migrate(): Promise<void>;
+  ping(): Promise<void>;
+  /** Pool figures for /metrics. */
+  poolStats(): { total: number; idle: number; waiting: number };
+  close(): Promise<void>;
+}
+
+export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+const MIGRATION_LOCK_KEY = 727_274_001; // arbitrary, constant: one migration at a time per database
+
+export interface DatabaseOptions {
+  databaseUrl?: string | undefined;
+  dataDir: string;
+  poolMax?: number;
+}
+
+export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
+  if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.poolMax ?? 10);
+  return openPglite(join(resolve(opts.dataDir), 'pgdata'));
+}
+
+async function openPglite(dir: string): Promise<Database> {
+  mkdirSync(dirname(dir), { recursive: true });
+  const client = await PGlite.create(dir, { extensions: { pg_trgm } });
+  const db = drizzlePglite({ client, schema }) as unknown as Db;
+  return {
+    db,
+    driver: 'pglite',
+    async migrate() {
+      await client.exec('CREATE EXTENSION IF NOT EXISTS pg_trgm');
+      await migratePglite(drizzlePglite({ client, schema }), { migrationsFolder: MIGRATIONS_DIR });
+    },
+    async ping() {
+      await client.query('SELECT 1');
+    },
+    poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
+    close: () => client.close(),
+  };
+}
+
+async function openPostgres(url: string, max: number): Promise<Database> {
+  const pool = new pg.Pool({ connectionString: url, max });
+  // An idle client's error (server restart) must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  const db = drizzlePg({ client: pool, schema }) as unknown as Db;
+  return {
+    db,
+    driver: 'pg',
+    async migrate() {
+      const conn = await pool.connect();
+      try {
+        await conn.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+        try {
+          await conn.query('CREATE EXTENSION IF NOT EXISTS pg_trgm');
+          await migratePg(drizzlePg({ client: conn, schema }), { migrationsFolder: MIGRATIONS_DIR });
+        } finally {
+          await conn.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+        }
+      } finally {
+        conn.release();
+      }
+    },
+    async ping() {
+      await db.execute(sql`SELECT 1`);
+    },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    close: () => pool.end(),
+  };
+}

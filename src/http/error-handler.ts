@@ -1,0 +1,63 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import {
+  AppError,
+  BadRequestError,
+  ForbiddenError,
+  InternalServerError,
+  NotFoundError,
+  PayloadTooLargeError,
+  TooManyRequestsError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from '../lib/errors.ts';
+
+const CONTEXT_NAMES: Record<string, string> = {
+  querystring: 'query',
+  body: 'body',
+  params: 'params',
+  headers: 'headers',
+};
+
+/** Maps whatever was thrown to the §7 body. Only AppErrors and known framework faults keep their message. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as FastifyError & { validationContext?: string };
+  if (hasZodFastifySchemaValidationErrors(e)) {
+    const where = CONTEXT_NAMES[e.validationContext ?? ''] ?? e.validationContext ?? 'request';
+    const details = e.validation.map((v) => ({
+      field: [where, ...v.instancePath.split('/').filter(Boolean)].join('.'),
+      message: v.message ?? 'is invalid',
+    }));
+    const summary = details.map((d) => `${d.field}: ${d.message}`).join('; ');
+    return new ValidationError(`Validation failed: ${summary}`, details);
+  }
+  if (isResponseSerializationError(e)) return new InternalServerError();
+  switch (e.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new UnsupportedMediaTypeError('Unsupported Content-Type; send application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new PayloadTooLargeError('Request body too large');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new BadRequestError('Body cannot be empty when Content-Type is application/json');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new BadRequestError('Malformed JSON body');
+  }
+  if (e instanceof SyntaxError && e.statusCode === 400) return new BadRequestError('Malformed JSON body');
+  const status = typeof e.statusCode === 'number' ? e.statusCode : 500;
+  if (status === 404) return new NotFoundError(e.message);
+  if (status === 403) return new ForbiddenError(e.message);
+  if (status === 413) return new PayloadTooLargeError(e.message);
+  if (status === 415) return new UnsupportedMediaTypeError(e.message);
+  if (status === 429) return new TooManyRequestsError(60);
+  if (status >= 400 && status < 500) return new BadRequestError(e.message || 'Bad request');
+  return new InternalServerError();
+}
+
+export function registerErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((err, req, reply) => {
+    const appErr = toAppError(err);
+    if (appErr.statusCode >= 500) req.log.error({ err, requestId: req.id }, 'request failed');
+    reply.code(appErr.statusCode).headers(appErr.headers).send(appErr.toBody());
+  });
+}

@@ -1,0 +1,51 @@
+import type { FastifyInstance } from 'fastify';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Database } from '../db/client.ts';
+
+/** Prometheus metrics at /metrics: requests and latency by route, the database pool, process figures. */
+export function registerMetrics(app: FastifyInstance, database: Database): void {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const labelNames = ['method', 'route', 'status_code'] as const;
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests',
+    labelNames,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency',
+    labelNames,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'db_pool_connections',
+    help: 'Database pool connections by state',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const s = database.poolStats();
+      this.set({ state: 'total' }, s.total);
+      this.set({ state: 'idle' }, s.idle);
+      this.set({ state: 'waiting' }, s.waiting);
+    },
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    // The route pattern, never the raw URL: ids and tokens stay out of labels.
+    const labels = {
+      method: req.method,
+      route: req.routeOptions.url ?? 'unmatched',
+      status_code: String(reply.statusCode),
+    };
+    requests.inc(labels);
+    duration.observe(labels, reply.elapsedTime / 1000);
+  });
+
+  app.get('/metrics', { schema: { hide: true }, config: { auth: 'public', rateLimit: false } }, async (_req, reply) => {
+    reply.type(registry.contentType);
+    return registry.metrics();
+  });
+}

@@ -1,0 +1,94 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { authModeOf } from '../auth/guard.ts';
+import { SCOPES } from '../auth/scopes.ts';
+import type { Config } from '../config.ts';
+import type { RouteAuthConfig } from './types.ts';
+
+const errorBody = {
+  type: 'object',
+  required: ['error', 'message', 'statusCode'],
+  properties: {
+    error: { type: 'string', description: 'Error class, e.g. NotFoundError' },
+    message: { type: 'string' },
+    statusCode: { type: 'integer' },
+    details: {
+      type: 'array',
+      description: 'ValidationError only: one entry per failing field',
+      items: {
+        type: 'object',
+        properties: { field: { type: 'string' }, message: { type: 'string' } },
+      },
+    },
+  },
+};
+
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: errorBody } },
+});
+
+/**
+ * OpenAPI 3.1 at /openapi.json, generated from the zod route schemas; each route also gets its security
+ * requirement (scopes) and the §7 error answers it can give. A browsable reference is served at /docs.
+ */
+export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Switchboard API',
+        version: config.version,
+        description:
+          'Connector platform for AI applications. Errors answer `{error, message, statusCode}`; every ' +
+          'answer carries `X-Request-Id`. Rate limits send `X-RateLimit-*` headers and, on 429, `Retry-After`.',
+      },
+      servers: [{ url: config.baseUrl }],
+      components: {
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            description: `Session token (sess_...), personal access token (pat_...) or OAuth access token. Scopes: ${Object.keys(SCOPES).join(', ')}`,
+          },
+        },
+      },
+    },
+    transform: (doc) => {
+      const out = jsonSchemaTransform(doc);
+      const route = doc.route;
+      const cfg = (route?.config ?? {}) as RouteAuthConfig;
+      const mode = authModeOf(doc.url, cfg);
+      const schema = (out.schema ?? {}) as Record<string, unknown> & { response?: Record<string, unknown> };
+      if ((schema as { hide?: boolean }).hide) return out;
+      const responses: Record<string, unknown> = { ...(schema.response ?? {}) };
+      const add = (code: number, description: string) => {
+        responses[code] ??= errorResponse(description);
+      };
+      if (schema.body || schema.querystring || schema.params) {
+        add(400, 'BadRequestError: malformed request');
+        add(422, 'ValidationError: a field failed validation (see details)');
+      }
+      if (mode !== 'public') {
+        schema.security = [{ bearerAuth: cfg.scopes ?? [] }];
+        add(401, 'UnauthorizedError or TokenExpiredError');
+        add(403, cfg.scopes?.length ? `ForbiddenError: needs scope ${cfg.scopes.join(' or ')}` : 'ForbiddenError');
+        if (cfg.creditGuard) add(402, 'CreditsExhaustedError: the credit balance is zero');
+        if (cfg.scopes?.length) {
+          const note = `Requires scope: ${cfg.scopes.map((s) => `\`${s}\``).join(' or ')}.`;
+          schema.description = schema.description ? `${schema.description}\n\n${note}` : note;
+        }
+      } else {
+        schema.security = [];
+      }
+      add(429, 'TooManyRequestsError: rate limit exceeded (Retry-After header)');
+      add(500, 'InternalServerError');
+      return { ...out, schema: { ...schema, response: responses } };
+    },
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
+  app.get('/openapi.json', { schema: { hide: true }, config: { auth: 'public' } }, async () => app.swagger());
+}

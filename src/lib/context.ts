@@ -1,0 +1,56 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Scope } from '../auth/scopes.ts';
+import type { Config } from '../config.ts';
+import type { Database, Db } from '../db/client.ts';
+import type { KeyRing } from './crypto.ts';
+import { ForbiddenError } from './errors.ts';
+
+/** What every service may use; built once per process (or per test app). */
+export interface Deps {
+  config: Config;
+  database: Database;
+  keyRing: KeyRing;
+  log: FastifyBaseLogger;
+}
+
+export type ProviderPermission = 'read' | 'read-write';
+
+/** Who is calling: resolved from the bearer token by the auth guard, or made by the CLI. */
+export interface Actor {
+  kind: 'session' | 'pat' | 'oauth' | 'cli';
+  accountId: string;
+  /** The session, PAT or grant id: what a revocation targets. */
+  tokenId: string;
+  scopes: ReadonlySet<Scope>;
+  providerPermissions: Readonly<Record<string, ProviderPermission>>;
+  defaultProviderPermission: ProviderPermission;
+  /** Knowledge bases a restricted token may touch; undefined means all of the account's. */
+  allowedKnowledgeBaseIds?: readonly string[];
+  /** OAuth client id for tokens issued to an app. */
+  clientId?: string;
+  /** Balance seen when the token was resolved; the credit guard reads it without another query. */
+  creditBalance: number;
+}
+
+/** Context of a call with no caller identity yet (sign-up, sign-in, public routes). */
+export interface PublicContext {
+  deps: Deps;
+  db: Db;
+  log: FastifyBaseLogger;
+  requestId: string;
+  ip: string;
+  userAgent?: string | undefined;
+}
+
+/** Every service action on tenant data takes this first; authorization rules read it and nothing else. */
+export interface ServiceContext extends PublicContext {
+  accountId: string;
+  actor: Actor;
+  scopes: ReadonlySet<Scope>;
+}
+
+/** Passes when the actor holds at least one of `anyOf`; otherwise 403 naming them. */
+export function requireScope(ctx: ServiceContext, ...anyOf: Scope[]): void {
+  if (anyOf.some((s) => ctx.scopes.has(s))) return;
+  throw new ForbiddenError(`Missing required scope: ${anyOf.join(' or ')}`);
+}

@@ -1,0 +1,27 @@
+/**
+ * Redaction of bearer secrets from logs and from any text we hand back (agent output, tool results). Covers
+ * our own `pat_`/`sess_` tokens, JWTs, and the token shapes of common providers.
+ */
+const PATTERNS: RegExp[] = [
+  /\b(?:pat|sess)_[A-Za-z0-9_-]{16,}/g, // ours
+  /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, // JWT
+  /\bgh[pousr]_[A-Za-z0-9]{20,}/g, // GitHub
+  /\bgithub_pat_[A-Za-z0-9_]{20,}/g,
+  /\bxox[abposr]-[A-Za-z0-9-]{10,}/g, // Slack
+  /\bya29\.[A-Za-z0-9_-]{20,}/g, // Google access token
+  /\b1\/\/[A-Za-z0-9_-]{20,}/g, // Google refresh token
+  /\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}/g, // OpenAI / Anthropic keys
+  /\bsecret_[A-Za-z0-9]{30,}/g, // Notion
+  /\bntn_[A-Za-z0-9]{30,}/g,
+  /\blin_(?:api|oauth)_[A-Za-z0-9]{20,}/g, // Linear
+  /\bAKIA[0-9A-Z]{16}\b/g, // AWS access key id
+  /\bBearer\s+[A-Za-z0-9._~+/-]{16,}=*/g,
+];
+
+export const REDACTED = '[REDACTED]';
+
+export function redactSecrets(text: string): string {
+  let out = text;
+  for (const re of PATTERNS) out = out.replace(re, REDACTED);
+  return out;
+}

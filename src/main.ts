@@ -1,0 +1,53 @@
+import { buildApp } from './app.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { openRuntime } from './runtime.ts';
+
+/** Process entry: config -> database -> app -> listen; SIGTERM/SIGINT drain in-flight requests, then close. */
+async function main(): Promise<void> {
+  const started = performance.now();
+  const config = loadConfig();
+  const runtime = await openRuntime(config);
+  const app = await buildApp({ config, database: runtime.database, keyRing: runtime.keyRing });
+  if (runtime.generatedKeyFile) {
+    app.log.warn(
+      { file: runtime.generatedKeyFile },
+      'Generated a new encryption key for stored secrets. Back this file up: without it, stored secrets cannot be read. Set ENCRYPTION_KEYS in production.',
+    );
+  }
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const timer = setTimeout(() => {
+      app.log.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    timer.unref();
+    try {
+      await app.close();
+      await runtime.database.close();
+      process.exit(0);
+    } catch (err) {
+      app.log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+
+  await app.listen({ port: config.port, host: config.host });
+  app.log.info(
+    { url: config.baseUrl, driver: runtime.database.driver, startupMs: Math.round(performance.now() - started) },
+    'Switchboard ready',
+  );
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+  } else {
+    console.error('Switchboard failed to start:', err);
+  }
+  process.exit(1);
+});

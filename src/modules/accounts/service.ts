@@ -1,0 +1,59 @@
+import type { AccountRow } from '../../db/schema/index.ts';
+import { requireScope, type ServiceContext } from '../../lib/context.ts';
+import { NotFoundError } from '../../lib/errors.ts';
+import { type AvatarImage, decodeDataUri, initialsSvg } from './avatar.ts';
+import * as repo from './repo.ts';
+import type { Account, UpdateAccount } from './schema.ts';
+
+export function toAccount(row: AccountRow, baseUrl: string): Account {
+  const ownImage = row.avatar && /^https?:/.test(row.avatar) ? row.avatar : undefined;
+  return {
+    id: row.id,
+    name: row.name,
+    email: row.email,
+    avatar: ownImage ?? `${baseUrl}/api/v1/accounts/${row.id}/avatar`,
+    creditBalance: row.creditBalance,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+/** `me` or the caller's own id; any other id is 404 so account ids cannot be probed. */
+function ownId(ctx: ServiceContext, accountId: string): string {
+  if (accountId === 'me' || accountId === ctx.accountId) return ctx.accountId;
+  throw new NotFoundError(`Account ${accountId} not found`);
+}
+
+export async function getAccount(ctx: ServiceContext, accountId: string): Promise<Account> {
+  requireScope(ctx, 'account');
+  const row = await repo.findAccountById(ctx.db, ownId(ctx, accountId));
+  if (!row) throw new NotFoundError(`Account ${accountId} not found`);
+  return toAccount(row, ctx.deps.config.baseUrl);
+}
+
+export async function updateAccount(ctx: ServiceContext, accountId: string, input: UpdateAccount): Promise<Account> {
+  requireScope(ctx, 'account');
+  const row = await repo.updateAccount(ctx.db, ownId(ctx, accountId), input);
+  if (!row) throw new NotFoundError(`Account ${accountId} not found`);
+  return toAccount(row, ctx.deps.config.baseUrl);
+}
+
+/** Deletes the account and, by cascade, everything it owns (tokens, sessions, ledger ...). */
+export async function deleteAccount(ctx: ServiceContext, accountId: string): Promise<void> {
+  requireScope(ctx, 'account');
+  const deleted = await repo.deleteAccount(ctx.db, ownId(ctx, accountId));
+  if (!deleted) throw new NotFoundError(`Account ${accountId} not found`);
+  ctx.log.info({ accountId: ctx.accountId }, 'account deleted');
+}
+
+/** Any bearer may read its own account's avatar; URL avatars answer a redirect (we never fetch them). */
+export async function getAvatar(
+  ctx: ServiceContext,
+  accountId: string,
+): Promise<{ redirect: string } | { image: AvatarImage }> {
+  const row = await repo.findAccountById(ctx.db, ownId(ctx, accountId));
+  if (!row) throw new NotFoundError(`Account ${accountId} not found`);
+  if (row.avatar && /^https?:/.test(row.avatar)) return { redirect: row.avatar };
+  const uploaded = row.avatar ? decodeDataUri(row.avatar) : undefined;
+  return { image: uploaded ?? initialsSvg(row.id, row.name) };
+}

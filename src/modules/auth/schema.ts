@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { ALL_SCOPES } from '../../auth/scopes.ts';
+import { Account } from '../accounts/schema.ts';
+
+export const Signup = z
+  .object({
+    email: z.email().max(254),
+    password: z.string().min(8, 'password must be at least 8 characters').max(256),
+    name: z.string().trim().min(1).max(100),
+  })
+  .meta({ id: 'Signup' });
+export type Signup = z.infer<typeof Signup>;
+
+export const Authenticate = z
+  .object({ email: z.string().min(1).max(254), password: z.string().min(1).max(256) })
+  .meta({ id: 'Authenticate' });
+export type Authenticate = z.infer<typeof Authenticate>;
+
+export const SessionResponse = z
+  .object({
+    session_token: z.string().describe('sess_... ; send as Authorization: Bearer'),
+    token_type: z.literal('Bearer'),
+    expires_in: z.number().int().describe('seconds'),
+    account: Account,
+  })
+  .meta({ id: 'Session' });
+export type SessionResponse = z.infer<typeof SessionResponse>;
+
+const ScopeName = z.enum(ALL_SCOPES as [string, ...string[]]);
+const Permission = z.enum(['read', 'read-write']);
+
+export const CreatePat = z
+  .object({
+    name: z.string().trim().min(1).max(100),
+    scopes: z.array(ScopeName).min(1).max(ALL_SCOPES.length),
+    expires_in: z.number().int().positive().optional().describe('seconds; default and maximum in the README'),
+    provider_permissions: z.record(z.string().min(1).max(100), Permission).optional(),
+    default_provider_permission: Permission.optional(),
+  })
+  .meta({ id: 'CreatePersonalAccessToken' });
+export type CreatePat = z.infer<typeof CreatePat>;
+
+export const Pat = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    token_prefix: z.string().describe('the first characters of the token, to tell tokens apart'),
+    scopes: z.array(z.string()),
+    provider_permissions: z.record(z.string(), Permission),
+    default_provider_permission: Permission,
+    expires_at: z.iso.datetime(),
+    last_used_at: z.iso.datetime().nullable(),
+    created_at: z.iso.datetime(),
+  })
+  .meta({ id: 'PersonalAccessToken' });
+export type Pat = z.infer<typeof Pat>;
+
+export const CreatedPat = Pat.extend({
+  personal_access_token: z.string().describe('pat_... ; shown once, store it now'),
+}).meta({ id: 'CreatedPersonalAccessToken' });
+export type CreatedPat = z.infer<typeof CreatedPat>;
+
+export const PatParams = z.object({ id: z.string().min(1).max(100) });

@@ -1,0 +1,164 @@
+import { hash, verify } from '@node-rs/argon2';
+import * as authRepo from '../../auth/repo.ts';
+import { ALL_SCOPES, type Scope } from '../../auth/scopes.ts';
+import type { PersonalAccessTokenRow } from '../../db/schema/index.ts';
+import { type PublicContext, requireScope, type ServiceContext } from '../../lib/context.ts';
+import { ConflictError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../../lib/errors.ts';
+import { newId, newSecretToken, sha256Hex } from '../../lib/ids.ts';
+import { type ListParams, type Page, toPage } from '../../lib/pagination.ts';
+import * as accountsRepo from '../accounts/repo.ts';
+import { toAccount } from '../accounts/service.ts';
+import { insertCreditTransaction } from '../credits/repo.ts';
+import type { Authenticate, CreatedPat, CreatePat, Pat, SessionResponse, Signup } from './schema.ts';
+
+// OWASP's argon2id floor: 19 MiB, 2 passes, 1 lane.
+const ARGON2 = { memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
+// Verified when the e-mail is unknown, so a wrong e-mail takes as long as a wrong password.
+let dummyHash: Promise<string> | undefined;
+
+export function hashPassword(password: string): Promise<string> {
+  return hash(password, ARGON2);
+}
+
+/** Creates an account with its starting credits (a `grant` row) and a first session, in one transaction. */
+export async function signup(ctx: PublicContext, input: Signup): Promise<SessionResponse> {
+  const { config } = ctx.deps;
+  if (!config.signupEnabled) throw new ForbiddenError('Sign-up is disabled on this server');
+  const passwordHash = await hashPassword(input.password);
+  const result = await createAccount(ctx, { ...input, passwordHash });
+  return startSession(ctx, result.id);
+}
+
+/** Shared by sign-up and `switchboard account create`. */
+export async function createAccount(
+  ctx: PublicContext,
+  input: { email: string; name: string; passwordHash: string },
+): Promise<{ id: string }> {
+  const { config } = ctx.deps;
+  const id = newId('account');
+  try {
+    await ctx.db.transaction(async (tx) => {
+      await accountsRepo.insertAccount(tx, {
+        id,
+        email: input.email,
+        name: input.name,
+        passwordHash: input.passwordHash,
+        creditBalance: config.initialCredits,
+      });
+      await insertCreditTransaction(tx, {
+        accountId: id,
+        amount: config.initialCredits,
+        balanceAfter: config.initialCredits,
+        type: 'grant',
+        description: 'Welcome credits',
+        requestId: ctx.requestId,
+      });
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new ConflictError('An account with this e-mail already exists');
+    throw err;
+  }
+  return { id };
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  for (let e: unknown = err; e && typeof e === 'object'; e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: unknown }).code === '23505') return true;
+  }
+  return false;
+}
+
+/** 401 without saying whether the e-mail or the password was wrong. */
+export async function authenticate(ctx: PublicContext, input: Authenticate): Promise<SessionResponse> {
+  const row = await accountsRepo.findAccountByEmail(ctx.db, input.email);
+  dummyHash ??= hashPassword('not-a-real-password');
+  const ok = await verify(row?.passwordHash ?? (await dummyHash), input.password).catch(() => false);
+  if (!row?.passwordHash || !ok) throw new UnauthorizedError('Invalid e-mail or password');
+  return startSession(ctx, row.id);
+}
+
+async function startSession(ctx: PublicContext, accountId: string): Promise<SessionResponse> {
+  const ttl = ctx.deps.config.sessionTtlSeconds;
+  const token = newSecretToken('sess');
+  await authRepo.insertSession(ctx.db, {
+    id: newId('session'),
+    accountId,
+    tokenHash: sha256Hex(token),
+    expiresAt: new Date(Date.now() + ttl * 1000),
+    userAgent: ctx.userAgent?.slice(0, 256),
+  });
+  const account = await accountsRepo.findAccountById(ctx.db, accountId);
+  if (!account) throw new NotFoundError('Account not found');
+  return {
+    session_token: token,
+    token_type: 'Bearer',
+    expires_in: ttl,
+    account: toAccount(account, ctx.deps.config.baseUrl),
+  };
+}
+
+/** Ends the calling session; its token stops working at once. */
+export async function logout(ctx: ServiceContext): Promise<void> {
+  if (ctx.actor.kind !== 'session')
+    throw new ForbiddenError('Logout ends a session; revoke tokens with DELETE /api/v1/auth/pats/:id');
+  await authRepo.deleteSession(ctx.db, ctx.accountId, ctx.actor.tokenId);
+}
+
+function toPat(row: PersonalAccessTokenRow): Pat {
+  return {
+    id: row.id,
+    name: row.name,
+    token_prefix: row.tokenPrefix,
+    scopes: row.scopes,
+    provider_permissions: row.providerPermissions,
+    default_provider_permission: row.defaultProviderPermission,
+    expires_at: row.expiresAt.toISOString(),
+    last_used_at: row.lastUsedAt?.toISOString() ?? null,
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+/**
+ * Mints a PAT. Only a session may do it (a token cannot mint tokens), the scopes cannot exceed the caller's,
+ * and only the hash is stored: the token is in this answer and nowhere else.
+ */
+export async function createPat(ctx: ServiceContext, input: CreatePat): Promise<CreatedPat> {
+  if (ctx.actor.kind !== 'session' && ctx.actor.kind !== 'cli') {
+    throw new ForbiddenError('Personal access tokens can only be created with a session token');
+  }
+  const { patDefaultExpiresIn, patMaxExpiresIn } = ctx.deps.config;
+  const expiresIn = input.expires_in ?? patDefaultExpiresIn;
+  if (expiresIn > patMaxExpiresIn) {
+    throw new ValidationError('Validation failed', [
+      { field: 'body.expires_in', message: `must be at most ${patMaxExpiresIn} seconds` },
+    ]);
+  }
+  const scopes = [...new Set(input.scopes)] as Scope[];
+  const beyond = scopes.filter((s) => !ctx.scopes.has(s));
+  if (beyond.length) throw new ForbiddenError(`Cannot grant scopes you do not hold: ${beyond.join(', ')}`);
+  const token = newSecretToken('pat');
+  const row = await authRepo.insertPat(ctx.db, {
+    id: newId('pat'),
+    accountId: ctx.accountId,
+    name: input.name,
+    tokenHash: sha256Hex(token),
+    tokenPrefix: token.slice(0, 10),
+    scopes: ALL_SCOPES.filter((s) => scopes.includes(s)),
+    providerPermissions: input.provider_permissions ?? {},
+    defaultProviderPermission: input.default_provider_permission ?? 'read-write',
+    expiresAt: new Date(Date.now() + expiresIn * 1000),
+  });
+  return { ...toPat(row), personal_access_token: token };
+}
+
+export async function listPats(ctx: ServiceContext, p: Pick<ListParams, 'page' | 'limit'>): Promise<Page<Pat>> {
+  requireScope(ctx, 'account');
+  const { rows, total } = await authRepo.listPats(ctx.db, ctx.accountId, p);
+  return toPage(rows.map(toPat), total, p);
+}
+
+export async function revokePat(ctx: ServiceContext, id: string): Promise<void> {
+  requireScope(ctx, 'account');
+  const revoked = await authRepo.revokePat(ctx.db, ctx.accountId, id, new Date());
+  if (!revoked) throw new NotFoundError(`Personal access token ${id} not found`);
+}

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { SCOPES } from '../../auth/scopes.ts';
+import type { App } from '../../http/types.ts';
+import { ServiceUnavailableError } from '../../lib/errors.ts';
+
+const AuthScope = z.object({ name: z.string(), description: z.string() }).meta({ id: 'AuthScope' });
+
+/** Operations endpoints at the origin root. */
+export async function systemRoutes(app: App): Promise<void> {
+  app.get(
+    '/healthz',
+    {
+      schema: { tags: ['Operations'], summary: 'Liveness', response: { 200: z.object({ status: z.literal('ok') }) } },
+      config: { auth: 'public', rateLimit: false },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['Operations'],
+        summary: 'Readiness: the database answers',
+        response: { 200: z.object({ status: z.literal('ready') }) },
+      },
+      config: { auth: 'public', rateLimit: false },
+    },
+    async () => {
+      try {
+        await app.deps.database.ping();
+      } catch {
+        throw new ServiceUnavailableError('Database unreachable');
+      }
+      return { status: 'ready' as const };
+    },
+  );
+}
+
+/** `GET /api/v1/auth-scopes`: any bearer. */
+export async function scopeRoutes(app: App): Promise<void> {
+  app.get(
+    '/auth-scopes',
+    {
+      schema: {
+        tags: ['Auth'],
+        summary: 'The scopes a token can hold, with descriptions',
+        response: { 200: z.object({ data: z.array(AuthScope) }) },
+      },
+    },
+    async () => ({ data: Object.entries(SCOPES).map(([name, description]) => ({ name, description })) }),
+  );
+}

@@ -1,0 +1,147 @@
+import { randomBytes } from 'node:crypto';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { inject } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import type { Scope } from '../src/auth/scopes.ts';
+import { type Config, loadConfig } from '../src/config.ts';
+import { type Database, openDatabase } from '../src/db/client.ts';
+import type { App } from '../src/http/types.ts';
+import type { Actor, PublicContext, ServiceContext } from '../src/lib/context.ts';
+import { createKeyRing, generateKeySpec, type KeyRing, parseKeys } from '../src/lib/crypto.ts';
+import { newId } from '../src/lib/ids.ts';
+import type { Account } from '../src/modules/accounts/schema.ts';
+import type { CreatePat } from '../src/modules/auth/schema.ts';
+import { createPat, signup } from '../src/modules/auth/service.ts';
+
+/**
+ * One database per test file (a copy of the migrated PGlite template, or the run's PostgreSQL database),
+ * any number of apps over it, and factories that give each test a fresh account.
+ */
+export interface TestHarness {
+  app: App;
+  config: Config;
+  database: Database;
+  keyRing: KeyRing;
+  /** Another app over the same database, e.g. with other limits. Closed with the harness. */
+  extraApp(env?: Record<string, string>): Promise<App>;
+  close(): Promise<void>;
+}
+
+const KEYS = generateKeySpec('test');
+
+/** Test settings: quiet logs, limits high enough that only rate-limit tests meet them. */
+export function testConfig(dataDir: string, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    DATA_DIR: dataDir,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    BASE_URL: 'http://localhost:8080',
+    ENCRYPTION_KEYS: KEYS,
+    RATE_LIMIT_GLOBAL: '100000',
+    RATE_LIMIT_AUTH: '100000',
+    RATE_LIMIT_LLM: '100000',
+    RATE_LIMIT_MCP: '100000',
+    RATE_LIMIT_REGISTER: '100000',
+    ...(inject('testDatabase').kind === 'pg' ? { DATABASE_URL: (inject('testDatabase') as { url: string }).url } : {}),
+    ...env,
+  });
+}
+
+export async function openTestDatabase(): Promise<{ database: Database; dataDir: string }> {
+  const target = inject('testDatabase');
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-test-'));
+  if (target.kind === 'pg') {
+    return { database: await openDatabase({ databaseUrl: target.url, dataDir, poolMax: 5 }), dataDir };
+  }
+  cpSync(target.template, dataDir, { recursive: true });
+  return { database: await openDatabase({ dataDir }), dataDir };
+}
+
+export async function createHarness(env: Record<string, string> = {}): Promise<TestHarness> {
+  const { database, dataDir } = await openTestDatabase();
+  const keyRing = createKeyRing(parseKeys(KEYS));
+  const apps: App[] = [];
+  const make = async (extra: Record<string, string>) => {
+    const config = testConfig(dataDir, { ...env, ...extra });
+    const app = await buildApp({ config, database, keyRing });
+    await app.ready();
+    apps.push(app);
+    return app;
+  };
+  const app = await make({});
+  return {
+    app,
+    config: app.deps.config,
+    database,
+    keyRing,
+    extraApp: make,
+    async close() {
+      for (const a of apps) await a.close();
+      await database.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function publicContext(app: App): PublicContext {
+  return { deps: app.deps, db: app.deps.database.db, log: app.log, requestId: newId('request'), ip: '127.0.0.1' };
+}
+
+export interface TestUser {
+  account: Account;
+  password: string;
+  sessionToken: string;
+  /** A service context acting as this user's session (every scope). */
+  ctx: ServiceContext;
+  /** Mints a PAT with these scopes (and optional provider permissions) through the real service. */
+  pat(scopes: Scope[], extra?: Partial<CreatePat>): Promise<string>;
+  /** `{authorization: 'Bearer <session token>'}` */
+  headers: { authorization: string };
+}
+
+let counter = 0;
+
+/** A fresh account with its own session: tests never share rows. */
+export async function createUser(app: App, opts: { name?: string; email?: string } = {}): Promise<TestUser> {
+  const password = `pw-${randomBytes(6).toString('hex')}`;
+  const email = opts.email ?? `user${++counter}-${randomBytes(5).toString('hex')}@example.test`;
+  const session = await signup(publicContext(app), { email, password, name: opts.name ?? 'Test User' });
+  const actor: Actor = {
+    kind: 'session',
+    accountId: session.account.id,
+    tokenId: 'test',
+    scopes: new Set(Object.keys((await import('../src/auth/scopes.ts')).SCOPES) as Scope[]),
+    providerPermissions: {},
+    defaultProviderPermission: 'read-write',
+    creditBalance: session.account.creditBalance,
+  };
+  const ctx: ServiceContext = { ...publicContext(app), accountId: actor.accountId, actor, scopes: actor.scopes };
+  return {
+    account: session.account,
+    password,
+    sessionToken: session.session_token,
+    ctx,
+    headers: { authorization: `Bearer ${session.session_token}` },
+    async pat(scopes, extra = {}) {
+      const created = await createPat(ctx, { name: 'test token', scopes, ...extra });
+      return created.personal_access_token;
+    },
+  };
+}
+
+/** `app.inject` with a bearer token and JSON body. */
+export function call(
+  app: App,
+  method: InjectOptions['method'],
+  url: string,
+  opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<LightMyRequestResponse> {
+  return app.inject({
+    method,
+    url,
+    headers: { ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}), ...opts.headers },
+    ...(opts.body !== undefined ? { payload: opts.body as InjectOptions['payload'] } : {}),
+  });
+}

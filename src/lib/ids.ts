@@ -6,6 +6,8 @@ export const ID_PREFIX = {
   session: 'ses',
   pat: 'tok',
   creditTransaction: 'ctx',
+  creditHold: 'hold',
+  completion: 'chatcmpl',
   request: 'req',
 } as const;
 

@@ -28,3 +28,21 @@ export const creditTransactions = pgTable(
 );
 
 export type CreditTransactionRow = typeof creditTransactions.$inferSelect;
+
+/**
+ * Credits set aside for a request in flight (its worst-case cost). Settling deletes the hold and records the
+ * real cost; holds of a crashed instance expire and are released, so no credit is lost.
+ */
+export const creditHolds = pgTable(
+  'credit_holds',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [index('credit_holds_expires_idx').on(t.expiresAt)],
+);

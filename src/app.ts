@@ -18,7 +18,11 @@ import { newId } from './lib/ids.ts';
 import { redactSecrets } from './lib/redact.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
 import { authRoutes } from './modules/auth/routes.ts';
+import { creditRoutes } from './modules/credits/routes.ts';
+import { releaseExpiredHolds } from './modules/credits/service.ts';
+import { llmRoutes } from './modules/llm/routes.ts';
 import { scopeRoutes, systemRoutes } from './modules/system/routes.ts';
+import { createDeps } from './runtime.ts';
 
 export interface BuildAppOptions {
   config: Config;
@@ -29,6 +33,7 @@ export interface BuildAppOptions {
   verifiers?: BearerVerifier[];
 }
 
+const HOLD_SWEEP_INTERVAL_MS = 60_000;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {
@@ -74,7 +79,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   fastify.setSerializerCompiler(serializerCompiler);
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
-  const deps: Deps = { config, database, keyRing: opts.keyRing, log: app.log };
+  const deps: Deps = createDeps(config, { database, keyRing: opts.keyRing }, app.log);
   app.decorate('deps', deps);
 
   app.addHook('onRequest', async (req, reply) => {
@@ -107,6 +112,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await accountRoutes(v1);
       await authRoutes(v1, config);
       await scopeRoutes(v1);
+      await creditRoutes(v1);
+      await llmRoutes(v1, config);
     },
     { prefix: '/api/v1' },
   );
@@ -114,7 +121,13 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   app.setNotFoundHandler({ preHandler: redis || config.rateLimits.enabled ? app.rateLimit() : undefined }, (req) => {
     throw new NotFoundError(`Route ${req.method} ${req.url.split('?')[0]} not found`);
   });
+  // Holds of requests whose instance died are given back; a recurring job once the job runner exists.
+  const sweeper = setInterval(() => {
+    releaseExpiredHolds({ db: database.db }).catch((err: unknown) => app.log.warn({ err }, 'hold sweep failed'));
+  }, HOLD_SWEEP_INTERVAL_MS);
+  sweeper.unref();
   app.addHook('onClose', async () => {
+    clearInterval(sweeper);
     redis?.disconnect();
   });
   return app;

@@ -59,6 +59,16 @@ const EnvSchema = z.object({
   RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
   SIGNUP_ENABLED: bool.default(true),
   INITIAL_CREDITS: z.coerce.number().int().min(0).default(100_000),
+  LLM_BASE_URL: z.url().optional(),
+  LLM_API_KEY: z.string().optional(),
+  LLM_MODELS: z.string().optional(),
+  OPENAI_API_KEY: z.string().optional(),
+  OPENAI_BASE_URL: z.url().default('https://api.openai.com/v1'),
+  ANTHROPIC_API_KEY: z.string().optional(),
+  ANTHROPIC_BASE_URL: z.url().default('https://api.anthropic.com'),
+  MODELS_FILE: z.string().optional(),
+  DEFAULT_MODEL: z.string().optional(),
+  LLM_TIMEOUT_MS: positiveInt.default(120_000),
 });
 
 export interface RateLimits {
@@ -69,6 +79,24 @@ export interface RateLimits {
   llm: number;
   mcp: number;
   register: number;
+}
+
+export interface UpstreamConfig {
+  baseUrl: string;
+  apiKey: string | undefined;
+}
+
+/** LLM upstreams: an upstream exists only when its setting is given; models of absent upstreams are hidden. */
+export interface LlmConfig {
+  /** Any OpenAI-compatible server (`LLM_BASE_URL`, `LLM_API_KEY`). */
+  custom: UpstreamConfig | undefined;
+  /** `LLM_MODELS`: models served by LLM_BASE_URL, `id[=promptRate/completionRate]`, comma-separated. */
+  customModels: string | undefined;
+  openai: UpstreamConfig | undefined;
+  anthropic: UpstreamConfig | undefined;
+  modelsFile: string | undefined;
+  defaultModel: string | undefined;
+  timeoutMs: number;
 }
 
 export interface Config {
@@ -92,6 +120,7 @@ export interface Config {
   rateLimits: RateLimits;
   signupEnabled: boolean;
   initialCredits: number;
+  llm: LlmConfig;
   version: string;
 }
 
@@ -148,6 +177,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     signupEnabled: e.SIGNUP_ENABLED,
     initialCredits: e.INITIAL_CREDITS,
+    llm: {
+      custom: e.LLM_BASE_URL ? { baseUrl: stripSlash(e.LLM_BASE_URL), apiKey: e.LLM_API_KEY } : undefined,
+      customModels: e.LLM_MODELS,
+      openai: e.OPENAI_API_KEY ? { baseUrl: stripSlash(e.OPENAI_BASE_URL), apiKey: e.OPENAI_API_KEY } : undefined,
+      anthropic: e.ANTHROPIC_API_KEY
+        ? { baseUrl: stripSlash(e.ANTHROPIC_BASE_URL), apiKey: e.ANTHROPIC_API_KEY }
+        : undefined,
+      modelsFile: e.MODELS_FILE,
+      defaultModel: e.DEFAULT_MODEL,
+      timeoutMs: e.LLM_TIMEOUT_MS,
+    },
     version: pkg.version,
   };
 }

@@ -1,6 +1,9 @@
+import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.ts';
 import { type Database, openDatabase } from './db/client.ts';
+import type { Deps } from './lib/context.ts';
 import { type KeyRing, loadKeyRing } from './lib/crypto.ts';
+import { createLlmGateway } from './llm/gateway.ts';
 
 export interface Runtime {
   database: Database;
@@ -24,4 +27,13 @@ export async function openRuntime(config: Config, opts: { migrate?: boolean } = 
     throw err;
   }
   return { database, keyRing: ring, generatedKeyFile: generatedAt };
+}
+
+/** The process-wide dependencies every service receives; the app and the CLI build them the same way. */
+export function createDeps(
+  config: Config,
+  runtime: Pick<Runtime, 'database' | 'keyRing'>,
+  log: FastifyBaseLogger,
+): Deps {
+  return { config, database: runtime.database, keyRing: runtime.keyRing, log, llm: createLlmGateway(config) };
 }

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Scope } from '../auth/scopes.ts';
 import type { Config } from '../config.ts';
 import type { Database, Db } from '../db/client.ts';
+import type { LlmGateway } from '../llm/gateway.ts';
 import type { KeyRing } from './crypto.ts';
 import { ForbiddenError } from './errors.ts';
 
@@ -11,6 +12,8 @@ export interface Deps {
   database: Database;
   keyRing: KeyRing;
   log: FastifyBaseLogger;
+  /** Model catalog and upstream clients. */
+  llm: LlmGateway;
 }
 
 export type ProviderPermission = 'read' | 'read-write';

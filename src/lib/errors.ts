@@ -118,6 +118,20 @@ export class InternalServerError extends AppError {
   }
 }
 
+/** Beyond §7: the model provider (or another upstream) failed. */
+export class BadGatewayError extends AppError {
+  constructor(message = 'The upstream service failed') {
+    super(502, message);
+  }
+}
+
+/** Beyond §7: the upstream did not answer in time. */
+export class GatewayTimeoutError extends AppError {
+  constructor(message = 'The upstream service did not answer in time') {
+    super(504, message);
+  }
+}
+
 export class ServiceUnavailableError extends AppError {
   constructor(message = 'Service unavailable') {
     super(503, message);

@@ -1,0 +1,49 @@
+import { readSse } from '../../lib/sse.ts';
+import type { ChatChunk, ChatCompletion, Upstream } from '../types.ts';
+import { UpstreamError } from '../types.ts';
+import { classifyTransportError, postUpstream } from './http.ts';
+
+/** Any OpenAI-compatible server (OpenAI, OpenRouter, vLLM, Ollama, LM Studio): the request passes as is. */
+export function openAiUpstream(opts: { baseUrl: string; apiKey: string | undefined; timeoutMs: number }): Upstream {
+  const url = `${opts.baseUrl}/chat/completions`;
+  const headers: Record<string, string> = opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {};
+
+  return {
+    async complete({ model, request, signal }) {
+      const res = await postUpstream(
+        url,
+        headers,
+        { ...request, model: model.upstreamModel, stream: false },
+        signal,
+        opts.timeoutMs,
+      );
+      try {
+        return (await res.body.json()) as ChatCompletion;
+      } catch (err) {
+        throw asFault(classifyTransportError(err, signal), 'The model provider sent an unreadable answer');
+      }
+    },
+    async *stream({ model, request, signal }) {
+      const payload = {
+        ...request,
+        model: model.upstreamModel,
+        stream: true,
+        // Usage is how we bill: always ask for it.
+        stream_options: { ...(request.stream_options ?? {}), include_usage: true },
+      };
+      const res = await postUpstream(url, headers, payload, signal, opts.timeoutMs);
+      try {
+        for await (const ev of readSse(res.body)) {
+          if (ev.data === '[DONE]') return;
+          yield JSON.parse(ev.data) as ChatChunk;
+        }
+      } catch (err) {
+        throw asFault(classifyTransportError(err, signal), 'The model provider stream broke off');
+      }
+    },
+  };
+}
+
+function asFault(err: unknown, message: string): unknown {
+  return err instanceof SyntaxError ? new UpstreamError('failed', message) : err;
+}

@@ -1,0 +1,121 @@
+import type { FastifyReply } from 'fastify';
+import { z } from 'zod';
+import type { Config } from '../../config.ts';
+import { toAppError } from '../../http/error-handler.ts';
+import type { App } from '../../http/types.ts';
+import type { AppError } from '../../lib/errors.ts';
+import { sseData } from '../../lib/sse.ts';
+import type { ChatRequest } from '../../llm/types.ts';
+import { ChatCompletionRequest, ModelList } from './schema.ts';
+import * as service from './service.ts';
+
+/** An AbortSignal that fires when the client goes away before the answer is complete. */
+export function clientGone(reply: FastifyReply): AbortSignal {
+  const ac = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) ac.abort();
+  });
+  return ac.signal;
+}
+
+export async function llmRoutes(app: App, config: Config): Promise<void> {
+  const tags = ['LLM'];
+  app.post(
+    '/chat/completions',
+    {
+      schema: {
+        tags,
+        summary: 'OpenAI-compatible chat completion (JSON or SSE stream)',
+        description:
+          'Billed in credits: `X-Credits-Consumed` and `X-Credits-Remaining` headers. Streams carry the balance at ' +
+          'admission in those headers and the final figures as an SSE comment (`: x-credits-consumed=N; ' +
+          'x-credits-remaining=M`) and as HTTP trailers, before `data: [DONE]`.',
+        body: ChatCompletionRequest,
+        response: { 200: z.unknown() },
+      },
+      config: {
+        scopes: ['llm-all'],
+        creditGuard: true,
+        rateLimit: { max: config.rateLimits.llm, timeWindow: config.rateLimits.windowMs },
+      },
+    },
+    async (req, reply) => {
+      const request = req.body as ChatRequest;
+      const signal = clientGone(reply);
+      const billing = { type: 'llm' as const };
+      if (!request.stream) {
+        const { completion, credits } = await service.createCompletion(req.ctx, request, { signal, billing });
+        return reply
+          .header('X-Credits-Consumed', String(credits.consumed))
+          .header('X-Credits-Remaining', String(credits.remaining))
+          .send(completion);
+      }
+      const stream = await service.streamCompletion(req.ctx, request, { signal, billing });
+      await writeSse(reply, stream);
+    },
+  );
+
+  app.get(
+    '/models',
+    {
+      schema: { tags, summary: 'The models this server offers (OpenAI list shape)', response: { 200: ModelList } },
+      config: { scopes: ['llm-all'] },
+    },
+    (req) => ({
+      object: 'list' as const,
+      data: service.listModels(req.ctx).map((m) => ({
+        id: m.id,
+        object: 'model' as const,
+        created: 0,
+        owned_by: m.upstream,
+        tier: m.tier,
+        context_window: m.contextWindow,
+        max_output_tokens: m.maxOutputTokens,
+        capabilities: m.capabilities,
+        pricing: { prompt: m.promptRate, completion: m.completionRate, unit: 'credits_per_million_tokens' as const },
+      })),
+    }),
+  );
+}
+
+/** Writes a completion stream as SSE, honouring back-pressure, and always settles the bill. */
+async function writeSse(reply: FastifyReply, stream: service.CompletionStream): Promise<void> {
+  const raw = reply.raw;
+  reply.hijack();
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-credits-consumed': '0',
+    'x-credits-remaining': String(stream.balanceBefore),
+    trailer: 'X-Credits-Consumed, X-Credits-Remaining',
+  });
+  let fault: AppError | undefined;
+  try {
+    for await (const chunk of stream.chunks) {
+      if (raw.destroyed) break;
+      if (!raw.write(sseData(chunk))) await new Promise((resolve) => raw.once('drain', resolve).once('close', resolve));
+    }
+  } catch (err) {
+    fault = toAppError(err);
+    if (fault.statusCode >= 500) reply.log.warn({ err }, 'stream broke off');
+  } finally {
+    const credits = await stream.finish().catch((err: unknown) => {
+      reply.log.error({ err }, 'settling a stream failed');
+      return undefined;
+    });
+    if (!raw.destroyed) {
+      if (fault) raw.write(sseData({ error: { message: fault.message, type: fault.name, code: fault.statusCode } }));
+      if (credits) {
+        raw.write(`: x-credits-consumed=${credits.consumed}; x-credits-remaining=${credits.remaining}\n\n`);
+        raw.addTrailers({
+          'X-Credits-Consumed': String(credits.consumed),
+          'X-Credits-Remaining': String(credits.remaining),
+        });
+      }
+      raw.end('data: [DONE]\n\n');
+    }
+  }
+}

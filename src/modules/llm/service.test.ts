@@ -1,0 +1,299 @@
+import { eq, sql } from 'drizzle-orm';
+import fc from 'fast-check';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { accounts, creditTransactions } from '../../db/schema/index.ts';
+
+// 1 credit per prompt token, 2 per completion token: costs are easy to read in assertions.
+const MODELS = 'fake-model=1000000/2000000,cheap-model=1000/1000';
+
+describe('LLM gateway', () => {
+  let fake: FakeLlm;
+  let h: TestHarness;
+  let base: string;
+  let user: TestUser;
+  let pat: string;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    fake = await startFakeLlm();
+    h = await createHarness({ LLM_BASE_URL: fake.url, LLM_API_KEY: 'upstream-secret', LLM_MODELS: MODELS });
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const addr = h.app.server.address();
+    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  });
+  afterAll(async () => {
+    await h.close();
+    await fake.close();
+  });
+  beforeEach(async () => {
+    user = await createUser(h.app);
+    pat = await user.pat(['llm-all', 'account']);
+    client = new OpenAI({ baseURL: `${base}/api/v1`, apiKey: pat, maxRetries: 0 });
+  });
+
+  const db = () => h.database.db;
+  const balance = async (id = user.account.id) =>
+    (await db().select({ b: accounts.creditBalance }).from(accounts).where(eq(accounts.id, id)))[0]?.b;
+  const llmRows = (id = user.account.id) =>
+    db()
+      .select()
+      .from(creditTransactions)
+      .where(sql`${creditTransactions.accountId} = ${id} AND ${creditTransactions.type} = 'llm'`);
+
+  it('answers a plain completion through the openai client and bills it exactly once', async () => {
+    fake.enqueue({ content: 'Hello there friend', usage: { prompt: 10, completion: 3 } });
+    const { data, response } = await client.chat.completions
+      .create({ model: 'fake-model', messages: [{ role: 'user', content: 'hi' }], temperature: 0.2, seed: 7 })
+      .withResponse();
+    expect(data.object).toBe('chat.completion');
+    expect(data.model).toBe('fake-model');
+    expect(data.choices[0]?.message.content).toBe('Hello there friend');
+    expect(data.usage).toEqual({ prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 });
+    expect(response.headers.get('x-credits-consumed')).toBe('16');
+    expect(response.headers.get('x-credits-remaining')).toBe('99984');
+    expect(await balance()).toBe(99984);
+    const rows = await llmRows();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      amount: -16,
+      balanceAfter: 99984,
+      model: 'fake-model',
+      promptTokens: 10,
+      completionTokens: 3,
+    });
+    const upstreamReq = fake.requests.at(-1);
+    expect(upstreamReq?.headers.authorization).toBe('Bearer upstream-secret');
+    expect(upstreamReq).toMatchObject({ model: 'fake-model', temperature: 0.2, seed: 7, stream: false });
+  });
+
+  it('streams chunks then [DONE], and bills the usage the upstream reported', async () => {
+    fake.enqueue({ content: 'one two three four', usage: { prompt: 5, completion: 4 } });
+    const stream = await client.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'count' }],
+      stream: true,
+    });
+    let text = '';
+    for await (const chunk of stream) {
+      expect(chunk.object).toBe('chat.completion.chunk');
+      expect(chunk.model).toBe('fake-model');
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
+    expect(text).toBe('one two three four');
+    expect(fake.requests.at(-1)?.stream_options).toEqual({ include_usage: true });
+    expect(await balance()).toBe(100000 - 13);
+    expect(await llmRows()).toHaveLength(1);
+  });
+
+  it('ends a stream with the credits comment and [DONE]; usage is forwarded only when asked for', async () => {
+    fake.enqueue({ content: 'a b', usage: { prompt: 2, completion: 2 } });
+    const res = await fetch(`${base}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${pat}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }], stream: true }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(res.headers.get('x-credits-remaining')).toBe('100000');
+    const body = await res.text();
+    expect(body.endsWith(': x-credits-consumed=6; x-credits-remaining=99994\n\ndata: [DONE]\n\n')).toBe(true);
+    expect(body).not.toContain('"usage"');
+
+    fake.enqueue({ content: 'a b', usage: { prompt: 2, completion: 2 } });
+    const withUsage = await client.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const usages = [];
+    for await (const chunk of withUsage) if (chunk.usage) usages.push(chunk.usage);
+    expect(usages).toEqual([{ prompt_tokens: 2, completion_tokens: 2, total_tokens: 4 }]);
+  });
+
+  it('passes tool calls through, plain and streamed', async () => {
+    const tools = [
+      {
+        type: 'function' as const,
+        function: {
+          name: 'get_weather',
+          description: 'Weather',
+          parameters: { type: 'object', properties: { city: { type: 'string' } } },
+        },
+      },
+    ];
+    fake.enqueue({ toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] });
+    const plain = await client.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'weather?' }],
+      tools,
+      tool_choice: 'auto',
+    });
+    expect(plain.choices[0]?.finish_reason).toBe('tool_calls');
+    expect(plain.choices[0]?.message.tool_calls?.[0]).toMatchObject({
+      type: 'function',
+      function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+    });
+    expect(fake.requests.at(-1)).toMatchObject({ tools, tool_choice: 'auto' });
+
+    fake.enqueue({ toolCalls: [{ name: 'get_weather', arguments: { city: 'Oslo' } }] });
+    const stream = await client.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'weather?' }],
+      tools,
+      stream: true,
+    });
+    let name = '';
+    let args = '';
+    for await (const chunk of stream) {
+      for (const c of chunk.choices[0]?.delta.tool_calls ?? []) {
+        name += c.function?.name ?? '';
+        args += c.function?.arguments ?? '';
+      }
+    }
+    expect(name).toBe('get_weather');
+    expect(JSON.parse(args)).toEqual({ city: 'Oslo' });
+  });
+
+  it('lists models in the OpenAI list shape with prices and capabilities', async () => {
+    const ids = [];
+    for await (const m of client.models.list()) ids.push(m);
+    expect(ids.map((m) => m.id)).toEqual(['fake-model', 'cheap-model']);
+    expect(ids[0]).toMatchObject({
+      object: 'model',
+      owned_by: 'custom',
+      context_window: 128000,
+      pricing: { prompt: 1000000, completion: 2000000, unit: 'credits_per_million_tokens' },
+      capabilities: { tools: true, streaming: true },
+    });
+  });
+
+  it('answers 402 at a zero balance, and 422 listing the models for an unknown model', async () => {
+    await db().update(accounts).set({ creditBalance: 0 }).where(eq(accounts.id, user.account.id));
+    const broke = await client.chat.completions
+      .create({ model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(broke).toBeInstanceOf(OpenAI.APIError);
+    expect((broke as InstanceType<typeof OpenAI.APIError>).status).toBe(402);
+    // The SDK exposes the body's `error` field: our §7 error name.
+    expect((broke as InstanceType<typeof OpenAI.APIError>).error).toBe('CreditsExhaustedError');
+
+    const other = await createUser(h.app);
+    const c2 = new OpenAI({ baseURL: `${base}/api/v1`, apiKey: await other.pat(['llm-all']), maxRetries: 0 });
+    const unknown = await c2.chat.completions
+      .create({ model: 'gpt-9', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(OpenAI.UnprocessableEntityError);
+    expect((unknown as InstanceType<typeof OpenAI.APIError>).error).toBe('ValidationError');
+    const raw = await call(h.app, 'POST', '/api/v1/chat/completions', {
+      token: await other.pat(['llm-all']),
+      body: { model: 'gpt-9', messages: [{ role: 'user', content: 'hi' }] },
+    });
+    expect(raw.json()).toEqual({
+      error: 'ValidationError',
+      message: 'Unknown model "gpt-9". Available models: fake-model, cheap-model',
+      statusCode: 422,
+      details: [{ field: 'body.model', message: 'must be one of: fake-model, cheap-model' }],
+    });
+  });
+
+  it('maps upstream faults: 429 keeps Retry-After, 5xx is 502, and a failed call costs nothing', async () => {
+    fake.enqueue({ status: 429, headers: { 'retry-after': '17' } });
+    const limited = await client.chat.completions
+      .create({ model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((limited as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after')).toBe('17');
+    expect((limited as InstanceType<typeof OpenAI.APIError>).error).toBe('TooManyRequestsError');
+
+    fake.enqueue({ status: 500 });
+    const failed = await call(h.app, 'POST', '/api/v1/chat/completions', {
+      token: pat,
+      body: { model: 'fake-model', messages: [{ role: 'user', content: 'hi' }], stream: true },
+    });
+    expect(failed.statusCode).toBe(502);
+    expect(failed.json()).toMatchObject({ error: 'BadGatewayError', statusCode: 502 });
+    expect(await balance()).toBe(100000);
+    expect(await llmRows()).toHaveLength(0);
+  });
+
+  it('counts tokens itself when the upstream reports no usage', async () => {
+    fake.enqueue({ content: 'hello world', noUsage: true });
+    const res = await client.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(res.usage?.completion_tokens).toBeGreaterThan(0);
+    expect(res.usage?.prompt_tokens).toBeGreaterThan(0);
+    const [row] = await llmRows();
+    expect(row?.amount).toBe(-((res.usage?.prompt_tokens ?? 0) + 2 * (res.usage?.completion_tokens ?? 0)));
+  });
+
+  it('aborts the upstream when the client cuts a stream, and bills only what was generated', async () => {
+    const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
+    fake.enqueue({ content: words, chunkDelayMs: 15, usage: { prompt: 5, completion: 60 } });
+    const ac = new AbortController();
+    const res = await fetch(`${base}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${pat}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'long' }], stream: true }),
+      signal: ac.signal,
+    });
+    const reader = res.body?.getReader();
+    let seen = '';
+    while (reader && (seen.match(/"content"/g) ?? []).length < 5)
+      seen += new TextDecoder().decode((await reader.read()).value);
+    ac.abort();
+    await expect.poll(async () => (await llmRows()).length, { timeout: 10_000 }).toBe(1);
+    const [row] = await llmRows();
+    const full = 5 + 2 * 60;
+    expect(row?.amount).toBeLessThan(0);
+    expect(-(row?.amount ?? 0)).toBeLessThan(full);
+    await expect.poll(() => fake.aborted, { timeout: 5_000 }).toBeGreaterThan(0);
+  });
+
+  it('never overdraws by more than one request under concurrency, and the ledger adds up', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 60 }),
+        fc.array(fc.record({ prompt: fc.integer({ min: 0, max: 20 }), completion: fc.integer({ min: 0, max: 20 }) }), {
+          minLength: 2,
+          maxLength: 12,
+        }),
+        async (start, usages) => {
+          const u = await createUser(h.app);
+          const token = await u.pat(['llm-all']);
+          await db().update(accounts).set({ creditBalance: start }).where(eq(accounts.id, u.account.id));
+          fake.enqueue(...usages.map((usage) => ({ content: 'x', usage })));
+          const results = await Promise.all(
+            usages.map(() =>
+              fetch(`${base}/api/v1/chat/completions`, {
+                method: 'POST',
+                headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+                body: JSON.stringify({
+                  model: 'fake-model',
+                  messages: [{ role: 'user', content: 'q' }],
+                  max_tokens: 20,
+                }),
+              }).then((r) => r.status),
+            ),
+          );
+          expect(results.every((s) => s === 200 || s === 402)).toBe(true);
+          const final = (await balance(u.account.id)) ?? 0;
+          const rows = await llmRows(u.account.id);
+          const spent = rows.reduce((s, r) => s - r.amount, 0);
+          expect(final).toBe(start - spent);
+          const maxCost = Math.max(...usages.map((x) => x.prompt + 2 * x.completion));
+          expect(final).toBeGreaterThanOrEqual(-maxCost);
+          expect(rows.length).toBeLessThanOrEqual(results.filter((s) => s === 200).length);
+          // Replies scripted for the refused requests must not leak into the next run.
+          fake.reset();
+        },
+      ),
+      { numRuns: 8 },
+    );
+  });
+});

@@ -1,0 +1,226 @@
+import { requireScope, type ServiceContext } from '../../lib/context.ts';
+import {
+  type AppError,
+  BadGatewayError,
+  BadRequestError,
+  GatewayTimeoutError,
+  ServiceUnavailableError,
+  TooManyRequestsError,
+  ValidationError,
+} from '../../lib/errors.ts';
+import type { CatalogModel } from '../../llm/catalog.ts';
+import { creditsFor } from '../../llm/catalog.ts';
+import { countTokens, promptText, promptTokenBound } from '../../llm/tokens.ts';
+import type { ChatChunk, ChatCompletion, ChatRequest, Upstream, Usage } from '../../llm/types.ts';
+import { UpstreamError } from '../../llm/types.ts';
+import type { CreditTransactionType } from '../credits/repo.ts';
+import { type CreditHold, holdCredits, settleCredits } from '../credits/service.ts';
+
+/** Who pays, and under which ledger type: the gateway itself, MCP's agent, or an agent chat. */
+export interface Billing {
+  type: Extract<CreditTransactionType, 'llm' | 'mcp' | 'agent'>;
+  description?: string;
+}
+
+export interface Credits {
+  consumed: number;
+  remaining: number;
+}
+
+const NO_UPSTREAM =
+  'No LLM upstream is configured: set LLM_BASE_URL (and LLM_API_KEY) for an OpenAI-compatible server, OPENAI_API_KEY, or ANTHROPIC_API_KEY';
+
+/** The catalog model for an id (or the default model); 422 listing the models when it is unknown. */
+export function resolveModel(ctx: ServiceContext, id: string | undefined): CatalogModel {
+  const { catalog } = ctx.deps.llm;
+  if (!catalog.configured) throw new ServiceUnavailableError(NO_UPSTREAM);
+  const model = id ? catalog.get(id) : catalog.defaultModel;
+  if (model) return model;
+  const known = catalog.available.map((m) => m.id).join(', ');
+  throw new ValidationError(`Unknown model "${id ?? ''}". Available models: ${known}`, [
+    { field: 'body.model', message: `must be one of: ${known}` },
+  ]);
+}
+
+export function listModels(ctx: ServiceContext): CatalogModel[] {
+  requireScope(ctx, 'llm-all');
+  if (!ctx.deps.llm.catalog.configured) throw new ServiceUnavailableError(NO_UPSTREAM);
+  return ctx.deps.llm.catalog.available;
+}
+
+function upstreamOf(ctx: ServiceContext, model: CatalogModel): Upstream {
+  const upstream = ctx.deps.llm.upstreamFor(model);
+  if (!upstream) throw new ServiceUnavailableError(NO_UPSTREAM);
+  return upstream;
+}
+
+function checkCapabilities(model: CatalogModel, request: ChatRequest): void {
+  if (request.tools?.length && !model.capabilities.tools) {
+    throw new ValidationError(`Model ${model.id} does not support tools`, [
+      { field: 'body.tools', message: `not supported by ${model.id}` },
+    ]);
+  }
+}
+
+/** The §7 answer for an upstream fault. */
+export function upstreamFault(err: unknown): unknown {
+  if (!(err instanceof UpstreamError)) return err;
+  const faults: Record<UpstreamError['fault'], () => AppError> = {
+    rate_limited: () => new TooManyRequestsError(err.retryAfterSeconds ?? 30, `${err.message}; retry later`),
+    rejected: () => new BadRequestError(err.message),
+    failed: () => new BadGatewayError(err.message),
+    timeout: () => new GatewayTimeoutError(err.message),
+  };
+  return faults[err.fault]();
+}
+
+/** The worst case of a request: every prompt character a token, and the full output allowance. */
+function worstCase(model: CatalogModel, request: ChatRequest): number {
+  const maxOut = request.max_completion_tokens ?? request.max_tokens ?? model.maxOutputTokens;
+  return creditsFor(model, promptTokenBound(request.messages), Math.min(maxOut, model.maxOutputTokens));
+}
+
+async function admit(ctx: ServiceContext, request: ChatRequest) {
+  const model = resolveModel(ctx, request.model);
+  checkCapabilities(model, request);
+  const upstream = upstreamOf(ctx, model);
+  const hold = await holdCredits(ctx, worstCase(model, request));
+  return { model, upstream, hold };
+}
+
+async function settle(
+  ctx: ServiceContext,
+  hold: CreditHold,
+  model: CatalogModel,
+  usage: Pick<Usage, 'prompt_tokens' | 'completion_tokens'>,
+  billing: Billing,
+): Promise<Credits> {
+  const consumed = creditsFor(model, usage.prompt_tokens, usage.completion_tokens);
+  const remaining = await settleCredits(ctx, hold, {
+    type: billing.type,
+    cost: consumed,
+    description: billing.description ?? `Chat completion (${model.id})`,
+    model: model.id,
+    promptTokens: usage.prompt_tokens,
+    completionTokens: usage.completion_tokens,
+  });
+  return { consumed, remaining };
+}
+
+/**
+ * One non-streamed completion, billed exactly once: the worst case is held on admission and replaced by the
+ * real cost. A failed upstream call costs nothing; one the caller abandoned costs its prompt.
+ */
+export async function createCompletion(
+  ctx: ServiceContext,
+  request: ChatRequest,
+  opts: { signal: AbortSignal; billing: Billing },
+): Promise<{ completion: ChatCompletion; credits: Credits }> {
+  requireScope(ctx, 'llm-all');
+  const { model, upstream, hold } = await admit(ctx, request);
+  let completion: ChatCompletion;
+  try {
+    completion = await upstream.complete({ model, request, signal: opts.signal });
+  } catch (err) {
+    const promptTokens = opts.signal.aborted ? await countTokens(promptText(request.messages)) : 0;
+    await settle(ctx, hold, model, { prompt_tokens: promptTokens, completion_tokens: 0 }, opts.billing);
+    throw upstreamFault(err);
+  }
+  const usage = completion.usage ?? (await countedUsage(request, completionText(completion)));
+  const credits = await settle(ctx, hold, model, usage, opts.billing);
+  return { completion: { ...completion, model: model.id, usage: withTotal(usage) }, credits };
+}
+
+function withTotal(u: Pick<Usage, 'prompt_tokens' | 'completion_tokens'> & { total_tokens?: number }): Usage {
+  return { ...u, total_tokens: u.total_tokens ?? u.prompt_tokens + u.completion_tokens };
+}
+
+function completionText(c: ChatCompletion): string {
+  return c.choices
+    .map((ch) => `${ch.message.content ?? ''}${ch.message.tool_calls ? JSON.stringify(ch.message.tool_calls) : ''}`)
+    .join('');
+}
+
+async function countedUsage(request: ChatRequest, generated: string): Promise<Usage> {
+  const prompt_tokens = await countTokens(promptText(request.messages));
+  const completion_tokens = await countTokens(generated);
+  return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
+}
+
+export interface CompletionStream {
+  /** The balance when the request was admitted. */
+  balanceBefore: number;
+  chunks: AsyncGenerator<ChatChunk>;
+  /**
+   * Settles the bill: the upstream's usage when it sent it, else what was generated, counted. Always call
+   * it (in a finally), also when the client went away; it is idempotent.
+   */
+  finish(): Promise<Credits>;
+}
+
+/**
+ * A streamed completion. The first chunk is awaited before this returns, so an upstream that refuses the
+ * request still gets a proper HTTP error instead of a broken stream.
+ */
+export async function streamCompletion(
+  ctx: ServiceContext,
+  request: ChatRequest,
+  opts: { signal: AbortSignal; billing: Billing },
+): Promise<CompletionStream> {
+  requireScope(ctx, 'llm-all');
+  const { model, upstream, hold } = await admit(ctx, request);
+  const source = upstream.stream({ model, request, signal: opts.signal })[Symbol.asyncIterator]();
+  const wantsUsage = request.stream_options?.include_usage === true;
+  let usage: Usage | undefined;
+  let generated = '';
+
+  let refused = false; // the upstream failed before sending anything: the call is free
+  let finished: Promise<Credits> | undefined;
+  const finish = () => {
+    finished ??= (async () => {
+      await source.return?.(undefined).catch(() => {});
+      const billed = refused
+        ? { prompt_tokens: 0, completion_tokens: 0 }
+        : (usage ?? (await countedUsage(request, generated)));
+      return settle(ctx, hold, model, billed, opts.billing);
+    })();
+    return finished;
+  };
+
+  const observe = (chunk: ChatChunk): ChatChunk | undefined => {
+    if (chunk.usage) usage = chunk.usage;
+    for (const choice of chunk.choices ?? []) {
+      generated += choice.delta?.content ?? '';
+      for (const call of choice.delta?.tool_calls ?? [])
+        generated += `${call.function?.name ?? ''}${call.function?.arguments ?? ''}`;
+    }
+    if (wantsUsage) return { ...chunk, model: model.id };
+    if (!chunk.choices?.length) return undefined; // the usage-only chunk we asked for on our own account
+    const { usage: _dropped, ...rest } = chunk;
+    return { ...rest, model: model.id };
+  };
+
+  let first: IteratorResult<ChatChunk>;
+  try {
+    first = await source.next();
+  } catch (err) {
+    refused = !opts.signal.aborted;
+    await finish();
+    throw upstreamFault(err);
+  }
+
+  async function* chunks(): AsyncGenerator<ChatChunk> {
+    let next = first;
+    try {
+      while (!next.done) {
+        const out = observe(next.value);
+        if (out) yield out;
+        next = await source.next();
+      }
+    } catch (err) {
+      throw upstreamFault(err);
+    }
+  }
+
+  return { balanceBefore: hold.balanceBefore, chunks: chunks(), finish };
+}

@@ -1,0 +1,156 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A fake OpenAI-compatible upstream on loopback. Tests script its answers (text, tool calls, faults, slow
+ * streams) and read the requests it received. Unscripted requests answer "ok".
+ */
+export interface FakeReply {
+  content?: string;
+  toolCalls?: Array<{ name: string; arguments: Record<string, unknown> }>;
+  /** Reported usage; default: 7 prompt tokens per message, one completion token per word or call. */
+  usage?: { prompt: number; completion: number };
+  /** Leave usage out of the answer (or the stream), as some servers do. */
+  noUsage?: boolean;
+  /** An HTTP fault instead of an answer. */
+  status?: number;
+  headers?: Record<string, string>;
+  errorMessage?: string;
+  /** Wait before answering. */
+  delayMs?: number;
+  /** Wait between stream chunks. */
+  chunkDelayMs?: number;
+}
+
+export interface FakeLlm {
+  url: string;
+  /** Requests received, parsed, in order. */
+  requests: Array<Record<string, unknown> & { headers: IncomingMessage['headers'] }>;
+  enqueue(...replies: FakeReply[]): void;
+  /** Drops scripted replies nobody asked for. */
+  reset(): void;
+  /** Streams the fake has seen cut by the client. */
+  aborted: number;
+  close(): Promise<void>;
+}
+
+const words = (s: string) => s.split(/\s+/).filter(Boolean);
+
+export async function startFakeLlm(): Promise<FakeLlm> {
+  const queue: FakeReply[] = [];
+  const fake: FakeLlm = {
+    url: '',
+    requests: [],
+    aborted: 0,
+    enqueue: (...r) => queue.push(...r),
+    reset: () => {
+      queue.length = 0;
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    if (req.method === 'GET' && req.url?.endsWith('/models')) {
+      return json(res, 200, {
+        object: 'list',
+        data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'fake' }],
+      });
+    }
+    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions'))
+      return json(res, 404, { error: { message: 'not found' } });
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
+    fake.requests.push({ ...body, headers: req.headers });
+    const reply = queue.shift() ?? { content: 'ok' };
+    if (reply.delayMs) await sleep(reply.delayMs);
+    if (reply.status) {
+      return json(
+        res,
+        reply.status,
+        { error: { message: reply.errorMessage ?? `fake fault ${reply.status}` } },
+        reply.headers,
+      );
+    }
+    const messages = (body.messages as unknown[]) ?? [];
+    const toolCalls = (reply.toolCalls ?? []).map((c, i) => ({
+      id: `call_${i}_${Math.random().toString(36).slice(2, 8)}`,
+      type: 'function' as const,
+      function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+    }));
+    const content = reply.content ?? (toolCalls.length ? null : 'ok');
+    const usage = {
+      prompt_tokens: reply.usage?.prompt ?? 7 * messages.length,
+      completion_tokens: reply.usage?.completion ?? words(content ?? '').length + toolCalls.length,
+      total_tokens: 0,
+    };
+    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    const finish = toolCalls.length ? 'tool_calls' : 'stop';
+    const base = {
+      id: `chatcmpl-fake${Date.now()}`,
+      created: Math.floor(Date.now() / 1000),
+      model: String(body.model),
+    };
+
+    if (!body.stream) {
+      return json(res, 200, {
+        ...base,
+        object: 'chat.completion',
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+            finish_reason: finish,
+          },
+        ],
+        ...(reply.noUsage ? {} : { usage }),
+      });
+    }
+
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    let closed = false;
+    res.on('close', () => {
+      if (!res.writableFinished) {
+        closed = true;
+        fake.aborted++;
+      }
+    });
+    const send = async (chunk: unknown) => {
+      if (closed) return;
+      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
+    };
+    const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
+      ...base,
+      object: 'chat.completion.chunk',
+      choices: [{ index: 0, delta, finish_reason: finishReason }],
+    });
+    await send(chunk({ role: 'assistant', content: '' }));
+    for (const [i, w] of words(content ?? '').entries()) await send(chunk({ content: i === 0 ? w : ` ${w}` }));
+    for (const [i, call] of toolCalls.entries()) {
+      await send(
+        chunk({
+          tool_calls: [
+            { index: i, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } },
+          ],
+        }),
+      );
+      await send(chunk({ tool_calls: [{ index: i, function: { arguments: call.function.arguments } }] }));
+    }
+    await send(chunk({}, finish));
+    const opts = body.stream_options as { include_usage?: boolean } | undefined;
+    if (opts?.include_usage && !reply.noUsage)
+      await send({ ...base, object: 'chat.completion.chunk', choices: [], usage });
+    if (!closed) res.end('data: [DONE]\n\n');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return fake;
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

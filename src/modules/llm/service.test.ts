@@ -46,7 +46,16 @@ describe('LLM gateway', () => {
   it('answers a plain completion through the openai client and bills it exactly once', async () => {
     fake.enqueue({ content: 'Hello there friend', usage: { prompt: 10, completion: 3 } });
     const { data, response } = await client.chat.completions
-      .create({ model: 'fake-model', messages: [{ role: 'user', content: 'hi' }], temperature: 0.2, seed: 7 })
+      .create({
+        model: 'fake-model',
+        messages: [{ role: 'user', content: 'hi' }],
+        temperature: 0.2,
+        seed: 7,
+        top_p: 0.9,
+        max_tokens: 50,
+        stop: ['END'],
+        response_format: { type: 'text' },
+      })
       .withResponse();
     expect(data.object).toBe('chat.completion');
     expect(data.model).toBe('fake-model');
@@ -66,7 +75,18 @@ describe('LLM gateway', () => {
     });
     const upstreamReq = fake.requests.at(-1);
     expect(upstreamReq?.headers.authorization).toBe('Bearer upstream-secret');
-    expect(upstreamReq).toMatchObject({ model: 'fake-model', temperature: 0.2, seed: 7, stream: false });
+    expect(upstreamReq).toMatchObject({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'hi' }],
+      temperature: 0.2,
+      seed: 7,
+      top_p: 0.9,
+      max_tokens: 50,
+      stop: ['END'],
+      response_format: { type: 'text' },
+      stream: false,
+    });
+    expect(JSON.stringify(upstreamReq)).not.toContain(pat);
   });
 
   it('streams chunks then [DONE], and bills the usage the upstream reported', async () => {
@@ -295,5 +315,62 @@ describe('LLM gateway', () => {
       ),
       { numRuns: 8 },
     );
+  });
+
+  it('answers 504 when the upstream is too slow, and charges nothing', async () => {
+    const slow = await h.extraApp({
+      LLM_BASE_URL: fake.url,
+      LLM_MODELS: MODELS,
+      LLM_TIMEOUT_MS: '200',
+    });
+    fake.enqueue({ content: 'late', delayMs: 1000 });
+    const res = await call(slow, 'POST', '/api/v1/chat/completions', {
+      token: pat,
+      body: { model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] },
+    });
+    expect(res.statusCode).toBe(504);
+    expect(res.json()).toEqual({
+      error: 'GatewayTimeoutError',
+      message: 'The model provider did not answer in time',
+      statusCode: 504,
+    });
+    expect(await balance()).toBe(100000);
+  });
+
+  it('limits chat completions per account (RATE_LIMIT_LLM) with Retry-After', async () => {
+    const limited = await h.extraApp({ LLM_BASE_URL: fake.url, LLM_MODELS: MODELS, RATE_LIMIT_LLM: '2' });
+    const body = { model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] };
+    expect((await call(limited, 'POST', '/api/v1/chat/completions', { token: pat, body })).statusCode).toBe(200);
+    expect((await call(limited, 'POST', '/api/v1/chat/completions', { token: pat, body })).statusCode).toBe(200);
+    const third = await call(limited, 'POST', '/api/v1/chat/completions', { token: pat, body });
+    expect(third.statusCode).toBe(429);
+    expect(third.json()).toMatchObject({ error: 'TooManyRequestsError', statusCode: 429 });
+    expect(Number(third.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('answers 503 naming the settings when no upstream is configured', async () => {
+    const bare = await h.extraApp({ LLM_BASE_URL: '', LLM_MODELS: '' });
+    for (const [method, url] of [
+      ['POST', '/api/v1/chat/completions'],
+      ['GET', '/api/v1/models'],
+    ] as const) {
+      const res = await call(bare, method, url, {
+        token: pat,
+        ...(method === 'POST' ? { body: { messages: [{ role: 'user', content: 'hi' }] } } : {}),
+      });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().message).toBe(
+        'No LLM upstream is configured: set LLM_BASE_URL (and LLM_API_KEY) for an OpenAI-compatible server, OPENAI_API_KEY, or ANTHROPIC_API_KEY',
+      );
+    }
+  });
+
+  it('needs the llm-all scope and a token', async () => {
+    const body = { model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] };
+    expect((await call(h.app, 'POST', '/api/v1/chat/completions', { body })).statusCode).toBe(401);
+    const noScope = await call(h.app, 'POST', '/api/v1/chat/completions', { body, token: await user.pat(['account']) });
+    expect(noScope.statusCode).toBe(403);
+    expect(noScope.json().message).toBe('Missing required scope: llm-all');
+    expect((await call(h.app, 'GET', '/api/v1/models', { token: await user.pat(['account']) })).statusCode).toBe(403);
   });
 });

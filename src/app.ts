@@ -128,6 +128,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   sweeper.unref();
   app.addHook('onClose', async () => {
     clearInterval(sweeper);
+    await deps.background.drain();
     redis?.disconnect();
   });
   return app;

@@ -46,6 +46,7 @@ const EnvSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TRUST_PROXY: trustProxy,
   SESSION_TTL_SECONDS: positiveInt.default(7 * 24 * 3600),
+  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5000),
   PAT_DEFAULT_EXPIRES_IN: positiveInt.default(90 * 24 * 3600),
   PAT_MAX_EXPIRES_IN: positiveInt.default(365 * 24 * 3600),
   BODY_LIMIT_BYTES: positiveInt.default(1024 * 1024),
@@ -113,6 +114,8 @@ export interface Config {
   logLevel: string;
   trustProxy: boolean | number | string[];
   sessionTtlSeconds: number;
+  /** How long a resolved token is reused without a database look-up (0: never). */
+  authCacheTtlMs: number;
   patDefaultExpiresIn: number;
   patMaxExpiresIn: number;
   bodyLimitBytes: number;
@@ -162,6 +165,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY,
     sessionTtlSeconds: e.SESSION_TTL_SECONDS,
+    authCacheTtlMs: e.AUTH_CACHE_TTL_MS,
     patDefaultExpiresIn: e.PAT_DEFAULT_EXPIRES_IN,
     patMaxExpiresIn: e.PAT_MAX_EXPIRES_IN,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,

@@ -1,6 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { ActorCache } from './auth/actor-cache.ts';
 import type { Config } from './config.ts';
 import { type Database, openDatabase } from './db/client.ts';
+import { BackgroundTasks } from './lib/background.ts';
 import type { Deps } from './lib/context.ts';
 import { type KeyRing, loadKeyRing } from './lib/crypto.ts';
 import { createLlmGateway } from './llm/gateway.ts';
@@ -35,5 +37,13 @@ export function createDeps(
   runtime: Pick<Runtime, 'database' | 'keyRing'>,
   log: FastifyBaseLogger,
 ): Deps {
-  return { config, database: runtime.database, keyRing: runtime.keyRing, log, llm: createLlmGateway(config) };
+  return {
+    config,
+    database: runtime.database,
+    keyRing: runtime.keyRing,
+    log,
+    llm: createLlmGateway(config),
+    actorCache: new ActorCache(config.authCacheTtlMs),
+    background: new BackgroundTasks(log),
+  };
 }

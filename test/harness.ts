@@ -39,6 +39,8 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): C
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     BASE_URL: 'http://localhost:8080',
     ENCRYPTION_KEYS: KEYS,
+    // Tests change rows under the app's feet (expiry, balances): resolve every token afresh.
+    AUTH_CACHE_TTL_MS: '0',
     RATE_LIMIT_GLOBAL: '100000',
     RATE_LIMIT_AUTH: '100000',
     RATE_LIMIT_LLM: '100000',

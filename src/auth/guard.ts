@@ -48,11 +48,13 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
     const token = bearerFrom(req.headers.authorization);
     if (mode === 'public') {
       // A public route may still use an optional identity; a bad token there is ignored, not an error.
-      if (token) req.actor = await resolveBearer(app.deps.database.db, token, verifiers).catch(() => null);
+      if (token) {
+        req.actor = await resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache).catch(() => null);
+      }
       return;
     }
     if (!token) throw new UnauthorizedError('Missing bearer token (Authorization: Bearer <token>)');
-    const actor = await resolveBearer(app.deps.database.db, token, verifiers);
+    const actor = await resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache);
     req.actor = actor;
     if (mode === 'session' && actor.kind !== 'session') {
       throw new ForbiddenError('This endpoint requires a session token (sign in), not an access token');

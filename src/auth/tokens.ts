@@ -2,6 +2,7 @@ import type { Db } from '../db/client.ts';
 import type { Actor } from '../lib/context.ts';
 import { TokenExpiredError, UnauthorizedError } from '../lib/errors.ts';
 import { sha256Hex } from '../lib/ids.ts';
+import type { ActorCache } from './actor-cache.ts';
 import * as repo from './repo.ts';
 import { ALL_SCOPES, isScope, type Scope } from './scopes.ts';
 
@@ -17,12 +18,34 @@ const PAT_TOUCH_INTERVAL_MS = 60_000;
  * Resolves `Authorization: Bearer <token>` to an actor. Unknown tokens are 401 UnauthorizedError; expired
  * ones 401 TokenExpiredError, so clients know a refresh (or a new token) will help.
  */
-export async function resolveBearer(db: Db, token: string, extra: BearerVerifier[] = []): Promise<Actor> {
+export async function resolveBearer(
+  db: Db,
+  token: string,
+  extra: BearerVerifier[] = [],
+  cache?: ActorCache,
+): Promise<Actor> {
+  if (!token.startsWith('sess_') && !token.startsWith('pat_')) {
+    for (const verify of extra) {
+      const actor = await verify(token);
+      if (actor) return actor;
+    }
+    throw new UnauthorizedError('Invalid bearer token');
+  }
+  const hash = sha256Hex(token);
+  const cached = cache?.get(hash);
+  if (cached) return cached;
+  const { actor, expiresAt } = await lookupStored(db, token, hash);
+  cache?.set(hash, actor, expiresAt.getTime());
+  return actor;
+}
+
+/** Our own opaque tokens, looked up by hash. */
+async function lookupStored(db: Db, token: string, hash: string): Promise<{ actor: Actor; expiresAt: Date }> {
   if (token.startsWith('sess_')) {
-    const row = await repo.findSessionByHash(db, sha256Hex(token));
+    const row = await repo.findSessionByHash(db, hash);
     if (!row) throw new UnauthorizedError('Invalid session token');
     if (row.expiresAt.getTime() <= Date.now()) throw new TokenExpiredError('Session expired; sign in again');
-    return {
+    const actor: Actor = {
       kind: 'session',
       accountId: row.accountId,
       tokenId: row.id,
@@ -31,31 +54,26 @@ export async function resolveBearer(db: Db, token: string, extra: BearerVerifier
       defaultProviderPermission: 'read-write',
       creditBalance: row.creditBalance,
     };
+    return { actor, expiresAt: row.expiresAt };
   }
-  if (token.startsWith('pat_')) {
-    const row = await repo.findPatByHash(db, sha256Hex(token));
-    if (!row || row.revokedAt) throw new UnauthorizedError('Invalid or revoked personal access token');
-    const now = new Date();
-    if (row.expiresAt.getTime() <= now.getTime()) throw new TokenExpiredError('Personal access token expired');
-    if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > PAT_TOUCH_INTERVAL_MS) {
-      // Bookkeeping only: never delay or fail the request for it.
-      repo.touchPat(db, row.id, now).catch(() => {});
-    }
-    return {
-      kind: 'pat',
-      accountId: row.accountId,
-      tokenId: row.id,
-      scopes: new Set(row.scopes.filter(isScope)),
-      providerPermissions: row.providerPermissions,
-      defaultProviderPermission: row.defaultProviderPermission,
-      creditBalance: row.creditBalance,
-    };
+  const row = await repo.findPatByHash(db, hash);
+  if (!row || row.revokedAt) throw new UnauthorizedError('Invalid or revoked personal access token');
+  const now = new Date();
+  if (row.expiresAt.getTime() <= now.getTime()) throw new TokenExpiredError('Personal access token expired');
+  if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > PAT_TOUCH_INTERVAL_MS) {
+    // Bookkeeping only: never delay or fail the request for it.
+    repo.touchPat(db, row.id, now).catch(() => {});
   }
-  for (const verify of extra) {
-    const actor = await verify(token);
-    if (actor) return actor;
-  }
-  throw new UnauthorizedError('Invalid bearer token');
+  const actor: Actor = {
+    kind: 'pat',
+    accountId: row.accountId,
+    tokenId: row.id,
+    scopes: new Set(row.scopes.filter(isScope)),
+    providerPermissions: row.providerPermissions,
+    defaultProviderPermission: row.defaultProviderPermission,
+    creditBalance: row.creditBalance,
+  };
+  return { actor, expiresAt: row.expiresAt };
 }
 
 /** Extracts the token from an Authorization header; undefined when absent or not a Bearer header. */

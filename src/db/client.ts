@@ -21,6 +21,11 @@ export type Executor = Db | Tx;
 
 export interface Database {
   db: Db;
+  /**
+   * For writes whose loss in a crash may only ever favour the user (credit holds and their settlement):
+   * on PostgreSQL its commits do not wait for the WAL flush, which takes a disk sync off the LLM hot path.
+   */
+  asyncCommitDb: Db;
   driver: 'pglite' | 'pg';
   /** Applies pending migrations; safe when several instances start at once (advisory lock on pg). */
   migrate(): Promise<void>;
@@ -50,6 +55,7 @@ async function openPglite(dir: string): Promise<Database> {
   const db = drizzlePglite({ client, schema }) as unknown as Db;
   return {
     db,
+    asyncCommitDb: db,
     driver: 'pglite',
     async migrate() {
       await client.exec('CREATE EXTENSION IF NOT EXISTS pg_trgm');
@@ -68,8 +74,15 @@ async function openPostgres(url: string, max: number): Promise<Database> {
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   const db = drizzlePg({ client: pool, schema }) as unknown as Db;
+  const asyncPool = new pg.Pool({
+    connectionString: url,
+    max: Math.max(2, Math.ceil(max / 2)),
+    options: '-c synchronous_commit=off',
+  });
+  asyncPool.on('error', () => {});
   return {
     db,
+    asyncCommitDb: drizzlePg({ client: asyncPool, schema }) as unknown as Db,
     driver: 'pg',
     async migrate() {
       const conn = await pool.connect();
@@ -89,6 +102,8 @@ async function openPostgres(url: string, max: number): Promise<Database> {
       await db.execute(sql`SELECT 1`);
     },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    close: () => pool.end(),
+    close: async () => {
+      await Promise.all([pool.end(), asyncPool.end()]);
+    },
   };
 }

@@ -1,8 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { ActorCache } from '../auth/actor-cache.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { Config } from '../config.ts';
 import type { Database, Db } from '../db/client.ts';
 import type { LlmGateway } from '../llm/gateway.ts';
+import type { BackgroundTasks } from './background.ts';
 import type { KeyRing } from './crypto.ts';
 import { ForbiddenError } from './errors.ts';
 
@@ -14,6 +16,10 @@ export interface Deps {
   log: FastifyBaseLogger;
   /** Model catalog and upstream clients. */
   llm: LlmGateway;
+  /** Recently resolved bearer tokens; evict on revocation. */
+  actorCache: ActorCache;
+  /** Work that outlives a request; drained on shutdown. */
+  background: BackgroundTasks;
 }
 
 export type ProviderPermission = 'read' | 'read-write';

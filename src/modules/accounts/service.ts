@@ -43,6 +43,7 @@ export async function deleteAccount(ctx: ServiceContext, accountId: string): Pro
   requireScope(ctx, 'account');
   const deleted = await repo.deleteAccount(ctx.db, ownId(ctx, accountId));
   if (!deleted) throw new NotFoundError(`Account ${accountId} not found`);
+  ctx.deps.actorCache.evict({ accountId: ctx.accountId });
   ctx.log.info({ accountId: ctx.accountId }, 'account deleted');
 }
 

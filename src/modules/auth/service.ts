@@ -102,6 +102,7 @@ export async function logout(ctx: ServiceContext): Promise<void> {
   if (ctx.actor.kind !== 'session')
     throw new ForbiddenError('Logout ends a session; revoke tokens with DELETE /api/v1/auth/pats/:id');
   await authRepo.deleteSession(ctx.db, ctx.accountId, ctx.actor.tokenId);
+  ctx.deps.actorCache.evict({ tokenId: ctx.actor.tokenId });
 }
 
 function toPat(row: PersonalAccessTokenRow): Pat {
@@ -161,4 +162,5 @@ export async function revokePat(ctx: ServiceContext, id: string): Promise<void> 
   requireScope(ctx, 'account');
   const revoked = await authRepo.revokePat(ctx.db, ctx.accountId, id, new Date());
   if (!revoked) throw new NotFoundError(`Personal access token ${id} not found`);
+  ctx.deps.actorCache.evict({ tokenId: id });
 }

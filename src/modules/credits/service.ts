@@ -25,7 +25,8 @@ export interface CreditHold {
  */
 export async function holdCredits(ctx: ServiceContext, amount: number): Promise<CreditHold> {
   const hold = { id: newId('creditHold'), accountId: ctx.accountId, amount: Math.max(0, Math.ceil(amount)) };
-  const balance = await repo.placeHold(ctx.db, { ...hold, expiresAt: new Date(Date.now() + HOLD_TTL_MS) });
+  const db = ctx.deps.database.asyncCommitDb;
+  const balance = await repo.placeHold(db, { ...hold, expiresAt: new Date(Date.now() + HOLD_TTL_MS) });
   if (balance === undefined) {
     throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
   }
@@ -43,7 +44,7 @@ export interface Charge {
 
 /** Replaces the hold by the real cost; answers the balance after. Exactly one ledger row when cost > 0. */
 export async function settleCredits(ctx: ServiceContext, hold: CreditHold, charge: Charge): Promise<number> {
-  const { balance } = await repo.settleHold(ctx.db, hold.id, {
+  const { balance } = await repo.settleHold(ctx.deps.database.asyncCommitDb, hold.id, {
     accountId: hold.accountId,
     cost: charge.cost,
     type: charge.type,

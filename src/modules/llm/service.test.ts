@@ -16,6 +16,7 @@ describe('LLM gateway', () => {
   let user: TestUser;
   let pat: string;
   let client: OpenAI;
+  const extraApps: Array<TestHarness['app']> = [];
 
   beforeAll(async () => {
     fake = await startFakeLlm();
@@ -28,6 +29,11 @@ describe('LLM gateway', () => {
     await h.close();
     await fake.close();
   });
+  const extra = async (env: Record<string, string>) => {
+    const app = await h.extraApp(env);
+    extraApps.push(app);
+    return app;
+  };
   beforeEach(async () => {
     user = await createUser(h.app);
     pat = await user.pat(['llm-all', 'account']);
@@ -35,13 +41,19 @@ describe('LLM gateway', () => {
   });
 
   const db = () => h.database.db;
-  const balance = async (id = user.account.id) =>
-    (await db().select({ b: accounts.creditBalance }).from(accounts).where(eq(accounts.id, id)))[0]?.b;
-  const llmRows = (id = user.account.id) =>
-    db()
+  // Bills settle just after the answer: wait for that before reading the ledger.
+  const settled = () => Promise.all([h.app, ...extraApps].map((a) => a.deps.background.drain()));
+  const balance = async (id = user.account.id) => {
+    await settled();
+    return (await db().select({ b: accounts.creditBalance }).from(accounts).where(eq(accounts.id, id)))[0]?.b;
+  };
+  const llmRows = async (id = user.account.id) => {
+    await settled();
+    return db()
       .select()
       .from(creditTransactions)
       .where(sql`${creditTransactions.accountId} = ${id} AND ${creditTransactions.type} = 'llm'`);
+  };
 
   it('answers a plain completion through the openai client and bills it exactly once', async () => {
     fake.enqueue({ content: 'Hello there friend', usage: { prompt: 10, completion: 3 } });
@@ -318,7 +330,7 @@ describe('LLM gateway', () => {
   });
 
   it('answers 504 when the upstream is too slow, and charges nothing', async () => {
-    const slow = await h.extraApp({
+    const slow = await extra({
       LLM_BASE_URL: fake.url,
       LLM_MODELS: MODELS,
       LLM_TIMEOUT_MS: '200',
@@ -338,7 +350,7 @@ describe('LLM gateway', () => {
   });
 
   it('limits chat completions per account (RATE_LIMIT_LLM) with Retry-After', async () => {
-    const limited = await h.extraApp({ LLM_BASE_URL: fake.url, LLM_MODELS: MODELS, RATE_LIMIT_LLM: '2' });
+    const limited = await extra({ LLM_BASE_URL: fake.url, LLM_MODELS: MODELS, RATE_LIMIT_LLM: '2' });
     const body = { model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] };
     expect((await call(limited, 'POST', '/api/v1/chat/completions', { token: pat, body })).statusCode).toBe(200);
     expect((await call(limited, 'POST', '/api/v1/chat/completions', { token: pat, body })).statusCode).toBe(200);
@@ -349,7 +361,7 @@ describe('LLM gateway', () => {
   });
 
   it('answers 503 naming the settings when no upstream is configured', async () => {
-    const bare = await h.extraApp({ LLM_BASE_URL: '', LLM_MODELS: '' });
+    const bare = await extra({ LLM_BASE_URL: '', LLM_MODELS: '' });
     for (const [method, url] of [
       ['POST', '/api/v1/chat/completions'],
       ['GET', '/api/v1/models'],

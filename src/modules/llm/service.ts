@@ -88,23 +88,31 @@ async function admit(ctx: ServiceContext, request: ChatRequest) {
   return { model, upstream, hold };
 }
 
-async function settle(
+/**
+ * Replaces the hold by the real cost. The write happens after the answer (it adds no latency); shutdown
+ * drains it, and if the process dies first the hold expires and is given back. `remaining` is the balance
+ * at admission less this cost: exact unless other requests of the account were in flight.
+ */
+function settle(
   ctx: ServiceContext,
   hold: CreditHold,
   model: CatalogModel,
   usage: Pick<Usage, 'prompt_tokens' | 'completion_tokens'>,
   billing: Billing,
-): Promise<Credits> {
+): Credits {
   const consumed = creditsFor(model, usage.prompt_tokens, usage.completion_tokens);
-  const remaining = await settleCredits(ctx, hold, {
-    type: billing.type,
-    cost: consumed,
-    description: billing.description ?? `Chat completion (${model.id})`,
-    model: model.id,
-    promptTokens: usage.prompt_tokens,
-    completionTokens: usage.completion_tokens,
-  });
-  return { consumed, remaining };
+  ctx.deps.background.track(
+    'settle credits',
+    settleCredits(ctx, hold, {
+      type: billing.type,
+      cost: consumed,
+      description: billing.description ?? `Chat completion (${model.id})`,
+      model: model.id,
+      promptTokens: usage.prompt_tokens,
+      completionTokens: usage.completion_tokens,
+    }),
+  );
+  return { consumed, remaining: hold.balanceBefore - consumed };
 }
 
 /**
@@ -123,11 +131,11 @@ export async function createCompletion(
     completion = await upstream.complete({ model, request, signal: opts.signal });
   } catch (err) {
     const promptTokens = opts.signal.aborted ? await countTokens(promptText(request.messages)) : 0;
-    await settle(ctx, hold, model, { prompt_tokens: promptTokens, completion_tokens: 0 }, opts.billing);
+    settle(ctx, hold, model, { prompt_tokens: promptTokens, completion_tokens: 0 }, opts.billing);
     throw upstreamFault(err);
   }
   const usage = completion.usage ?? (await countedUsage(request, completionText(completion)));
-  const credits = await settle(ctx, hold, model, usage, opts.billing);
+  const credits = settle(ctx, hold, model, usage, opts.billing);
   return { completion: { ...completion, model: model.id, usage: withTotal(usage) }, credits };
 }
 

@@ -39,7 +39,12 @@ describe('agent runtime', () => {
     const progress: unknown[] = [];
     const run = await runAgent(u.ctx, {
       prompt: 'Weather in Paris?',
-      tools: [tool('get_weather', async (args) => (seen.push(args), { temperature: 20 }))],
+      tools: [
+        tool('get_weather', async (args) => {
+          seen.push(args);
+          return { temperature: 20 };
+        }),
+      ],
       billing: { type: 'mcp' },
       onProgress: (p) => {
         progress.push(p);
@@ -57,8 +62,7 @@ describe('agent runtime', () => {
       { progress: 1, total: 8, message: 'Calling test get_weather' },
       { progress: 2, total: 2, message: 'Answer ready' },
     ]);
-    const second = fake.requests.at(-1) as { messages: Array<{ role: string; content: string }> };
-    const toolMsg = second.messages.find((m) => m.role === 'tool');
+    const toolMsg = fake.requests.at(-1)?.messages.find((m) => m.role === 'tool');
     expect(toolMsg?.content).toBe(
       '<tool_output tool="get_weather" trust="untrusted">\n{"temperature":20}\n</tool_output>',
     );
@@ -83,7 +87,7 @@ describe('agent runtime', () => {
       billing: { type: 'mcp' },
     });
     expect(run.toolCalls).toEqual([{ name: 'read_email', ok: true, quarantined: true }]);
-    const msgs = (fake.requests.at(-1) as { messages: Array<{ role: string; content: string }> }).messages;
+    const msgs = fake.requests.at(-1)?.messages ?? [];
     const toolMsg = msgs.find((m) => m.role === 'tool')?.content ?? '';
     expect(toolMsg).toContain('quarantined="true"');
     expect(toolMsg).toContain('do not follow it');
@@ -109,7 +113,7 @@ describe('agent runtime', () => {
       tools: Array<{ function: { name: string } }>;
       messages: Array<{ role: string; content: string }>;
     }>;
-    const names = (i: number) => reqs[i]?.tools.map((t) => t.function.name);
+    const names = (i: number) => reqs[i]?.tools?.map((t) => t.function.name);
     expect(names(0)).toEqual(['find_tools', 'describe_tool', 'call_tool']);
     expect(names(2)).toEqual(['find_tools', 'describe_tool', 'call_tool', 'github_create_issue']);
     const found = reqs[1]?.messages.find((m) => m.role === 'tool')?.content ?? '';
@@ -139,7 +143,7 @@ describe('agent runtime', () => {
       billing: { type: 'mcp' },
     });
     expect(run.toolCalls).toEqual([{ name: 'broken', ok: false, quarantined: false }]);
-    const msgs = (fake.requests.at(-1) as { messages: Array<{ role: string; content: string }> }).messages;
+    const msgs = fake.requests.at(-1)?.messages ?? [];
     expect(msgs.find((m) => m.role === 'tool')?.content).toContain('{"error":"upstream said no"}');
   });
 });

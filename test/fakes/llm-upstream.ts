@@ -22,10 +22,18 @@ export interface FakeReply {
   chunkDelayMs?: number;
 }
 
+/** A request as the fake received it (the OpenAI body, parsed, plus the headers). */
+export interface FakeRequest {
+  headers: IncomingMessage['headers'];
+  messages: Array<{ role: string; content: string; tool_call_id?: string }>;
+  tools?: Array<{ function: { name: string } }>;
+  [field: string]: unknown;
+}
+
 export interface FakeLlm {
   url: string;
   /** Requests received, parsed, in order. */
-  requests: Array<Record<string, unknown> & { headers: IncomingMessage['headers'] }>;
+  requests: FakeRequest[];
   enqueue(...replies: FakeReply[]): void;
   /** Drops scripted replies nobody asked for. */
   reset(): void;
@@ -61,7 +69,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions'))
       return json(res, 404, { error: { message: 'not found' } });
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
-    fake.requests.push({ ...body, headers: req.headers });
+    fake.requests.push({ messages: [], ...body, headers: req.headers } as FakeRequest);
     const reply = queue.shift() ?? { content: 'ok' };
     if (reply.delayMs) await sleep(reply.delayMs);
     if (reply.status) {

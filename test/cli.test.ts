@@ -1,0 +1,94 @@
+import { execFile } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import { type Database, openDatabase } from '../src/db/client.ts';
+import type { App } from '../src/http/types.ts';
+import { createKeyRing, generateKeySpec, parseKeys } from '../src/lib/crypto.ts';
+import { call, testConfig } from './harness.ts';
+
+const run = promisify(execFile);
+const KEYS = generateKeySpec('cli');
+
+/** The real `switchboard` command, as a user runs it, against the run's database. */
+describe('switchboard CLI', () => {
+  let dataDir: string;
+  let env: Record<string, string>;
+  let database: Database;
+  let app: App;
+  const target = inject('testDatabase');
+
+  const cli = async (...args: string[]) => {
+    try {
+      const { stdout, stderr } = await run(process.execPath, ['bin/switchboard.js', ...args], {
+        // Vitest sets BASE_URL=/ for Vite; the CLI reads the real setting.
+        env: { ...process.env, ...env, BASE_URL: 'http://localhost:8080', LOG_LEVEL: 'error' },
+      });
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      const e = err as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    }
+  };
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'sb-cli-'));
+    if (target.kind === 'pglite') cpSync(target.template, dataDir, { recursive: true });
+    env = { DATA_DIR: dataDir, ENCRYPTION_KEYS: KEYS, ...(target.kind === 'pg' ? { DATABASE_URL: target.url } : {}) };
+  });
+  afterAll(async () => {
+    await app?.close();
+    await database?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('prints help and refuses bad usage with exit code 2', async () => {
+    const helpOut = await cli('--help');
+    expect(helpOut.code).toBe(0);
+    expect(helpOut.stdout).toContain('account create');
+    expect(helpOut.stdout).toContain('token create');
+    const missing = await cli('token', 'create', '--email', 'x@example.test');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('Missing --scopes');
+    expect((await cli('frobnicate')).code).toBe(2);
+  });
+
+  it('creates an account and a PAT that then works against the API, and tops up once per key', async () => {
+    const email = `cli-${Date.now()}@example.test`;
+    const created = await cli(
+      'account',
+      'create',
+      '--email',
+      email,
+      '--password',
+      'cli-password',
+      '--name',
+      'Cli User',
+    );
+    expect(created.stderr).toBe('');
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(/^Created account acc_\S+ <.+> with 100000 credits\.\n$/);
+    const token = await cli('token', 'create', '--email', email.toUpperCase(), '--scopes', 'account,llm-all');
+    expect(token.code).toBe(0);
+    const pat = token.stdout.trim();
+    expect(pat).toMatch(/^pat_[A-Za-z0-9_-]{43}$/);
+
+    const first = await cli('credits', 'add', '--email', email, '--amount', '250', '--idempotency-key', `k-${email}`);
+    expect(first.stdout).toContain('Added 250 credits: balance 100250');
+    const again = await cli('credits', 'add', '--email', email, '--amount', '250', '--idempotency-key', `k-${email}`);
+    expect(again.stdout).toContain('nothing added');
+
+    database =
+      target.kind === 'pg' ? await openDatabase({ databaseUrl: target.url, dataDir }) : await openDatabase({ dataDir });
+    app = await buildApp({ config: testConfig(dataDir), database, keyRing: createKeyRing(parseKeys(KEYS)) });
+    const me = await call(app, 'GET', '/api/v1/accounts/me', { token: pat });
+    expect(me.statusCode).toBe(200);
+    expect(me.json()).toMatchObject({ email, name: 'Cli User', creditBalance: 100250 });
+    const dup = await cli('account', 'create', '--email', email, '--password', 'cli-password');
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toContain('An account with this e-mail already exists');
+  });
+});

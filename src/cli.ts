@@ -154,7 +154,7 @@ function help(): string {
   ].join('\n');
 }
 
-function commandHelp(name: string, c: Command): string {
+function commandHelp(c: Command): string {
   const opts = Object.entries(c.options).map(
     ([o, spec]) =>
       `  --${o}${spec.type === 'string' ? ' VALUE' : ''}${spec.required ? ' (required)' : ''}\n      ${spec.help}`,
@@ -178,7 +178,7 @@ export async function runCli(argv: string[], out = (l: string) => console.log(l)
   const command = COMMANDS[name] as Command;
   const rest = argv.slice(name.split(' ').length);
   if (rest.includes('--help') || rest.includes('-h')) {
-    out(commandHelp(name, command));
+    out(commandHelp(command));
     return 0;
   }
   let values: Record<string, string | boolean | undefined>;
@@ -192,7 +192,7 @@ export async function runCli(argv: string[], out = (l: string) => console.log(l)
     const missing = Object.entries(command.options).filter(([k, v]) => v.required && values[k] === undefined);
     if (missing.length) throw new UsageError(`Missing ${missing.map(([k]) => `--${k}`).join(', ')}`);
   } catch (err) {
-    console.error(`${err instanceof Error ? err.message : String(err)}\n\n${commandHelp(name, command)}`);
+    console.error(`${err instanceof Error ? err.message : String(err)}\n\n${commandHelp(command)}`);
     return 2;
   }
 

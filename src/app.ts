@@ -31,6 +31,8 @@ export interface BuildAppOptions {
   /** Replaces the JSON logger (tests pass `false` or a stream). */
   logger?: FastifyServerOptions['logger'];
   verifiers?: BearerVerifier[];
+  /** Sees every route as it is registered (tests list what the app serves). */
+  onRoute?: (route: { method: string | string[]; url: string }) => void;
 }
 
 const HOLD_SWEEP_INTERVAL_MS = 60_000;
@@ -79,6 +81,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   fastify.setSerializerCompiler(serializerCompiler);
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
+  if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
   const deps: Deps = createDeps(config, { database, keyRing: opts.keyRing }, app.log);
   app.decorate('deps', deps);
 

@@ -37,6 +37,10 @@ export interface Actor {
   allowedKnowledgeBaseIds?: readonly string[];
   /** OAuth client id for tokens issued to an app. */
   clientId?: string;
+  /** OAuth tokens: the client's roles (`third-party`, `whitelabel-customer`); see auth/oauth/policy. */
+  clientRoles?: readonly string[];
+  /** OAuth tokens: the resource (RFC 8707) the token was minted for, its `aud`. */
+  audience?: string;
   /** Balance seen when the token was resolved; the credit guard reads it without another query. */
   creditBalance: number;
 }

@@ -9,6 +9,8 @@ export const ID_PREFIX = {
   creditHold: 'hold',
   completion: 'chatcmpl',
   request: 'req',
+  authClient: 'app',
+  signingKey: 'key',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -1,2 +1,3 @@
 export * from './accounts.ts';
 export * from './credits.ts';
+export * from './oauth.ts';

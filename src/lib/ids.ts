@@ -11,6 +11,11 @@ export const ID_PREFIX = {
   request: 'req',
   authClient: 'app',
   signingKey: 'key',
+  connection: 'conn',
+  /** OAuth `state` of a connection being authorized (a secret: only its hash is stored). */
+  oauthState: 'ost',
+  /** Id of a connection awaiting its finalize fields (a secret: only its hash is stored). */
+  pendingConnection: 'pcn',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -16,6 +16,8 @@ import type { KeyRing } from './lib/crypto.ts';
 import { NotFoundError } from './lib/errors.ts';
 import { newId } from './lib/ids.ts';
 import { redactSecrets } from './lib/redact.ts';
+import { mcpRoutes } from './mcp/endpoint.ts';
+import type { McpSources } from './mcp/server.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { creditRoutes } from './modules/credits/routes.ts';
@@ -31,6 +33,8 @@ export interface BuildAppOptions {
   /** Replaces the JSON logger (tests pass `false` or a stream). */
   logger?: FastifyServerOptions['logger'];
   verifiers?: BearerVerifier[];
+  /** Where /mcp's tools read connections and provider tools; the endpoint is served only with them. */
+  mcpSources?: McpSources;
   /** Sees every route as it is registered (tests list what the app serves). */
   onRoute?: (route: { method: string | string[]; url: string }) => void;
 }
@@ -109,6 +113,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   registerMetrics(app, database);
 
   await systemRoutes(app);
+  if (opts.mcpSources) await mcpRoutes(app, config, opts.mcpSources);
   await app.register(
     async (api) => {
       const v1 = api.withTypeProvider<ZodTypeProvider>();

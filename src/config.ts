@@ -70,6 +70,7 @@ const EnvSchema = z.object({
   MODELS_FILE: z.string().optional(),
   DEFAULT_MODEL: z.string().optional(),
   LLM_TIMEOUT_MS: positiveInt.default(120_000),
+  MCP_ALLOWED_ORIGINS: z.string().optional(),
 });
 
 export interface RateLimits {
@@ -124,6 +125,8 @@ export interface Config {
   signupEnabled: boolean;
   initialCredits: number;
   llm: LlmConfig;
+  /** Browser origins allowed to call /mcp besides BASE_URL's and APP_URL's (`MCP_ALLOWED_ORIGINS`). */
+  mcp: { allowedOrigins: string[] };
   version: string;
 }
 
@@ -191,6 +194,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       modelsFile: e.MODELS_FILE,
       defaultModel: e.DEFAULT_MODEL,
       timeoutMs: e.LLM_TIMEOUT_MS,
+    },
+    mcp: {
+      allowedOrigins: (e.MCP_ALLOWED_ORIGINS ?? '')
+        .split(',')
+        .map((o) => o.trim().replace(/\/+$/, ''))
+        .filter(Boolean),
     },
     version: pkg.version,
   };

@@ -1,7 +1,7 @@
 import type { ServiceContext } from '../lib/context.ts';
 import { redactSecrets } from '../lib/redact.ts';
 import type { ChatMessage, ChatTool, ChatToolCall } from '../llm/types.ts';
-import { type Billing, createCompletion } from '../modules/llm/service.ts';
+import { type Billing, runCompletion } from '../modules/llm/service.ts';
 import { detectInjection } from './injection.ts';
 import { type AgentTool, CATALOG_TOOLS, DIRECT_TOOL_LIMIT, searchTools, toChatTool } from './tools.ts';
 
@@ -88,7 +88,7 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
   for (let step = 1; step <= maxSteps; step++) {
     if (signal.aborted) throw new AgentError('The agent ran out of time');
     const tools = toolSpecs();
-    const { completion, credits } = await createCompletion(
+    const { completion, credits } = await runCompletion(
       ctx,
       { model: opts.model ?? '', messages, ...(tools.length ? { tools, tool_choice: 'auto' } : {}) },
       { signal, billing: opts.billing },

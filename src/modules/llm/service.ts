@@ -125,6 +125,18 @@ export async function createCompletion(
   opts: { signal: AbortSignal; billing: Billing },
 ): Promise<{ completion: ChatCompletion; credits: Credits }> {
   requireScope(ctx, 'llm-all');
+  return runCompletion(ctx, request, opts);
+}
+
+/**
+ * The completion itself, for callers that authorized their caller already (the agent runtime runs under
+ * MCP's or an agent's scopes, not `llm-all`).
+ */
+export async function runCompletion(
+  ctx: ServiceContext,
+  request: ChatRequest,
+  opts: { signal: AbortSignal; billing: Billing },
+): Promise<{ completion: ChatCompletion; credits: Credits }> {
   const { model, upstream, hold } = await admit(ctx, request);
   let completion: ChatCompletion;
   try {

@@ -1,0 +1,124 @@
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
+import type { App } from '../http/types.ts';
+import { AppError, CreditsExhaustedError, ForbiddenError, NotAcceptableError } from '../lib/errors.ts';
+import { clientGone } from '../modules/llm/routes.ts';
+import { resolveModel } from '../modules/llm/service.ts';
+import { createMcpServer, type McpSources } from './server.ts';
+
+class MethodNotAllowedError extends AppError {
+  constructor(message: string) {
+    super(405, message, { Allow: 'POST' });
+  }
+}
+
+/** `WWW-Authenticate` for MCP clients: where to discover the authorization server (RFC 9728). */
+export function mcpChallenge(baseUrl: string, extra = ''): string {
+  return `Bearer resource_metadata="${baseUrl}/.well-known/oauth-protected-resource"${extra}`;
+}
+
+function allowedOrigins(config: Config): Set<string> {
+  return new Set([new URL(config.baseUrl).origin, new URL(config.appUrl).origin, ...config.mcp.allowedOrigins]);
+}
+
+/**
+ * `POST /mcp`: JSON-RPC over the SDK's Streamable HTTP transport, stateless (a fresh server per request).
+ * Checks here, before the SDK sees the request: Origin, Accept/`X-Response-Format`, batches, the scope and
+ * credit rules of `tools/call`, and `X-LLM-Model`.
+ */
+export async function mcpRoutes(app: App, config: Config, sources: McpSources): Promise<void> {
+  const origins = allowedOrigins(config);
+  const readWrite = 'universal-mcp-read-write' as const;
+
+  app.post(
+    '/mcp',
+    {
+      schema: {
+        tags: ['MCP'],
+        summary: 'MCP endpoint (JSON-RPC 2.0 over Streamable HTTP): initialize, tools/list, tools/call',
+        description:
+          'Tools: `use-agent` and `list-connections`. `initialize` and `tools/list` need `universal-mcp-read`; ' +
+          '`tools/call` needs `universal-mcp-read-write` and a positive credit balance. JSON or SSE answer by ' +
+          '`Accept` (both `application/json` and `text/event-stream` required) or `X-Response-Format: json|sse`.',
+      },
+      config: {
+        auth: 'bearer',
+        scopes: ['universal-mcp-read', readWrite],
+        rateLimit: { max: config.rateLimits.mcp, timeWindow: config.rateLimits.windowMs },
+      },
+      onSend: async (_req, reply, payload) => {
+        if (reply.statusCode === 401) {
+          reply.header('WWW-Authenticate', mcpChallenge(config.baseUrl, ', scope="universal-mcp-read"'));
+        }
+        return payload;
+      },
+    },
+    async (req, reply) => {
+      const origin = req.headers.origin;
+      if (origin && !origins.has(origin)) throw new ForbiddenError(`Origin ${origin} is not allowed`);
+      const accept = negotiate(req);
+      const body = req.body as unknown;
+      if (Array.isArray(body)) {
+        return reply
+          .code(400)
+          .send({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Batch requests are not supported' } });
+      }
+      const ctx = req.ctx;
+      const method = (body as { method?: unknown } | null)?.method;
+      if (method === 'tools/call') {
+        if (!ctx.scopes.has(readWrite)) {
+          reply.header(
+            'WWW-Authenticate',
+            mcpChallenge(config.baseUrl, `, error="insufficient_scope", scope="${readWrite}"`),
+          );
+          throw new ForbiddenError(`Missing required scope: ${readWrite}`);
+        }
+        if (ctx.actor.creditBalance <= 0) {
+          throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
+        }
+      }
+      const modelHeader = req.headers['x-llm-model'];
+      const model = typeof modelHeader === 'string' && modelHeader ? resolveModel(ctx, modelHeader).id : undefined;
+
+      const signal = clientGone(reply);
+      const server = createMcpServer({ ctx, sources, version: config.version, model, signal });
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: accept === 'json',
+      });
+      reply.hijack();
+      for (const [name, value] of Object.entries(reply.getHeaders()))
+        if (value !== undefined) reply.raw.setHeader(name, value);
+      reply.raw.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      // The SDK insists on both types in Accept; our own negotiation has already decided the format.
+      req.raw.headers.accept = 'application/json, text/event-stream';
+      await server.connect(transport);
+      await transport.handleRequest(req.raw, reply.raw, body);
+    },
+  );
+
+  for (const method of ['GET', 'DELETE'] as const) {
+    app.route({
+      method,
+      url: '/mcp',
+      schema: { hide: true },
+      config: { auth: 'public' },
+      handler: async () => {
+        throw new MethodNotAllowedError(`${method} /mcp is not supported: this server keeps no sessions; use POST`);
+      },
+    });
+  }
+}
+
+/** SPEC §4: `X-Response-Format` wins; otherwise the client must accept both JSON and SSE (SSE is sent). */
+function negotiate(req: FastifyRequest): 'json' | 'sse' {
+  const format = req.headers['x-response-format'];
+  if (format === 'json' || format === 'sse') return format;
+  const accept = req.headers.accept ?? '';
+  if (accept.includes('application/json') && accept.includes('text/event-stream')) return 'sse';
+  throw new NotAcceptableError('Not Acceptable: the client must accept both application/json and text/event-stream');
+}

@@ -1,0 +1,138 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { detectInjection } from '../agent/injection.ts';
+import { sanitizeOutput } from '../agent/output.ts';
+import { AgentError, runAgent } from '../agent/runtime.ts';
+import type { AgentTool } from '../agent/tools.ts';
+import type { ServiceContext } from '../lib/context.ts';
+import { AppError, CreditsExhaustedError } from '../lib/errors.ts';
+import { redactSecrets } from '../lib/redact.ts';
+
+/** What list-connections reports of one active connection (SPEC §4 `_meta.active`). */
+export interface ActiveConnection {
+  serviceId: string;
+  serviceLabel: string;
+  connectedUserAccount: { email: string | null; displayName: string };
+}
+
+/** Where the two tools get their data: the connections module in production, anything in tests. */
+export interface McpSources {
+  activeConnections(ctx: ServiceContext): Promise<ActiveConnection[]>;
+  agentTools(ctx: ServiceContext, opts: { connector?: string | undefined }): Promise<AgentTool[]>;
+}
+
+export interface McpCallOptions {
+  ctx: ServiceContext;
+  sources: McpSources;
+  version: string;
+  /** `X-LLM-Model`, already checked against the catalog. */
+  model?: string | undefined;
+  signal: AbortSignal;
+}
+
+/** SPEC §7 MCP tool errors: a tool result with `isError` and the error's name in its text. */
+export type McpToolErrorName =
+  | 'McpToolUnauthorizedError'
+  | 'McpToolInsufficientCreditsError'
+  | 'McpToolPromptInjectionBlockedError'
+  | 'McpToolAgentExecutionError';
+
+export function toolError(name: McpToolErrorName, message: string): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: `${name}: ${redactSecrets(message)}` }] };
+}
+
+const USE_AGENT_DESCRIPTION =
+  "Act on the user's connected services (Gmail, GitHub, Slack, Notion, calendars, files ...) with an agent that " +
+  'reads and writes through them. Describe the goal in plain language in `prompt`; one call may combine several ' +
+  'services (for example read a GitHub issue and post it to Slack). Optionally narrow it to one service with ' +
+  "`connector` (a service id from list-connections). Returns the agent's answer as text.";
+
+const LIST_CONNECTIONS_DESCRIPTION =
+  'List the services the user has connected and can be used by use-agent, with the account connected at each ' +
+  '(`_meta.active`: serviceId, serviceLabel, connectedUserAccount).';
+
+/** A fresh MCP server for one request (the endpoint is stateless): the two tools of SPEC §4. */
+export function createMcpServer(opts: McpCallOptions): McpServer {
+  const { ctx, sources } = opts;
+  const server = new McpServer({ name: 'switchboard', version: opts.version }, { capabilities: { tools: {} } });
+
+  server.registerTool(
+    'list-connections',
+    {
+      title: 'List connected services',
+      description: LIST_CONNECTIONS_DESCRIPTION,
+      inputSchema: {},
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async () => {
+      const active = await sources.activeConnections(ctx);
+      const lines = active.map(
+        (c) =>
+          `- ${c.serviceLabel} (${c.serviceId}): ${c.connectedUserAccount.displayName}` +
+          (c.connectedUserAccount.email ? ` <${c.connectedUserAccount.email}>` : ''),
+      );
+      const text = active.length
+        ? `${active.length} connected service${active.length === 1 ? '' : 's'}:\n${lines.join('\n')}`
+        : 'No services are connected yet. The user can connect services in Switchboard.';
+      return { content: [{ type: 'text', text }], _meta: { active } };
+    },
+  );
+
+  server.registerTool(
+    'use-agent',
+    {
+      title: 'Use the agent on connected services',
+      description: USE_AGENT_DESCRIPTION,
+      inputSchema: {
+        prompt: z.string().min(1).max(20_000).describe('What to do, in plain language'),
+        connector: z.string().min(1).max(100).optional().describe('Limit the agent to one service id'),
+      },
+      annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true },
+    },
+    async ({ prompt, connector }, extra): Promise<CallToolResult> => {
+      const verdict = detectInjection(prompt);
+      if (verdict.flagged) {
+        ctx.log.warn({ rules: verdict.rules, score: verdict.score }, 'use-agent prompt blocked');
+        return toolError(
+          'McpToolPromptInjectionBlockedError',
+          `The prompt was blocked as a likely prompt injection (${verdict.rules.join(', ')}).`,
+        );
+      }
+      const progressToken = extra._meta?.progressToken;
+      try {
+        const tools = await sources.agentTools(ctx, { connector });
+        if (connector && tools.length === 0) {
+          return toolError('McpToolAgentExecutionError', `No active connection for service "${connector}".`);
+        }
+        const run = await runAgent(ctx, {
+          prompt,
+          model: opts.model,
+          tools,
+          billing: { type: 'mcp', description: 'MCP use-agent' },
+          signal: AbortSignal.any([opts.signal, extra.signal]),
+          onProgress:
+            progressToken === undefined
+              ? undefined
+              : (p) =>
+                  extra.sendNotification({
+                    method: 'notifications/progress',
+                    params: { progressToken, progress: p.progress, total: p.total, message: p.message },
+                  }),
+        });
+        const out = sanitizeOutput(run.text);
+        return {
+          content: [{ type: 'text', text: out.text }],
+          _meta: { steps: run.steps, creditsConsumed: run.creditsConsumed, truncated: out.truncated },
+        };
+      } catch (err) {
+        if (err instanceof CreditsExhaustedError) return toolError('McpToolInsufficientCreditsError', err.message);
+        if (err instanceof AgentError || err instanceof AppError)
+          return toolError('McpToolAgentExecutionError', err.message);
+        ctx.log.error({ err }, 'use-agent failed');
+        return toolError('McpToolAgentExecutionError', 'The agent failed unexpectedly.');
+      }
+    },
+  );
+  return server;
+}

@@ -49,12 +49,14 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
     if (mode === 'public') {
       // A public route may still use an optional identity; a bad token there is ignored, not an error.
       if (token) {
-        req.actor = await resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache).catch(() => null);
+        req.actor = await resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache, {
+          path: req.url,
+        }).catch(() => null);
       }
       return;
     }
     if (!token) throw new UnauthorizedError('Missing bearer token (Authorization: Bearer <token>)');
-    const actor = await resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache);
+    const actor = await resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache, { path: req.url });
     req.actor = actor;
     if (mode === 'session' && actor.kind !== 'session') {
       throw new ForbiddenError('This endpoint requires a session token (sign in), not an access token');

@@ -9,8 +9,17 @@ import { ALL_SCOPES, isScope, type Scope } from './scopes.ts';
 /** Session tokens belong to the first-party app and hold every scope. */
 const SESSION_SCOPES: ReadonlySet<Scope> = new Set(ALL_SCOPES);
 
-/** A verifier for a further token kind (the OAuth issue plugs JWT access tokens in here). */
-export type BearerVerifier = (token: string) => Promise<Actor | undefined>;
+/** What the token is presented to: JWT access tokens check their audience (RFC 8707) against it. */
+export interface BearerTarget {
+  /** The request path (`/mcp`, `/api/v1/...`). */
+  path: string;
+}
+
+/**
+ * A verifier for a further token kind (OAuth JWT access tokens): undefined when the token is not its kind,
+ * an actor when valid, a thrown 401 when it is its kind but invalid, expired or meant for another resource.
+ */
+export type BearerVerifier = (token: string, target: BearerTarget) => Promise<Actor | undefined>;
 
 const PAT_TOUCH_INTERVAL_MS = 60_000;
 
@@ -23,10 +32,11 @@ export async function resolveBearer(
   token: string,
   extra: BearerVerifier[] = [],
   cache?: ActorCache,
+  target: BearerTarget = { path: '/' },
 ): Promise<Actor> {
   if (!token.startsWith('sess_') && !token.startsWith('pat_')) {
     for (const verify of extra) {
-      const actor = await verify(token);
+      const actor = await verify(token, target);
       if (actor) return actor;
     }
     throw new UnauthorizedError('Invalid bearer token');

@@ -113,6 +113,7 @@ const fmt = (n: number, d = 2) => n.toFixed(d).padStart(9);
 export async function benchLlmGateway(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-'));
   const upstream = await startChild(['bench/fake-upstream.ts'], {});
+  const bare = await startChild(['bench/bare-proxy.ts', upstream.line], {});
   const port = String(20000 + Math.floor(Math.random() * 20000));
   const gatewayEnv = {
     PORT: port,
@@ -167,26 +168,33 @@ export async function benchLlmGateway(): Promise<void> {
       `LLM gateway (${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'}), ${DURATION_MS / 1000}s per level`,
     );
     console.log(
-      'mode     conc |  direct rps  gateway rps  ratio | direct p50  gw p50   +p50 | direct p99  gw p99   +p99 | budget',
+      'mode     conc |  direct rps   bare-proxy  gateway rps  ratio | direct p50  bare p50   gw p50   +p50 | direct p99  gw p99   +p99 | budget',
     );
     for (const stream of [false, true]) {
       const body = JSON.stringify({ model: 'bench-model', messages, stream });
       for (const c of LEVELS) {
         const direct = await load(upstreamUrl.origin, `${upstreamUrl.pathname}/chat/completions`, {}, body, c, stream);
+        const floor = await load(bare.line, '/chat/completions', {}, body, c, stream);
         const gw = await load(base, '/api/v1/chat/completions', { authorization: `Bearer ${pat}` }, body, c, stream);
         const addP50 = stream ? (gw.ttfbP50 ?? 0) - (direct.ttfbP50 ?? 0) : gw.p50 - direct.p50;
         const addP99 = gw.p99 - direct.p99;
         const ratio = gw.rps / direct.rps;
         const ok = addP50 < 1 && addP99 < 5 && ratio >= 0.8;
         console.log(
-          `${(stream ? 'stream' : 'json').padEnd(6)} ${String(c).padStart(5)} |${fmt(direct.rps, 0)}  ${fmt(gw.rps, 0)}   ${ratio.toFixed(2)} |${fmt(stream ? (direct.ttfbP50 ?? 0) : direct.p50)}${fmt(stream ? (gw.ttfbP50 ?? 0) : gw.p50)}${fmt(addP50)} |${fmt(direct.p99)}${fmt(gw.p99)}${fmt(addP99)} | ${ok ? 'ok' : 'OVER'}${gw.errors + direct.errors ? ` (${gw.errors + direct.errors} errors)` : ''}`,
+          `${(stream ? 'stream' : 'json').padEnd(6)} ${String(c).padStart(5)} |${fmt(direct.rps, 0)}   ${fmt(floor.rps, 0)}  ${fmt(gw.rps, 0)}   ${ratio.toFixed(2)} |${fmt(stream ? (direct.ttfbP50 ?? 0) : direct.p50)} ${fmt(stream ? (floor.ttfbP50 ?? 0) : floor.p50)}${fmt(stream ? (gw.ttfbP50 ?? 0) : gw.p50)}${fmt(addP50)} |${fmt(direct.p99)}${fmt(gw.p99)}${fmt(addP99)} | ${ok ? 'ok' : 'OVER'}${gw.errors + direct.errors ? ` (${gw.errors + direct.errors} errors)` : ''}`,
         );
       }
     }
-    console.log('(stream rows: p50 columns are time to first byte; latencies in ms)');
+    console.log(
+      '(stream rows: p50 columns are time to first byte; latencies in ms; ratio and budget compare the gateway with direct;',
+    );
+    console.log(
+      ' bare-proxy is a fastify route relaying to the same upstream with no auth or billing: the floor of any gateway here)',
+    );
   } finally {
     gateway.kill('SIGTERM');
     upstream.child.kill('SIGTERM');
+    bare.child.kill('SIGTERM');
     await once(gateway, 'exit').catch(() => {});
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -14,6 +14,8 @@ export interface KeyRing {
 }
 
 const FORMAT = 'v1';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
 
 /** Parses `kid:base64key[,kid:base64key...]`; the first key seals, all keys open. */
 export function parseKeys(spec: string): Map<string, Buffer> {
@@ -40,7 +42,7 @@ export function createKeyRing(keys: Map<string, Buffer>): KeyRing {
   return {
     currentKeyId,
     encrypt(plaintext, associatedData) {
-      const iv = randomBytes(12);
+      const iv = randomBytes(IV_BYTES);
       const cipher = createCipheriv('aes-256-gcm', currentKey, iv);
       cipher.setAAD(Buffer.from(associatedData));
       const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]);
@@ -51,11 +53,16 @@ export function createKeyRing(keys: Map<string, Buffer>): KeyRing {
       if (format !== FORMAT || !keyId || !ivText || !bodyText) throw new Error('Malformed ciphertext');
       const key = keys.get(keyId);
       if (!key) throw new Error(`Unknown encryption key "${keyId}"`);
+      const iv = Buffer.from(ivText, 'base64url');
       const body = Buffer.from(bodyText, 'base64url');
-      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(ivText, 'base64url'));
+      if (iv.length !== IV_BYTES || body.length < TAG_BYTES) throw new Error('Malformed ciphertext');
+      // A fixed tag length: GCM would otherwise accept a tag cut to 4 bytes, which a forger can guess.
+      const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
       decipher.setAAD(Buffer.from(associatedData));
-      decipher.setAuthTag(body.subarray(body.length - 16));
-      return Buffer.concat([decipher.update(body.subarray(0, body.length - 16)), decipher.final()]).toString('utf8');
+      decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
+      return Buffer.concat([decipher.update(body.subarray(0, body.length - TAG_BYTES)), decipher.final()]).toString(
+        'utf8',
+      );
     },
   };
 }

@@ -1,5 +1,7 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import pkg from '../package.json' with { type: 'json' };
+import { parseKeys } from './lib/crypto.ts';
 
 /**
  * The only reader of `process.env`. Every setting is parsed once here; a bad value stops start-up with a
@@ -12,19 +14,36 @@ const bool = z
 
 const positiveInt = z.coerce.number().int().positive();
 
+/** An address, a CIDR (`10.0.0.0/8`, `10.0.0.0/255.0.0.0`) or one of proxy-addr's names. */
+function isTrustedProxyEntry(entry: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true;
+  const [addr = '', mask, ...rest] = entry.split('/');
+  if (rest.length || !isIP(addr)) return false;
+  return mask === undefined || /^\d{1,3}$/.test(mask) || isIP(mask) !== 0;
+}
+
 /** `TRUST_PROXY`: `false` (default), `true`, a hop count, or a comma-separated list of addresses/CIDRs. */
 const trustProxy = z
   .string()
   .default('false')
-  .transform((v): boolean | number | string[] => {
+  .transform((v, ctx): boolean | number | string[] => {
     const s = v.trim().toLowerCase();
     if (s === 'false' || s === '0' || s === '') return false;
     if (s === 'true') return true;
     if (/^\d+$/.test(s)) return Number(s);
-    return v
+    const list = v
       .split(',')
       .map((x) => x.trim())
       .filter(Boolean);
+    const bad = list.filter((x) => !isTrustedProxyEntry(x));
+    if (bad.length) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be true, false, a hop count or a list of addresses/CIDRs; not ${bad.join(', ')}`,
+      });
+      return z.NEVER;
+    }
+    return list;
   });
 
 const EnvSchema = z.object({
@@ -144,17 +163,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   // Empty strings mean "unset", as in most .env files.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = EnvSchema.safeParse(cleaned);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  // Rules across variables and the key format, checked even when other variables are bad: one report names all.
+  const patDefault = EnvSchema.shape.PAT_DEFAULT_EXPIRES_IN.safeParse(cleaned.PAT_DEFAULT_EXPIRES_IN);
+  const patMax = EnvSchema.shape.PAT_MAX_EXPIRES_IN.safeParse(cleaned.PAT_MAX_EXPIRES_IN);
+  if (patDefault.success && patMax.success && patDefault.data > patMax.data) {
+    problems.push('PAT_DEFAULT_EXPIRES_IN: must not exceed PAT_MAX_EXPIRES_IN');
   }
+  if (cleaned.ENCRYPTION_KEYS) {
+    try {
+      parseKeys(cleaned.ENCRYPTION_KEYS);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  } else if (cleaned.DATABASE_URL) {
+    problems.push('ENCRYPTION_KEYS: required when DATABASE_URL is set (see README, "Encryption keys")');
+  }
+  if (!parsed.success || problems.length) throw new ConfigError(problems);
   const e = parsed.data;
   const baseUrl = stripSlash(e.BASE_URL ?? `http://localhost:${e.PORT}`);
-  if (e.PAT_DEFAULT_EXPIRES_IN > e.PAT_MAX_EXPIRES_IN) {
-    throw new ConfigError(['PAT_DEFAULT_EXPIRES_IN: must not exceed PAT_MAX_EXPIRES_IN']);
-  }
-  if (e.DATABASE_URL && !e.ENCRYPTION_KEYS) {
-    throw new ConfigError(['ENCRYPTION_KEYS: required when DATABASE_URL is set (see README, "Encryption keys")']);
-  }
   return {
     port: e.PORT,
     host: e.HOST,

@@ -26,7 +26,10 @@ export function serviceContextOf(req: FastifyRequest, actor: Actor): ServiceCont
 
 /**
  * The auth guard: resolves the bearer, then enforces the route's declared scopes (any-of) and the credit
- * guard. It runs in onRequest, before the body is read and before rate limiting, so limits key on the actor.
+ * guard. It resolves in onRequest, before rate limiting, so limits key on the actor; a refusal is thrown only
+ * in preParsing, after the route's limiter (a route-level onRequest hook) has counted the request: callers
+ * with no token or a bad one are limited per address instead of trying without limit. The body is still not
+ * read for a refused request.
  */
 export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifier[] = []): void {
   app.decorateRequest('actor', null);
@@ -42,7 +45,19 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
     },
   });
 
+  const refusals = new WeakMap<FastifyRequest, unknown>();
   app.addHook('onRequest', async (req) => {
+    try {
+      await guard(req);
+    } catch (err) {
+      refusals.set(req, err);
+    }
+  });
+  app.addHook('preParsing', async (req) => {
+    if (refusals.has(req)) throw refusals.get(req);
+  });
+
+  async function guard(req: FastifyRequest): Promise<void> {
     const config = req.routeOptions.config as RouteAuthConfig;
     const mode = authModeOf(req.routeOptions.url, config);
     const token = bearerFrom(req.headers.authorization);
@@ -68,5 +83,5 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
     if (config.creditGuard && actor.creditBalance <= 0) {
       throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
     }
-  });
+  }
 }

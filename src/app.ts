@@ -6,11 +6,11 @@ import { registerAuthGuard } from './auth/guard.ts';
 import type { BearerVerifier } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
-import { registerErrorHandler } from './http/error-handler.ts';
+import { frameworkErrorHandler, registerErrorHandler } from './http/error-handler.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
-import type { App } from './http/types.ts';
+import type { App, RouteAuthConfig } from './http/types.ts';
 import type { Deps } from './lib/context.ts';
 import type { KeyRing } from './lib/crypto.ts';
 import { NotFoundError } from './lib/errors.ts';
@@ -36,7 +36,7 @@ export interface BuildAppOptions {
   /** Where /mcp's tools read connections and provider tools; the endpoint is served only with them. */
   mcpSources?: McpSources;
   /** Sees every route as it is registered (tests list what the app serves). */
-  onRoute?: (route: { method: string | string[]; url: string }) => void;
+  onRoute?: (route: { method: string | string[]; url: string; config?: RouteAuthConfig }) => void;
 }
 
 const HOLD_SWEEP_INTERVAL_MS = 60_000;
@@ -77,6 +77,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : newId('request');
     },
+    frameworkErrors: frameworkErrorHandler,
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import {
   AppError,
@@ -25,10 +25,15 @@ export function toAppError(err: unknown): AppError {
   const e = err as FastifyError & { validationContext?: string };
   if (hasZodFastifySchemaValidationErrors(e)) {
     const where = CONTEXT_NAMES[e.validationContext ?? ''] ?? e.validationContext ?? 'request';
-    const details = e.validation.map((v) => ({
-      field: [where, ...v.instancePath.split('/').filter(Boolean)].join('.'),
-      message: v.message ?? 'is invalid',
-    }));
+    const details = e.validation.flatMap((v) => {
+      const path = [where, ...v.instancePath.split('/').filter(Boolean)];
+      // A strict object names the unknown keys in one issue: give each its own entry, so each field is named.
+      const unknown = v.keyword === 'unrecognized_keys' ? (v.params as { keys?: unknown }).keys : undefined;
+      if (Array.isArray(unknown) && unknown.length) {
+        return unknown.map((k) => ({ field: [...path, String(k)].join('.'), message: 'is not an allowed field' }));
+      }
+      return [{ field: path.join('.'), message: v.message ?? 'is invalid' }];
+    });
     const summary = details.map((d) => `${d.field}: ${d.message}`).join('; ');
     return new ValidationError(`Validation failed: ${summary}`, details);
   }
@@ -42,6 +47,10 @@ export function toAppError(err: unknown): AppError {
       return new BadRequestError('Body cannot be empty when Content-Type is application/json');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new BadRequestError('Malformed JSON body');
+    case 'FST_ERR_BAD_URL':
+      return new BadRequestError('Malformed URL: invalid percent-encoding');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new BadRequestError('A path segment of the URL is too long');
   }
   if (e instanceof SyntaxError && e.statusCode === 400) return new BadRequestError('Malformed JSON body');
   const status = typeof e.statusCode === 'number' ? e.statusCode : 500;
@@ -52,6 +61,16 @@ export function toAppError(err: unknown): AppError {
   if (status === 429) return new TooManyRequestsError(60);
   if (status >= 400 && status < 500) return new BadRequestError(e.message || 'Bad request');
   return new InternalServerError();
+}
+
+/**
+ * For faults fastify answers before any hook runs (a URL it cannot decode, an over-long path parameter):
+ * the same §7 body and X-Request-Id as every other error. Passed as fastify's `frameworkErrors` option.
+ */
+export function frameworkErrorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  const appErr = toAppError(err);
+  if (appErr.statusCode >= 500) req.log.error({ err, requestId: req.id }, 'request failed');
+  reply.code(appErr.statusCode).header('X-Request-Id', req.id).headers(appErr.headers).send(appErr.toBody());
 }
 
 export function registerErrorHandler(app: FastifyInstance): void {

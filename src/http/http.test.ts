@@ -1,184 +1,264 @@
+import { Writable } from 'node:stream';
+import type { FastifyLoggerOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
-import { buildApp } from '../app.ts';
+import { call, createHarness, createUser, openTestDatabase, type TestHarness } from '../../test/harness.ts';
+import { buildApp, loggerOptions } from '../app.ts';
 
-describe('errors, limits, API description and operations', () => {
+const REQUEST_ID = /^req_[A-Za-z0-9_-]{22}$/;
+
+/** The §7 body, exactly, and the request id header that every error answer carries. */
+function expectError(res: LightMyRequestResponse, status: number, error: string, message: string): void {
+  expect(res.statusCode, res.body).toBe(status);
+  expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+  expect(res.json()).toEqual({ error, message, statusCode: status });
+  expect(res.headers['x-request-id']).toMatch(REQUEST_ID);
+}
+
+/** The app's real logger settings (redaction included), written to memory. */
+function captureLogs() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const logger = { ...(loggerOptions('info') as FastifyLoggerOptions), stream };
+  return { logger, lines, entries: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+describe('errors, request ids, logs and operations endpoints', () => {
   let h: TestHarness;
   beforeAll(async () => {
     h = await createHarness();
   });
   afterAll(() => h.close());
 
-  it('unknown routes answer 404 NotFoundError with a request id', async () => {
-    const res = await call(h.app, 'GET', '/api/v1/nope?token=pat_secret');
-    expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({
-      error: 'NotFoundError',
-      message: 'Route GET /api/v1/nope not found',
-      statusCode: 404,
+  describe('every error has the §7 body and an X-Request-Id', () => {
+    it('unknown routes: 404 NotFoundError, without the query string in the message', async () => {
+      expectError(
+        await call(h.app, 'GET', '/api/v1/nope?token=pat_secret'),
+        404,
+        'NotFoundError',
+        'Route GET /api/v1/nope not found',
+      );
+      expectError(
+        await call(h.app, 'POST', '/nowhere', { body: {} }),
+        404,
+        'NotFoundError',
+        'Route POST /nowhere not found',
+      );
+      expectError(
+        await call(h.app, 'DELETE', '/api/v1/accounts/me/avatar/extra'),
+        404,
+        'NotFoundError',
+        'Route DELETE /api/v1/accounts/me/avatar/extra not found',
+      );
     });
-    expect(res.headers['x-request-id']).toMatch(/^req_/);
-  });
 
-  it('echoes a well-formed X-Request-Id and replaces a bad one', async () => {
-    const good = await call(h.app, 'GET', '/healthz', { headers: { 'x-request-id': 'trace-123' } });
-    expect(good.headers['x-request-id']).toBe('trace-123');
-    const bad = await call(h.app, 'GET', '/healthz', { headers: { 'x-request-id': 'bad id\twith spaces' } });
-    expect(bad.headers['x-request-id']).toMatch(/^req_/);
-  });
-
-  it('malformed JSON is 400, a schema failure 422 with details, a wrong type 415, a huge body 413', async () => {
-    const malformed = await h.app.inject({
-      method: 'POST',
-      url: '/api/v1/auth/signup',
-      headers: { 'content-type': 'application/json' },
-      payload: '{"email": ',
+    it('echoes a well-formed X-Request-Id, replaces a bad one, and sends one on success too', async () => {
+      const good = await call(h.app, 'GET', '/healthz', { headers: { 'x-request-id': 'trace-123' } });
+      expect(good.headers['x-request-id']).toBe('trace-123');
+      const bad = await call(h.app, 'GET', '/healthz', { headers: { 'x-request-id': 'bad id\twith spaces' } });
+      expect(bad.headers['x-request-id']).toMatch(REQUEST_ID);
+      const a = await call(h.app, 'GET', '/healthz');
+      const b = await call(h.app, 'GET', '/healthz');
+      expect(a.headers['x-request-id']).toMatch(REQUEST_ID);
+      expect(a.headers['x-request-id']).not.toBe(b.headers['x-request-id']);
     });
-    expect(malformed.statusCode).toBe(400);
-    expect(malformed.json()).toEqual({ error: 'BadRequestError', message: 'Malformed JSON body', statusCode: 400 });
-    expect(malformed.headers['x-request-id']).toBeTruthy();
 
-    const invalid = await call(h.app, 'POST', '/api/v1/auth/authenticate', { body: { email: 5 } });
-    expect(invalid.statusCode).toBe(422);
-    expect(invalid.json()).toMatchObject({ error: 'ValidationError', statusCode: 422 });
-    expect(
-      invalid
-        .json()
-        .details.map((d: { field: string }) => d.field)
-        .sort(),
-    ).toEqual(['body.email', 'body.password']);
-
-    const xml = await h.app.inject({
-      method: 'POST',
-      url: '/api/v1/auth/authenticate',
-      headers: { 'content-type': 'application/xml' },
-      payload: '<a/>',
+    it('a URL fastify cannot decode or an over-long path segment: 400 BadRequestError', async () => {
+      expectError(
+        await h.app.inject({ method: 'GET', url: '/api/v1/accounts/%E0%A4%A' }),
+        400,
+        'BadRequestError',
+        'Malformed URL: invalid percent-encoding',
+      );
+      const u = await createUser(h.app);
+      expectError(
+        await call(h.app, 'GET', `/api/v1/accounts/${'a'.repeat(200)}`, { token: u.sessionToken }),
+        400,
+        'BadRequestError',
+        'A path segment of the URL is too long',
+      );
     });
-    expect(xml.statusCode).toBe(415);
-    expect(xml.json()).toMatchObject({ error: 'UnsupportedMediaTypeError', statusCode: 415 });
 
-    const small = await h.extraApp({ BODY_LIMIT_BYTES: '200' });
-    const huge = await call(small, 'POST', '/api/v1/auth/authenticate', {
-      body: { email: 'a@b.c', password: 'x'.repeat(500) },
+    it('malformed JSON and an empty JSON body: 400 BadRequestError', async () => {
+      const send = (payload: string) =>
+        h.app.inject({
+          method: 'POST',
+          url: '/api/v1/auth/signup',
+          headers: { 'content-type': 'application/json' },
+          payload,
+        });
+      expectError(await send('{"email": '), 400, 'BadRequestError', 'Malformed JSON body');
+      expectError(await send('{"a":1}}'), 400, 'BadRequestError', 'Malformed JSON body');
+      expectError(await send(''), 400, 'BadRequestError', 'Body cannot be empty when Content-Type is application/json');
+      // Prototype pollution attempts are refused by the parser, not passed on.
+      expectError(await send('{"__proto__": {"admin": true}}'), 400, 'BadRequestError', 'Malformed JSON body');
     });
-    expect(huge.statusCode).toBe(413);
-    expect(huge.json()).toEqual({ error: 'PayloadTooLargeError', message: 'Request body too large', statusCode: 413 });
-  });
 
-  it('an unexpected fault is a 500 without internals', async () => {
-    // A route on an instance of its own: the fault is a plain Error, as a bug would throw.
-    const broken = await buildApp({ config: h.config, database: h.database, keyRing: h.keyRing });
-    broken.get('/boom', { config: { auth: 'public' } }, async () => {
-      throw new Error('secret internals: password=hunter2');
-    });
-    await broken.ready();
-    const res = await broken.inject({ method: 'GET', url: '/boom' });
-    expect(res.statusCode).toBe(500);
-    expect(res.json()).toEqual({ error: 'InternalServerError', message: 'Internal server error', statusCode: 500 });
-    expect(res.body).not.toContain('hunter2');
-    await broken.close();
-  });
-
-  it('the 101st request in a minute from one account is 429 with Retry-After and X-RateLimit headers', async () => {
-    const limited = await h.extraApp({ RATE_LIMIT_GLOBAL: '100' });
-    const u = await createUser(limited);
-    const token = await u.pat(['account']);
-    for (let i = 0; i < 100; i++) {
-      const ok = await call(limited, 'GET', '/api/v1/accounts/me', { token });
-      expect(ok.statusCode).toBe(200);
-      if (i === 0) expect(ok.headers['x-ratelimit-limit']).toBe('100');
-    }
-    const res = await call(limited, 'GET', '/api/v1/accounts/me', { token });
-    expect(res.statusCode).toBe(429);
-    expect(res.json()).toMatchObject({ error: 'TooManyRequestsError', statusCode: 429 });
-    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
-    expect(res.headers['x-ratelimit-remaining']).toBe('0');
-    // Another account has its own budget.
-    const other = await createUser(limited);
-    expect((await call(limited, 'GET', '/api/v1/accounts/me', { token: other.sessionToken })).statusCode).toBe(200);
-  });
-
-  it('sign-in is limited to RATE_LIMIT_AUTH a minute per address; X-Forwarded-For counts only behind TRUST_PROXY', async () => {
-    const body = { email: 'nobody@example.test', password: 'wrong-password' };
-    const plain = await h.extraApp({ RATE_LIMIT_AUTH: '2' });
-    const statuses = [];
-    for (let i = 0; i < 3; i++) {
-      // Without TRUST_PROXY a spoofed header changes nothing: same client, same counter.
-      const res = await call(plain, 'POST', '/api/v1/auth/authenticate', {
-        body,
-        headers: { 'x-forwarded-for': `10.0.0.${i}` },
+    it('schema failures: 422 ValidationError with a details entry per field', async () => {
+      const res = await call(h.app, 'POST', '/api/v1/auth/authenticate', { body: { email: 5 } });
+      expect(res.statusCode).toBe(422);
+      expect(res.headers['x-request-id']).toMatch(REQUEST_ID);
+      expect(res.json()).toEqual({
+        error: 'ValidationError',
+        message:
+          'Validation failed: body.email: Invalid input: expected string, received number; ' +
+          'body.password: Invalid input: expected string, received undefined',
+        statusCode: 422,
+        details: [
+          { field: 'body.email', message: 'Invalid input: expected string, received number' },
+          { field: 'body.password', message: 'Invalid input: expected string, received undefined' },
+        ],
       });
-      statuses.push(res.statusCode);
-    }
-    expect(statuses).toEqual([401, 401, 429]);
-
-    const proxied = await h.extraApp({ RATE_LIMIT_AUTH: '2', TRUST_PROXY: 'true' });
-    const perClient = [];
-    for (let i = 0; i < 3; i++) {
-      const res = await call(proxied, 'POST', '/api/v1/auth/authenticate', {
-        body,
-        headers: { 'x-forwarded-for': `10.0.1.${i}` },
-      });
-      perClient.push(res.statusCode);
-    }
-    expect(perClient).toEqual([401, 401, 401]);
-  });
-
-  it('with REDIS_URL two instances share one counter', async () => {
-    const prefix = { RATE_LIMIT_GLOBAL: '3', REDIS_URL: 'redis://127.0.0.1:6379' };
-    const a = await h.extraApp(prefix);
-    const b = await h.extraApp(prefix);
-    const u = await createUser(a);
-    const token = await u.pat(['account']);
-    const seq = [];
-    for (const app of [a, b, a, b]) seq.push((await call(app, 'GET', '/api/v1/accounts/me', { token })).statusCode);
-    expect(seq).toEqual([200, 200, 200, 429]);
-  });
-
-  it('/openapi.json describes every API route with its scopes and error answers; /docs serves a reference', async () => {
-    const served: string[] = [];
-    const app = await buildApp({
-      config: h.config,
-      database: h.database,
-      keyRing: h.keyRing,
-      onRoute: (r) => {
-        for (const m of [r.method].flat()) if (r.url.startsWith('/api/') && m !== 'HEAD') served.push(`${m} ${r.url}`);
-      },
+      const notAnObject = await call(h.app, 'POST', '/api/v1/auth/authenticate', { body: [1, 2] });
+      expect(notAnObject.json().details).toEqual([
+        { field: 'body', message: 'Invalid input: expected object, received array' },
+      ]);
+      const u = await createUser(h.app);
+      const query = await call(h.app, 'GET', '/api/v1/auth/pats?limit=500&page=x', { token: u.sessionToken });
+      expect(
+        query
+          .json()
+          .details.map((d: { field: string }) => d.field)
+          .sort(),
+      ).toEqual(['query.limit', 'query.page']);
     });
-    const res = await call(app, 'GET', '/openapi.json');
-    await app.close();
-    expect(res.statusCode).toBe(200);
-    const doc = res.json();
-    expect(doc.openapi).toBe('3.1.0');
-    const documented = new Set(
-      Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) =>
-        Object.keys(item).map((m) => `${m.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`),
-      ),
-    );
-    expect(served.length).toBeGreaterThan(15);
-    for (const route of served) expect(documented.has(route), route).toBe(true);
 
-    const me = doc.paths['/api/v1/accounts/me'].get;
-    expect(me.security).toEqual([{ bearerAuth: ['account'] }]);
-    expect(Object.keys(me.responses)).toEqual(expect.arrayContaining(['200', '401', '403', '429', '500']));
-    expect(doc.paths['/api/v1/chat/completions'].post.responses['402']).toBeDefined();
-    expect(doc.paths['/api/v1/auth/signup'].post.security).toEqual([]);
-    const docs = await call(h.app, 'GET', '/docs/');
-    expect(docs.statusCode).toBe(200);
-    expect(docs.headers['content-type']).toContain('text/html');
+    it('a content type the route does not read: 415', async () => {
+      const xml = await h.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/authenticate',
+        headers: { 'content-type': 'application/xml' },
+        payload: '<a/>',
+      });
+      expectError(xml, 415, 'UnsupportedMediaTypeError', 'Unsupported Content-Type; send application/json');
+    });
+
+    it('a body over BODY_LIMIT_BYTES: 413, while one under it is read', async () => {
+      const small = await h.extraApp({ BODY_LIMIT_BYTES: '200' });
+      const under = await call(small, 'POST', '/api/v1/auth/authenticate', {
+        body: { email: 'a@b.c', password: 'x'.repeat(100) },
+      });
+      expect(under.statusCode).toBe(401);
+      const over = await call(small, 'POST', '/api/v1/auth/authenticate', {
+        body: { email: 'a@b.c', password: 'x'.repeat(500) },
+      });
+      expectError(over, 413, 'PayloadTooLargeError', 'Request body too large');
+    });
+
+    it('an unexpected fault: 500 without internals, logged with its request id', async () => {
+      const logs = captureLogs();
+      // A route on an instance of its own: the fault is a plain Error, as a bug would throw.
+      const broken = await buildApp({
+        config: h.config,
+        database: h.database,
+        keyRing: h.keyRing,
+        logger: logs.logger,
+      });
+      broken.get('/boom', { config: { auth: 'public' } }, async () => {
+        throw new Error('secret internals: password=hunter2 at db.query');
+      });
+      broken.get('/api/v1/boom-async', { config: { scopes: ['account'] } }, async () => {
+        await Promise.reject(new TypeError("Cannot read properties of undefined (reading 'id')"));
+      });
+      await broken.ready();
+      try {
+        const res = await broken.inject({ method: 'GET', url: '/boom' });
+        expectError(res, 500, 'InternalServerError', 'Internal server error');
+        expect(res.body).not.toContain('hunter2');
+        const u = await createUser(broken);
+        const typed = await call(broken, 'GET', '/api/v1/boom-async', { token: u.sessionToken });
+        expectError(typed, 500, 'InternalServerError', 'Internal server error');
+
+        const failures = logs.entries().filter((e) => e.msg === 'request failed');
+        expect(failures.map((e) => e.requestId)).toEqual([res.headers['x-request-id'], typed.headers['x-request-id']]);
+        expect(failures[0]).toMatchObject({ level: 50, reqId: res.headers['x-request-id'] });
+        expect(failures[0]?.err).toMatchObject({ message: expect.stringContaining('secret internals') });
+      } finally {
+        await broken.close();
+      }
+    });
   });
 
-  it('healthz, readyz and Prometheus metrics', async () => {
-    expect((await call(h.app, 'GET', '/healthz')).json()).toEqual({ status: 'ok' });
-    expect((await call(h.app, 'GET', '/readyz')).json()).toEqual({ status: 'ready' });
-    await call(h.app, 'GET', '/api/v1/accounts/me');
-    const metrics = await call(h.app, 'GET', '/metrics');
-    expect(metrics.statusCode).toBe(200);
-    expect(metrics.headers['content-type']).toContain('text/plain');
-    expect(metrics.body).toMatch(
-      /http_requests_total\{method="GET",route="\/api\/v1\/accounts\/me",status_code="401"\} \d+/,
-    );
-    expect(metrics.body).toContain('http_request_duration_seconds_bucket');
-    expect(metrics.body).toContain('db_pool_connections{state="total"}');
+  it('logs one JSON line per request with its request id, and never a token or a password', async () => {
+    const logs = captureLogs();
+    const app = await buildApp({ config: h.config, database: h.database, keyRing: h.keyRing, logger: logs.logger });
+    try {
+      const u = await createUser(app);
+      const pat = await u.pat(['account']);
+      const res = await call(app, 'GET', `/api/v1/accounts/me?access_token=${pat}`, { token: pat });
+      expect(res.statusCode).toBe(200);
+      await call(app, 'GET', '/api/v1/accounts/me', { token: u.sessionToken });
+      await call(app, 'POST', '/api/v1/auth/authenticate', { body: { email: u.account.email, password: u.password } });
+      await call(app, 'GET', '/api/v1/accounts/me', { token: `${pat.slice(0, -4)}XXXX` });
+
+      const requests = logs.entries().filter((e) => e.msg === 'request');
+      expect(requests).toHaveLength(4);
+      expect(requests[0]).toMatchObject({
+        level: 30,
+        reqId: res.headers['x-request-id'],
+        method: 'GET',
+        url: '/api/v1/accounts/me?access_token=[REDACTED]',
+        statusCode: 200,
+        accountId: u.account.id,
+      });
+      const everything = logs.lines.join('\n');
+      for (const secret of [pat, pat.slice(4, 30), u.sessionToken.slice(5, 30), u.password]) {
+        expect(everything).not.toContain(secret);
+      }
+    } finally {
+      await app.close();
+    }
+  });
+
+  describe('operations', () => {
+    it('GET /healthz and /readyz answer without a token', async () => {
+      const health = await call(h.app, 'GET', '/healthz');
+      expect(health.statusCode).toBe(200);
+      expect(health.json()).toEqual({ status: 'ok' });
+      const ready = await call(h.app, 'GET', '/readyz');
+      expect(ready.statusCode).toBe(200);
+      expect(ready.json()).toEqual({ status: 'ready' });
+    });
+
+    it('GET /readyz is 503 when the database does not answer', async () => {
+      const { database } = await openTestDatabase();
+      const app = await buildApp({ config: h.config, database, keyRing: h.keyRing });
+      try {
+        expect((await call(app, 'GET', '/readyz')).statusCode).toBe(200);
+        await database.close();
+        expectError(await call(app, 'GET', '/readyz'), 503, 'ServiceUnavailableError', 'Database unreachable');
+        expect((await call(app, 'GET', '/healthz')).statusCode).toBe(200);
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('GET /metrics: Prometheus text, requests counted by route pattern and status, the pool', async () => {
+      const app = await h.extraApp();
+      const u = await createUser(app);
+      for (let i = 0; i < 3; i++) await call(app, 'GET', '/api/v1/auth-scopes');
+      await call(app, 'GET', `/api/v1/accounts/${u.account.id}`, { token: u.sessionToken });
+      await call(app, 'GET', '/api/v1/nope');
+      const metrics = await call(app, 'GET', '/metrics');
+      expect(metrics.statusCode).toBe(200);
+      expect(metrics.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+      const text = metrics.body;
+      expect(text).toContain('# TYPE http_requests_total counter');
+      expect(text).toContain('http_requests_total{method="GET",route="/api/v1/auth-scopes",status_code="401"} 3\n');
+      expect(text).toContain(
+        'http_requests_total{method="GET",route="/api/v1/accounts/:accountId",status_code="200"} 1\n',
+      );
+      expect(text).toContain('http_requests_total{method="GET",route="unmatched",status_code="404"} 1\n');
+      expect(text).not.toContain(u.account.id);
+      expect(text).toMatch(
+        /http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/auth-scopes",status_code="401"\} 3\n/,
+      );
+      expect(text).toMatch(/db_pool_connections\{state="total"\} \d+/);
+      expect(text).toContain('process_resident_memory_bytes');
+    });
   });
 });

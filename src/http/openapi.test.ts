@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createHarness, type TestHarness } from '../../test/harness.ts';
+import { buildApp } from '../app.ts';
+import type { RouteAuthConfig } from './types.ts';
+
+interface Operation {
+  security?: Array<Record<string, string[]>>;
+  responses: Record<string, { content?: Record<string, { schema: unknown }> }>;
+  parameters?: unknown[];
+  requestBody?: unknown;
+}
+
+interface ServedRoute {
+  method: string;
+  url: string;
+  config: RouteAuthConfig;
+}
+
+describe('API description', () => {
+  let h: TestHarness;
+  let served: ServedRoute[];
+  let doc: {
+    openapi: string;
+    paths: Record<string, Record<string, Operation>>;
+    components: { securitySchemes: Record<string, unknown> };
+  };
+
+  beforeAll(async () => {
+    h = await createHarness();
+    // Every route the app registers, as fastify sees it.
+    served = [];
+    const app = await buildApp({
+      config: h.config,
+      database: h.database,
+      keyRing: h.keyRing,
+      onRoute: (r) => {
+        for (const method of [r.method].flat()) {
+          // HEAD mirrors GET; OPTIONS routes are CORS preflights, not operations.
+          if (method !== 'HEAD' && method !== 'OPTIONS') served.push({ method, url: r.url, config: r.config ?? {} });
+        }
+      },
+    });
+    try {
+      const res = await call(app, 'GET', '/openapi.json');
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      doc = res.json();
+    } finally {
+      await app.close();
+    }
+  });
+  afterAll(() => h.close());
+
+  const operation = (method: string, url: string): Operation | undefined =>
+    doc.paths[url.replace(/:(\w+)/g, '{$1}')]?.[method.toLowerCase()];
+
+  it('is OpenAPI 3.1 with the bearer scheme', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+
+  it('describes every API route and the operations routes', () => {
+    const api = served.filter((r) => r.url.startsWith('/api/'));
+    expect(api.length).toBeGreaterThan(15);
+    const missing = api.filter((r) => !operation(r.method, r.url)).map((r) => `${r.method} ${r.url}`);
+    expect(missing).toEqual([]);
+    for (const url of ['/healthz', '/readyz']) expect(operation('GET', url)?.security, url).toEqual([]);
+    // And nothing that is not served.
+    const servedKeys = new Set(served.map((r) => `${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`));
+    const documented = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+    expect(documented.filter((k) => !servedKeys.has(k))).toEqual([]);
+  });
+
+  it('gives each route its scopes and the error answers it can give', () => {
+    for (const route of served.filter((r) => r.url.startsWith('/api/'))) {
+      const name = `${route.method} ${route.url}`;
+      const op = operation(route.method, route.url);
+      if (!op) throw new Error(`${name} is not documented`);
+      const codes = Object.keys(op.responses);
+      expect(codes, name).toEqual(expect.arrayContaining(['429', '500']));
+      if (route.config.auth === 'public') {
+        expect(op.security, name).toEqual([]);
+      } else {
+        expect(op.security, name).toEqual([{ bearerAuth: route.config.scopes ?? [] }]);
+        expect(codes, name).toEqual(expect.arrayContaining(['401', '403']));
+      }
+      if (route.config.creditGuard) expect(codes, name).toContain('402');
+      if (op.requestBody || op.parameters?.length) expect(codes, name).toEqual(expect.arrayContaining(['400', '422']));
+      const error = op.responses['500']?.content?.['application/json']?.schema;
+      expect(error, name).toMatchObject({ required: ['error', 'message', 'statusCode'] });
+    }
+    expect(operation('GET', '/api/v1/accounts/me')?.security).toEqual([{ bearerAuth: ['account'] }]);
+    expect(operation('POST', '/api/v1/auth/signup')?.security).toEqual([]);
+    expect(operation('GET', '/api/v1/auth-scopes')?.security).toEqual([{ bearerAuth: [] }]);
+  });
+
+  it('/docs serves a browsable reference', async () => {
+    const index = await call(h.app, 'GET', '/docs');
+    const page = index.statusCode === 302 ? await call(h.app, 'GET', String(index.headers.location)) : index;
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toContain('text/html');
+    expect(page.body).toContain('<html');
+    const fromDocs = await call(h.app, 'GET', '/docs/json');
+    expect(fromDocs.statusCode).toBe(200);
+    expect(fromDocs.json().openapi).toBe('3.1.0');
+  });
+});

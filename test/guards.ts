@@ -1,68 +1,131 @@
 import { randomBytes } from 'node:crypto';
+import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { ALL_SCOPES, type Scope } from '../src/auth/scopes.ts';
 import { call, createUser, type TestHarness, type TestUser } from './harness.ts';
 
 /**
- * The guard tests every route gets: 401 without a token, 401 with an unknown one, 403 with a token lacking
- * the route's scope (the message names it), and 404 for another account's resource.
+ * The guard tests every route gets (CONVENTIONS.md, "Tests"):
+ * - 401 UnauthorizedError without a token, and with an unknown PAT, session or other token;
+ * - 403 ForbiddenError with a PAT lacking the route's scope (the message names it), while a PAT holding any
+ *   one of the listed scopes gets past the guard, so the scope is proven to be the gate;
+ * - for session-only routes, 403 with a PAT holding every scope, while a session gets in;
+ * - 404 NotFoundError for another account's resource, while its owner reaches the same URL (so the 404 is
+ *   the ownership check, not a mistyped URL), and the resource is untouched by the refused call.
+ *
+ * Usage, in an area's `service.test.ts`:
+ *   guardTests(() => h, [{ method: 'GET', url: '/api/v1/things/thg_x', scopes: ['account'],
+ *     ownedUrl: async (owner) => `/api/v1/things/${(await makeThing(owner)).id}` }]);
  */
 export interface GuardedRoute {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** A URL of the route; for routes on one resource any id will do (`/api/v1/things/thg_x`). */
   url: string;
   /** Any one of these lets the caller in; empty means any valid bearer. */
   scopes: Scope[];
+  /** Sent with every call; for routes that read a body it should be valid. */
   body?: unknown;
-  /** A URL naming a resource of `other` (another account): the caller must get 404. */
-  otherAccountUrl?: (other: TestUser) => Promise<string> | string;
-  /** A valid body for the 404 case, when the route reads one. */
+  /** The route takes a session token only (`auth: 'session'`): a PAT gets 403 whatever its scopes. */
+  sessionOnly?: boolean;
+  /**
+   * The URL of a resource owned by `owner` (create it here if need be). Another account must get 404 there,
+   * and the owner (with its session token) an answer below 400.
+   */
+  ownedUrl?: (owner: TestUser) => Promise<string> | string;
+  /** @deprecated the former name of `ownedUrl`. */
+  otherAccountUrl?: (owner: TestUser) => Promise<string> | string;
+  /** A body for the 404 case when it differs from `body`. */
   validBody?: unknown;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function expectError(res: LightMyRequestResponse, status: number, error: string, message?: string): void {
+  expect(res.statusCode, res.body).toBe(status);
+  expect(res.headers['x-request-id']).toMatch(REQUEST_ID);
+  const body = res.json();
+  expect(body).toEqual({ error, message: message ?? expect.any(String), statusCode: status });
+}
+
+/** The guard let the call through: whatever the handler answered, it was not the guard's refusal. */
+function expectPastGuard(res: LightMyRequestResponse): void {
+  expect([401, 403], `${res.statusCode} ${res.body}`).not.toContain(res.statusCode);
 }
 
 export function guardTests(harness: () => TestHarness, routes: GuardedRoute[]): void {
   describe('guards', () => {
     for (const route of routes) {
       const name = `${route.method} ${route.url}`;
-      it(`${name}: 401 UnauthorizedError without a token or with an unknown one`, async () => {
-        const { app } = harness();
-        const none = await call(app, route.method, route.url, { body: route.body });
-        expect(none.statusCode).toBe(401);
-        expect(none.json()).toMatchObject({ error: 'UnauthorizedError', statusCode: 401 });
-        expect(none.headers['x-request-id']).toBeTruthy();
-        const unknown = await call(app, route.method, route.url, {
+      const send = (token: string | undefined, url = route.url, body = route.body) =>
+        call(harness().app, route.method, url, { body, ...(token ? { token } : {}) });
+
+      it(`${name}: 401 UnauthorizedError without a token`, async () => {
+        expectError(
+          await send(undefined),
+          401,
+          'UnauthorizedError',
+          'Missing bearer token (Authorization: Bearer <token>)',
+        );
+        const basic = await call(harness().app, route.method, route.url, {
           body: route.body,
-          token: `pat_${randomBytes(32).toString('base64url')}`,
+          headers: { authorization: 'Basic dXNlcjpwYXNz' },
         });
-        expect(unknown.statusCode).toBe(401);
-        expect(unknown.json()).toMatchObject({ error: 'UnauthorizedError', statusCode: 401 });
+        expectError(basic, 401, 'UnauthorizedError');
       });
 
-      const other = ALL_SCOPES.find((s) => route.scopes.length > 0 && !route.scopes.includes(s));
-      if (other) {
-        it(`${name}: 403 ForbiddenError without ${route.scopes.join(' or ')}`, async () => {
-          const { app } = harness();
-          const u = await createUser(app);
-          const res = await call(app, route.method, route.url, { body: route.body, token: await u.pat([other]) });
-          expect(res.statusCode).toBe(403);
-          expect(res.json()).toEqual({
-            error: 'ForbiddenError',
-            message: `Missing required scope: ${route.scopes.join(' or ')}`,
-            statusCode: 403,
-          });
+      it(`${name}: 401 UnauthorizedError with an unknown token`, async () => {
+        const random = randomBytes(32).toString('base64url');
+        expectError(await send(`pat_${random}`), 401, 'UnauthorizedError', 'Invalid or revoked personal access token');
+        expectError(await send(`sess_${random}`), 401, 'UnauthorizedError', 'Invalid session token');
+        expectError(await send(random), 401, 'UnauthorizedError', 'Invalid bearer token');
+      });
+
+      if (route.sessionOnly) {
+        it(`${name}: 403 ForbiddenError with a PAT, even one holding every scope; a session gets in`, async () => {
+          const u = await createUser(harness().app);
+          expectError(
+            await send(await u.pat([...ALL_SCOPES])),
+            403,
+            'ForbiddenError',
+            'This endpoint requires a session token (sign in), not an access token',
+          );
+          expectPastGuard(await send(u.sessionToken));
         });
       }
 
-      const otherUrl = route.otherAccountUrl;
-      if (otherUrl) {
+      const lacking = ALL_SCOPES.filter((s) => !route.scopes.includes(s));
+      if (route.scopes.length > 0 && !route.sessionOnly) {
+        it(`${name}: 403 ForbiddenError without ${route.scopes.join(' or ')}; any one of them gets in`, async () => {
+          const u = await createUser(harness().app);
+          expectError(
+            await send(await u.pat(lacking)),
+            403,
+            'ForbiddenError',
+            `Missing required scope: ${route.scopes.join(' or ')}`,
+          );
+          for (const scope of route.scopes) expectPastGuard(await send(await u.pat([scope])));
+        });
+      } else if (!route.sessionOnly) {
+        it(`${name}: any valid bearer gets in, whatever its scopes`, async () => {
+          const u = await createUser(harness().app);
+          const someScope = lacking[ALL_SCOPES.length - 1] ?? 'email';
+          expectPastGuard(await send(await u.pat([someScope])));
+        });
+      }
+
+      const ownedUrl = route.ownedUrl ?? route.otherAccountUrl;
+      if (ownedUrl) {
         it(`${name}: 404 NotFoundError for another account's resource`, async () => {
           const { app } = harness();
-          const [me, them] = [await createUser(app), await createUser(app)];
-          const res = await call(app, route.method, await otherUrl(them), {
-            body: route.validBody ?? route.body,
-            token: me.sessionToken,
-          });
-          expect(res.statusCode).toBe(404);
-          expect(res.json()).toMatchObject({ error: 'NotFoundError', statusCode: 404 });
+          const [me, owner] = [await createUser(app), await createUser(app)];
+          const url = await ownedUrl(owner);
+          const body = route.validBody ?? route.body;
+          const res = await send(me.sessionToken, url, body);
+          expectError(res, 404, 'NotFoundError');
+          // The not-found handler also answers NotFoundError: make sure this was the route's own answer.
+          expect(res.json().message).not.toMatch(/^Route /);
+          const own = await send(owner.sessionToken, url, body);
+          expect(own.statusCode, `the owner's own call: ${own.body}`).toBeLessThan(400);
         });
       }
     }

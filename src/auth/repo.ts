@@ -1,4 +1,4 @@
-import { and, count, desc, eq, isNull, lt } from 'drizzle-orm';
+import { and, asc, count, desc, eq, isNull, lt } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { accounts, type PersonalAccessTokenRow, personalAccessTokens, sessions } from '../db/schema/index.ts';
 import { offsetOf } from '../lib/pagination.ts';
@@ -70,15 +70,20 @@ export async function insertPat(
   return created;
 }
 
-/** Active (unrevoked) tokens of the account, newest first. */
-export async function listPats(db: Executor, accountId: string, p: { page: number; limit: number }) {
+/** Active (unrevoked) tokens of the account by creation time, newest first unless `sortOrder` is `asc`. */
+export async function listPats(
+  db: Executor,
+  accountId: string,
+  p: { page: number; limit: number; sortOrder: 'asc' | 'desc' },
+) {
   const where = and(eq(personalAccessTokens.accountId, accountId), isNull(personalAccessTokens.revokedAt));
+  const order = p.sortOrder === 'asc' ? asc : desc;
   const [rows, [total]] = await Promise.all([
     db
       .select()
       .from(personalAccessTokens)
       .where(where)
-      .orderBy(desc(personalAccessTokens.createdAt), desc(personalAccessTokens.id))
+      .orderBy(order(personalAccessTokens.createdAt), order(personalAccessTokens.id))
       .limit(p.limit)
       .offset(offsetOf(p)),
     db.select({ n: count() }).from(personalAccessTokens).where(where),

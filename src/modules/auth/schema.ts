@@ -37,6 +37,8 @@ export const CreatePat = z
     provider_permissions: z.record(z.string().min(1).max(100), Permission).optional(),
     default_provider_permission: Permission.optional(),
   })
+  // Strict: a misspelt field (`expiresIn`) must not silently mint a token that lives the default 90 days.
+  .strict()
   .meta({ id: 'CreatePersonalAccessToken' });
 export type CreatePat = z.infer<typeof CreatePat>;
 

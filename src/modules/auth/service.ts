@@ -152,7 +152,10 @@ export async function createPat(ctx: ServiceContext, input: CreatePat): Promise<
   return { ...toPat(row), personal_access_token: token };
 }
 
-export async function listPats(ctx: ServiceContext, p: Pick<ListParams, 'page' | 'limit'>): Promise<Page<Pat>> {
+export async function listPats(
+  ctx: ServiceContext,
+  p: Pick<ListParams, 'page' | 'limit' | 'sortOrder'>,
+): Promise<Page<Pat>> {
   requireScope(ctx, 'account');
   const { rows, total } = await authRepo.listPats(ctx.db, ctx.accountId, p);
   return toPage(rows.map(toPat), total, p);

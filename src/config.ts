@@ -90,6 +90,7 @@ const EnvSchema = z.object({
   DEFAULT_MODEL: z.string().optional(),
   LLM_TIMEOUT_MS: positiveInt.default(120_000),
   MCP_ALLOWED_ORIGINS: z.string().optional(),
+  PROVIDERS_DIR: z.string().optional(),
 });
 
 export interface RateLimits {
@@ -120,6 +121,14 @@ export interface LlmConfig {
   timeoutMs: number;
 }
 
+/** The connector catalog: extra provider directories and the OAuth client credentials of providers. */
+export interface ProvidersConfig {
+  /** `PROVIDERS_DIR`, comma-separated, read after the shipped `providers/`; a later file of an id wins. */
+  dirs: string[];
+  /** Every `PROVIDER_*` variable (`PROVIDER_GITHUB_CLIENT_ID` ...), by name; see providers/catalog. */
+  env: Readonly<Record<string, string>>;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -144,6 +153,7 @@ export interface Config {
   signupEnabled: boolean;
   initialCredits: number;
   llm: LlmConfig;
+  providers: ProvidersConfig;
   /** Browser origins allowed to call /mcp besides BASE_URL's and APP_URL's (`MCP_ALLOWED_ORIGINS`). */
   mcp: { allowedOrigins: string[] };
   version: string;
@@ -227,6 +237,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         .split(',')
         .map((o) => o.trim().replace(/\/+$/, ''))
         .filter(Boolean),
+    },
+    providers: {
+      dirs: (e.PROVIDERS_DIR ?? '')
+        .split(',')
+        .map((d) => d.trim())
+        .filter(Boolean),
+      env: Object.fromEntries(Object.entries(cleaned).filter(([k]) => k.startsWith('PROVIDER_'))) as Record<
+        string,
+        string
+      >,
     },
     version: pkg.version,
   };

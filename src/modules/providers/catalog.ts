@@ -1,0 +1,294 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Config, ProvidersConfig } from '../../config.ts';
+import { getPath } from './json-path.ts';
+import {
+  type ProviderDefinition,
+  ProviderDefinition as ProviderDefinitionSchema,
+  type ToolDefinition,
+  URL_PLACEHOLDER,
+  VALUE_PLACEHOLDER,
+} from './schema.ts';
+
+/**
+ * The connector catalog is data: one JSON file per provider in the shipped `providers/` directory, then in
+ * each `PROVIDERS_DIR` directory in order; a later file with the same id replaces the earlier one. Every
+ * file is validated at start-up and all problems are reported at once, each naming its file and field.
+ */
+
+export const SHIPPED_PROVIDERS_DIR = fileURLToPath(new URL('../../../providers/', import.meta.url));
+
+export interface CatalogProvider {
+  definition: ProviderDefinition;
+  /** The file it came from, for messages. */
+  file: string;
+  /** The SVG the service serves at `/providers/logos/<id>.svg`, when the file's directory has one. */
+  logoSvg?: string | undefined;
+}
+
+export interface ProviderCatalog {
+  /** In a stable order: popular first, then by label. */
+  providers: readonly CatalogProvider[];
+  get(id: string): CatalogProvider | undefined;
+}
+
+export class ProviderCatalogError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid provider catalog:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ProviderCatalogError';
+  }
+}
+
+function issuePath(path: ReadonlyArray<PropertyKey>): string {
+  return path.reduce<string>(
+    (acc, seg) => (typeof seg === 'number' ? `${acc}[${seg}]` : acc ? `${acc}.${String(seg)}` : String(seg)),
+    '',
+  );
+}
+
+const urlNames = (s: string) => [...s.matchAll(URL_PLACEHOLDER)].map((m) => m[2] as string);
+const valueNames = (s: string) => [...s.matchAll(VALUE_PLACEHOLDER)].map((m) => m[1] as string);
+
+/** Every `{{name}}` used by a template, with `item` allowed inside `$each` and names of `$if`/`$each`. */
+function templateNames(template: unknown, inEach: boolean, out: Array<{ name: string; inEach: boolean }>): void {
+  if (typeof template === 'string') {
+    for (const name of valueNames(template)) out.push({ name, inEach });
+  } else if (Array.isArray(template)) {
+    for (const t of template) templateNames(t, inEach, out);
+  } else if (template && typeof template === 'object') {
+    const obj = template as Record<string, unknown>;
+    if ('$each' in obj) {
+      out.push({ name: String(obj.$each), inEach });
+      templateNames(obj.template, true, out);
+      return;
+    }
+    if ('$if' in obj) {
+      for (const n of Array.isArray(obj.$if) ? obj.$if : [obj.$if]) out.push({ name: String(n), inEach });
+    }
+    for (const [k, v] of Object.entries(obj)) if (k !== '$if') templateNames(v, inEach, out);
+  }
+}
+
+/** Connection variables a provider defines: finalize fields, token-answer values, discovered values. */
+export function connectionVarNames(def: ProviderDefinition): Set<string> {
+  return new Set([
+    ...def.finalizeFields.map((f) => f.name),
+    ...Object.keys(def.oauth.tokenResponse.vars),
+    ...Object.keys(def.oauth.discovery?.vars ?? {}),
+  ]);
+}
+
+/** Cross-field rules zod cannot see field by field; answers `field: message` lines. */
+export function checkProviderRules(def: ProviderDefinition): string[] {
+  const problems: string[] = [];
+  const vars = connectionVarNames(def);
+  const checkVarsIn = (field: string, url: string | undefined, extra: string[] = []) => {
+    for (const name of url ? urlNames(url) : []) {
+      if (!vars.has(name) && !extra.includes(name)) {
+        problems.push(
+          `${field}: {${name}} is not a connection variable (finalizeFields, tokenResponse.vars, discovery)`,
+        );
+      }
+    }
+  };
+  checkVarsIn('oauth.authorizationUrl', def.oauth.authorizationUrl);
+  checkVarsIn('oauth.tokenUrl', def.oauth.tokenUrl);
+  checkVarsIn('oauth.revocationUrl', def.oauth.revocationUrl, ['clientId']);
+  checkVarsIn('oauth.userInfo.url', def.oauth.userInfo.url, ['accessToken']);
+  checkVarsIn('oauth.discovery.url', def.oauth.discovery?.url);
+  checkVarsIn('api.baseUrl', def.api.baseUrl);
+  for (const [name, value] of Object.entries(def.api.headers)) {
+    if (valueNames(value).length) problems.push(`api.headers.${name}: provider headers cannot use arguments`);
+  }
+
+  const seen = new Set<string>();
+  def.tools.forEach((tool, i) => {
+    const at = `tools[${i}] (${tool.name})`;
+    if (seen.has(tool.name)) problems.push(`${at}.name: duplicate tool name "${tool.name}"`);
+    seen.add(tool.name);
+    const params = tool.parameters.properties;
+    const required = new Set(tool.parameters.required);
+    for (const r of required) {
+      if (!Object.hasOwn(params, r)) problems.push(`${at}.parameters.required: "${r}" is not a property`);
+    }
+    checkVarsIn(`${at}.request.baseUrl`, tool.request.baseUrl);
+    for (const name of urlNames(tool.request.path)) {
+      if (!Object.hasOwn(params, name)) {
+        problems.push(`${at}.request.path: {${name}} is not a declared parameter`);
+      } else if (!required.has(name) && params[name]?.default === undefined) {
+        problems.push(`${at}.request.path: path parameter "${name}" must be required or have a default`);
+      }
+    }
+    const used: Array<{ name: string; inEach: boolean }> = [];
+    for (const v of Object.values(tool.request.query)) if (typeof v === 'string') templateNames(v, false, used);
+    for (const v of Object.values(tool.request.headers)) templateNames(v, false, used);
+    templateNames(tool.request.body, false, used);
+    for (const { name, inEach } of used) {
+      if (!Object.hasOwn(params, name) && !(inEach && name === 'item')) {
+        problems.push(`${at}.request: {{${name}}} is not a declared parameter`);
+      }
+    }
+    const referenced = new Set([...urlNames(tool.request.path), ...used.map((u) => u.name)]);
+    for (const name of Object.keys(params)) {
+      if (!referenced.has(name)) problems.push(`${at}.parameters.properties.${name}: not used by the request`);
+    }
+    if (tool.request.body !== undefined && tool.request.method === 'GET') {
+      problems.push(`${at}.request.body: a GET request has no body`);
+    }
+    const p = tool.request.pagination;
+    if (p.style === 'page' && !tool.response.listPath) {
+      problems.push(`${at}.request.pagination: page style needs response.listPath to see the last page`);
+    }
+    if (
+      p.style === 'cursor' &&
+      p.in === 'body' &&
+      (tool.request.body === undefined || tool.request.bodyFormat !== 'json')
+    ) {
+      problems.push(`${at}.request.pagination: a body cursor needs a JSON body`);
+    }
+    for (const [name, schema] of Object.entries(params)) {
+      if (schema.default !== undefined && required.has(name)) {
+        problems.push(`${at}.parameters.properties.${name}: a required parameter cannot have a default`);
+      }
+    }
+  });
+  return problems;
+}
+
+/** Reads and validates one file; answers the definition or the problems, each prefixed with the file. */
+export function parseProviderFile(file: string, text: string = readFileSync(file, 'utf8')): ProviderDefinition {
+  const name = basename(file);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ProviderCatalogError([`${file}: not valid JSON (${(err as Error).message})`]);
+  }
+  const parsed = ProviderDefinitionSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ProviderCatalogError(
+      parsed.error.issues.map((i) => {
+        const field = issuePath(i.path);
+        const tool =
+          i.path[0] === 'tools' && typeof i.path[1] === 'number' ? getPath(raw, `tools[${i.path[1]}].name`) : '';
+        return `${file}: ${field || '(file)'}${tool ? ` (tool ${String(tool)})` : ''}: ${i.message}`;
+      }),
+    );
+  }
+  const def = parsed.data;
+  const problems = checkProviderRules(def).map((p) => `${file}: ${p}`);
+  if (name !== `${def.id}.json`) problems.push(`${file}: id: "${def.id}" must match the file name (${def.id}.json)`);
+  if (problems.length) throw new ProviderCatalogError(problems);
+  return def;
+}
+
+function listJsonFiles(dir: string): string[] {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+    throw new ProviderCatalogError([`${dir}: PROVIDERS_DIR entry is not a directory`]);
+  }
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => join(dir, f));
+}
+
+/** Loads the shipped catalog and the configured directories; throws one error listing every problem. */
+export function loadProviderCatalog(
+  settings: ProvidersConfig,
+  shippedDir: string = SHIPPED_PROVIDERS_DIR,
+): ProviderCatalog {
+  const problems: string[] = [];
+  const byId = new Map<string, CatalogProvider>();
+  const dirs = [shippedDir, ...settings.dirs.map((d) => resolve(d))];
+  for (const dir of dirs) {
+    let files: string[];
+    try {
+      files = listJsonFiles(dir);
+    } catch (err) {
+      if (err instanceof ProviderCatalogError) problems.push(...err.problems);
+      else throw err;
+      continue;
+    }
+    const idsHere = new Set<string>();
+    for (const file of files) {
+      try {
+        const definition = parseProviderFile(file);
+        if (idsHere.has(definition.id)) problems.push(`${file}: id: "${definition.id}" appears twice in ${dir}`);
+        idsHere.add(definition.id);
+        const logoFile = join(dir, 'logos', `${definition.id}.svg`);
+        const logoSvg = existsSync(logoFile) ? readFileSync(logoFile, 'utf8') : byId.get(definition.id)?.logoSvg;
+        byId.set(definition.id, { definition, file, logoSvg });
+      } catch (err) {
+        if (err instanceof ProviderCatalogError) problems.push(...err.problems);
+        else problems.push(`${file}: ${(err as Error).message}`);
+      }
+    }
+  }
+  const prefixes = new Map<string, string>();
+  for (const { definition, file } of byId.values()) {
+    const other = prefixes.get(providerEnvPrefix(definition.id));
+    if (other)
+      problems.push(
+        `${file}: id: "${definition.id}" and "${other}" share the variables ${providerEnvPrefix(definition.id)}*`,
+      );
+    prefixes.set(providerEnvPrefix(definition.id), definition.id);
+  }
+  if (problems.length) throw new ProviderCatalogError(problems);
+  const providers = [...byId.values()].sort(
+    (a, b) =>
+      Number(b.definition.popular) - Number(a.definition.popular) ||
+      a.definition.label.localeCompare(b.definition.label),
+  );
+  return { providers, get: (id) => byId.get(id) };
+}
+
+const catalogs = new WeakMap<ProvidersConfig, ProviderCatalog>();
+
+/** The catalog for a configuration, loaded once (at start-up: buildApp calls this before listening). */
+export function providerCatalog(config: Pick<Config, 'providers'>): ProviderCatalog {
+  let catalog = catalogs.get(config.providers);
+  if (!catalog) {
+    catalog = loadProviderCatalog(config.providers);
+    catalogs.set(config.providers, catalog);
+  }
+  return catalog;
+}
+
+// ---- client credentials ----
+
+/** `PROVIDER_<ID>_`: the id upper-cased, each run of other characters than letters and digits as `_`. */
+export function providerEnvPrefix(providerId: string): string {
+  return `PROVIDER_${providerId.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}_`;
+}
+
+/** The variables an operator sets to make a provider connectable (for the 422 of `initiate`). */
+export function providerCredentialVariables(providerId: string): { clientId: string; clientSecret: string } {
+  const prefix = providerEnvPrefix(providerId);
+  return { clientId: `${prefix}CLIENT_ID`, clientSecret: `${prefix}CLIENT_SECRET` };
+}
+
+export interface ClientCredentials {
+  clientId: string;
+  clientSecret: string;
+}
+
+/** The provider's OAuth client, or undefined when either variable is unset ("not configured"). */
+export function providerCredentials(
+  config: Pick<Config, 'providers'>,
+  providerId: string,
+): ClientCredentials | undefined {
+  const names = providerCredentialVariables(providerId);
+  const clientId = config.providers.env[names.clientId];
+  const clientSecret = config.providers.env[names.clientSecret];
+  return clientId && clientSecret ? { clientId, clientSecret } : undefined;
+}
+
+export function isProviderConfigured(config: Pick<Config, 'providers'>, providerId: string): boolean {
+  return providerCredentials(config, providerId) !== undefined;
+}
+
+/** The tool of a provider by name. */
+export function findTool(provider: ProviderDefinition, toolName: string): ToolDefinition | undefined {
+  return provider.tools.find((t) => t.name === toolName);
+}

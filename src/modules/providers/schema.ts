@@ -1,0 +1,367 @@
+import { z } from 'zod';
+import { isValidPath } from './json-path.ts';
+
+/**
+ * The provider file format (`providers/<id>.json`) and the API shapes of §2 Provider and provider tool.
+ *
+ * Placeholders, two kinds so literal braces (GraphQL) need no escaping:
+ * - `{name}` in URLs: in a tool's `path` it is a tool parameter (URL-encoded; `{+name}` keeps `/`), in a base
+ *   URL, authorization/token/user-info URL it is a connection variable (a finalize field, a value read from
+ *   the token response, or one found by the discovery request).
+ * - `{{name}}` in query values, headers and the body template: a tool parameter. A string that is exactly
+ *   `{{name}}` takes the argument as it is (number, array, object); inside longer text it is stringified.
+ */
+
+const ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+export const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
+/** `{name}` / `{+name}` in URLs and paths. */
+export const URL_PLACEHOLDER = /\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}/g;
+/** `{{name}}` in values. */
+export const VALUE_PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
+
+const JsonPath = z.string().min(1).refine(isValidPath, 'must be a JSON path such as data.items[0].id');
+
+const PathOrPaths = z.union([JsonPath, z.array(JsonPath).min(1)]);
+
+const Headers = z.record(
+  z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be a valid header name'),
+  z.string().regex(/^[^\r\n]*$/, 'must be one line'),
+);
+
+/** An http(s) URL in which `{var}` placeholders may stand for parts (a leading one for a whole origin). */
+const TemplateUrl = z.string().refine((s) => {
+  const probe = s.replace(/^\{[A-Za-z_][A-Za-z0-9_]*\}/, 'https://placeholder.invalid').replace(URL_PLACEHOLDER, 'x');
+  try {
+    const u = new URL(probe);
+    return u.protocol === 'https:' || u.protocol === 'http:';
+  } catch {
+    return false;
+  }
+}, 'must be an http(s) URL (placeholders like {subdomain} allowed)');
+
+const RegexSource = z.string().refine((s) => {
+  try {
+    new RegExp(s, 'u');
+    return true;
+  } catch {
+    return false;
+  }
+}, 'must be a valid regular expression');
+
+/** A connection variable read from a JSON answer; `pattern` (anchored) guards what may enter a URL. */
+const VarSource = z.strictObject({ path: JsonPath, pattern: RegexSource.optional() });
+
+export const FinalizeField = z.strictObject({
+  name: z.string().regex(VAR_NAME, 'must be an identifier such as subdomain'),
+  label: z.string().min(1),
+  description: z.string().optional(),
+  placeholder: z.string().optional(),
+  /** Anchored regular expression the value must match; it keeps URLs built from the value safe. */
+  pattern: RegexSource,
+});
+export type FinalizeField = z.infer<typeof FinalizeField>;
+
+export const OAuthSettings = z.strictObject({
+  authorizationUrl: TemplateUrl,
+  tokenUrl: TemplateUrl,
+  revocationUrl: TemplateUrl.optional(),
+  /** How the revocation call is made (defaults: RFC 7009, form field `token`, client authentication). */
+  revocation: z
+    .strictObject({
+      method: z.enum(['POST', 'DELETE']).default('POST'),
+      /** `client`: as at the token endpoint; `basic`: HTTP Basic with the client (GitHub); `bearer`: the token. */
+      auth: z.enum(['client', 'basic', 'bearer', 'none']).default('client'),
+      format: z.enum(['form', 'json', 'none']).default('form'),
+      tokenParam: z.string().min(1).default('token'),
+      token: z.enum(['access', 'refresh']).default('access'),
+    })
+    .prefault({}),
+  /** Who the user is at the provider. Without `url`, the fields are read from the token response. */
+  userInfo: z.strictObject({
+    url: TemplateUrl.optional(),
+    method: z.enum(['GET', 'POST']).default('GET'),
+    headers: Headers.default({}),
+    body: z.json().optional(),
+    /** Each a path, or a list of paths of which the first holding a value wins (GitHub `name`, then `login`). */
+    fields: z.strictObject({
+      providerUserId: PathOrPaths,
+      email: PathOrPaths.optional(),
+      displayName: PathOrPaths.optional(),
+      avatar: PathOrPaths.optional(),
+    }),
+  }),
+  defaultScopes: z.array(z.string().min(1)).default([]),
+  scopeSeparator: z.string().min(1).default(' '),
+  /** The authorization parameter carrying the scopes (Slack user tokens: `user_scope`). */
+  scopeParam: z.string().min(1).default('scope'),
+  authorizationParams: z.record(z.string(), z.string()).default({}),
+  tokenParams: z.record(z.string(), z.string()).default({}),
+  tokenHeaders: Headers.default({}),
+  tokenRequestFormat: z.enum(['form', 'json']).default('form'),
+  tokenAuthMethod: z.enum(['client_secret_post', 'client_secret_basic']).default('client_secret_post'),
+  pkce: z.boolean().default(false),
+  /** Where the token endpoint's answer keeps things (RFC 6749 names by default). */
+  tokenResponse: z
+    .strictObject({
+      // A list: the first path holding a value (Slack puts user tokens under authed_user, refreshes at the top).
+      accessToken: PathOrPaths.default('access_token'),
+      refreshToken: PathOrPaths.default('refresh_token'),
+      expiresIn: PathOrPaths.default('expires_in'),
+      scope: PathOrPaths.default('scope'),
+      /** Connection variables from the token answer (Salesforce `instance_url`). */
+      vars: z.record(z.string().regex(VAR_NAME), VarSource).default({}),
+    })
+    .prefault({}),
+  /** Refresh this many seconds before expiry. */
+  refreshBufferSeconds: z.number().int().min(0).max(86_400).default(300),
+  /**
+   * A request made with the new access token right after the exchange to find connection variables,
+   * e.g. Atlassian's accessible-resources answering the cloud id of the user's site.
+   */
+  discovery: z
+    .strictObject({
+      url: TemplateUrl,
+      headers: Headers.default({}),
+      vars: z.record(z.string().regex(VAR_NAME), VarSource),
+    })
+    .optional(),
+});
+export type OAuthSettings = z.infer<typeof OAuthSettings>;
+
+export const ApiSettings = z.strictObject({
+  baseUrl: TemplateUrl,
+  headers: Headers.default({}),
+  /** How the API says "slow down"; the HTTP client waits accordingly before one retry. */
+  rateLimit: z
+    .strictObject({
+      statuses: z.array(z.number().int().min(400).max(599)).default([429]),
+      retryAfterHeader: z.string().default('retry-after'),
+      /** A header holding when the window resets (GitHub `x-ratelimit-reset`). */
+      resetHeader: z.string().optional(),
+      resetFormat: z.enum(['epoch-seconds', 'seconds', 'epoch-ms']).default('epoch-seconds'),
+      /** A header counting requests left; `0` with one of `statuses` means rate limited (GitHub's 403). */
+      remainingHeader: z.string().optional(),
+      /** Seconds to wait, in the error body (Discord `retry_after`). */
+      retryAfterBodyPath: JsonPath.optional(),
+    })
+    .prefault({}),
+  /** APIs that fail with 200 (Slack `{ok: false, error}`, GraphQL `errors`). */
+  errors: z
+    .strictObject({
+      okPath: JsonPath.optional(),
+      messagePath: JsonPath.optional(),
+    })
+    .prefault({}),
+});
+export type ApiSettings = z.infer<typeof ApiSettings>;
+
+// ---- tools ----
+
+const JSON_TYPES = ['string', 'number', 'integer', 'boolean', 'array', 'object', 'null'] as const;
+
+export interface JsonSchema {
+  type?: (typeof JSON_TYPES)[number] | Array<(typeof JSON_TYPES)[number]>;
+  description?: string;
+  enum?: unknown[];
+  default?: unknown;
+  examples?: unknown[];
+  format?: string;
+  pattern?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  items?: JsonSchema;
+  minItems?: number;
+  maxItems?: number;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  additionalProperties?: boolean | JsonSchema;
+}
+
+/**
+ * The JSON Schema subset tools may use: the keywords every LLM function-calling API understands. Unknown
+ * keywords are refused so a typo (`reqired`) fails at start-up instead of silently doing nothing.
+ */
+export const JsonSchema: z.ZodType<JsonSchema> = z.lazy(() =>
+  z
+    .strictObject({
+      type: z.union([z.enum(JSON_TYPES), z.array(z.enum(JSON_TYPES)).min(1)]).optional(),
+      description: z.string().optional(),
+      enum: z.array(z.json()).min(1).optional(),
+      default: z.json().optional(),
+      examples: z.array(z.json()).optional(),
+      format: z.enum(['date-time', 'date', 'time', 'email', 'uri', 'uuid']).optional(),
+      pattern: RegexSource.optional(),
+      minLength: z.number().int().min(0).optional(),
+      maxLength: z.number().int().min(0).optional(),
+      minimum: z.number().optional(),
+      maximum: z.number().optional(),
+      items: JsonSchema.optional(),
+      minItems: z.number().int().min(0).optional(),
+      maxItems: z.number().int().min(0).optional(),
+      properties: z.record(z.string(), JsonSchema).optional(),
+      required: z.array(z.string()).optional(),
+      additionalProperties: z.union([z.boolean(), JsonSchema]).optional(),
+    })
+    .superRefine((s, ctx) => {
+      if (s.type === undefined && s.enum === undefined) {
+        ctx.addIssue({ code: 'custom', message: 'a schema needs a type (or an enum)' });
+      }
+      if (s.type === 'array' && !s.items) ctx.addIssue({ code: 'custom', message: 'an array schema needs items' });
+      for (const r of s.required ?? []) {
+        if (!s.properties || !Object.hasOwn(s.properties, r)) {
+          ctx.addIssue({ code: 'custom', path: ['required'], message: `"${r}" is required but not a property` });
+        }
+      }
+    }),
+);
+
+/** A tool's `parameters`: always an object schema whose properties each carry a description for the LLM. */
+export const ToolParameters = z.strictObject({
+  type: z.literal('object'),
+  properties: z.record(
+    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'must be an identifier'),
+    JsonSchema.refine((s) => !!s.description, 'each parameter needs a description'),
+  ),
+  required: z.array(z.string()).default([]),
+  additionalProperties: z.boolean().default(false),
+});
+export type ToolParameters = z.infer<typeof ToolParameters>;
+
+const MaxPages = z.number().int().min(1).max(20).default(3);
+
+export const Pagination = z.discriminatedUnion('style', [
+  z.strictObject({ style: z.literal('none') }),
+  /** A cursor read from the answer, sent back as a query parameter or at a body path. */
+  z.strictObject({
+    style: z.literal('cursor'),
+    cursorPath: JsonPath,
+    param: z.string().min(1),
+    in: z.enum(['query', 'body']).default('query'),
+    /** When given, a false value here ends the walk even if a cursor is present (Notion `has_more`). */
+    hasMorePath: JsonPath.optional(),
+    maxPages: MaxPages,
+  }),
+  /** RFC 8288 `Link: <...>; rel="next"` (GitHub). */
+  z.strictObject({ style: z.literal('link'), maxPages: MaxPages }),
+  /** The next page's URL in the answer (Microsoft Graph `@odata.nextLink`, Salesforce `nextRecordsUrl`). */
+  z.strictObject({ style: z.literal('next_url'), nextUrlPath: JsonPath, maxPages: MaxPages }),
+  /** Numbered pages: `param` counts up from `start` until a page lists nothing. */
+  z.strictObject({
+    style: z.literal('page'),
+    param: z.string().min(1),
+    start: z.number().int().min(0).default(1),
+    maxPages: MaxPages,
+  }),
+]);
+export type Pagination = z.infer<typeof Pagination>;
+
+const QueryValue = z.union([z.string(), z.number(), z.boolean()]);
+
+export const ToolRequest = z.strictObject({
+  method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
+  /** Another base URL than the provider's (Google Drive uploads, Dropbox content). */
+  baseUrl: TemplateUrl.optional(),
+  path: z.string().regex(/^\/[^\s?#]*$/, 'must start with "/" and hold no spaces, "?" or "#"'),
+  query: z.record(z.string().min(1), QueryValue).default({}),
+  /** Array arguments in the query: `repeat` (`a=1&a=2`) or `comma` (`a=1,2`). */
+  queryArrayFormat: z.enum(['repeat', 'comma']).default('repeat'),
+  headers: Headers.default({}),
+  /** The body template: any JSON, with `{{param}}` values, `$if` and `$each` objects, and `$rfc822`. */
+  body: z.json().optional(),
+  bodyFormat: z.enum(['json', 'form']).default('json'),
+  pagination: Pagination.prefault({ style: 'none' }),
+});
+export type ToolRequest = z.infer<typeof ToolRequest>;
+
+export const ToolResponse = z.strictObject({
+  /** `text` for endpoints answering plain text (Drive export). */
+  format: z.enum(['json', 'text']).default('json'),
+  /** Where the list of items is; the shaped answer is `{items: [...]}` plus `keep`. */
+  listPath: JsonPath.optional(),
+  /** Paths kept in each item (or in the object when there is no list). */
+  fields: z.array(JsonPath).min(1).optional(),
+  /** Paths of the answer kept beside the list (totals, cursors). */
+  keep: z.array(JsonPath).default([]),
+  /** Fields holding base64url text (Gmail message parts), decoded to UTF-8. */
+  decodeBase64: z.array(JsonPath).default([]),
+  maxItems: z.number().int().min(1).max(1000).optional(),
+  /** Strings longer than this are cut with a marker. */
+  maxStringLength: z.number().int().min(100).max(100_000).default(5000),
+  /** The whole shaped answer's size cap in bytes of JSON; beyond it items are dropped with a marker. */
+  maxBytes: z.number().int().min(1000).max(200_000).default(20_000),
+});
+export type ToolResponse = z.infer<typeof ToolResponse>;
+
+export const ToolDefinition = z.strictObject({
+  name: z.string().regex(TOOL_NAME, 'must be snake_case, at most 64 characters'),
+  /** Written for an LLM: what the tool does, when to use it, what it answers. */
+  description: z.string().min(20).max(1024),
+  parameters: ToolParameters,
+  mode: z.enum(['read', 'write']),
+  request: ToolRequest,
+  response: ToolResponse.prefault({}),
+});
+export type ToolDefinition = z.infer<typeof ToolDefinition>;
+
+export const ProviderDefinition = z.strictObject({
+  $schema: z.string().optional(),
+  id: z.string().regex(ID, 'must be lower-case letters, digits and "-"'),
+  label: z.string().min(1).max(100),
+  description: z.string().min(1).max(500),
+  /** Defaults to the logo the service serves (`providers/logos/<id>.svg` beside the file). */
+  logoUrl: z.string().optional(),
+  category: z.string().min(1).max(50),
+  popular: z.boolean().default(false),
+  authType: z.literal('oauth'),
+  allowMultipleConnections: z.boolean().default(false),
+  /** The provider's API reference, for whoever maintains the file. */
+  docsUrl: z.url().optional(),
+  oauth: OAuthSettings,
+  finalizeFields: z.array(FinalizeField).default([]),
+  api: ApiSettings,
+  tools: z.array(ToolDefinition).min(1),
+});
+export type ProviderDefinition = z.infer<typeof ProviderDefinition>;
+
+// ---- API shapes (SPEC §2) ----
+
+export const Provider = z
+  .object({
+    id: z.string(),
+    label: z.string(),
+    description: z.string(),
+    logoUrl: z.string().describe('Logo served by this service (or the URL the provider file names)'),
+    category: z.string(),
+    popular: z.boolean(),
+    authType: z.literal('oauth'),
+    allowMultipleConnections: z.boolean(),
+    configured: z
+      .boolean()
+      .describe('Extension: whether PROVIDER_<ID>_CLIENT_ID and _CLIENT_SECRET are set, so users can connect'),
+  })
+  .meta({ id: 'Provider' });
+export type Provider = z.infer<typeof Provider>;
+
+export const ProviderTool = z
+  .object({
+    name: z.string(),
+    description: z.string(),
+    parameters: z.record(z.string(), z.unknown()).describe('JSON Schema object: type, properties, required'),
+    mode: z.enum(['read', 'write']),
+  })
+  .meta({ id: 'ProviderTool' });
+export type ProviderTool = z.infer<typeof ProviderTool>;
+
+export const ProviderParams = z.object({ providerId: z.string().min(1).max(100) });
+
+export const ProviderToolsQuery = z.object({
+  connectionId: z
+    .string()
+    .regex(/^conn_[A-Za-z0-9_-]{8,64}$/, 'must be a connection id (conn_...)')
+    .optional()
+    .describe('Only the tools usable on this connection'),
+});

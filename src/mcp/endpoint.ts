@@ -18,8 +18,35 @@ export function mcpChallenge(baseUrl: string, extra = ''): string {
   return `Bearer resource_metadata="${baseUrl}/.well-known/oauth-protected-resource"${extra}`;
 }
 
-function allowedOrigins(config: Config): Set<string> {
-  return new Set([new URL(config.baseUrl).origin, new URL(config.appUrl).origin, ...config.mcp.allowedOrigins]);
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/**
+ * DNS-rebinding and cross-site defence (the SDK's helper checks only Host). A browser's Origin must be ours
+ * (BASE_URL, APP_URL, MCP_ALLOWED_ORIGINS); a server on a loopback address also accepts any loopback origin
+ * and refuses a Host that is not loopback, since a rebinding page reaches it under a foreign name.
+ */
+export function originGuard(
+  config: Config,
+): (host: string | undefined, origin: string | undefined) => string | undefined {
+  const allowed = new Set([
+    new URL(config.baseUrl).origin,
+    new URL(config.appUrl).origin,
+    ...config.mcp.allowedOrigins,
+  ]);
+  const local = LOOPBACK.has(new URL(config.baseUrl).hostname);
+  const hostnameOf = (value: string) => {
+    try {
+      return new URL(value.includes('://') ? value : `http://${value}`).hostname;
+    } catch {
+      return '';
+    }
+  };
+  return (host, origin) => {
+    if (local && host !== undefined && !LOOPBACK.has(hostnameOf(host))) return `Host ${host} is not allowed`;
+    if (origin === undefined || allowed.has(origin)) return undefined;
+    if (local && LOOPBACK.has(hostnameOf(origin))) return undefined;
+    return `Origin ${origin} is not allowed`;
+  };
 }
 
 /**
@@ -28,7 +55,7 @@ function allowedOrigins(config: Config): Set<string> {
  * credit rules of `tools/call`, and `X-LLM-Model`.
  */
 export async function mcpRoutes(app: App, config: Config, sources: McpSources): Promise<void> {
-  const origins = allowedOrigins(config);
+  const checkOrigin = originGuard(config);
   const readWrite = 'universal-mcp-read-write' as const;
 
   app.post(
@@ -55,8 +82,8 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
       },
     },
     async (req, reply) => {
-      const origin = req.headers.origin;
-      if (origin && !origins.has(origin)) throw new ForbiddenError(`Origin ${origin} is not allowed`);
+      const refused = checkOrigin(req.headers.host, req.headers.origin);
+      if (refused) throw new ForbiddenError(refused);
       const accept = negotiate(req);
       const body = req.body as unknown;
       if (Array.isArray(body)) {

@@ -290,6 +290,20 @@ describe('MCP endpoint', () => {
         body: rpc('tools/list'),
       });
       expect(own.statusCode).toBe(200);
+      // A loopback server (BASE_URL is localhost here) also takes other loopback origins, and no foreign Host.
+      const loop = await call(app, 'POST', '/mcp', {
+        token,
+        headers: { ...both, origin: 'http://127.0.0.1:5555' },
+        body: rpc('tools/list'),
+      });
+      expect(loop.statusCode).toBe(200);
+      const rebound = await call(app, 'POST', '/mcp', {
+        token,
+        headers: { ...both, host: 'evil.example' },
+        body: rpc('tools/list'),
+      });
+      expect(rebound.statusCode).toBe(403);
+      expect(rebound.json().message).toBe('Host evil.example is not allowed');
       const batch = await call(app, 'POST', '/mcp', { token, headers: both, body: [rpc('tools/list'), rpc('ping')] });
       expect(batch.statusCode).toBe(400);
       expect(batch.json()).toEqual({

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { type Config, loadConfig } from '../src/config.ts';
 import { type Database, openDatabase } from '../src/db/client.ts';
 import type { App } from '../src/http/types.ts';
 import type { Actor, PublicContext, ServiceContext } from '../src/lib/context.ts';
-import { createKeyRing, generateKeySpec, type KeyRing, parseKeys } from '../src/lib/crypto.ts';
+import { createKeyRing, type KeyRing, parseKeys } from '../src/lib/crypto.ts';
 import { newId } from '../src/lib/ids.ts';
 import type { Account } from '../src/modules/accounts/schema.ts';
 import type { CreatePat } from '../src/modules/auth/schema.ts';
@@ -30,7 +30,12 @@ export interface TestHarness {
   close(): Promise<void>;
 }
 
-const KEYS = generateKeySpec('test');
+/**
+ * One encryption key for every test worker of every run: on PostgreSQL all test files share one database,
+ * and a secret one worker sealed there (OAuth signing keys, provider tokens) must open in the others.
+ */
+export const TEST_ENCRYPTION_KEYS = `test:${createHash('sha256').update('switchboard test key').digest('base64')}`;
+const KEYS = TEST_ENCRYPTION_KEYS;
 
 /** Test settings: quiet logs, limits high enough that only rate-limit tests meet them. */
 export function testConfig(dataDir: string, env: Record<string, string> = {}): Config {

@@ -3,6 +3,8 @@ import formbody from '@fastify/formbody';
 import Fastify, { type FastifyServerOptions, LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { registerAuthGuard } from './auth/guard.ts';
+import { oauthRoutes } from './auth/oauth/routes.ts';
+import { OAuthServer } from './auth/oauth/server.ts';
 import type { BearerVerifier } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
@@ -20,11 +22,13 @@ import { mcpRoutes } from './mcp/endpoint.ts';
 import type { McpSources } from './mcp/server.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
 import { authRoutes } from './modules/auth/routes.ts';
+import { authClientRoutes } from './modules/auth-clients/routes.ts';
 import { creditRoutes } from './modules/credits/routes.ts';
 import { releaseExpiredHolds } from './modules/credits/service.ts';
 import { llmRoutes } from './modules/llm/routes.ts';
 import { scopeRoutes, systemRoutes } from './modules/system/routes.ts';
 import { createDeps } from './runtime.ts';
+import { webRoutes } from './web/routes.ts';
 
 export interface BuildAppOptions {
   config: Config;
@@ -106,7 +110,10 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     );
   });
   registerErrorHandler(app);
-  registerAuthGuard(app, opts.verifiers);
+  // The authorization server's JWT access tokens are one more kind of bearer the guard accepts.
+  const oauth = new OAuthServer(deps);
+  app.decorate('oauth', oauth);
+  registerAuthGuard(app, [...(opts.verifiers ?? []), oauth.verifyBearer]);
   const redis = await registerRateLimit(app, config);
   await app.register(cookie);
   await app.register(formbody);
@@ -114,6 +121,9 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   registerMetrics(app, database);
 
   await systemRoutes(app);
+  await oauth.init();
+  await oauthRoutes(app, oauth);
+  await webRoutes(app, oauth);
   if (opts.mcpSources) await mcpRoutes(app, config, opts.mcpSources);
   await app.register(
     async (api) => {
@@ -123,6 +133,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await scopeRoutes(v1);
       await creditRoutes(v1);
       await llmRoutes(v1, config);
+      await authClientRoutes(v1);
     },
     { prefix: '/api/v1' },
   );
@@ -137,6 +148,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   sweeper.unref();
   app.addHook('onClose', async () => {
     clearInterval(sweeper);
+    oauth.close();
     await deps.background.drain();
     redis?.disconnect();
   });

@@ -78,6 +78,10 @@ const EnvSchema = z.object({
   RATE_LIMIT_REGISTER: positiveInt.default(5),
   RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
   SIGNUP_ENABLED: bool.default(true),
+  OAUTH_ACCESS_TOKEN_TTL: positiveInt.default(900),
+  OAUTH_REFRESH_TOKEN_TTL: positiveInt.default(604_800),
+  OAUTH_CONSENT_TTL: positiveInt.default(365 * 24 * 3600),
+  OAUTH_DYNAMIC_REGISTRATION: bool.default(true),
   INITIAL_CREDITS: z.coerce.number().int().min(0).default(100_000),
   LLM_BASE_URL: z.url().optional(),
   LLM_API_KEY: z.string().optional(),
@@ -101,6 +105,18 @@ export interface RateLimits {
   llm: number;
   mcp: number;
   register: number;
+}
+
+/** The OAuth 2.1 authorization server (auth/oauth). */
+export interface OAuthConfig {
+  /** Access token lifetime, seconds (SPEC: 900). */
+  accessTokenTtl: number;
+  /** Refresh token lifetime, seconds (SPEC: 604800); each refresh returns a new one. */
+  refreshTokenTtl: number;
+  /** How long a consent (grant) is remembered, seconds. */
+  consentTtl: number;
+  /** Whether `POST /api/v1/auth/register` (RFC 7591) is open. */
+  dynamicRegistration: boolean;
 }
 
 export interface UpstreamConfig {
@@ -150,6 +166,7 @@ export interface Config {
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
   rateLimits: RateLimits;
+  oauth: OAuthConfig;
   signupEnabled: boolean;
   initialCredits: number;
   llm: LlmConfig;
@@ -218,6 +235,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       llm: e.RATE_LIMIT_LLM,
       mcp: e.RATE_LIMIT_MCP,
       register: e.RATE_LIMIT_REGISTER,
+    },
+    oauth: {
+      accessTokenTtl: e.OAUTH_ACCESS_TOKEN_TTL,
+      refreshTokenTtl: e.OAUTH_REFRESH_TOKEN_TTL,
+      consentTtl: e.OAUTH_CONSENT_TTL,
+      dynamicRegistration: e.OAUTH_DYNAMIC_REGISTRATION,
     },
     signupEnabled: e.SIGNUP_ENABLED,
     initialCredits: e.INITIAL_CREDITS,

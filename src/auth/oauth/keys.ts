@@ -1,0 +1,130 @@
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { and, asc, desc, eq, isNotNull, isNull, lt } from 'drizzle-orm';
+import type { Db, Executor } from '../../db/client.ts';
+import { oauthKeys } from '../../db/schema/index.ts';
+import type { KeyRing } from '../../lib/crypto.ts';
+import { newId } from '../../lib/ids.ts';
+
+/**
+ * Signing keys of the authorization server, sealed at rest with the key ring (row id as associated data).
+ * The newest active key signs. Rotating retires the current key: it stays published at the JWKS (and keeps
+ * verifying) for `retireAfterSeconds`, longer than any token it signed lives, and is then deleted.
+ */
+export interface PublicJwk {
+  kty: string;
+  kid: string;
+  use: 'sig';
+  alg: 'RS256';
+  n: string;
+  e: string;
+}
+
+export interface PrivateJwk extends PublicJwk {
+  d: string;
+  p: string;
+  q: string;
+  dp: string;
+  dq: string;
+  qi: string;
+}
+
+export interface KeySet {
+  /** The key that signs now. */
+  signing: PrivateJwk;
+  /** Every key that still verifies (signing first): what `/.well-known/jwks.json` publishes. */
+  published: PublicJwk[];
+  /** Secrets that sign the server's cookies; the first signs, all verify. */
+  cookieKeys: string[];
+}
+
+function newRsaKey(kid: string): PrivateJwk {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const jwk = privateKey.export({ format: 'jwk' }) as Omit<PrivateJwk, 'kid' | 'use' | 'alg'>;
+  return { ...jwk, kid, use: 'sig', alg: 'RS256' };
+}
+
+function toPublic(jwk: PrivateJwk): PublicJwk {
+  return { kty: jwk.kty, kid: jwk.kid, use: 'sig', alg: 'RS256', n: jwk.n, e: jwk.e };
+}
+
+async function insertSigningKey(db: Executor, keyRing: KeyRing): Promise<PrivateJwk> {
+  const id = newId('signingKey');
+  const jwk = newRsaKey(id);
+  await db.insert(oauthKeys).values({
+    id,
+    use: 'sig',
+    secretCiphertext: keyRing.encrypt(JSON.stringify(jwk), id),
+    publicJwk: toPublic(jwk) as unknown as Record<string, unknown>,
+  });
+  return jwk;
+}
+
+/** Loads the key set, creating the first signing key and cookie secret on first start. */
+export async function loadKeySet(db: Db, keyRing: KeyRing, retireAfterSeconds: number): Promise<KeySet> {
+  let rows = await db.select().from(oauthKeys).orderBy(desc(oauthKeys.createdAt), desc(oauthKeys.id));
+  const hasSigning = rows.some((r) => r.use === 'sig' && !r.retiredAt);
+  const hasCookie = rows.some((r) => r.use === 'cookie');
+  if (!hasSigning || !hasCookie) {
+    // Two instances starting on an empty database may both create a key: harmless, the newest signs.
+    if (!hasSigning) await insertSigningKey(db, keyRing);
+    if (!hasCookie) {
+      const id = newId('signingKey');
+      await db.insert(oauthKeys).values({
+        id,
+        use: 'cookie',
+        secretCiphertext: keyRing.encrypt(randomBytes(32).toString('base64url'), id),
+      });
+    }
+    rows = await db.select().from(oauthKeys).orderBy(desc(oauthKeys.createdAt), desc(oauthKeys.id));
+  }
+  const cutoff = Date.now() - retireAfterSeconds * 1000;
+  const active = rows.filter((r) => r.use === 'sig' && !r.retiredAt);
+  const retired = rows.filter((r) => r.use === 'sig' && r.retiredAt && r.retiredAt.getTime() > cutoff);
+  const current = active[0];
+  if (!current) throw new Error('no active signing key');
+  const signing = JSON.parse(keyRing.decrypt(current.secretCiphertext, current.id)) as PrivateJwk;
+  const published = [...active, ...retired].map((r) => r.publicJwk as unknown as PublicJwk);
+  const cookieKeys = rows.filter((r) => r.use === 'cookie').map((r) => keyRing.decrypt(r.secretCiphertext, r.id));
+  return { signing, published, cookieKeys };
+}
+
+/**
+ * `switchboard keys rotate`: a new key signs from now on (instances pick it up within a minute); the old ones
+ * keep verifying until their tokens have expired. Keys retired long enough ago are deleted.
+ */
+export async function rotateSigningKey(
+  db: Db,
+  keyRing: KeyRing,
+  retireAfterSeconds: number,
+): Promise<{ kid: string; retired: string[]; deleted: string[] }> {
+  return db.transaction(async (tx) => {
+    const now = new Date();
+    const retired = await tx
+      .update(oauthKeys)
+      .set({ retiredAt: now })
+      .where(and(eq(oauthKeys.use, 'sig'), isNull(oauthKeys.retiredAt)))
+      .returning({ id: oauthKeys.id });
+    const deleted = await tx
+      .delete(oauthKeys)
+      .where(
+        and(
+          eq(oauthKeys.use, 'sig'),
+          isNotNull(oauthKeys.retiredAt),
+          lt(oauthKeys.retiredAt, new Date(now.getTime() - retireAfterSeconds * 1000)),
+        ),
+      )
+      .returning({ id: oauthKeys.id });
+    const key = await insertSigningKey(tx, keyRing);
+    return { kid: key.kid, retired: retired.map((r) => r.id), deleted: deleted.map((r) => r.id) };
+  });
+}
+
+/** The kids in the database, oldest first: what an instance compares to notice a rotation. */
+export async function currentKeyIds(db: Db): Promise<string> {
+  const rows = await db
+    .select({ id: oauthKeys.id, retiredAt: oauthKeys.retiredAt })
+    .from(oauthKeys)
+    .where(eq(oauthKeys.use, 'sig'))
+    .orderBy(asc(oauthKeys.createdAt), asc(oauthKeys.id));
+  return rows.map((r) => `${r.id}:${r.retiredAt ? 'r' : 'a'}`).join(',');
+}

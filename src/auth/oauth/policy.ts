@@ -1,0 +1,76 @@
+import type { Config } from '../../config.ts';
+import type { Actor } from '../../lib/context.ts';
+import { ForbiddenError } from '../../lib/errors.ts';
+import { ALL_SCOPES, type Scope } from '../scopes.ts';
+
+/**
+ * Who may hold what. SPEC §4/§5: `agents-all` is for white-label customers only; the connections list and get
+ * are for the first-party app (sessions, PATs) and white-label customers. Every other client is third-party.
+ */
+export const CLIENT_ROLES = ['third-party', 'whitelabel-customer'] as const;
+export type ClientRole = (typeof CLIENT_ROLES)[number];
+
+/** OpenID Connect scopes; the rest are scopes of our two resource servers. */
+export const OIDC_SCOPES = ['openid', 'profile', 'email'] as const satisfies readonly Scope[];
+export const MCP_SCOPES = ['universal-mcp-read', 'universal-mcp-read-write'] as const satisfies readonly Scope[];
+/** Scopes of the REST API resource. */
+export const API_SCOPES = ALL_SCOPES.filter(
+  (s) => !(OIDC_SCOPES as readonly string[]).includes(s) && !(MCP_SCOPES as readonly string[]).includes(s),
+);
+
+/**
+ * Client metadata property (ours, not RFC 7591) holding every scope a client may be granted. oidc-provider's
+ * own `scope` metadata may only name OpenID Connect scopes, so the resource scopes travel here.
+ */
+export const ALLOWED_SCOPES_PROPERTY = 'switchboard_allowed_scopes';
+
+/** The scopes a client of these roles may ever be granted. */
+export function scopesForRoles(roles: readonly string[]): Scope[] {
+  const whitelabel = roles.includes('whitelabel-customer');
+  return ALL_SCOPES.filter((s) => s !== 'agents-all' || whitelabel);
+}
+
+/** The scopes a client may be granted now: what it was allowed, cut to what its roles permit. */
+export function effectiveClientScopes(allowed: readonly string[], roles: readonly string[]): Scope[] {
+  const permitted = new Set<string>(scopesForRoles(roles));
+  return ALL_SCOPES.filter((s) => allowed.includes(s) && permitted.has(s));
+}
+
+/** True for the first-party app's own tokens (sessions, PATs, the CLI) and for white-label customers' apps. */
+export function isFirstPartyOrWhitelabel(actor: Actor): boolean {
+  if (actor.kind !== 'oauth') return true;
+  return actor.clientRoles?.includes('whitelabel-customer') ?? false;
+}
+
+/** For the connections list and get (SPEC §4): 403 for third-party apps. */
+export function requireFirstPartyOrWhitelabel(actor: Actor): void {
+  if (!isFirstPartyOrWhitelabel(actor)) {
+    throw new ForbiddenError('This endpoint is open to the Switchboard app and white-label customers only');
+  }
+}
+
+/** The two protected resources (RFC 8707 / RFC 9728): the MCP endpoint and the REST API. */
+export interface ResourceServer {
+  id: string;
+  name: string;
+  scopes: readonly Scope[];
+}
+
+export function resourceServers(config: Config): { mcp: ResourceServer; api: ResourceServer } {
+  return {
+    mcp: { id: `${config.baseUrl}/mcp`, name: 'Switchboard MCP', scopes: MCP_SCOPES },
+    api: { id: `${config.baseUrl}/api/v1`, name: 'Switchboard API', scopes: API_SCOPES },
+  };
+}
+
+/** The resource a request path belongs to, for the audience check. */
+export function resourceForPath(config: Config, path: string): ResourceServer {
+  const rs = resourceServers(config);
+  return path === '/mcp' || path.startsWith('/mcp/') || path.startsWith('/mcp?') ? rs.mcp : rs.api;
+}
+
+/** Our resource for an RFC 8707 indicator (a trailing slash tolerated), or undefined. */
+export function findResource(config: Config, indicator: string): ResourceServer | undefined {
+  const want = indicator.replace(/\/+$/, '');
+  return Object.values(resourceServers(config)).find((r) => r.id === want);
+}

@@ -1,0 +1,290 @@
+import { randomBytes } from 'node:crypto';
+import { and, desc, eq, gt, isNull, or } from 'drizzle-orm';
+import Provider, {
+  type Configuration,
+  errors,
+  interactionPolicy,
+  type KoaContextWithOIDC,
+  type UnknownObject,
+} from 'oidc-provider';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/client.ts';
+import { oauthArtifacts } from '../../db/schema/index.ts';
+import type { Deps } from '../../lib/context.ts';
+import { newId } from '../../lib/ids.ts';
+import * as accountsRepo from '../../modules/accounts/repo.ts';
+import { errorPage } from '../../web/pages.ts';
+import { SESSION_COOKIE, sessionAccountId } from '../../web/session.ts';
+import { ALL_SCOPES } from '../scopes.ts';
+import { createAdapterClass } from './adapter.ts';
+import type { KeySet } from './keys.ts';
+import {
+  ALLOWED_SCOPES_PROPERTY,
+  effectiveClientScopes,
+  findResource,
+  OIDC_SCOPES,
+  resourceServers,
+} from './policy.ts';
+import { redirectUriProblem } from './redirect-uris.ts';
+
+/** Where the authorization server's endpoints live (SPEC §5); the origin root holds discovery. */
+export const OAUTH_ROUTES = {
+  authorization: '/oauth/authorize',
+  token: '/api/v1/auth/token',
+  registration: '/api/v1/auth/register',
+  revocation: '/api/v1/auth/revoke',
+  jwks: '/.well-known/jwks.json',
+  // Disabled features still need a path; nothing routes to these.
+  userinfo: '/oauth/userinfo',
+  introspection: '/oauth/introspect',
+  end_session: '/oauth/logout',
+} as const;
+
+const CODE_TTL_SECONDS = 60;
+const INTERACTION_TTL_SECONDS = 30 * 60;
+
+/** The newest live grant of this account to this client: consent is remembered per client and scope set. */
+async function findGrantId(db: Db, accountId: string, clientId: string): Promise<string | undefined> {
+  const [row] = await db
+    .select({ grantId: oauthArtifacts.grantId })
+    .from(oauthArtifacts)
+    .where(
+      and(
+        eq(oauthArtifacts.model, 'Grant'),
+        eq(oauthArtifacts.accountId, accountId),
+        eq(oauthArtifacts.clientId, clientId),
+        or(isNull(oauthArtifacts.expiresAt), gt(oauthArtifacts.expiresAt, new Date())),
+      ),
+    )
+    .orderBy(desc(oauthArtifacts.createdAt))
+    .limit(1);
+  return row?.grantId ?? undefined;
+}
+
+export interface ProviderHooks {
+  onGrantRevoked(grantId: string): void;
+}
+
+/** Builds the oidc-provider instance over our database, keys and sign-in pages. */
+export function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHooks): Provider {
+  const { config } = deps;
+  const db = deps.database.db;
+  const rs = resourceServers(config);
+  const oauth = config.oauth;
+
+  const policy = interactionPolicy.base();
+  // Our own sign-in is the source of truth: a browser signed out of Switchboard (or into another account)
+  // is asked to sign in again, whatever the authorization server's own session says.
+  policy.get('login')?.checks.add(
+    new interactionPolicy.Check('switchboard_session', 'Sign-in to Switchboard is required', async (ctx) => {
+      if (ctx.oidc.result?.login) return interactionPolicy.Check.NO_NEED_TO_PROMPT;
+      const token = ctx.cookies.get(SESSION_COOKIE);
+      const accountId = token ? await sessionAccountId(deps, token) : undefined;
+      return !accountId || accountId !== ctx.oidc.session?.accountId;
+    }),
+  );
+
+  const configuration: Configuration = {
+    adapter: createAdapterClass({ db, keyRing: deps.keyRing, onGrantRevoked: hooks.onGrantRevoked }),
+    clients: [],
+    jwks: { keys: [keys.signing as unknown as UnknownObject] } as Configuration['jwks'],
+    cookies: {
+      keys: keys.cookieKeys,
+      names: { session: 'sb_oauth_session', interaction: 'sb_oauth_interaction', resume: 'sb_oauth_resume' },
+      long: { httpOnly: true, sameSite: 'lax' },
+      short: { httpOnly: true, sameSite: 'lax' },
+    },
+    routes: OAUTH_ROUTES,
+    scopes: [...OIDC_SCOPES],
+    claims: {
+      openid: ['sub'],
+      profile: ['name', 'picture', 'updated_at'],
+      email: ['email', 'email_verified'],
+    },
+    async findAccount(_ctx, sub) {
+      const row = await accountsRepo.findAccountById(db, sub);
+      if (!row) return undefined;
+      return {
+        accountId: row.id,
+        async claims() {
+          return {
+            sub: row.id,
+            name: row.name,
+            email: row.email,
+            email_verified: false,
+            picture: `${config.baseUrl}/api/v1/accounts/${row.id}/avatar`,
+            updated_at: Math.floor(row.updatedAt.getTime() / 1000),
+          };
+        },
+      };
+    },
+    features: {
+      devInteractions: { enabled: false },
+      registration: {
+        enabled: oauth.dynamicRegistration,
+        initialAccessToken: false,
+        issueRegistrationAccessToken: false,
+        idFactory: () => newId('authClient'),
+        secretFactory: async () => randomBytes(32).toString('base64url'),
+      },
+      revocation: {
+        enabled: true,
+        // A client may revoke its own tokens only; another client's token is silently ignored (RFC 7009).
+        allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
+      },
+      introspection: { enabled: false },
+      pushedAuthorizationRequests: { enabled: false },
+      dPoP: { enabled: false },
+      userinfo: { enabled: false },
+      rpInitiatedLogout: { enabled: false },
+      resourceIndicators: {
+        enabled: true,
+        // No `resource` parameter: the MCP endpoint if only MCP scopes are asked for, else the REST API.
+        defaultResource: async (ctx, _client, oneOf) => {
+          if (oneOf) return oneOf.length === 1 ? (oneOf[0] as string) : rs.api.id;
+          const asked = String(ctx.oidc.params?.scope ?? '').split(' ');
+          const wantsMcp = asked.some((s) => (rs.mcp.scopes as readonly string[]).includes(s));
+          const wantsApi = asked.some((s) => (rs.api.scopes as readonly string[]).includes(s));
+          return wantsMcp && !wantsApi ? rs.mcp.id : rs.api.id;
+        },
+        useGrantedResource: async () => true,
+        getResourceServerInfo: async (_ctx, indicator, client) => {
+          const resource = findResource(config, indicator);
+          if (!resource) throw new errors.InvalidTarget('unknown resource; use the MCP endpoint or the REST API');
+          const allowed = new Set(clientScopes(client));
+          return {
+            scope: resource.scopes.filter((s) => allowed.has(s)).join(' '),
+            audience: resource.id,
+            accessTokenTTL: oauth.accessTokenTtl,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'RS256' } },
+          };
+        },
+      },
+    },
+    pkce: { required: () => true },
+    clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
+    responseTypes: ['code'],
+    allowOmittingSingleRegisteredRedirectUri: false,
+    ttl: {
+      AccessToken: () => oauth.accessTokenTtl,
+      AuthorizationCode: () => CODE_TTL_SECONDS,
+      IdToken: () => oauth.accessTokenTtl,
+      RefreshToken: () => oauth.refreshTokenTtl,
+      Interaction: () => INTERACTION_TTL_SECONDS,
+      Session: () => config.sessionTtlSeconds,
+      Grant: () => oauth.consentTtl,
+      ClientCredentials: () => oauth.accessTokenTtl,
+      DeviceCode: () => 600,
+      BackchannelAuthenticationRequest: () => 600,
+    },
+    // Every refresh returns a new refresh token; the old one is spent (reuse revokes the grant).
+    rotateRefreshToken: true,
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    expiresWithSession: async () => false,
+    async loadExistingGrant(ctx) {
+      const clientId = ctx.oidc.client?.clientId;
+      const accountId = ctx.oidc.session?.accountId;
+      if (!clientId || !accountId) return undefined;
+      const grantId =
+        ctx.oidc.result?.consent?.grantId ||
+        ctx.oidc.session?.grantIdFor(clientId) ||
+        (await findGrantId(db, accountId, clientId));
+      return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
+    },
+    extraTokenClaims: async (_ctx, token) =>
+      token.kind === 'AccessToken' && 'grantId' in token ? { gid: token.grantId } : undefined,
+    interactions: {
+      policy,
+      url: (_ctx, interaction) => `/interaction/${interaction.uid}`,
+    },
+    extraClientMetadata: {
+      properties: [ALLOWED_SCOPES_PROPERTY],
+      // Runs on every client, registered or loaded: checks redirect URIs and sorts scopes (see policy.ts).
+      validator(ctx, key, value, metadata) {
+        if (key !== ALLOWED_SCOPES_PROPERTY) return;
+        const native = metadata.application_type === 'native';
+        for (const uri of (metadata.redirect_uris as string[] | undefined) ?? []) {
+          const problem = redirectUriProblem(uri, { allowCustomScheme: native });
+          if (problem) throw new errors.InvalidRedirectUri(problem);
+        }
+        const registering = (ctx as KoaContextWithOIDC | undefined)?.oidc?.route === 'registration';
+        if (!registering && Array.isArray(value)) return;
+        // Dynamic registration: what the client asks for, cut to a third-party client's scopes.
+        const asked = typeof metadata.scope === 'string' ? metadata.scope.split(' ').filter(Boolean) : [...ALL_SCOPES];
+        const allowed = effectiveClientScopes(asked, ['third-party']);
+        const unknown = asked.filter((s) => !(ALL_SCOPES as string[]).includes(s));
+        if (unknown.length) throw new errors.InvalidClientMetadata(`unknown scope: ${unknown.join(' ')}`);
+        metadata[ALLOWED_SCOPES_PROPERTY] = allowed;
+        const oidc = allowed.filter((s) => (OIDC_SCOPES as readonly string[]).includes(s));
+        if (oidc.length) metadata.scope = oidc.join(' ');
+        else delete metadata.scope;
+      },
+    },
+    // Browser apps (public clients) may call the token and revocation endpoints from their redirect origins.
+    clientBasedCORS(_ctx, origin, client) {
+      return client.redirectUris?.some((uri) => safeOrigin(uri) === origin) ?? false;
+    },
+    async renderError(ctx, out) {
+      ctx.type = 'html';
+      ctx.body = errorPage(
+        'The sign-in request could not be completed',
+        String(out.error_description ?? out.error ?? 'Unknown error'),
+      );
+    },
+    discovery: { service_documentation: `${config.baseUrl}/docs` },
+    enabledJWA: {
+      idTokenSigningAlgValues: ['RS256'],
+      clientAuthSigningAlgValues: ['RS256'],
+    },
+  };
+
+  const provider = new Provider(config.baseUrl, configuration);
+  // We hand it the public origin through X-Forwarded-Proto/Host (see routes.ts): cookies are Secure under https.
+  provider.proxy = true;
+  provider.on('server_error', (_ctx: KoaContextWithOIDC, err: Error) => {
+    deps.log.error({ err: { name: err.name, message: err.message } }, 'authorization server error');
+  });
+  provider.use(async (ctx, next) => {
+    await next();
+    decorateResponse(ctx as KoaContextWithOIDC, config);
+  });
+  return provider;
+}
+
+function clientScopes(client: unknown): string[] {
+  const value = (client as Record<string, unknown>)[ALLOWED_SCOPES_PROPERTY];
+  return Array.isArray(value) ? (value as string[]) : [];
+}
+
+function safeOrigin(uri: string): string | undefined {
+  try {
+    return new URL(uri).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Our additions to the answers oidc-provider builds: discovery per SPEC, `refresh_expires_in`. */
+function decorateResponse(ctx: KoaContextWithOIDC, config: Config): void {
+  if ((ctx.status !== 200 && ctx.status !== 201) || !ctx.body || typeof ctx.body !== 'object') return;
+  const body = ctx.body as Record<string, unknown>;
+  if (ctx.path === '/.well-known/openid-configuration') {
+    body.authorization_endpoint = `${config.appUrl}${OAUTH_ROUTES.authorization}`;
+    body.scopes_supported = [...ALL_SCOPES];
+    body.code_challenge_methods_supported = ['S256'];
+    body.response_types_supported = ['code'];
+    body.grant_types_supported = ['authorization_code', 'refresh_token'];
+    body.token_endpoint_auth_methods_supported = ['none', 'client_secret_basic', 'client_secret_post'];
+    body.revocation_endpoint_auth_methods_supported = ['none', 'client_secret_basic', 'client_secret_post'];
+    body.protected_resources = Object.values(resourceServers(config)).map((r) => r.id);
+    body.authorization_response_iss_parameter_supported = true;
+  } else if (ctx.path === OAUTH_ROUTES.registration) {
+    // RFC 7591: answer the scopes the client may be granted, in the standard field.
+    const allowed = body[ALLOWED_SCOPES_PROPERTY];
+    if (Array.isArray(allowed)) body.scope = allowed.join(' ');
+    delete body[ALLOWED_SCOPES_PROPERTY];
+  } else if (ctx.path === OAUTH_ROUTES.token && typeof body.refresh_token === 'string') {
+    body.refresh_expires_in = config.oauth.refreshTokenTtl;
+  }
+}

@@ -1,0 +1,216 @@
+import { and, eq, gt, isNull, or } from 'drizzle-orm';
+import { createLocalJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
+import type Provider from 'oidc-provider';
+import { accounts, authClients, oauthArtifacts } from '../../db/schema/index.ts';
+import type { Actor, Deps } from '../../lib/context.ts';
+import { TokenExpiredError, UnauthorizedError } from '../../lib/errors.ts';
+import { sha256Hex } from '../../lib/ids.ts';
+import type { Scope } from '../scopes.ts';
+import type { BearerTarget } from '../tokens.ts';
+import { revokeGrantArtifacts, sweepExpiredArtifacts } from './adapter.ts';
+import { currentKeyIds, type KeySet, loadKeySet } from './keys.ts';
+import { effectiveClientScopes, resourceForPath } from './policy.ts';
+import { createProvider } from './provider.ts';
+
+const KEY_CHECK_INTERVAL_MS = 60_000;
+const SWEEP_INTERVAL_MS = 10 * 60_000;
+/** An unknown `kid` reloads the keys at most this often (a rotation on another instance). */
+const UNKNOWN_KID_RELOAD_MS = 5_000;
+
+/** How long a retired signing key stays published: past the life of any token it signed. */
+export function retireAfterSeconds(deps: Pick<Deps, 'config'>): number {
+  return deps.config.oauth.accessTokenTtl + 300;
+}
+
+/**
+ * The authorization server of one app instance: oidc-provider over our keys and storage, and the resource
+ * server side (JWT access token verification for the auth guard). Keys are re-read every minute, so a
+ * `switchboard keys rotate` reaches running instances without a restart.
+ */
+export class OAuthServer {
+  private current: { provider: Provider; handler: ReturnType<Provider['callback']>; keys: KeySet } | undefined;
+  private jwks: ReturnType<typeof createLocalJWKSet> | undefined;
+  private stamp = '';
+  private lastReload = 0;
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(private readonly deps: Deps) {}
+
+  async init(): Promise<void> {
+    await this.reload();
+    this.timers.push(
+      setInterval(() => {
+        this.reloadIfRotated().catch((err: unknown) => this.deps.log.warn({ err }, 'signing key check failed'));
+      }, KEY_CHECK_INTERVAL_MS),
+      setInterval(() => {
+        sweepExpiredArtifacts(this.deps.database.db).catch((err: unknown) =>
+          this.deps.log.warn({ err }, 'oauth sweep failed'),
+        );
+      }, SWEEP_INTERVAL_MS),
+    );
+    for (const t of this.timers) t.unref();
+  }
+
+  close(): void {
+    for (const t of this.timers) clearInterval(t);
+  }
+
+  private state() {
+    if (!this.current) throw new Error('OAuth server not initialised');
+    return this.current;
+  }
+
+  get provider(): Provider {
+    return this.state().provider;
+  }
+
+  /** The node request handler of the current provider. */
+  get handler(): ReturnType<Provider['callback']> {
+    return this.state().handler;
+  }
+
+  get keys(): KeySet {
+    return this.state().keys;
+  }
+
+  /** Reads the keys and rebuilds the provider (cheap: its state is in the database). */
+  async reload(): Promise<void> {
+    const { database, keyRing } = this.deps;
+    const stamp = await currentKeyIds(database.db);
+    const keys = await loadKeySet(database.db, keyRing, retireAfterSeconds(this.deps));
+    const provider = createProvider(this.deps, keys, { onGrantRevoked: (id) => this.evictGrant(id) });
+    this.current = { provider, handler: provider.callback(), keys };
+    this.jwks = createLocalJWKSet({
+      keys: keys.published as unknown as Parameters<typeof createLocalJWKSet>[0]['keys'],
+    });
+    this.stamp = stamp === '' ? await currentKeyIds(database.db) : stamp;
+    this.lastReload = Date.now();
+  }
+
+  async reloadIfRotated(): Promise<boolean> {
+    const stamp = await currentKeyIds(this.deps.database.db);
+    if (stamp === this.stamp) return false;
+    await this.reload();
+    return true;
+  }
+
+  /** Forgets cached access-token actors of a grant (revoked, or its refresh token was reused). */
+  evictGrant(grantId: string): void {
+    this.deps.actorCache.evict({ tokenId: grantId });
+  }
+
+  /** Revokes a grant: its refresh tokens and codes go, and its access tokens stop working. */
+  async revokeGrant(grantId: string): Promise<void> {
+    await revokeGrantArtifacts(this.deps.database.db, grantId);
+    this.evictGrant(grantId);
+  }
+
+  /**
+   * The auth guard's verifier for our JWT access tokens: signature (RS256, a published key), `typ` at+jwt,
+   * issuer, expiry (TokenExpiredError), audience = the resource the request addresses, and a live grant
+   * (revocation and refresh-token reuse end access at once). Scopes are the token's, cut to what the client's
+   * roles allow now.
+   */
+  verifyBearer = async (token: string, target: BearerTarget): Promise<Actor | undefined> => {
+    if (token.split('.').length !== 3) return undefined;
+    let typ: string | undefined;
+    try {
+      typ = decodeProtectedHeader(token).typ;
+    } catch {
+      return undefined;
+    }
+    if (typ !== 'at+jwt') return undefined;
+    const { config, actorCache } = this.deps;
+    const expected = resourceForPath(config, target.path).id;
+    const hash = sha256Hex(token);
+    const cached = actorCache.get(hash);
+    if (cached) {
+      if (cached.audience !== expected) throw wrongAudience(cached.audience ?? '', expected);
+      return cached;
+    }
+    const payload = await this.verifySignature(token);
+    const aud = Array.isArray(payload.aud) ? payload.aud : [payload.aud ?? ''];
+    if (!aud.includes(expected)) throw wrongAudience(aud.join(', '), expected);
+    const gid = typeof payload.gid === 'string' ? payload.gid : '';
+    const row = await this.grantRow(gid);
+    if (!row || row.accountId !== payload.sub || row.clientId !== payload.client_id) {
+      throw new UnauthorizedError('Access token revoked');
+    }
+    const allowed = new Set<string>(effectiveClientScopes(row.allowedScopes, row.roles));
+    const scopes = new Set(
+      String(payload.scope ?? '')
+        .split(' ')
+        .filter((s): s is Scope => allowed.has(s)),
+    );
+    const actor: Actor = {
+      kind: 'oauth',
+      accountId: row.accountId,
+      tokenId: gid,
+      scopes,
+      providerPermissions: {},
+      defaultProviderPermission: 'read-write',
+      clientId: row.clientId,
+      clientRoles: row.roles,
+      audience: expected,
+      creditBalance: row.creditBalance,
+    };
+    actorCache.set(hash, actor, (payload.exp ?? 0) * 1000);
+    return actor;
+  };
+
+  private async verifySignature(token: string): Promise<JWTPayload> {
+    const verify = () =>
+      jwtVerify(token, this.jwks ?? createLocalJWKSet({ keys: [] }), {
+        issuer: this.deps.config.baseUrl,
+        typ: 'at+jwt',
+        algorithms: ['RS256'],
+      });
+    try {
+      return (await verify()).payload;
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === 'ERR_JWKS_NO_MATCHING_KEY' && Date.now() - this.lastReload > UNKNOWN_KID_RELOAD_MS) {
+        // Perhaps a key another instance has just rotated in.
+        if (await this.reloadIfRotated()) return this.verifySignature(token);
+      }
+      if (code === 'ERR_JWT_EXPIRED') throw new TokenExpiredError('Access token expired; use the refresh token');
+      throw new UnauthorizedError('Invalid access token');
+    }
+  }
+
+  private async grantRow(grantId: string) {
+    if (!grantId) return undefined;
+    const [row] = await this.deps.database.db
+      .select({
+        accountId: oauthArtifacts.accountId,
+        clientId: oauthArtifacts.clientId,
+        roles: authClients.roles,
+        allowedScopes: authClients.allowedScopes,
+        creditBalance: accounts.creditBalance,
+      })
+      .from(oauthArtifacts)
+      .innerJoin(accounts, eq(accounts.id, oauthArtifacts.accountId))
+      .innerJoin(authClients, eq(authClients.id, oauthArtifacts.clientId))
+      .where(
+        and(
+          eq(oauthArtifacts.model, 'Grant'),
+          eq(oauthArtifacts.idHash, sha256Hex(grantId)),
+          or(isNull(oauthArtifacts.expiresAt), gt(oauthArtifacts.expiresAt, new Date())),
+        ),
+      )
+      .limit(1);
+    if (!row?.accountId || !row.clientId) return undefined;
+    return { ...row, accountId: row.accountId, clientId: row.clientId };
+  }
+}
+
+function wrongAudience(got: string, expected: string): UnauthorizedError {
+  return new UnauthorizedError(`Access token was issued for another resource (${got}); this endpoint is ${expected}`);
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The authorization server of this app (keys, provider, grant revocation). */
+    oauth: OAuthServer;
+  }
+}

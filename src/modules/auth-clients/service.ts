@@ -1,0 +1,169 @@
+import { randomBytes } from 'node:crypto';
+import { effectiveClientScopes, scopesForRoles } from '../../auth/oauth/policy.ts';
+import type { AuthClientRow } from '../../db/schema/index.ts';
+import { type PublicContext, requireScope, type ServiceContext } from '../../lib/context.ts';
+import { BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { type ListParams, type Page, toPage } from '../../lib/pagination.ts';
+import * as accountsRepo from '../accounts/repo.ts';
+import * as repo from './repo.ts';
+import type { AuthClient, ClientSecret, CreateAuthClient, CreatedAuthClient, UpdateAuthClient } from './schema.ts';
+
+/**
+ * OAuth clients an account owns (SPEC §4 "Auth clients"). Secrets are random, shown once, and sealed at rest
+ * with the key ring (the row id as associated data); another account's client is 404.
+ */
+
+export function toAuthClient(row: AuthClientRow): AuthClient {
+  const method =
+    row.type === 'public'
+      ? 'none'
+      : row.metadata.token_endpoint_auth_method === 'client_secret_post'
+        ? 'client_secret_post'
+        : 'client_secret_basic';
+  return {
+    id: row.id,
+    clientId: row.id,
+    name: row.name,
+    type: row.type,
+    roles: row.roles,
+    redirectUris: row.redirectUris,
+    allowedScopes: effectiveClientScopes(row.allowedScopes, row.roles),
+    branding: row.branding,
+    tokenEndpointAuthMethod: method,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+function newSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** `whitelabel-customer` is by invitation: only accounts an operator allowed may give it. */
+async function checkRoles(ctx: ServiceContext, roles: readonly string[]): Promise<void> {
+  if (!roles.includes('whitelabel-customer')) return;
+  const account = await accountsRepo.findAccountById(ctx.db, ctx.accountId);
+  if (!account?.allowWhitelabel) {
+    throw new ForbiddenError('The whitelabel-customer role is by invitation only; this account is not allowed it');
+  }
+}
+
+function checkScopes(scopes: readonly string[] | undefined, roles: readonly string[]): string[] {
+  const permitted = scopesForRoles(roles) as string[];
+  if (!scopes) return permitted;
+  const beyond = scopes.filter((s) => !permitted.includes(s));
+  if (beyond.length) {
+    throw new ValidationError('Validation failed', [
+      {
+        field: 'body.allowedScopes',
+        message: `not allowed for these roles: ${beyond.join(', ')} (agents-all needs whitelabel-customer)`,
+      },
+    ]);
+  }
+  return [...new Set(scopes)];
+}
+
+export async function createAuthClient(ctx: ServiceContext, input: CreateAuthClient): Promise<CreatedAuthClient> {
+  requireScope(ctx, 'account');
+  const roles = [...new Set(input.roles)];
+  await checkRoles(ctx, roles);
+  const allowedScopes = checkScopes(input.allowedScopes, roles);
+  const id = newId('authClient');
+  const secret = input.type === 'confidential' ? newSecret() : undefined;
+  const row = await repo.insertClient(ctx.db, {
+    id,
+    accountId: ctx.accountId,
+    name: input.name,
+    type: input.type,
+    roles,
+    redirectUris: [...new Set(input.redirectUris)],
+    allowedScopes,
+    branding: input.branding ?? {},
+    secretCiphertext: secret ? ctx.deps.keyRing.encrypt(secret, id) : null,
+    metadata: {},
+    registeredVia: 'api',
+  });
+  ctx.log.info({ clientId: id, accountId: ctx.accountId }, 'auth client created');
+  return { ...toAuthClient(row), ...(secret ? { clientSecret: secret } : {}) };
+}
+
+export async function listAuthClients(
+  ctx: ServiceContext,
+  p: ListParams<'createdAt' | 'updatedAt'>,
+): Promise<Page<AuthClient>> {
+  requireScope(ctx, 'account');
+  const { rows, total } = await repo.listClients(ctx.db, ctx.accountId, p);
+  return toPage(rows.map(toAuthClient), total, p);
+}
+
+export async function getAuthClient(ctx: ServiceContext, clientId: string): Promise<AuthClient> {
+  requireScope(ctx, 'account');
+  const row = await repo.findOwnClient(ctx.db, ctx.accountId, clientId);
+  if (!row) throw new NotFoundError(`Auth client ${clientId} not found`);
+  return toAuthClient(row);
+}
+
+export async function updateAuthClient(
+  ctx: ServiceContext,
+  clientId: string,
+  input: UpdateAuthClient,
+): Promise<AuthClient> {
+  requireScope(ctx, 'account');
+  const existing = await repo.findOwnClient(ctx.db, ctx.accountId, clientId);
+  if (!existing) throw new NotFoundError(`Auth client ${clientId} not found`);
+  const roles = input.roles ? [...new Set(input.roles)] : existing.roles;
+  if (input.roles) await checkRoles(ctx, roles);
+  const allowedScopes = input.allowedScopes
+    ? checkScopes(input.allowedScopes, roles)
+    : effectiveClientScopes(existing.allowedScopes, roles);
+  const row = await repo.updateClient(ctx.db, ctx.accountId, clientId, {
+    ...(input.name !== undefined ? { name: input.name } : {}),
+    ...(input.redirectUris ? { redirectUris: [...new Set(input.redirectUris)] } : {}),
+    ...(input.branding !== undefined ? { branding: input.branding } : {}),
+    roles,
+    allowedScopes,
+  });
+  if (!row) throw new NotFoundError(`Auth client ${clientId} not found`);
+  // Tokens already issued lose at once whatever the new roles or scopes no longer allow.
+  ctx.deps.actorCache.evict({ accountId: ctx.accountId });
+  return toAuthClient(row);
+}
+
+/** Deletes the client and everything issued to it: its tokens stop working at once. */
+export async function deleteAuthClient(ctx: ServiceContext, clientId: string): Promise<void> {
+  requireScope(ctx, 'account');
+  const grants = await ctx.db.transaction(async (tx) => {
+    const deleted = await repo.deleteClient(tx, ctx.accountId, clientId);
+    if (!deleted) throw new NotFoundError(`Auth client ${clientId} not found`);
+    return repo.deleteClientArtifacts(tx, clientId);
+  });
+  for (const grantId of grants) ctx.deps.actorCache.evict({ tokenId: grantId });
+  ctx.log.info({ clientId, accountId: ctx.accountId }, 'auth client deleted');
+}
+
+/** A new secret, shown once; the previous one stops working at once. */
+export async function rotateAuthClientSecret(ctx: ServiceContext, clientId: string): Promise<ClientSecret> {
+  requireScope(ctx, 'account');
+  const existing = await repo.findOwnClient(ctx.db, ctx.accountId, clientId);
+  if (!existing) throw new NotFoundError(`Auth client ${clientId} not found`);
+  if (existing.type !== 'confidential') throw new BadRequestError('Public clients have no secret (they use PKCE only)');
+  const secret = newSecret();
+  await repo.updateClient(ctx.db, ctx.accountId, clientId, {
+    secretCiphertext: ctx.deps.keyRing.encrypt(secret, clientId),
+  });
+  ctx.log.info({ clientId, accountId: ctx.accountId }, 'auth client secret rotated');
+  return { clientId, clientSecret: secret };
+}
+
+/** `switchboard client allow-whitelabel`: lets (or stops) an account give its clients the whitelabel role. */
+export async function setWhitelabelAllowed(
+  ctx: PublicContext,
+  email: string,
+  allowed: boolean,
+): Promise<{ accountId: string }> {
+  const account = await accountsRepo.findAccountByEmail(ctx.db, email);
+  if (!account) throw new NotFoundError(`No account with e-mail ${email}`);
+  await accountsRepo.updateAccount(ctx.db, account.id, { allowWhitelabel: allowed });
+  return { accountId: account.id };
+}

@@ -1,0 +1,99 @@
+/**
+ * A minimal HTML template: every interpolated value is escaped unless it is `Html` produced by this module.
+ * Pages are server-rendered and work without JavaScript.
+ */
+export class Html {
+  constructor(readonly value: string) {}
+  toString(): string {
+    return this.value;
+  }
+}
+
+export function escapeHtml(value: unknown): string {
+  return String(value)
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
+}
+
+type Value = Html | string | number | boolean | null | undefined | readonly Value[];
+
+function render(v: Value): string {
+  if (v === null || v === undefined || v === false) return '';
+  if (v instanceof Html) return v.value;
+  if (Array.isArray(v)) return v.map(render).join('');
+  return escapeHtml(v);
+}
+
+export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
+  let out = strings[0] ?? '';
+  values.forEach((v, i) => {
+    out += render(v) + (strings[i + 1] ?? '');
+  });
+  return new Html(out);
+}
+
+const STYLE = `
+:root{color-scheme:light dark;--fg:#1b1f24;--muted:#57606a;--bg:#f6f8fa;--card:#fff;--line:#d0d7de;--accent:#0b5cad;--danger:#b42318}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9da7b3;--bg:#0d1117;--card:#161b22;--line:#30363d;--accent:#4ea1ff;--danger:#ff7b72}}
+*{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+header.top{display:flex;justify-content:space-between;align-items:center;padding:.75rem 1.25rem;border-bottom:1px solid var(--line);background:var(--card)}
+header.top a{color:var(--fg);text-decoration:none;font-weight:600}
+nav ul{list-style:none;margin:0;padding:0;display:flex;gap:1rem;align-items:center}nav a{color:var(--accent)}
+main{max-width:40rem;margin:2rem auto;padding:0 1rem}
+.card{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:1.5rem;margin-bottom:1.5rem}
+h1{font-size:1.5rem;margin:0 0 1rem}h2{font-size:1.15rem;margin:1.25rem 0 .5rem}
+label{display:block;font-weight:600;margin:.75rem 0 .25rem}
+input[type=text],input[type=email],input[type=password],input[type=number],select{width:100%;padding:.6rem .7rem;border:1px solid var(--line);border-radius:8px;font:inherit;background:var(--bg);color:var(--fg)}
+input:focus-visible,button:focus-visible,a:focus-visible,select:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
+button{font:inherit;padding:.6rem 1.1rem;border-radius:8px;border:1px solid var(--line);background:var(--card);color:var(--fg);cursor:pointer}
+button.primary{background:var(--accent);border-color:var(--accent);color:#fff;font-weight:600}
+button.danger{color:var(--danger);border-color:var(--danger)}
+.actions{display:flex;gap:.75rem;margin-top:1.25rem;flex-wrap:wrap}
+.muted{color:var(--muted)}.error{color:var(--danger);font-weight:600}
+.notice{border-left:4px solid var(--accent);padding:.5rem .75rem;background:var(--bg);margin:1rem 0;word-break:break-all}
+ul.scopes{padding-left:1.25rem}ul.scopes li{margin:.35rem 0}
+.app-head{display:flex;gap:1rem;align-items:center;margin-bottom:1rem}
+.app-head img{width:56px;height:56px;border-radius:12px;object-fit:contain;background:#fff;border:1px solid var(--line)}
+.brand-bar{height:6px;border-radius:12px 12px 0 0;margin:-1.5rem -1.5rem 1.25rem}
+table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:.5rem;border-bottom:1px solid var(--line);vertical-align:top}
+fieldset{border:1px solid var(--line);border-radius:8px;margin:.75rem 0}legend{font-weight:600}
+.checks label{font-weight:400;display:flex;gap:.5rem;align-items:flex-start;margin:.25rem 0}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
+.sr-only{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);border:0}
+`;
+
+export interface LayoutOptions {
+  /** The signed-in user's name, for the navigation; absent on sign-in pages. */
+  user?: { name: string; email: string } | undefined;
+  csrf?: string | undefined;
+}
+
+export function layout(title: string, body: Html, opts: LayoutOptions = {}): string {
+  const nav = opts.user
+    ? html`<nav aria-label="Account"><ul>
+        <li><a href="/account/apps">Authorized apps</a></li>
+        <li><a href="/account/tokens">Access tokens</a></li>
+        <li><form method="post" action="/signout"><input type="hidden" name="csrf" value="${opts.csrf ?? ''}">
+          <button type="submit">Sign out <span class="sr-only">${opts.user.email}</span></button></form></li>
+      </ul></nav>`
+    : html``;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${escapeHtml(title)} · Switchboard</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<header class="top"><a href="/account/apps">Switchboard</a>${nav.value}</header>
+<main id="main">
+${body.value}
+</main>
+</body>
+</html>`;
+}

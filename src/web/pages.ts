@@ -1,0 +1,267 @@
+import { SCOPES } from '../auth/scopes.ts';
+import { type Html, html, layout } from './html.ts';
+
+/** The pages' markup. Every value is escaped by `html`; forms post with a CSRF token and work without JS. */
+
+export interface PageUser {
+  name: string;
+  email: string;
+}
+
+export function errorPage(title: string, message: string): string {
+  return layout(
+    title,
+    html`<div class="card" role="alert"><h1>${title}</h1><p>${message}</p>
+      <p><a href="/account/apps">Go to your account</a></p></div>`,
+  );
+}
+
+function errorLine(error: string | undefined): Html {
+  return error ? html`<p class="error" role="alert" id="form-error">${error}</p>` : html``;
+}
+
+function describedBy(error: string | undefined): Html {
+  return error ? html` aria-describedby="form-error" aria-invalid="true"` : html``;
+}
+
+export function signInPage(opts: {
+  action: string;
+  signupHref?: string | undefined;
+  csrf: string;
+  email?: string | undefined;
+  error?: string | undefined;
+  returnTo?: string | undefined;
+  clientName?: string | undefined;
+}): string {
+  const intro = opts.clientName
+    ? html`<p>Sign in to continue to <strong>${opts.clientName}</strong>.</p>`
+    : html`<p class="muted">Use your Switchboard account.</p>`;
+  return layout(
+    'Sign in',
+    html`<div class="card"><h1>Sign in</h1>${intro}${errorLine(opts.error)}
+      <form method="post" action="${opts.action}">
+        <input type="hidden" name="csrf" value="${opts.csrf}">
+        ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.returnTo}">` : html``}
+        <label for="email">E-mail</label>
+        <input id="email" name="email" type="email" autocomplete="username" required value="${opts.email ?? ''}"${describedBy(opts.error)}>
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required${describedBy(opts.error)}>
+        <div class="actions"><button class="primary" type="submit">Sign in</button></div>
+      </form>
+      ${opts.signupHref ? html`<p>New to Switchboard? <a href="${opts.signupHref}">Create an account</a></p>` : html``}
+    </div>`,
+  );
+}
+
+export function signUpPage(opts: {
+  action: string;
+  signinHref: string;
+  csrf: string;
+  email?: string | undefined;
+  name?: string | undefined;
+  error?: string | undefined;
+  returnTo?: string | undefined;
+}): string {
+  return layout(
+    'Create an account',
+    html`<div class="card"><h1>Create an account</h1>${errorLine(opts.error)}
+      <form method="post" action="${opts.action}">
+        <input type="hidden" name="csrf" value="${opts.csrf}">
+        ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.returnTo}">` : html``}
+        <label for="name">Name</label>
+        <input id="name" name="name" type="text" autocomplete="name" required maxlength="100" value="${opts.name ?? ''}">
+        <label for="email">E-mail</label>
+        <input id="email" name="email" type="email" autocomplete="email" required value="${opts.email ?? ''}"${describedBy(opts.error)}>
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="new-password" required minlength="8" aria-describedby="pw-help">
+        <p id="pw-help" class="muted">At least 8 characters.</p>
+        <div class="actions"><button class="primary" type="submit">Create account</button></div>
+      </form>
+      <p>Already have an account? <a href="${opts.signinHref}">Sign in</a></p>
+    </div>`,
+  );
+}
+
+export interface ConsentView {
+  uid: string;
+  csrf: string;
+  user: PageUser;
+  client: {
+    name: string;
+    logo?: string | undefined;
+    description?: string | undefined;
+    brandColor?: string | undefined;
+    verified: boolean;
+  };
+  scopes: string[];
+  /** Scopes this app already holds from an earlier consent. */
+  alreadyGranted: string[];
+  redirectUri: string;
+}
+
+function scopeText(scope: string): string {
+  return (SCOPES as Record<string, string>)[scope] ?? scope;
+}
+
+export function consentPage(v: ConsentView): string {
+  const color =
+    v.client.brandColor && /^#[0-9a-fA-F]{3}([0-9a-fA-F]{3})?$/.test(v.client.brandColor)
+      ? v.client.brandColor
+      : undefined;
+  let destination = v.redirectUri;
+  try {
+    const u = new URL(v.redirectUri);
+    destination = u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : `${u.protocol}//${u.host}`;
+  } catch {}
+  return layout(
+    `Allow ${v.client.name}?`,
+    html`<div class="card">
+      ${color ? html`<div class="brand-bar" style="background:${color}" aria-hidden="true"></div>` : html``}
+      <div class="app-head">
+        ${v.client.logo ? html`<img src="${v.client.logo}" alt="${v.client.name} logo">` : html``}
+        <div><h1 id="consent-title">${v.client.name} wants to access your Switchboard account</h1>
+        ${v.client.verified ? html`` : html`<p class="muted">This app registered itself; Switchboard has not reviewed it.</p>`}</div>
+      </div>
+      ${v.client.description ? html`<p>${v.client.description}</p>` : html``}
+      <p>Signed in as <strong>${v.user.name}</strong> (${v.user.email}).</p>
+      <h2 id="scopes-title">It asks to:</h2>
+      ${
+        v.scopes.length
+          ? html`<ul class="scopes" aria-labelledby="scopes-title">${v.scopes.map((s) => html`<li><strong>${scopeText(s)}</strong> <code class="muted">${s}</code></li>`)}</ul>`
+          : html`<p>Nothing beyond what you allowed before.</p>`
+      }
+      ${
+        v.alreadyGranted.length
+          ? html`<p class="muted">Already allowed: ${v.alreadyGranted.map(scopeText).join('; ')}.</p>`
+          : html``
+      }
+      <p>Allowing sends you back to <strong>${destination}</strong>.</p>
+      <div class="actions">
+        <form method="post" action="/interaction/${v.uid}/confirm">
+          <input type="hidden" name="csrf" value="${v.csrf}">
+          <button class="primary" type="submit">Allow</button>
+        </form>
+        <form method="post" action="/interaction/${v.uid}/abort">
+          <input type="hidden" name="csrf" value="${v.csrf}">
+          <button type="submit">Deny</button>
+        </form>
+      </div>
+      <form method="post" action="/signout" class="muted">
+        <input type="hidden" name="csrf" value="${v.csrf}">
+        <input type="hidden" name="return_to" value="/interaction/${v.uid}">
+        Not you? <button type="submit">Use another account</button>
+      </form>
+      <p class="muted">You can revoke this access at any time under <a href="/account/apps">Authorized apps</a>.</p>
+    </div>`,
+  );
+}
+
+export interface AuthorizedApp {
+  grantId: string;
+  name: string;
+  logo?: string | undefined;
+  scopes: string[];
+  grantedAt: string;
+}
+
+export function appsPage(opts: {
+  user: PageUser;
+  csrf: string;
+  apps: AuthorizedApp[];
+  notice?: string | undefined;
+}): string {
+  const rows = opts.apps.map(
+    (a) => html`<tr>
+      <td><strong>${a.name}</strong></td>
+      <td><ul class="scopes">${a.scopes.map((s) => html`<li>${scopeText(s)}</li>`)}</ul></td>
+      <td><time datetime="${a.grantedAt}">${a.grantedAt.slice(0, 10)}</time></td>
+      <td><form method="post" action="/account/apps/${a.grantId}/revoke">
+        <input type="hidden" name="csrf" value="${opts.csrf}">
+        <button class="danger" type="submit">Revoke <span class="sr-only">${a.name}</span></button></form></td>
+    </tr>`,
+  );
+  return layout(
+    'Authorized apps',
+    html`<div class="card"><h1>Authorized apps</h1>
+      ${opts.notice ? html`<p class="notice" role="status">${opts.notice}</p>` : html``}
+      ${
+        opts.apps.length
+          ? html`<table><caption class="sr-only">Apps that can act on your account</caption>
+            <thead><tr><th scope="col">App</th><th scope="col">Access</th><th scope="col">Since</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+            <tbody>${rows}</tbody></table>`
+          : html`<p>No app has access to your account.</p>`
+      }
+    </div>`,
+    { user: opts.user, csrf: opts.csrf },
+  );
+}
+
+export interface TokenRow {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: string[];
+  expiresAt: string;
+  lastUsedAt: string | null;
+}
+
+export function tokensPage(opts: {
+  user: PageUser;
+  csrf: string;
+  tokens: TokenRow[];
+  scopes: string[];
+  created?: { name: string; token: string } | undefined;
+  notice?: string | undefined;
+  error?: string | undefined;
+}): string {
+  const rows = opts.tokens.map(
+    (t) => html`<tr>
+      <td><strong>${t.name}</strong><br><code class="muted">${t.prefix}…</code></td>
+      <td>${t.scopes.join(', ')}</td>
+      <td><time datetime="${t.expiresAt}">${t.expiresAt.slice(0, 10)}</time></td>
+      <td>${t.lastUsedAt ? html`<time datetime="${t.lastUsedAt}">${t.lastUsedAt.slice(0, 10)}</time>` : 'never'}</td>
+      <td><form method="post" action="/account/tokens/${t.id}/revoke">
+        <input type="hidden" name="csrf" value="${opts.csrf}">
+        <button class="danger" type="submit">Revoke <span class="sr-only">${t.name}</span></button></form></td>
+    </tr>`,
+  );
+  return layout(
+    'Personal access tokens',
+    html`<div class="card"><h1>Personal access tokens</h1>
+      ${
+        opts.created
+          ? html`<div class="notice" role="status"><p>Token <strong>${opts.created.name}</strong> created. Copy it now: it is not shown again.</p>
+            <label for="new-token">Your new token</label><input id="new-token" type="text" readonly value="${opts.created.token}"></div>`
+          : html``
+      }
+      ${opts.notice ? html`<p class="notice" role="status">${opts.notice}</p>` : html``}
+      ${
+        opts.tokens.length
+          ? html`<table><caption class="sr-only">Your personal access tokens</caption>
+            <thead><tr><th scope="col">Name</th><th scope="col">Scopes</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+            <tbody>${rows}</tbody></table>`
+          : html`<p>You have no active tokens.</p>`
+      }
+    </div>
+    <div class="card"><h2 id="create-title">Create a token</h2>${errorLine(opts.error)}
+      <form method="post" action="/account/tokens" aria-labelledby="create-title">
+        <input type="hidden" name="csrf" value="${opts.csrf}">
+        <label for="token-name">Name</label>
+        <input id="token-name" name="name" type="text" required maxlength="100">
+        <fieldset class="checks"><legend>Scopes</legend>
+          ${opts.scopes.map(
+            (s) =>
+              html`<label><input type="checkbox" name="scopes" value="${s}"> <span><strong>${s}</strong> — ${scopeText(s)}</span></label>`,
+          )}
+        </fieldset>
+        <label for="expires">Expires in</label>
+        <select id="expires" name="expires_days">
+          <option value="7">7 days</option><option value="30">30 days</option>
+          <option value="90" selected>90 days</option><option value="365">1 year</option>
+        </select>
+        <div class="actions"><button class="primary" type="submit">Create token</button></div>
+      </form>
+    </div>`,
+    { user: opts.user, csrf: opts.csrf },
+  );
+}

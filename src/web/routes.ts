@@ -1,0 +1,567 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { serviceContextOf } from '../auth/guard.ts';
+import type { OAuthServer } from '../auth/oauth/server.ts';
+import { ALL_SCOPES, type Scope } from '../auth/scopes.ts';
+import { ipKey } from '../http/rate-limit.ts';
+import type { App } from '../http/types.ts';
+import type { Actor } from '../lib/context.ts';
+import { AppError } from '../lib/errors.ts';
+import * as accountsRepo from '../modules/accounts/repo.ts';
+import * as authService from '../modules/auth/service.ts';
+import * as authClientsRepo from '../modules/auth-clients/repo.ts';
+import {
+  type AuthorizedApp,
+  appsPage,
+  consentPage,
+  errorPage,
+  type PageUser,
+  signInPage,
+  signUpPage,
+  tokensPage,
+} from './pages.ts';
+import { clearSessionCookie, csrfToken, csrfValid, SESSION_COOKIE, sessionActor, setSessionCookie } from './session.ts';
+
+type Form = Record<string, string | string[] | undefined>;
+
+/** Only a path on this site: never an absolute or scheme-relative URL (no open redirect). */
+function localPath(value: unknown, fallback = '/account/apps'): string {
+  if (typeof value !== 'string' || !value.startsWith('/') || value.startsWith('//') || value.includes('\\')) {
+    return fallback;
+  }
+  return value;
+}
+
+function one(form: Form, name: string): string {
+  const v = form[name];
+  return (Array.isArray(v) ? v[0] : v) ?? '';
+}
+
+function many(form: Form, name: string): string[] {
+  const v = form[name];
+  return v === undefined ? [] : Array.isArray(v) ? v : [v];
+}
+
+function send(reply: FastifyReply, page: string, status = 200) {
+  return reply
+    .code(status)
+    .header('content-type', 'text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('x-frame-options', 'DENY')
+    .header(
+      'content-security-policy',
+      "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self' http: https:; frame-ancestors 'none'; base-uri 'none'",
+    )
+    .send(page);
+}
+
+const UID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Server-rendered pages: sign-in and sign-up (also inside an OAuth authorization), the consent screen, the
+ * authorized-apps page and personal access tokens. Forms carry a CSRF token; they work without JavaScript.
+ */
+export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
+  const { config } = app.deps;
+  const deps = app.deps;
+  const secret = () => oauth.keys.cookieKeys[0] ?? '';
+  const page = { schema: { hide: true }, config: { auth: 'public' as const } };
+  const limited = {
+    schema: { hide: true },
+    config: {
+      auth: 'public' as const,
+      rateLimit: { max: config.rateLimits.auth, timeWindow: config.rateLimits.windowMs, keyGenerator: ipKey },
+    },
+  };
+
+  async function currentUser(req: FastifyRequest): Promise<{ actor: Actor; user: PageUser } | undefined> {
+    const actor = await sessionActor(deps, req.cookies[SESSION_COOKIE]);
+    if (!actor) return undefined;
+    const row = await accountsRepo.findAccountById(deps.database.db, actor.accountId);
+    return row ? { actor, user: { name: row.name, email: row.email } } : undefined;
+  }
+
+  function csrfFailed(reply: FastifyReply) {
+    return send(
+      reply,
+      errorPage('Form expired', 'The form was out of date. Go back, reload the page and try again.'),
+      403,
+    );
+  }
+
+  function interactionGone(reply: FastifyReply) {
+    return send(
+      reply,
+      errorPage(
+        'Sign-in request expired',
+        'This sign-in request has expired or was already used. Go back to the app and start again.',
+      ),
+      400,
+    );
+  }
+
+  async function details(req: FastifyRequest, reply: FastifyReply) {
+    try {
+      const d = await oauth.provider.interactionDetails(req.raw, reply.raw);
+      const { uid } = req.params as { uid: string };
+      return d.uid === uid ? d : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Sign-in (and sign-up) errors shown on the form: wrong password, taken e-mail, bad fields. */
+  function formError(err: unknown): string {
+    if (err instanceof AppError && err.statusCode < 500) {
+      if (err.statusCode === 401) return 'Wrong e-mail or password.';
+      if (err.statusCode === 409) return 'An account with this e-mail already exists. Sign in instead.';
+      if (err.statusCode === 429) return 'Too many attempts. Wait a minute and try again.';
+      return err.message;
+    }
+    throw err;
+  }
+
+  // ---- Stand-alone sign-in, sign-up, sign-out -------------------------------------------------------------
+
+  app.get('/signin', page, async (req, reply) => {
+    const returnTo = localPath((req.query as Form).return_to);
+    if (await currentUser(req)) return reply.redirect(returnTo, 303);
+    return send(
+      reply,
+      signInPage({
+        action: '/signin',
+        csrf: csrfToken(req, reply, secret()),
+        returnTo,
+        signupHref: config.signupEnabled ? `/signup?return_to=${encodeURIComponent(returnTo)}` : undefined,
+      }),
+    );
+  });
+
+  app.post('/signin', limited, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    const returnTo = localPath(one(form, 'return_to'));
+    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    try {
+      const session = await authService.authenticate(req.publicCtx, {
+        email: one(form, 'email'),
+        password: one(form, 'password'),
+      });
+      setSessionCookie(reply, deps, session.session_token, session.expires_in);
+      return reply.redirect(returnTo, 303);
+    } catch (err) {
+      return send(
+        reply,
+        signInPage({
+          action: '/signin',
+          csrf: csrfToken(req, reply, secret()),
+          returnTo,
+          email: one(form, 'email'),
+          error: formError(err),
+          signupHref: config.signupEnabled ? '/signup' : undefined,
+        }),
+        401,
+      );
+    }
+  });
+
+  app.get('/signup', page, async (req, reply) => {
+    const returnTo = localPath((req.query as Form).return_to);
+    return send(
+      reply,
+      signUpPage({ action: '/signup', signinHref: '/signin', csrf: csrfToken(req, reply, secret()), returnTo }),
+    );
+  });
+
+  app.post('/signup', limited, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    const returnTo = localPath(one(form, 'return_to'));
+    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    try {
+      const session = await signupFromForm(req, form);
+      setSessionCookie(reply, deps, session.session_token, session.expires_in);
+      return reply.redirect(returnTo, 303);
+    } catch (err) {
+      return send(
+        reply,
+        signUpPage({
+          action: '/signup',
+          signinHref: '/signin',
+          csrf: csrfToken(req, reply, secret()),
+          returnTo,
+          email: one(form, 'email'),
+          name: one(form, 'name'),
+          error: formError(err),
+        }),
+        400,
+      );
+    }
+  });
+
+  async function signupFromForm(req: FastifyRequest, form: Form) {
+    const email = one(form, 'email').trim();
+    const name = one(form, 'name').trim();
+    const password = one(form, 'password');
+    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254)
+      throw new FormError('Enter a valid e-mail address.');
+    if (!name || name.length > 100) throw new FormError('Enter your name (up to 100 characters).');
+    if (password.length < 8 || password.length > 256)
+      throw new FormError('The password must be at least 8 characters.');
+    return authService.signup(req.publicCtx, { email, name, password });
+  }
+
+  app.post('/signout', page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    const current = await currentUser(req);
+    if (current) await authService.logout(serviceContextOf(req, current.actor));
+    clearSessionCookie(reply, deps);
+    const returnTo = localPath(one(form, 'return_to'), '/signin');
+    return reply.redirect(returnTo, 303);
+  });
+
+  // ---- The OAuth interaction: sign-in, then consent --------------------------------------------------------
+
+  app.get('/interaction/:uid', page, async (req, reply) => {
+    const { uid } = req.params as { uid: string };
+    if (!UID.test(uid)) return interactionGone(reply);
+    const d = await details(req, reply);
+    if (!d) return interactionGone(reply);
+    const current = await currentUser(req);
+    const client = await authClientsRepo.findClient(deps.database.db, String(d.params.client_id ?? ''));
+    if (!client) return interactionGone(reply);
+    const csrf = csrfToken(req, reply, secret());
+    if (d.prompt.name === 'login' || !current || current.actor.accountId !== d.session?.accountId) {
+      if (d.prompt.name === 'login' && current) {
+        // Already signed in to Switchboard in this browser: that is the sign-in.
+        const returnTo = await oauth.provider.interactionResult(
+          req.raw,
+          reply.raw,
+          { login: { accountId: current.actor.accountId } },
+          { mergeWithLastSubmission: false },
+        );
+        return reply.redirect(returnTo, 303);
+      }
+      return send(
+        reply,
+        signInPage({
+          action: `/interaction/${uid}/login`,
+          csrf,
+          clientName: client.name,
+          signupHref: config.signupEnabled ? `/interaction/${uid}/signup` : undefined,
+        }),
+      );
+    }
+    const prompt = d.prompt.details as {
+      missingOIDCScope?: string[];
+      missingResourceScopes?: Record<string, string[]>;
+    };
+    const asked = new Set<string>([
+      ...(prompt.missingOIDCScope ?? []),
+      ...Object.values(prompt.missingResourceScopes ?? {}).flat(),
+    ]);
+    const requested = String(d.params.scope ?? '').split(' ');
+    let granted = new Set<string>();
+    if (d.grantId) {
+      const grant = await oauth.provider.Grant.find(d.grantId);
+      if (grant) {
+        granted = new Set([
+          ...String(grant.getOIDCScope() ?? '').split(' '),
+          ...Object.keys(grant.resources ?? {}).flatMap((r) => String(grant.getResourceScope(r) ?? '').split(' ')),
+        ]);
+      }
+    }
+    const order = (scopes: Iterable<string>) => ALL_SCOPES.filter((s) => [...scopes].includes(s));
+    return send(
+      reply,
+      consentPage({
+        uid,
+        csrf,
+        user: current.user,
+        client: {
+          name: client.name,
+          logo: client.branding.logo,
+          description: client.branding.description,
+          brandColor: client.branding.brandColor,
+          verified: client.registeredVia === 'api',
+        },
+        scopes: order(asked),
+        alreadyGranted: order(requested.filter((s) => granted.has(s) && !asked.has(s))),
+        redirectUri: String(d.params.redirect_uri ?? ''),
+      }),
+    );
+  });
+
+  app.post('/interaction/:uid/login', limited, async (req, reply) => {
+    const { uid } = req.params as { uid: string };
+    const form = (req.body ?? {}) as Form;
+    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    const d = await details(req, reply);
+    if (!d) return interactionGone(reply);
+    try {
+      const session = await authService.authenticate(req.publicCtx, {
+        email: one(form, 'email'),
+        password: one(form, 'password'),
+      });
+      setSessionCookie(reply, deps, session.session_token, session.expires_in);
+      const returnTo = await oauth.provider.interactionResult(
+        req.raw,
+        reply.raw,
+        { login: { accountId: session.account.id } },
+        { mergeWithLastSubmission: false },
+      );
+      return reply.redirect(returnTo, 303);
+    } catch (err) {
+      const client = await authClientsRepo.findClient(deps.database.db, String(d.params.client_id ?? ''));
+      return send(
+        reply,
+        signInPage({
+          action: `/interaction/${uid}/login`,
+          csrf: csrfToken(req, reply, secret()),
+          email: one(form, 'email'),
+          error: formError(err),
+          clientName: client?.name,
+          signupHref: config.signupEnabled ? `/interaction/${uid}/signup` : undefined,
+        }),
+        401,
+      );
+    }
+  });
+
+  app.get('/interaction/:uid/signup', page, async (req, reply) => {
+    const { uid } = req.params as { uid: string };
+    if (!UID.test(uid) || !(await details(req, reply))) return interactionGone(reply);
+    return send(
+      reply,
+      signUpPage({
+        action: `/interaction/${uid}/signup`,
+        signinHref: `/interaction/${uid}`,
+        csrf: csrfToken(req, reply, secret()),
+      }),
+    );
+  });
+
+  app.post('/interaction/:uid/signup', limited, async (req, reply) => {
+    const { uid } = req.params as { uid: string };
+    const form = (req.body ?? {}) as Form;
+    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    if (!(await details(req, reply))) return interactionGone(reply);
+    try {
+      const session = await signupFromForm(req, form);
+      setSessionCookie(reply, deps, session.session_token, session.expires_in);
+      const returnTo = await oauth.provider.interactionResult(
+        req.raw,
+        reply.raw,
+        { login: { accountId: session.account.id } },
+        { mergeWithLastSubmission: false },
+      );
+      return reply.redirect(returnTo, 303);
+    } catch (err) {
+      return send(
+        reply,
+        signUpPage({
+          action: `/interaction/${uid}/signup`,
+          signinHref: `/interaction/${uid}`,
+          csrf: csrfToken(req, reply, secret()),
+          email: one(form, 'email'),
+          name: one(form, 'name'),
+          error: formError(err),
+        }),
+        400,
+      );
+    }
+  });
+
+  app.post('/interaction/:uid/confirm', page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    const d = await details(req, reply);
+    if (!d) return interactionGone(reply);
+    if (d.prompt.name !== 'consent') return reply.redirect(`/interaction/${d.uid}`, 303);
+    const current = await currentUser(req);
+    // The person allowing must be the one signed in, in this browser, to the account being authorized.
+    if (!current || current.actor.accountId !== d.session?.accountId) {
+      return reply.redirect(`/interaction/${d.uid}`, 303);
+    }
+    const { Grant } = oauth.provider;
+    const clientId = String(d.params.client_id);
+    const grant =
+      (d.grantId ? await Grant.find(d.grantId) : undefined) ??
+      new Grant({ accountId: current.actor.accountId, clientId });
+    const prompt = d.prompt.details as {
+      missingOIDCScope?: string[];
+      missingOIDCClaims?: string[];
+      missingResourceScopes?: Record<string, string[]>;
+    };
+    if (prompt.missingOIDCScope) grant.addOIDCScope(prompt.missingOIDCScope.join(' '));
+    if (prompt.missingOIDCClaims) grant.addOIDCClaims(prompt.missingOIDCClaims);
+    // RFC 8707 scopes are granted per resource (PITFALLS: not through addOIDCScope).
+    for (const [indicator, scopes] of Object.entries(prompt.missingResourceScopes ?? {})) {
+      grant.addResourceScope(indicator, scopes.join(' '));
+    }
+    const grantId = await grant.save();
+    const returnTo = await oauth.provider.interactionResult(
+      req.raw,
+      reply.raw,
+      { consent: { grantId } },
+      { mergeWithLastSubmission: true },
+    );
+    return reply.redirect(returnTo, 303);
+  });
+
+  app.post('/interaction/:uid/abort', page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    if (!(await details(req, reply))) return interactionGone(reply);
+    const returnTo = await oauth.provider.interactionResult(
+      req.raw,
+      reply.raw,
+      { error: 'access_denied', error_description: 'The user denied the request' },
+      { mergeWithLastSubmission: false },
+    );
+    return reply.redirect(returnTo, 303);
+  });
+
+  // ---- Account pages ---------------------------------------------------------------------------------------
+
+  async function signedIn(req: FastifyRequest, reply: FastifyReply) {
+    const current = await currentUser(req);
+    if (!current) {
+      await reply.redirect(`/signin?return_to=${encodeURIComponent(req.url.split('?')[0] ?? '/')}`, 303);
+      return undefined;
+    }
+    return current;
+  }
+
+  async function renderApps(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    user: PageUser,
+    accountId: string,
+    notice?: string,
+  ) {
+    const rows = await authClientsRepo.listGrants(deps.database.db, accountId);
+    const apps: AuthorizedApp[] = rows
+      .filter((r) => r.grantId)
+      .map((r) => {
+        const p = r.payload as { openid?: { scope?: string }; resources?: Record<string, string> };
+        const scopes = new Set<string>([
+          ...String(p.openid?.scope ?? '').split(' '),
+          ...Object.values(p.resources ?? {}).flatMap((s) => String(s).split(' ')),
+        ]);
+        return {
+          grantId: r.grantId ?? '',
+          name: r.clientName,
+          logo: r.branding.logo,
+          scopes: ALL_SCOPES.filter((s) => scopes.has(s)),
+          grantedAt: r.createdAt.toISOString(),
+        };
+      });
+    return send(reply, appsPage({ user, csrf: csrfToken(req, reply, secret()), apps, notice }));
+  }
+
+  app.get('/account/apps', page, async (req, reply) => {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    return renderApps(req, reply, current.user, current.actor.accountId);
+  });
+
+  app.post('/account/apps/:grantId/revoke', page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    const { grantId } = req.params as { grantId: string };
+    const owner = await authClientsRepo.findGrantOwner(deps.database.db, grantId);
+    if (owner !== current.actor.accountId) {
+      return send(reply, errorPage('Not found', 'That app authorization does not exist.'), 404);
+    }
+    await oauth.revokeGrant(grantId);
+    return renderApps(
+      req,
+      reply,
+      current.user,
+      current.actor.accountId,
+      'Access revoked: the app can no longer use your account.',
+    );
+  });
+
+  const patScopes = ALL_SCOPES;
+
+  async function renderTokens(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    current: { actor: Actor; user: PageUser },
+    extra: { created?: { name: string; token: string }; notice?: string; error?: string } = {},
+    status = 200,
+  ) {
+    const ctx = serviceContextOf(req, current.actor);
+    const firstPage = { page: 1, limit: 100, sortOrder: 'desc' as const };
+    const list = await authService.listPats(ctx, firstPage);
+    return send(
+      reply,
+      tokensPage({
+        user: current.user,
+        csrf: csrfToken(req, reply, secret()),
+        scopes: patScopes,
+        tokens: list.data.map((t) => ({
+          id: t.id,
+          name: t.name,
+          prefix: t.token_prefix,
+          scopes: t.scopes,
+          expiresAt: t.expires_at,
+          lastUsedAt: t.last_used_at,
+        })),
+        ...extra,
+      }),
+      status,
+    );
+  }
+
+  app.get('/account/tokens', page, async (req, reply) => {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    return renderTokens(req, reply, current);
+  });
+
+  app.post('/account/tokens', page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    const name = one(form, 'name').trim();
+    const scopes = many(form, 'scopes').filter((s): s is Scope => (ALL_SCOPES as string[]).includes(s));
+    const days = Number(one(form, 'expires_days'));
+    if (!name || name.length > 100) return renderTokens(req, reply, current, { error: 'Give the token a name.' }, 400);
+    if (!scopes.length) return renderTokens(req, reply, current, { error: 'Choose at least one scope.' }, 400);
+    const expiresIn = Number.isInteger(days) && days > 0 ? Math.min(days * 86_400, config.patMaxExpiresIn) : undefined;
+    try {
+      const created = await authService.createPat(serviceContextOf(req, current.actor), {
+        name,
+        scopes,
+        ...(expiresIn ? { expires_in: expiresIn } : {}),
+      });
+      return renderTokens(req, reply, current, { created: { name, token: created.personal_access_token } }, 201);
+    } catch (err) {
+      return renderTokens(req, reply, current, { error: formError(err) }, 400);
+    }
+  });
+
+  app.post('/account/tokens/:id/revoke', page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    const { id } = req.params as { id: string };
+    try {
+      await authService.revokePat(serviceContextOf(req, current.actor), id);
+    } catch (err) {
+      return renderTokens(req, reply, current, { error: formError(err) }, 404);
+    }
+    return renderTokens(req, reply, current, { notice: 'Token revoked.' });
+  });
+}
+
+class FormError extends AppError {
+  constructor(message: string) {
+    super(400, message);
+  }
+}

@@ -1,0 +1,75 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { resolveBearer } from '../auth/tokens.ts';
+import type { Actor, Deps } from '../lib/context.ts';
+
+/**
+ * The browser session of the first-party pages: an HttpOnly, SameSite=Lax cookie (Secure under https)
+ * holding a session token from the auth service, the same kind the API's sign-in returns.
+ */
+export const SESSION_COOKIE = 'sb_session';
+/** Random per browser; forms carry its HMAC (signed double-submit CSRF token). */
+export const CSRF_COOKIE = 'sb_csrf';
+
+export function secureCookies(deps: Pick<Deps, 'config'>): boolean {
+  return deps.config.appUrl.startsWith('https:');
+}
+
+/** The account of a session token, or undefined for anything else (expired, signed out, not a session). */
+export async function sessionAccountId(deps: Deps, token: string): Promise<string | undefined> {
+  const actor = await sessionActor(deps, token);
+  return actor?.accountId;
+}
+
+export async function sessionActor(deps: Deps, token: string | undefined): Promise<Actor | undefined> {
+  if (!token?.startsWith('sess_')) return undefined;
+  try {
+    const actor = await resolveBearer(deps.database.db, token, [], deps.actorCache);
+    return actor.kind === 'session' ? actor : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function setSessionCookie(reply: FastifyReply, deps: Deps, token: string, maxAgeSeconds: number): void {
+  reply.setCookie(SESSION_COOKIE, token, {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: secureCookies(deps),
+    maxAge: maxAgeSeconds,
+  });
+}
+
+export function clearSessionCookie(reply: FastifyReply, deps: Deps): void {
+  reply.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax', secure: secureCookies(deps) });
+}
+
+/** The CSRF token for this browser, setting its cookie on first use. */
+export function csrfToken(req: FastifyRequest, reply: FastifyReply, secret: string): string {
+  let seed = req.cookies[CSRF_COOKIE];
+  if (!seed || !/^[A-Za-z0-9_-]{32,64}$/.test(seed)) {
+    seed = randomBytes(24).toString('base64url');
+    // Remember it for this request, so two forms on one page share it.
+    req.cookies[CSRF_COOKIE] = seed;
+    reply.setCookie(CSRF_COOKIE, seed, {
+      path: '/',
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: secureCookies(req.server.deps),
+    });
+  }
+  return createHmac('sha256', secret).update(`csrf:${seed}`).digest('base64url');
+}
+
+/** True when the form's token matches this browser's cookie (and, when sent, Origin is ours). */
+export function csrfValid(req: FastifyRequest, secret: string, submitted: unknown): boolean {
+  const origin = req.headers.origin;
+  const { appUrl, baseUrl } = req.server.deps.config;
+  if (origin && origin !== new URL(appUrl).origin && origin !== new URL(baseUrl).origin) return false;
+  const seed = req.cookies[CSRF_COOKIE];
+  if (!seed || typeof submitted !== 'string') return false;
+  const expected = Buffer.from(createHmac('sha256', secret).update(`csrf:${seed}`).digest('base64url'));
+  const given = Buffer.from(submitted);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}

@@ -1,62 +1,101 @@
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
-import { SCOPES, type Scope } from './auth/scopes.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import type { z } from 'zod';
+import { ALL_SCOPES, isScope, SCOPES, type Scope } from './auth/scopes.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
 import type { Actor, PublicContext, ServiceContext } from './lib/context.ts';
-import { generateKeySpec } from './lib/crypto.ts';
-import { AppError } from './lib/errors.ts';
-import { newId } from './lib/ids.ts';
-import * as accountsRepo from './modules/accounts/repo.ts';
-import { createAccount, createPat, hashPassword } from './modules/auth/service.ts';
-import { addCredits } from './modules/credits/service.ts';
-import { createDeps, openRuntime } from './runtime.ts';
+import { generateKeySpec, parseKeys } from './lib/crypto.ts';
+import { AppError, ValidationError } from './lib/errors.ts';
 
 /**
- * `switchboard <command>`: operator tasks that call the same services as the API. A command declares its
- * options; `--help` is generated from them.
+ * `switchboard <command>`: operator tasks that call the same service functions as the API, so a rule holds
+ * whichever way an action comes in. A command is one entry of COMMANDS: its options (help is generated from
+ * them), whether it needs the database, and `run`. Modules that open the database load only when a command
+ * needs them, so `--help` and `keys generate` start quickly.
+ *
+ * Exit codes: 0 done, 1 the action failed (e.g. the e-mail is taken), 2 a usage fault (unknown command or
+ * option, a missing or invalid value, a bad setting).
  */
+
+interface OptionSpec {
+  type: 'string' | 'boolean';
+  required?: boolean;
+  help: string;
+}
+
+type Values = Record<string, string | boolean | undefined>;
+
 interface Command {
   summary: string;
   usage: string;
-  options: Record<string, { type: 'string' | 'boolean'; required?: boolean; help: string }>;
-  /** Whether it needs the database (opened and migrated before it runs). */
+  options: Record<string, OptionSpec>;
+  /** Opens the database (applying pending migrations) before `run`, and closes it after. */
   database: boolean;
-  run(args: Record<string, string | boolean | undefined>, env: CliEnv): Promise<void>;
+  run(args: Values, env: CliEnv): Promise<void>;
 }
 
 interface CliEnv {
+  /** Set for commands with `database: true`. */
   ctx: PublicContext;
-  out: (line: string) => void;
+  config: Config;
+  /** The command's result, on stdout (a PAT alone on its line, so `$(switchboard token create ...)` works). */
+  out(line: string): void;
+  /** Notes for the operator, on stderr. */
+  note(line: string): void;
 }
 
+/** A fault of the invocation: exit code 2 and the command's help. */
 class UsageError extends Error {}
+
+const str = (v: string | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/** The option that carries an API field: `expires_in` and `body.expires_in` are `--expires-in`. */
+const flagOf = (field: string): string => `--${field.replace(/^body\./, '').replaceAll('_', '-')}`;
+
+/** Validates CLI input with the API's own schema, so both accept exactly the same values. */
+function parseWith<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  throw new UsageError(parsed.error.issues.map((i) => `${flagOf(String(i.path[0] ?? ''))}: ${i.message}`).join('\n'));
+}
 
 const COMMANDS: Record<string, Command> = {
   migrate: {
-    summary: 'Apply pending database migrations (also done at every start)',
+    summary: 'Apply pending database migrations (the server also does this at every start)',
     usage: 'switchboard migrate',
     options: {},
     database: true,
-    async run(_args, { out }) {
-      out('Migrations applied.');
+    async run(_args, { ctx, config, out }) {
+      const where = ctx.deps.database.driver === 'pg' ? 'PostgreSQL' : `PGlite under ${config.dataDir}`;
+      out(`Migrations applied (${where}).`);
     },
   },
   'account create': {
-    summary: 'Create an account (with its starting credits)',
+    summary: 'Create an account with its starting credits (works even when SIGNUP_ENABLED=false)',
     usage: 'switchboard account create --email EMAIL --password PASSWORD [--name NAME]',
     options: {
-      email: { type: 'string', required: true, help: 'e-mail address (unique, any case)' },
+      email: { type: 'string', required: true, help: 'e-mail address (unique, whatever its case)' },
       password: { type: 'string', required: true, help: 'at least 8 characters' },
       name: { type: 'string', help: 'display name (default: the part of the e-mail before @)' },
     },
     database: true,
     async run(args, { ctx, out }) {
-      const email = String(args.email);
-      const password = String(args.password);
-      if (password.length < 8) throw new UsageError('--password must be at least 8 characters');
-      const name = typeof args.name === 'string' ? args.name : (email.split('@')[0] ?? email);
-      const { id } = await createAccount(ctx, { email, name, passwordHash: await hashPassword(password) });
-      out(`Created account ${id} <${email}> with ${ctx.deps.config.initialCredits} credits.`);
+      const { Signup } = await import('./modules/auth/schema.ts');
+      const { createAccount, hashPassword } = await import('./modules/auth/service.ts');
+      const email = str(args.email) ?? '';
+      const input = parseWith(Signup, {
+        email,
+        password: str(args.password),
+        name: str(args.name) ?? email.split('@')[0],
+      });
+      const { id } = await createAccount(ctx, {
+        email: input.email,
+        name: input.name,
+        passwordHash: await hashPassword(input.password),
+      });
+      out(`Created account ${id} <${input.email}> with ${ctx.deps.config.initialCredits} credits.`);
     },
   },
   'token create': {
@@ -64,29 +103,35 @@ const COMMANDS: Record<string, Command> = {
     usage: 'switchboard token create --email EMAIL --scopes SCOPE[,SCOPE...] [--expires-in SECONDS] [--name NAME]',
     options: {
       email: { type: 'string', required: true, help: 'the account' },
-      scopes: { type: 'string', required: true, help: `comma-separated: ${Object.keys(SCOPES).join(', ')}` },
-      'expires-in': { type: 'string', help: 'lifetime in seconds (default PAT_DEFAULT_EXPIRES_IN)' },
+      scopes: { type: 'string', required: true, help: `comma-separated, from: ${ALL_SCOPES.join(', ')}` },
+      'expires-in': {
+        type: 'string',
+        help: 'lifetime in seconds (default PAT_DEFAULT_EXPIRES_IN, at most PAT_MAX_EXPIRES_IN)',
+      },
       name: { type: 'string', help: 'a label for the token (default "cli")' },
     },
     database: true,
-    async run(args, { ctx, out }) {
-      const account = await accountsRepo.findAccountByEmail(ctx.db, String(args.email));
-      if (!account) throw new UsageError(`No account with e-mail ${String(args.email)}`);
-      const scopes = String(args.scopes)
+    async run(args, { ctx, out, note }) {
+      const { CreatePat } = await import('./modules/auth/schema.ts');
+      const { createPat } = await import('./modules/auth/service.ts');
+      const { findAccountByEmail } = await import('./modules/accounts/repo.ts');
+      const expiresIn = str(args['expires-in']);
+      const scopes = (str(args.scopes) ?? '')
         .split(',')
         .map((s) => s.trim())
         .filter(Boolean);
-      const unknown = scopes.filter((s) => !Object.hasOwn(SCOPES, s));
-      if (unknown.length) throw new UsageError(`Unknown scope(s): ${unknown.join(', ')}`);
-      const expiresIn = args['expires-in'] === undefined ? undefined : Number(args['expires-in']);
-      if (expiresIn !== undefined && (!Number.isInteger(expiresIn) || expiresIn <= 0)) {
-        throw new UsageError('--expires-in must be a positive number of seconds');
-      }
-      const created = await createPat(cliContext(ctx, account.id), {
-        name: typeof args.name === 'string' ? args.name : 'cli',
-        scopes: scopes as Scope[],
-        ...(expiresIn ? { expires_in: expiresIn } : {}),
+      const unknown = scopes.filter((s) => !isScope(s));
+      if (unknown.length) throw new UsageError(`--scopes: unknown scope ${unknown.join(', ')}`);
+      const input = parseWith(CreatePat, {
+        name: str(args.name) ?? 'cli',
+        scopes,
+        ...(expiresIn === undefined ? {} : { expires_in: /^\d+$/.test(expiresIn) ? Number(expiresIn) : expiresIn }),
       });
+      const email = str(args.email) ?? '';
+      const account = await findAccountByEmail(ctx.db, email);
+      if (!account) throw new UsageError(`No account with e-mail ${email}`);
+      const created = await createPat(cliContext(ctx, account.id), input);
+      note(`Created token ${created.id} (${created.scopes.join(', ')}), expires ${created.expires_at}.`);
       out(created.personal_access_token);
     },
   },
@@ -101,13 +146,15 @@ const COMMANDS: Record<string, Command> = {
     },
     database: true,
     async run(args, { ctx, out }) {
+      const { addCredits } = await import('./modules/credits/service.ts');
       const amount = Number(args.amount);
       if (!Number.isSafeInteger(amount) || amount <= 0) throw new UsageError('--amount must be a positive integer');
+      const description = str(args.description);
       const { transaction, duplicate } = await addCredits(ctx, {
-        email: String(args.email),
+        email: str(args.email) ?? '',
         amount,
-        idempotencyKey: String(args['idempotency-key']),
-        ...(typeof args.description === 'string' ? { description: args.description } : {}),
+        idempotencyKey: str(args['idempotency-key']) ?? '',
+        ...(description === undefined ? {} : { description }),
       });
       out(
         duplicate
@@ -117,19 +164,25 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'keys generate': {
-    summary: 'Print a fresh value for ENCRYPTION_KEYS (put new keys first to rotate)',
+    summary: 'Print a fresh value for ENCRYPTION_KEYS (to rotate, put it first and keep the old keys after it)',
     usage: 'switchboard keys generate [--id KEY_ID]',
-    options: { id: { type: 'string', help: 'key id (default: derived from the date)' } },
+    options: { id: { type: 'string', help: 'key id, letters, digits, _ and - (default: derived from the time)' } },
     database: false,
     async run(args, { out }) {
-      out(generateKeySpec(typeof args.id === 'string' ? args.id : undefined));
+      const spec = generateKeySpec(str(args.id));
+      try {
+        parseKeys(spec);
+      } catch (err) {
+        throw new UsageError(`--id: ${(err as Error).message.replace(/^ENCRYPTION_KEYS: /, '')}`);
+      }
+      out(spec);
     },
   },
 };
 
-/** The CLI acts as the account itself, with every scope. */
+/** The CLI acts as the account itself, with every first-party scope (like a session). */
 function cliContext(ctx: PublicContext, accountId: string): ServiceContext {
-  const scopes = new Set(Object.keys(SCOPES) as Scope[]);
+  const scopes = new Set<Scope>(Object.keys(SCOPES) as Scope[]);
   const actor: Actor = {
     kind: 'cli',
     accountId,
@@ -150,91 +203,175 @@ function help(): string {
     'Commands:',
     ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
     '',
-    'Run `switchboard <command> --help` for its options. Settings come from the environment (see README).',
+    'Run `switchboard <command> --help` for its options. Settings (DATA_DIR, DATABASE_URL, ENCRYPTION_KEYS ...)',
+    'come from the environment, as for the server; see the README.',
   ].join('\n');
 }
 
-function commandHelp(c: Command): string {
+function commandHelp(name: string, c: Command): string {
   const opts = Object.entries(c.options).map(
     ([o, spec]) =>
       `  --${o}${spec.type === 'string' ? ' VALUE' : ''}${spec.required ? ' (required)' : ''}\n      ${spec.help}`,
   );
-  return [`${c.summary}.`, '', `Usage: ${c.usage}`, ...(opts.length ? ['', 'Options:', ...opts] : [])].join('\n');
+  return [
+    `switchboard ${name}: ${c.summary}.`,
+    '',
+    `Usage: ${c.usage}`,
+    ...(opts.length ? ['', 'Options:', ...opts] : []),
+  ].join('\n');
 }
 
-export async function runCli(argv: string[], out = (l: string) => console.log(l)): Promise<number> {
-  const words = argv.filter((a) => !a.startsWith('-'));
-  const name = [`${words[0] ?? ''} ${words[1] ?? ''}`, words[0] ?? '']
-    .find((n) => n.trim() && COMMANDS[n.trim()])
-    ?.trim();
-  if (!name) {
-    if (argv.length === 0 || argv.includes('--help') || argv.includes('-h')) {
-      out(help());
+function usageReminder(name: string, c: Command): string {
+  return `Usage: ${c.usage}\n(\`switchboard ${name} --help\` describes the options)`;
+}
+
+/** The command named by the leading words of argv (`token create ...`), and the arguments after it. */
+function findCommand(argv: string[]): { name: string; command: Command; rest: string[] } | undefined {
+  const words: string[] = [];
+  for (const a of argv) {
+    if (a.startsWith('-') || words.length === 2) break;
+    words.push(a);
+  }
+  for (let n = words.length; n > 0; n--) {
+    const name = words.slice(0, n).join(' ');
+    const command = COMMANDS[name];
+    if (command) return { name, command, rest: argv.slice(n) };
+  }
+  return undefined;
+}
+
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const stdio: CliIo = {
+  out: (l) => process.stdout.write(`${l}\n`),
+  err: (l) => process.stderr.write(`${l}\n`),
+};
+
+/** Runs one invocation and answers its exit code; never exits the process itself. */
+export async function runCli(argv: string[], io: CliIo = stdio): Promise<number> {
+  const wantsHelp = argv.includes('--help') || argv.includes('-h');
+  if (argv[0] === 'help') return runCli([...argv.slice(1), '--help'], io);
+  const found = findCommand(argv);
+  if (!found) {
+    if (argv.length === 0 || (wantsHelp && !argv.some((a) => !a.startsWith('-')))) {
+      (argv.length === 0 ? io.err : io.out)(help());
       return argv.length === 0 ? 2 : 0;
     }
-    console.error(`Unknown command: ${words.join(' ')}\n\n${help()}`);
+    const words = argv.filter((a) => !a.startsWith('-'));
+    io.err(`Unknown command: ${words.slice(0, 2).join(' ') || argv.join(' ')}\n\n${help()}`);
     return 2;
   }
-  const command = COMMANDS[name] as Command;
-  const rest = argv.slice(name.split(' ').length);
-  if (rest.includes('--help') || rest.includes('-h')) {
-    out(commandHelp(command));
+  const { name, command, rest } = found;
+  if (wantsHelp) {
+    io.out(commandHelp(name, command));
     return 0;
   }
-  let values: Record<string, string | boolean | undefined>;
+
+  let values: Values;
+  let config: Config;
   try {
     values = parseArgs({
       args: rest,
       options: Object.fromEntries(Object.entries(command.options).map(([k, v]) => [k, { type: v.type }])),
       strict: true,
       allowPositionals: false,
-    }).values as Record<string, string | boolean | undefined>;
+    }).values as Values;
     const missing = Object.entries(command.options).filter(([k, v]) => v.required && values[k] === undefined);
     if (missing.length) throw new UsageError(`Missing ${missing.map(([k]) => `--${k}`).join(', ')}`);
-  } catch (err) {
-    console.error(`${err instanceof Error ? err.message : String(err)}\n\n${commandHelp(command)}`);
-    return 2;
-  }
-
-  let config: ReturnType<typeof loadConfig>;
-  try {
     config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
-      console.error(err.message);
-      return 2;
+      io.err(err.message);
+    } else {
+      io.err(`${err instanceof Error ? err.message : String(err)}\n${usageReminder(name, command)}`);
     }
-    throw err;
+    return 2;
   }
-  const log = pino({ level: config.logLevel === 'info' ? 'warn' : config.logLevel });
-  const runtime = command.database ? await openRuntime(config) : undefined;
+
+  let opened: { ctx: PublicContext; close(): Promise<void> } | undefined;
+  const env: CliEnv = {
+    get ctx(): PublicContext {
+      if (!opened) throw new Error(`${name}: declare database: true to use the database`);
+      return opened.ctx;
+    },
+    config,
+    out: io.out,
+    note: io.err,
+  };
   try {
-    const deps = runtime ? createDeps(config, runtime, log) : undefined;
-    const ctx = { deps, db: deps?.database.db, log, requestId: newId('request'), ip: 'cli' } as PublicContext;
-    await command.run(values, { ctx, out });
-    await deps?.background.drain();
+    if (command.database) opened = await openContext(config, io);
+    await command.run(values, env);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError || err instanceof AppError) {
-      console.error(err.message);
-      return err instanceof UsageError ? 2 : 1;
+    if (err instanceof UsageError) {
+      io.err(`${err.message}\n${usageReminder(name, command)}`);
+      return 2;
+    }
+    if (err instanceof ValidationError) {
+      io.err(err.details.length ? err.details.map((d) => `${flagOf(d.field)}: ${d.message}`).join('\n') : err.message);
+      return 2;
+    }
+    if (err instanceof AppError) {
+      io.err(err.message);
+      return 1;
     }
     throw err;
   } finally {
-    await runtime?.database.close();
+    await opened?.close();
   }
 }
 
-if (
-  import.meta.url === `file://${process.argv[1]}` ||
-  process.argv[1]?.endsWith('switchboard.js') ||
-  process.argv[1]?.endsWith('switchboard')
-) {
-  runCli(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
+/** Database, key ring and the services' dependencies, built as the server builds them; logs go to stderr. */
+async function openContext(config: Config, io: CliIo): Promise<{ ctx: PublicContext; close(): Promise<void> }> {
+  const { default: pino } = await import('pino');
+  const { createDeps, openRuntime } = await import('./runtime.ts');
+  const { newId } = await import('./lib/ids.ts');
+  // The CLI's own output says what happened; the services' info lines would only repeat it.
+  const log = pino(
+    { level: config.logLevel === 'info' ? 'warn' : config.logLevel },
+    pino.destination(2),
+  ) as FastifyBaseLogger;
+  const runtime = await openRuntime(config);
+  if (runtime.generatedKeyFile) {
+    io.err(
+      `Generated a new encryption key in ${runtime.generatedKeyFile}. Back it up: without it stored secrets cannot be read. Set ENCRYPTION_KEYS in production.`,
+    );
+  }
+  const deps = createDeps(config, runtime, log);
+  return {
+    ctx: { deps, db: deps.database.db, log, requestId: newId('request'), ip: 'cli' },
+    async close() {
+      await deps.background.drain();
+      await runtime.database.close();
     },
-  );
+  };
 }
+
+/** Entry point of `bin/switchboard.js` and of `tsx src/cli.ts`: runs, then exits with the command's code. */
+export async function main(argv = process.argv.slice(2)): Promise<void> {
+  let code: number;
+  try {
+    code = await runCli(argv);
+  } catch (err) {
+    process.stderr.write(`switchboard: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    code = 1;
+  }
+  // Exit explicitly: a client library may keep a timer or socket alive; flush stdout first.
+  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+  process.exit(code);
+}
+
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(script)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) await main();

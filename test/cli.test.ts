@@ -13,7 +13,10 @@ import { call, testConfig } from './harness.ts';
 const run = promisify(execFile);
 const KEYS = generateKeySpec('cli');
 
-/** The real `switchboard` command, as a user runs it, against the run's database. */
+/**
+ * The real `switchboard` command, as a user runs it, against the run's database. Each run is a process that
+ * loads tsx and opens the database (1-3 s), hence the long timeouts.
+ */
 describe('switchboard CLI', () => {
   let dataDir: string;
   let env: Record<string, string>;
@@ -54,7 +57,14 @@ describe('switchboard CLI', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('Missing --scopes');
     expect((await cli('frobnicate')).code).toBe(2);
-  });
+    const commandHelp = await cli('token', 'create', '--help');
+    expect(commandHelp.code).toBe(0);
+    expect(commandHelp.stdout).toContain('--expires-in');
+    const keys = await cli('keys', 'generate', '--id', 'k2');
+    expect(keys.code).toBe(0);
+    expect(keys.stdout).toMatch(/^k2:[A-Za-z0-9+/]{43}=\n$/);
+    expect(parseKeys(keys.stdout.trim()).get('k2')).toHaveLength(32);
+  }, 60_000);
 
   it('creates an account and a PAT that then works against the API, and tops up once per key', async () => {
     const email = `cli-${Date.now()}@example.test`;
@@ -75,6 +85,22 @@ describe('switchboard CLI', () => {
     expect(token.code).toBe(0);
     const pat = token.stdout.trim();
     expect(pat).toMatch(/^pat_[A-Za-z0-9_-]{43}$/);
+    expect(token.stderr).toMatch(/^Created token \S+ \((account, llm-all|llm-all, account)\), expires \d{4}-/);
+    const badScope = await cli('token', 'create', '--email', email, '--scopes', 'account,nope');
+    expect(badScope).toMatchObject({ code: 2, stdout: '' });
+    expect(badScope.stderr).toContain('--scopes: unknown scope nope');
+    const tooLong = await cli(
+      'token',
+      'create',
+      '--email',
+      email,
+      '--scopes',
+      'account',
+      '--expires-in',
+      '99999999999',
+    );
+    expect(tooLong.code).toBe(2);
+    expect(tooLong.stderr).toContain('--expires-in: must be at most');
 
     const first = await cli('credits', 'add', '--email', email, '--amount', '250', '--idempotency-key', `k-${email}`);
     expect(first.stdout).toContain('Added 250 credits: balance 100250');
@@ -90,5 +116,5 @@ describe('switchboard CLI', () => {
     const dup = await cli('account', 'create', '--email', email, '--password', 'cli-password');
     expect(dup.code).toBe(1);
     expect(dup.stderr).toContain('An account with this e-mail already exists');
-  });
+  }, 180_000);
 });

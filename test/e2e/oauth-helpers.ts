@@ -143,3 +143,27 @@ export function decodeJwt(token: string): { header: Record<string, unknown>; pay
     payload: JSON.parse(Buffer.from(p, 'base64url').toString()),
   };
 }
+
+/** Runs the whole code flow for a configured client and answers the token response. */
+export async function obtainTokens(
+  base: string,
+  config: import('openid-client').Configuration,
+  user: { email: string; password: string },
+  params: Record<string, string> & { redirect_uri: string },
+) {
+  const client = await import('openid-client');
+  const { verifier, challenge } = pkcePair();
+  const state = client.randomState();
+  const url = client.buildAuthorizationUrl(config, {
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    state,
+    ...params,
+  });
+  const { redirect, consentPage } = await authorizeInBrowser(new Browser(base), url.href, user);
+  const tokens = await client.authorizationCodeGrant(config, new URL(redirect), {
+    pkceCodeVerifier: verifier,
+    expectedState: state,
+  });
+  return { tokens, consentPage };
+}

@@ -31,7 +31,7 @@ export class OAuthServer {
   private current: { provider: Provider; handler: ReturnType<Provider['callback']>; keys: KeySet } | undefined;
   private jwks: ReturnType<typeof createLocalJWKSet> | undefined;
   private stamp = '';
-  private lastReload = 0;
+  private lastKidMiss = 0;
   private timers: NodeJS.Timeout[] = [];
 
   constructor(private readonly deps: Deps) {}
@@ -84,7 +84,6 @@ export class OAuthServer {
       keys: keys.published as unknown as Parameters<typeof createLocalJWKSet>[0]['keys'],
     });
     this.stamp = stamp === '' ? await currentKeyIds(database.db) : stamp;
-    this.lastReload = Date.now();
   }
 
   async reloadIfRotated(): Promise<boolean> {
@@ -169,8 +168,9 @@ export class OAuthServer {
       return (await verify()).payload;
     } catch (err) {
       const code = (err as { code?: string }).code;
-      if (code === 'ERR_JWKS_NO_MATCHING_KEY' && Date.now() - this.lastReload > UNKNOWN_KID_RELOAD_MS) {
+      if (code === 'ERR_JWKS_NO_MATCHING_KEY' && Date.now() - this.lastKidMiss > UNKNOWN_KID_RELOAD_MS) {
         // Perhaps a key another instance has just rotated in.
+        this.lastKidMiss = Date.now();
         if (await this.reloadIfRotated()) return this.verifySignature(token);
       }
       if (code === 'ERR_JWT_EXPIRED') throw new TokenExpiredError('Access token expired; use the refresh token');

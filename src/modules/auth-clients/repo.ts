@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, isNull, or } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
 import { type AuthClientRow, authClients, oauthArtifacts } from '../../db/schema/index.ts';
 import { offsetOf } from '../../lib/pagination.ts';
@@ -109,4 +109,14 @@ export async function findGrantOwner(db: Executor, grantId: string): Promise<str
     .where(and(eq(oauthArtifacts.model, 'Grant'), eq(oauthArtifacts.grantId, grantId)))
     .limit(1);
   return row?.accountId ?? undefined;
+}
+
+/** Takes the whitelabel-customer role from every client of the account; answers how many changed. */
+export async function demoteWhitelabelClients(db: Executor, accountId: string): Promise<number> {
+  const rows = await db
+    .update(authClients)
+    .set({ roles: ['third-party'], updatedAt: new Date() })
+    .where(and(eq(authClients.accountId, accountId), sql`'whitelabel-customer' = ANY(${authClients.roles})`))
+    .returning({ id: authClients.id });
+  return rows.length;
 }

@@ -156,14 +156,19 @@ export async function rotateAuthClientSecret(ctx: ServiceContext, clientId: stri
   return { clientId, clientSecret: secret };
 }
 
-/** `switchboard client allow-whitelabel`: lets (or stops) an account give its clients the whitelabel role. */
+/** `switchboard client allow-whitelabel`: lets an account give its clients the whitelabel role, or withdraws it. */
 export async function setWhitelabelAllowed(
   ctx: PublicContext,
   email: string,
   allowed: boolean,
-): Promise<{ accountId: string }> {
+): Promise<{ accountId: string; demoted: number }> {
   const account = await accountsRepo.findAccountByEmail(ctx.db, email);
   if (!account) throw new NotFoundError(`No account with e-mail ${email}`);
-  await accountsRepo.updateAccount(ctx.db, account.id, { allowWhitelabel: allowed });
-  return { accountId: account.id };
+  const demoted = await ctx.db.transaction(async (tx) => {
+    await accountsRepo.updateAccount(tx, account.id, { allowWhitelabel: allowed });
+    // Withdrawn: the account's clients lose the role (and agents-all) at once.
+    return allowed ? 0 : repo.demoteWhitelabelClients(tx, account.id);
+  });
+  if (demoted) ctx.deps.actorCache.evict({ accountId: account.id });
+  return { accountId: account.id, demoted };
 }

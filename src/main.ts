@@ -27,6 +27,7 @@ async function main(): Promise<void> {
     try {
       await app.close();
       await runtime.database.close();
+      app.log.info({ signal }, 'Switchboard stopped: in-flight requests finished, database closed');
       process.exit(0);
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');

@@ -1,0 +1,125 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * `src/main.ts` as its own process, started the way `npm start` starts it, for tests and benchmarks that need
+ * the real entry point: signals, listening, start-up time, memory. Logs (pino JSON on stdout) are kept and
+ * parsed so callers can wait for a message.
+ */
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  port: number;
+  /** Milliseconds from spawn to the "Switchboard ready" log line. */
+  startToReadyMs: number;
+  /** Every JSON log line so far. */
+  logs: Array<Record<string, unknown>>;
+  /** Resident memory now (Linux /proc), in MB. */
+  rssMb(): number;
+  /** Sends the signal and resolves with how the process ended. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** A port nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  server.close();
+  await once(server, 'close');
+  if (!address || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+/**
+ * Starts the service with only the given settings (plus PATH and HOME): a developer's shell variables do not
+ * leak in. Resolves once it logs that it is ready; rejects with its output if it exits first.
+ */
+export async function startServer(
+  env: Record<string, string>,
+  opts: { timeoutMs?: number } = {},
+): Promise<ServerProcess> {
+  const port = env.PORT ? Number(env.PORT) : await freePort();
+  const started = performance.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      BASE_URL: `http://127.0.0.1:${port}`,
+      ...env,
+      PORT: String(port),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = once(child, 'exit').then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+  }));
+  const logs: Array<Record<string, unknown>> = [];
+  let stderr = '';
+  let pending = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+
+  const readyAt = new Promise<number>((resolve, reject) => {
+    child.stdout?.on('data', (d: Buffer) => {
+      pending += d.toString();
+      let nl = pending.indexOf('\n');
+      while (nl >= 0) {
+        const line = pending.slice(0, nl);
+        pending = pending.slice(nl + 1);
+        nl = pending.indexOf('\n');
+        try {
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          logs.push(entry);
+          if (entry.msg === 'Switchboard ready') resolve(performance.now());
+        } catch {
+          stderr += `${line}\n`;
+        }
+      }
+    });
+    void exited.then(({ code, signal }) =>
+      reject(new Error(`server exited (${code ?? signal}) before it was ready:\n${stderr}`)),
+    );
+    setTimeout(
+      () => reject(new Error(`server not ready after ${opts.timeoutMs ?? 60_000} ms:\n${stderr}`)),
+      opts.timeoutMs ?? 60_000,
+    ).unref();
+  });
+  let readyTime: number;
+  try {
+    readyTime = await readyAt;
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    child,
+    url: `http://127.0.0.1:${port}`,
+    port,
+    startToReadyMs: Math.round(readyTime - started),
+    logs,
+    rssMb() {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
+      return Math.round(kb / 1024);
+    },
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+    exited,
+  };
+}

@@ -52,6 +52,7 @@ button{font:inherit;padding:.6rem 1.1rem;border-radius:8px;border:1px solid var(
 button.primary{background:var(--accent);border-color:var(--accent);color:#fff;font-weight:600}
 button.danger{color:var(--danger);border-color:var(--danger)}
 .actions{display:flex;gap:.75rem;margin-top:1.25rem;flex-wrap:wrap}
+form.muted{margin-top:1rem}
 .muted{color:var(--muted)}.error{color:var(--danger);font-weight:600}
 .notice{border-left:4px solid var(--accent);padding:.5rem .75rem;background:var(--bg);margin:1rem 0;word-break:break-all}
 ul.scopes{padding-left:1.25rem}ul.scopes li{margin:.35rem 0}
@@ -85,7 +86,7 @@ export function layout(title: string, body: Html, opts: LayoutOptions = {}): str
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${escapeHtml(title)} · Switchboard</title>
 <style>${STYLE}</style>
 </head>

@@ -66,7 +66,9 @@ export function csrfToken(req: FastifyRequest, reply: FastifyReply, secret: stri
 export function csrfValid(req: FastifyRequest, secret: string, submitted: unknown): boolean {
   const origin = req.headers.origin;
   const { appUrl, baseUrl } = req.server.deps.config;
-  if (origin && origin !== new URL(appUrl).origin && origin !== new URL(baseUrl).origin) return false;
+  // `Origin: null` (privacy modes) tells nothing: the token decides.
+  if (origin && origin !== 'null' && origin !== new URL(appUrl).origin && origin !== new URL(baseUrl).origin)
+    return false;
   const seed = req.cookies[CSRF_COOKIE];
   if (!seed || typeof submitted !== 'string') return false;
   const expected = Buffer.from(createHmac('sha256', secret).update(`csrf:${seed}`).digest('base64url'));

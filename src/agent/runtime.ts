@@ -54,6 +54,25 @@ export class AgentError extends Error {
   }
 }
 
+/**
+ * The tools the model is offered: every schema while there are few; past DIRECT_TOOL_LIMIT the catalogue
+ * tools plus those it has loaded with describe_tool, so a user with many connections costs few tokens.
+ */
+export function offeredTools(tools: readonly AgentTool[], loaded: ReadonlySet<string> = new Set()): ChatTool[] {
+  if (tools.length <= DIRECT_TOOL_LIMIT) return tools.map(toChatTool);
+  return [...CATALOG_TOOLS, ...tools.filter((t) => loaded.has(t.name)).map(toChatTool)];
+}
+
+/** The system and user messages the run starts from. */
+export function openingMessages(opts: Pick<RunAgentOptions, 'prompt' | 'instructions' | 'tools'>): ChatMessage[] {
+  const useCatalog = opts.tools.length > DIRECT_TOOL_LIMIT;
+  const system = [SYSTEM_PROMPT, useCatalog ? CATALOG_HINT : '', opts.instructions ?? ''].filter(Boolean).join('\n\n');
+  return [
+    { role: 'system', content: system },
+    { role: 'user', content: opts.prompt },
+  ];
+}
+
 export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Promise<AgentRun> {
   const maxSteps = opts.maxSteps ?? DEFAULT_MAX_STEPS;
   const signal = AbortSignal.any([
@@ -63,19 +82,7 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
   const byName = new Map(opts.tools.map((t) => [t.name, t]));
   const useCatalog = opts.tools.length > DIRECT_TOOL_LIMIT;
   const loaded = new Set<string>();
-  const toolSpecs = (): ChatTool[] =>
-    useCatalog
-      ? [
-          ...CATALOG_TOOLS,
-          ...[...loaded].flatMap((n) => (byName.has(n) ? [toChatTool(byName.get(n) as AgentTool)] : [])),
-        ]
-      : opts.tools.map(toChatTool);
-
-  const system = [SYSTEM_PROMPT, useCatalog ? CATALOG_HINT : '', opts.instructions ?? ''].filter(Boolean).join('\n\n');
-  const messages: ChatMessage[] = [
-    { role: 'system', content: system },
-    { role: 'user', content: opts.prompt },
-  ];
+  const messages: ChatMessage[] = openingMessages(opts);
   const run: AgentRun = {
     text: '',
     steps: 0,
@@ -87,7 +94,7 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
 
   for (let step = 1; step <= maxSteps; step++) {
     if (signal.aborted) throw new AgentError('The agent ran out of time');
-    const tools = toolSpecs();
+    const tools = offeredTools(opts.tools, loaded);
     const { completion, credits } = await runCompletion(
       ctx,
       { model: opts.model ?? '', messages, ...(tools.length ? { tools, tool_choice: 'auto' } : {}) },

@@ -14,7 +14,7 @@ export interface ServerProcess {
   child: ChildProcess;
   url: string;
   port: number;
-  /** Milliseconds from spawn to the "Switchboard ready" log line. */
+  /** Milliseconds from spawn to the "Switchboard ready" log line (to /readyz answering when LOG_LEVEL hides it). */
   startToReadyMs: number;
   /** Every JSON log line so far. */
   logs: Array<Record<string, unknown>>;
@@ -39,23 +39,38 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
+async function pollReady(url: string, exited: Promise<unknown>): Promise<number> {
+  let gone = false;
+  void exited.then(() => {
+    gone = true;
+  });
+  while (!gone) {
+    try {
+      if ((await fetch(`${url}/readyz`)).ok) return performance.now();
+    } catch {}
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return new Promise<number>(() => {}); // the exit rejects the caller's promise
+}
+
 /**
  * Starts the service with only the given settings (plus PATH and HOME): a developer's shell variables do not
  * leak in. Resolves once it logs that it is ready; rejects with its output if it exits first.
  */
 export async function startServer(
   env: Record<string, string>,
-  opts: { timeoutMs?: number } = {},
+  opts: { timeoutMs?: number; nodeArgs?: string[] } = {},
 ): Promise<ServerProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
+  const level = env.LOG_LEVEL ?? 'info';
   const started = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
       HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
+      LOG_LEVEL: level,
       BASE_URL: `http://127.0.0.1:${port}`,
       ...env,
       PORT: String(port),
@@ -74,6 +89,8 @@ export async function startServer(
   });
 
   const readyAt = new Promise<number>((resolve, reject) => {
+    // Below info the ready line is not logged: ask /readyz instead (every 20 ms).
+    if (!['info', 'debug', 'trace'].includes(level)) void pollReady(`http://127.0.0.1:${port}`, exited).then(resolve);
     child.stdout?.on('data', (d: Buffer) => {
       pending += d.toString();
       let nl = pending.indexOf('\n');

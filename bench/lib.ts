@@ -1,0 +1,146 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import autocannon from 'autocannon';
+
+/**
+ * What every benchmark shares: the figure table, a load generator, child processes. A benchmark measures
+ * Switchboard and, in the same run on the same machine, a baseline (a bare fastify route, a direct call), and
+ * judges the ratio or the figure against its budget from ARCHITECTURE.md. Absolute numbers vary with the
+ * machine and its load; the ratio is what a budget can hold.
+ */
+
+/**
+ * The key benchmarks run PostgreSQL with (BENCH_DATABASE_URL): fixed, so a reused database's sealed secrets
+ * open on the next run. For benchmarks only.
+ */
+export const BENCH_ENCRYPTION_KEYS = `bench:${Buffer.alloc(32).toString('base64')}`;
+
+export interface Figure {
+  name: string;
+  unit: 'req/s' | 'ms' | 'MB';
+  value: number;
+  baseline?: number;
+  /** The budget as text (`< 2000 ms`, `ratio >= 0.8`) and whether this run met it. */
+  budget?: { text: string; ok: boolean };
+}
+
+export interface BenchResult {
+  title: string;
+  /** What the baseline column is. */
+  baseline: string;
+  figures: Figure[];
+  notes?: string[];
+}
+
+export interface Benchmark {
+  name: string;
+  summary: string;
+  run(): Promise<BenchResult>;
+}
+
+const formatValue = (n: number, unit: Figure['unit']) =>
+  `${unit === 'ms' && n < 100 ? n.toFixed(1) : Math.round(n).toLocaleString('en-US')} ${unit}`;
+
+/** One table, the same layout for every benchmark: figure | Switchboard | baseline | ratio | budget. */
+export function formatResult(r: BenchResult): string {
+  const rows = [
+    ['figure', 'switchboard', r.baseline, 'ratio', 'budget'],
+    ...r.figures.map((f) => [
+      f.name,
+      formatValue(f.value, f.unit),
+      f.baseline === undefined ? '-' : formatValue(f.baseline, f.unit),
+      f.baseline ? (f.value / f.baseline).toFixed(2) : '-',
+      f.budget ? `${f.budget.text}: ${f.budget.ok ? 'ok' : 'OVER'}` : '-',
+    ]),
+  ];
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((row) => row[i]?.length ?? 0))) ?? [];
+  const line = (row: string[]) =>
+    row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join(' | ');
+  return [
+    `## ${r.title}`,
+    line(rows[0] ?? []),
+    widths.map((w) => '-'.repeat(w)).join('-|-'),
+    ...rows.slice(1).map(line),
+    ...(r.notes ?? []).map((n) => `  ${n}`),
+  ].join('\n');
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  /** Answers other than 2xx, plus connection errors and timeouts. */
+  failures: number;
+}
+
+/** Closed-loop HTTP load with autocannon: `connections` clients each send the next request on an answer. */
+export async function load(
+  url: string,
+  opts: { seconds: number; connections: number; headers?: Record<string, string> },
+): Promise<LoadResult> {
+  const result = await autocannon({
+    url,
+    connections: opts.connections,
+    pipelining: 1,
+    duration: opts.seconds,
+    headers: opts.headers ?? {},
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    failures: result.non2xx + result.errors + result.timeouts,
+  };
+}
+
+/** A TypeScript file of bench/ as its own process; resolves with the first line it prints (its URL). */
+export async function startChild(file: string, args: string[] = []): Promise<{ child: ChildProcess; line: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', file, ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let buf = '';
+  return new Promise((resolve, reject) => {
+    child.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) resolve({ child, line: buf.slice(0, nl).trim() });
+    });
+    child.once('exit', (code) => reject(new Error(`${file} exited (${code}) before printing its URL`)));
+  });
+}
+
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/** Resident memory of a process (Linux /proc), in MB. */
+export function rssMb(pid: number | undefined): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024);
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+
+/** Signs up on a running server and makes a PAT with the given scopes. */
+export async function signupWithPat(baseUrl: string, scopes: string[]): Promise<string> {
+  const signup = await fetch(`${baseUrl}/api/v1/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: `bench-${Date.now()}@example.test`, password: 'bench-password', name: 'Bench' }),
+  });
+  if (signup.status !== 201) throw new Error(`signup answered ${signup.status}: ${await signup.text()}`);
+  const { session_token: session } = (await signup.json()) as { session_token: string };
+  const pat = await fetch(`${baseUrl}/api/v1/auth/pat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${session}` },
+    body: JSON.stringify({ name: 'bench', scopes }),
+  });
+  if (pat.status !== 201) throw new Error(`POST /auth/pat answered ${pat.status}: ${await pat.text()}`);
+  return ((await pat.json()) as { personal_access_token: string }).personal_access_token;
+}

@@ -1,0 +1,51 @@
+import { availableParallelism, loadavg } from 'node:os';
+import { apiBenchmark } from './api.ts';
+import { type Benchmark, formatResult } from './lib.ts';
+import { benchLlmGateway } from './llm-gateway.ts';
+import { startupBenchmark } from './startup.ts';
+
+/**
+ * `npm run bench [-- NAME ...] [--strict]`: runs the named benchmarks (default: all) one after another and
+ * prints one table each. `--strict` exits 1 when a budget is missed. To add one, write bench/NAME.ts
+ * exporting a Benchmark (see bench/lib.ts) and list it here.
+ */
+const BENCHMARKS: Benchmark[] = [
+  apiBenchmark,
+  startupBenchmark,
+  {
+    name: 'llm-gateway',
+    summary: 'LLM gateway against its upstream called directly (prints its own table)',
+    async run() {
+      await benchLlmGateway();
+      return { title: '', baseline: '', figures: [] };
+    },
+  },
+];
+
+const args = process.argv.slice(2);
+if (args.includes('--help') || args.includes('--list')) {
+  console.log('Usage: npm run bench [-- NAME ...] [--strict]\n');
+  for (const b of BENCHMARKS) console.log(`  ${b.name.padEnd(12)} ${b.summary}`);
+  process.exit(0);
+}
+const names = args.filter((a) => !a.startsWith('-'));
+const unknown = names.filter((n) => !BENCHMARKS.some((b) => b.name === n));
+if (unknown.length) {
+  console.error(`Unknown benchmark: ${unknown.join(', ')}; known: ${BENCHMARKS.map((b) => b.name).join(', ')}`);
+  process.exit(2);
+}
+const chosen = names.length ? BENCHMARKS.filter((b) => names.includes(b.name)) : BENCHMARKS;
+
+console.log(
+  `# Switchboard benchmarks: node ${process.version}, ${availableParallelism()} cores, load average ${loadavg()[0]?.toFixed(1)} at start`,
+);
+const started = performance.now();
+let over = 0;
+for (const b of chosen) {
+  console.log('');
+  const result = await b.run();
+  if (result.figures.length) console.log(formatResult(result));
+  over += result.figures.filter((f) => f.budget && !f.budget.ok).length;
+}
+console.log(`\n${chosen.length} benchmark(s) in ${Math.round((performance.now() - started) / 1000)} s`);
+if (over && args.includes('--strict')) process.exit(1);

@@ -7,11 +7,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { type Database, openDatabase } from '../src/db/client.ts';
 import type { App } from '../src/http/types.ts';
-import { createKeyRing, generateKeySpec, parseKeys } from '../src/lib/crypto.ts';
-import { call, testConfig } from './harness.ts';
+import { createKeyRing, parseKeys } from '../src/lib/crypto.ts';
+import { call, TEST_ENCRYPTION_KEYS, testConfig } from './harness.ts';
 
 const run = promisify(execFile);
-const KEYS = generateKeySpec('cli');
+// The run's one key: on PostgreSQL every test file shares the database and its sealed secrets.
+const KEYS = TEST_ENCRYPTION_KEYS;
 
 /**
  * The real `switchboard` command, as a user runs it, against the run's database. Each run is a process that

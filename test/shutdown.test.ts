@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { generateKeySpec } from '../src/lib/crypto.ts';
+import { TEST_ENCRYPTION_KEYS } from './harness.ts';
 import { type ServerProcess, startServer } from './server-process.ts';
 
 async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
@@ -47,7 +47,7 @@ describe('process lifecycle', () => {
     if (target.kind === 'pglite') cpSync(target.template, dataDir, { recursive: true });
     const env = {
       DATA_DIR: dataDir,
-      ...(target.kind === 'pg' ? { DATABASE_URL: target.url, ENCRYPTION_KEYS: generateKeySpec('shutdown') } : {}),
+      ...(target.kind === 'pg' ? { DATABASE_URL: target.url, ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS } : {}),
     };
     const server = await startServer(env);
     servers.push(server);

@@ -51,7 +51,12 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
 
 async function openPglite(dir: string): Promise<Database> {
   mkdirSync(dirname(dir), { recursive: true });
-  const client = await PGlite.create(dir, { extensions: { pg_trgm } });
+  const client = await PGlite.create(dir, {
+    extensions: { pg_trgm },
+    // PostgreSQL's 128 MB default of shared buffers is resident memory here (WASM); the embedded default serves
+    // one process, and the OS page cache still holds the files. This halves idle RSS (ARCHITECTURE budget).
+    startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'],
+  });
   const db = drizzlePglite({ client, schema }) as unknown as Db;
   return {
     db,

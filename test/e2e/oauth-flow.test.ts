@@ -2,7 +2,7 @@ import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/types.ts';
 import { createHarness, createUser, type TestHarness, type TestUser } from '../harness.ts';
-import { authorizeInBrowser, Browser, decodeJwt, listeningApp, pkcePair } from './oauth-helpers.ts';
+import { authorizeInBrowser, Browser, csrfOf, decodeJwt, formAction, listeningApp, pkcePair } from './oauth-helpers.ts';
 
 /**
  * The authorization code flow end to end with openid-client, a certified OAuth client: dynamic registration,
@@ -214,6 +214,43 @@ describe('OAuth 2.1 code flow (openid-client)', () => {
     expect(more.sawConsent).toBe(true);
     expect(more.consentPage).toContain('agents-use');
     expect(more.consentPage).not.toContain('<code class="muted">account</code>');
+  });
+
+  it('the authorized-apps page lists the app with its access; Revoke ends its tokens', async () => {
+    const config = await register({ client_name: 'Notes <b>App</b>' });
+    const user = await createUser(app);
+    const { redirect, verifier, state, browser } = await authorize(config, user);
+    const t = await client.authorizationCodeGrant(config, new URL(redirect), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+    });
+    const page = await browser.follow('/account/apps');
+    if (!('page' in page)) throw new Error('expected the apps page');
+    expect(page.page).toContain('Notes &lt;b&gt;App&lt;/b&gt;');
+    expect(page.page).toContain('Use the LLM gateway');
+    const action = formAction(page.page, '/revoke');
+    // Another account cannot revoke it.
+    const stranger = new Browser(base);
+    const other = await createUser(app);
+    const signin = await stranger.follow('/signin');
+    if (!('page' in signin)) throw new Error('expected the sign-in page');
+    await stranger.follow('/signin', {
+      form: { csrf: csrfOf(signin.page), email: other.account.email, password: other.password },
+    });
+    const strangerApps = await stranger.follow('/account/apps');
+    if (!('page' in strangerApps)) throw new Error('expected the apps page');
+    const refused = await stranger.follow(action, { form: { csrf: csrfOf(strangerApps.page) } });
+    expect(refused.status).toBe(404);
+    expect((await me(t.access_token)).status).toBe(200);
+
+    const done = await browser.follow(action, { form: { csrf: csrfOf(page.page) } });
+    if (!('page' in done)) throw new Error('expected the apps page');
+    expect(done.page).toContain('Access revoked');
+    expect(done.page).toContain('No app has access to your account.');
+    expect((await me(t.access_token)).status).toBe(401);
+    await expect(client.refreshTokenGrant(config, t.refresh_token as string)).rejects.toMatchObject({
+      error: 'invalid_grant',
+    });
   });
 
   it('denying answers access_denied to the app', async () => {

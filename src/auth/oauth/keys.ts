@@ -1,5 +1,5 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { and, asc, desc, eq, isNotNull, isNull, lt } from 'drizzle-orm';
+import { and, asc, desc, eq, isNotNull, isNull, lt, sql } from 'drizzle-orm';
 import type { Db, Executor } from '../../db/client.ts';
 import { oauthKeys } from '../../db/schema/index.ts';
 import type { KeyRing } from '../../lib/crypto.ts';
@@ -37,6 +37,8 @@ export interface KeySet {
   cookieKeys: string[];
 }
 
+const KEY_CREATION_LOCK = 727_274_002; // arbitrary, constant (migrations use ...001)
+
 function newRsaKey(kid: string): PrivateJwk {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwk = privateKey.export({ format: 'jwk' }) as Omit<PrivateJwk, 'kid' | 'use' | 'alg'>;
@@ -65,16 +67,20 @@ export async function loadKeySet(db: Db, keyRing: KeyRing, retireAfterSeconds: n
   const hasSigning = rows.some((r) => r.use === 'sig' && !r.retiredAt);
   const hasCookie = rows.some((r) => r.use === 'cookie');
   if (!hasSigning || !hasCookie) {
-    // Two instances starting on an empty database may both create a key: harmless, the newest signs.
-    if (!hasSigning) await insertSigningKey(db, keyRing);
-    if (!hasCookie) {
-      const id = newId('signingKey');
-      await db.insert(oauthKeys).values({
-        id,
-        use: 'cookie',
-        secretCiphertext: keyRing.encrypt(randomBytes(32).toString('base64url'), id),
-      });
-    }
+    // First start: one instance creates the keys while others starting at the same time wait (advisory lock).
+    await db.transaction(async (tx) => {
+      await tx.execute(sql`SELECT pg_advisory_xact_lock(${KEY_CREATION_LOCK})`);
+      const existing = await tx.select({ use: oauthKeys.use, retiredAt: oauthKeys.retiredAt }).from(oauthKeys);
+      if (!existing.some((r) => r.use === 'sig' && !r.retiredAt)) await insertSigningKey(tx, keyRing);
+      if (!existing.some((r) => r.use === 'cookie')) {
+        const id = newId('signingKey');
+        await tx.insert(oauthKeys).values({
+          id,
+          use: 'cookie',
+          secretCiphertext: keyRing.encrypt(randomBytes(32).toString('base64url'), id),
+        });
+      }
+    });
     rows = await db.select().from(oauthKeys).orderBy(desc(oauthKeys.createdAt), desc(oauthKeys.id));
   }
   const cutoff = Date.now() - retireAfterSeconds * 1000;
@@ -98,6 +104,7 @@ export async function rotateSigningKey(
   retireAfterSeconds: number,
 ): Promise<{ kid: string; retired: string[]; deleted: string[] }> {
   return db.transaction(async (tx) => {
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(${KEY_CREATION_LOCK})`);
     const now = new Date();
     const retired = await tx
       .update(oauthKeys)

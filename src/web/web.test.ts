@@ -1,0 +1,238 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
+import { html } from './html.ts';
+
+type Jar = Map<string, string>;
+
+function keep(jar: Jar, res: LightMyRequestResponse): void {
+  for (const c of res.cookies as { name: string; value: string; maxAge?: number; expires?: Date }[]) {
+    if (c.value === '' || c.maxAge === 0 || (c.expires && c.expires.getTime() < Date.now())) jar.delete(c.name);
+    else jar.set(c.name, c.value);
+  }
+}
+
+const cookieHeader = (jar: Jar) => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+const csrfOf = (page: string) => /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
+
+describe('web pages', () => {
+  let h: TestHarness;
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(() => h.close());
+
+  async function get(jar: Jar, url: string) {
+    const res = await h.app.inject({ method: 'GET', url, headers: { cookie: cookieHeader(jar) } });
+    keep(jar, res);
+    return res;
+  }
+  async function post(
+    jar: Jar,
+    url: string,
+    form: Record<string, string | string[]>,
+    headers: Record<string, string> = {},
+  ) {
+    const body = new URLSearchParams();
+    for (const [k, v] of Object.entries(form)) for (const one of [v].flat()) body.append(k, one);
+    const res = await h.app.inject({
+      method: 'POST',
+      url,
+      headers: { cookie: cookieHeader(jar), 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      payload: body.toString(),
+    });
+    keep(jar, res);
+    return res;
+  }
+
+  async function signIn(jar: Jar, email: string, password: string) {
+    const page = await get(jar, '/signin');
+    return post(jar, '/signin', { csrf: csrfOf(page.body), email, password });
+  }
+
+  it('sign-in: a labelled form with a CSRF token; cookies HttpOnly and SameSite=Lax; errors stay on the form', async () => {
+    const u = await createUser(h.app);
+    const jar: Jar = new Map();
+    const page = await get(jar, '/signin?return_to=/account/tokens');
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toContain('text/html');
+    expect(page.headers['x-frame-options']).toBe('DENY');
+    expect(page.body).toContain('<label for="email">E-mail</label>');
+    expect(page.body).toContain('<label for="password">Password</label>');
+    expect(page.body).toContain('<html lang="en">');
+    const csrfCookie = page.cookies.find((c) => c.name === 'sb_csrf') as {
+      httpOnly?: boolean;
+      sameSite?: string;
+      secure?: boolean;
+    };
+    expect(csrfCookie).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
+    expect(csrfCookie.secure).toBeFalsy();
+    const csrf = csrfOf(page.body);
+
+    expect((await post(jar, '/signin', { email: u.account.email, password: u.password })).statusCode).toBe(403);
+    expect(
+      (await post(jar, '/signin', { csrf: 'forged', email: u.account.email, password: u.password })).statusCode,
+    ).toBe(403);
+    const foreign = await post(
+      jar,
+      '/signin',
+      { csrf, email: u.account.email, password: u.password },
+      { origin: 'https://evil.example' },
+    );
+    expect(foreign.statusCode).toBe(403);
+    // Another browser's token does not fit this browser's cookie.
+    const other: Jar = new Map();
+    await get(other, '/signin');
+    expect((await post(other, '/signin', { csrf, email: u.account.email, password: u.password })).statusCode).toBe(403);
+
+    const wrong = await post(jar, '/signin', {
+      csrf,
+      email: u.account.email,
+      password: 'wrong-password',
+      return_to: '/account/tokens',
+    });
+    expect(wrong.statusCode).toBe(401);
+    expect(wrong.body).toContain('role="alert"');
+    expect(wrong.body).toContain('Wrong e-mail or password.');
+    expect(wrong.body).toContain(`value="${u.account.email}"`);
+
+    const ok = await post(jar, '/signin', {
+      csrf,
+      email: u.account.email,
+      password: u.password,
+      return_to: '/account/tokens',
+    });
+    expect(ok.statusCode).toBe(303);
+    expect(ok.headers.location).toBe('/account/tokens');
+    const session = ok.cookies.find((c) => c.name === 'sb_session') as {
+      value: string;
+      httpOnly?: boolean;
+      sameSite?: string;
+      path?: string;
+    };
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/' });
+    expect(session.value).toMatch(/^sess_/);
+    // The cookie holds a real session token: the API accepts it.
+    expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token: session.value })).json().id).toBe(u.account.id);
+  });
+
+  it('cookies are Secure when the app is served over https', async () => {
+    const secure = await h.extraApp({ APP_URL: 'https://app.example.test', BASE_URL: 'https://api.example.test' });
+    const res = await secure.inject({ method: 'GET', url: '/signin' });
+    expect(res.cookies.find((c) => c.name === 'sb_csrf')).toMatchObject({
+      secure: true,
+      httpOnly: true,
+      sameSite: 'Lax',
+    });
+  });
+
+  it('return_to never leaves the site; account pages send strangers to sign in', async () => {
+    const u = await createUser(h.app);
+    for (const target of ['//evil.example/x', 'https://evil.example/', '/\\evil.example']) {
+      const jar: Jar = new Map();
+      const page = await get(jar, '/signin');
+      const res = await post(jar, '/signin', {
+        csrf: csrfOf(page.body),
+        email: u.account.email,
+        password: u.password,
+        return_to: target,
+      });
+      expect(res.headers.location).toBe('/account/apps');
+    }
+    const anon = await get(new Map(), '/account/tokens');
+    expect(anon.statusCode).toBe(303);
+    expect(anon.headers.location).toBe('/signin?return_to=%2Faccount%2Ftokens');
+  });
+
+  it('sign-up creates an account and signs in; sign-out ends the session', async () => {
+    const jar: Jar = new Map();
+    const page = await get(jar, '/signup');
+    expect(page.body).toContain('autocomplete="new-password"');
+    const email = `web-${Date.now()}@example.test`;
+    const short = await post(jar, '/signup', { csrf: csrfOf(page.body), name: 'Web User', email, password: 'short' });
+    expect(short.statusCode).toBe(400);
+    expect(short.body).toContain('at least 8 characters');
+    const res = await post(jar, '/signup', {
+      csrf: csrfOf(page.body),
+      name: 'Web User',
+      email,
+      password: 'long-enough-pw',
+    });
+    expect(res.statusCode).toBe(303);
+    const token = jar.get('sb_session') ?? '';
+    expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token })).json()).toMatchObject({
+      email,
+      name: 'Web User',
+    });
+    const taken = await post(jar, '/signup', {
+      csrf: csrfOf(page.body),
+      name: 'Again',
+      email,
+      password: 'long-enough-pw',
+    });
+    expect(taken.body).toContain('already exists');
+
+    const apps = await get(jar, '/account/apps');
+    expect(apps.statusCode).toBe(200);
+    expect(apps.body).toContain('No app has access to your account.');
+    const out = await post(jar, '/signout', { csrf: csrfOf(apps.body) });
+    expect(out.statusCode).toBe(303);
+    expect(jar.has('sb_session')).toBe(false);
+    expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token })).statusCode).toBe(401);
+  });
+
+  it('personal access tokens: created on the page and shown once, listed by prefix, revoked', async () => {
+    const u = await createUser(h.app);
+    const jar: Jar = new Map();
+    await signIn(jar, u.account.email, u.password);
+    const page = await get(jar, '/account/tokens');
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('You have no active tokens.');
+    const none = await post(jar, '/account/tokens', { csrf: csrfOf(page.body), name: 'ci', expires_days: '30' });
+    expect(none.statusCode).toBe(400);
+    expect(none.body).toContain('Choose at least one scope.');
+    const created = await post(jar, '/account/tokens', {
+      csrf: csrfOf(page.body),
+      name: 'ci token',
+      scopes: ['account', 'llm-all'],
+      expires_days: '30',
+    });
+    expect(created.statusCode).toBe(201);
+    const pat = /id="new-token" type="text" readonly value="(pat_[^"]+)"/.exec(created.body)?.[1] ?? '';
+    expect(pat).toMatch(/^pat_/);
+    const me = await call(h.app, 'GET', '/api/v1/accounts/me', { token: pat });
+    expect(me.statusCode).toBe(200);
+    const list = await get(jar, '/account/tokens');
+    expect(list.body).not.toContain(pat);
+    expect(list.body).toContain(pat.slice(0, 10));
+    const id = /action="\/account\/tokens\/([^/"]+)\/revoke"/.exec(list.body)?.[1] ?? '';
+    const revoked = await post(jar, `/account/tokens/${id}/revoke`, { csrf: csrfOf(list.body) });
+    expect(revoked.statusCode).toBe(200);
+    expect(revoked.body).toContain('Token revoked.');
+    expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token: pat })).statusCode).toBe(401);
+    // Another account's token id is not found.
+    const other = await createUser(h.app);
+    const theirs = (
+      await call(h.app, 'POST', '/api/v1/auth/pat', {
+        token: other.sessionToken,
+        body: { name: 'x', scopes: ['account'] },
+      })
+    ).json().id;
+    expect((await post(jar, `/account/tokens/${theirs}/revoke`, { csrf: csrfOf(list.body) })).statusCode).toBe(404);
+  });
+
+  it('an unknown or expired interaction says so instead of failing', async () => {
+    for (const url of ['/interaction/nope', '/interaction/../x', '/interaction/abc/signup']) {
+      const res = await get(new Map(), url);
+      expect([400, 404]).toContain(res.statusCode);
+    }
+    expect((await get(new Map(), '/interaction/abcdef')).body).toContain('Sign-in request expired');
+  });
+
+  it('html escapes every value', () => {
+    const name = '<script>alert("x")</script>&\'';
+    expect(html`<p title="${name}">${name}</p>`.value).toBe(
+      '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;</p>',
+    );
+  });
+});

@@ -178,6 +178,29 @@ const COMMANDS: Record<string, Command> = {
       out(spec);
     },
   },
+  'keys rotate': {
+    summary: 'Add a new OAuth signing key; the old one keeps verifying until the tokens it signed expire',
+    usage: 'switchboard keys rotate',
+    options: {},
+    database: true,
+    async run(_args, { ctx, out }) {
+      const { keysRotate } = await import('./auth/oauth/cli-commands.ts');
+      for (const line of await keysRotate(ctx)) out(line);
+    },
+  },
+  'client allow-whitelabel': {
+    summary: 'Let an account give its OAuth clients the whitelabel-customer role (or withdraw it with --revoke)',
+    usage: 'switchboard client allow-whitelabel --email EMAIL [--revoke]',
+    options: {
+      email: { type: 'string', required: true, help: 'the account' },
+      revoke: { type: 'boolean', help: 'withdraw the permission; its clients lose the role at once' },
+    },
+    database: true,
+    async run(args, { ctx, out }) {
+      const { clientAllowWhitelabel } = await import('./auth/oauth/cli-commands.ts');
+      out(await clientAllowWhitelabel(ctx, String(args.email), args.revoke !== true));
+    },
+  },
 };
 
 /** The CLI acts as the account itself, with every first-party scope (like a session). */

@@ -1,7 +1,6 @@
 import type { PublicContext } from '../../lib/context.ts';
 import { setWhitelabelAllowed } from '../../modules/auth-clients/service.ts';
-import { rotateSigningKey } from './keys.ts';
-import { retireAfterSeconds } from './server.ts';
+import { retireAfterSeconds, rotateSigningKey } from './keys.ts';
 
 /** The operator commands of the authorization server; `src/cli.ts` lists them. */
 

@@ -1,5 +1,6 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { and, asc, desc, eq, isNotNull, isNull, lt, sql } from 'drizzle-orm';
+import type { Config } from '../../config.ts';
 import type { Db, Executor } from '../../db/client.ts';
 import { oauthKeys } from '../../db/schema/index.ts';
 import type { KeyRing } from '../../lib/crypto.ts';
@@ -37,6 +38,11 @@ export interface KeySet {
   cookieKeys: string[];
 }
 
+/** How long a retired signing key stays published: past the life of any token it signed (ID tokens too). */
+export function retireAfterSeconds(deps: { config: Pick<Config, 'oauth'> }): number {
+  return deps.config.oauth.accessTokenTtl + 300;
+}
+
 const KEY_CREATION_LOCK = 727_274_002; // arbitrary, constant (migrations use ...001)
 
 function newRsaKey(kid: string): PrivateJwk {
@@ -62,7 +68,7 @@ async function insertSigningKey(db: Executor, keyRing: KeyRing): Promise<Private
 }
 
 /** Loads the key set, creating the first signing key and cookie secret on first start. */
-export async function loadKeySet(db: Db, keyRing: KeyRing, retireAfterSeconds: number): Promise<KeySet> {
+export async function loadKeySet(db: Db, keyRing: KeyRing, retireAfter: number): Promise<KeySet> {
   let rows = await db.select().from(oauthKeys).orderBy(desc(oauthKeys.createdAt), desc(oauthKeys.id));
   const hasSigning = rows.some((r) => r.use === 'sig' && !r.retiredAt);
   const hasCookie = rows.some((r) => r.use === 'cookie');
@@ -83,7 +89,7 @@ export async function loadKeySet(db: Db, keyRing: KeyRing, retireAfterSeconds: n
     });
     rows = await db.select().from(oauthKeys).orderBy(desc(oauthKeys.createdAt), desc(oauthKeys.id));
   }
-  const cutoff = Date.now() - retireAfterSeconds * 1000;
+  const cutoff = Date.now() - retireAfter * 1000;
   const active = rows.filter((r) => r.use === 'sig' && !r.retiredAt);
   const retired = rows.filter((r) => r.use === 'sig' && r.retiredAt && r.retiredAt.getTime() > cutoff);
   const current = active[0];
@@ -101,7 +107,7 @@ export async function loadKeySet(db: Db, keyRing: KeyRing, retireAfterSeconds: n
 export async function rotateSigningKey(
   db: Db,
   keyRing: KeyRing,
-  retireAfterSeconds: number,
+  retireAfter: number,
 ): Promise<{ kid: string; retired: string[]; deleted: string[] }> {
   return db.transaction(async (tx) => {
     await tx.execute(sql`SELECT pg_advisory_xact_lock(${KEY_CREATION_LOCK})`);
@@ -117,7 +123,7 @@ export async function rotateSigningKey(
         and(
           eq(oauthKeys.use, 'sig'),
           isNotNull(oauthKeys.retiredAt),
-          lt(oauthKeys.retiredAt, new Date(now.getTime() - retireAfterSeconds * 1000)),
+          lt(oauthKeys.retiredAt, new Date(now.getTime() - retireAfter * 1000)),
         ),
       )
       .returning({ id: oauthKeys.id });

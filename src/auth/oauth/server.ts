@@ -8,7 +8,7 @@ import { sha256Hex } from '../../lib/ids.ts';
 import type { Scope } from '../scopes.ts';
 import type { BearerTarget } from '../tokens.ts';
 import { revokeGrantArtifacts, sweepExpiredArtifacts } from './adapter.ts';
-import { currentKeyIds, type KeySet, loadKeySet } from './keys.ts';
+import { currentKeyIds, type KeySet, loadKeySet, retireAfterSeconds } from './keys.ts';
 import { effectiveClientScopes, resourceForPath } from './policy.ts';
 import { createProvider } from './provider.ts';
 
@@ -16,11 +16,6 @@ const KEY_CHECK_INTERVAL_MS = 60_000;
 const SWEEP_INTERVAL_MS = 10 * 60_000;
 /** An unknown `kid` reloads the keys at most this often (a rotation on another instance). */
 const UNKNOWN_KID_RELOAD_MS = 5_000;
-
-/** How long a retired signing key stays published: past the life of any token it signed. */
-export function retireAfterSeconds(deps: Pick<Deps, 'config'>): number {
-  return deps.config.oauth.accessTokenTtl + 300;
-}
 
 /**
  * The authorization server of one app instance: oidc-provider over our keys and storage, and the resource

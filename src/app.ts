@@ -26,6 +26,8 @@ import { authClientRoutes } from './modules/auth-clients/routes.ts';
 import { creditRoutes } from './modules/credits/routes.ts';
 import { releaseExpiredHolds } from './modules/credits/service.ts';
 import { llmRoutes } from './modules/llm/routes.ts';
+import { providerCatalog } from './modules/providers/catalog.ts';
+import { providerLogoRoutes, providerRoutes } from './modules/providers/routes.ts';
 import { scopeRoutes, systemRoutes } from './modules/system/routes.ts';
 import { createDeps } from './runtime.ts';
 import { webRoutes } from './web/routes.ts';
@@ -66,6 +68,8 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
 /** Assembles the HTTP service over an open, migrated database. Does not listen. */
 export async function buildApp(opts: BuildAppOptions): Promise<App> {
   const { config, database } = opts;
+  // The connector catalog is validated before anything starts: a bad provider file stops start-up.
+  providerCatalog(config);
   const fastify = Fastify({
     logger: opts.logger ?? loggerOptions(config.logLevel),
     // A hop count trusts that many proxies in front of us.
@@ -125,6 +129,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   await oauthRoutes(app, oauth);
   await webRoutes(app, oauth);
   if (opts.mcpSources) await mcpRoutes(app, config, opts.mcpSources);
+  await providerLogoRoutes(app);
   await app.register(
     async (api) => {
       const v1 = api.withTypeProvider<ZodTypeProvider>();
@@ -133,6 +138,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await scopeRoutes(v1);
       await creditRoutes(v1);
       await llmRoutes(v1, config);
+      await providerRoutes(v1);
       await authClientRoutes(v1);
     },
     { prefix: '/api/v1' },

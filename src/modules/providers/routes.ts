@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import type { App } from '../../http/types.ts';
+import { NotFoundError } from '../../lib/errors.ts';
+import { Provider, ProviderParams, ProviderTool, ProviderToolsQuery } from './schema.ts';
+import * as service from './service.ts';
+
+/** `/api/v1/providers*` (SPEC §4 Providers). */
+export async function providerRoutes(app: App): Promise<void> {
+  const tags = ['Providers'];
+  app.get(
+    '/providers',
+    {
+      schema: { tags, summary: 'The connector catalog (public)', response: { 200: z.array(Provider) } },
+      config: { auth: 'public' },
+    },
+    (req) => service.listProviders(req.publicCtx),
+  );
+  app.get(
+    '/providers/:providerId',
+    { schema: { tags, summary: 'One provider', params: ProviderParams, response: { 200: Provider } } },
+    (req) => service.getProvider(req.ctx, req.params.providerId),
+  );
+  app.get(
+    '/providers/:providerId/tools',
+    {
+      schema: {
+        tags,
+        summary: "A provider's tools: name, description for an LLM, JSON Schema parameters, mode",
+        params: ProviderParams,
+        querystring: ProviderToolsQuery,
+        response: { 200: z.array(ProviderTool) },
+      },
+    },
+    (req) => service.listProviderTools(req.ctx, req.params.providerId, { connectionId: req.query.connectionId }),
+  );
+}
+
+const LogoParams = z.object({ file: z.string().max(120) });
+
+/** `/providers/logos/<id>.svg` at the origin root: public, cacheable, inert (no scripts run from it). */
+export async function providerLogoRoutes(app: App): Promise<void> {
+  app.get(
+    '/providers/logos/:file',
+    {
+      schema: { tags: ['Providers'], summary: "A provider's logo (SVG)", params: LogoParams },
+      config: { auth: 'public', rateLimit: false },
+    },
+    async (req, reply) => {
+      const m = /^([a-z0-9][a-z0-9-]*)\.svg$/.exec(req.params.file);
+      if (!m?.[1]) throw new NotFoundError(`Logo ${req.params.file} not found`);
+      const svg = service.getProviderLogo(req.publicCtx, m[1]);
+      return reply
+        .type('image/svg+xml; charset=utf-8')
+        .header('Cache-Control', 'public, max-age=86400')
+        .header('X-Content-Type-Options', 'nosniff')
+        .header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+        .send(svg);
+    },
+  );
+}

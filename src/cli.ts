@@ -337,7 +337,9 @@ export async function runCli(argv: string[], io: CliIo = stdio): Promise<number>
       io.err(err.details.length ? err.details.map((d) => `${flagOf(d.field)}: ${d.message}`).join('\n') : err.message);
       return 2;
     }
-    if (err instanceof AppError) {
+    // Loaded already when a command opened the database; imported here so `--help` need not load it.
+    const { DataDirInUseError } = await import('./db/client.ts');
+    if (err instanceof AppError || err instanceof DataDirInUseError) {
       io.err(err.message);
       return 1;
     }

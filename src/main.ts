@@ -1,5 +1,6 @@
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
+import { DataDirInUseError } from './db/client.ts';
 import { openRuntime } from './runtime.ts';
 
 /** Process entry: config -> database -> app -> listen; SIGTERM/SIGINT drain in-flight requests, then close. */
@@ -45,7 +46,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError) {
+  if (err instanceof ConfigError || err instanceof DataDirInUseError) {
     console.error(err.message);
   } else {
     console.error('Switchboard failed to start:', err);

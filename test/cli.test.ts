@@ -107,6 +107,9 @@ describe('switchboard CLI', () => {
     expect(first.stdout).toContain('Added 250 credits: balance 100250');
     const again = await cli('credits', 'add', '--email', email, '--amount', '250', '--idempotency-key', `k-${email}`);
     expect(again.stdout).toContain('nothing added');
+    const dup = await cli('account', 'create', '--email', email, '--password', 'cli-password');
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toContain('An account with this e-mail already exists');
 
     database =
       target.kind === 'pg' ? await openDatabase({ databaseUrl: target.url, dataDir }) : await openDatabase({ dataDir });
@@ -114,8 +117,11 @@ describe('switchboard CLI', () => {
     const me = await call(app, 'GET', '/api/v1/accounts/me', { token: pat });
     expect(me.statusCode).toBe(200);
     expect(me.json()).toMatchObject({ email, name: 'Cli User', creditBalance: 100250 });
-    const dup = await cli('account', 'create', '--email', email, '--password', 'cli-password');
-    expect(dup.code).toBe(1);
-    expect(dup.stderr).toContain('An account with this e-mail already exists');
+    if (target.kind === 'pglite') {
+      // The embedded database is this process's now: a second opener would corrupt it, so the CLI refuses.
+      const busy = await cli('account', 'create', '--email', `other-${email}`, '--password', 'cli-password');
+      expect(busy.code).toBe(1);
+      expect(busy.stderr).toContain(`is in use by process ${process.pid}`);
+    }
   }, 180_000);
 });

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
@@ -49,14 +49,61 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   return openPglite(join(resolve(opts.dataDir), 'pgdata'));
 }
 
+/** A second process opened the embedded database's directory: two PGlite instances on one directory corrupt it. */
+export class DataDirInUseError extends Error {}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * PGlite serves one process and, unlike a PostgreSQL server, does not refuse a second one on the same files.
+ * A pid file beside `pgdata` does: it names the holder, and one left by a process that died is taken over.
+ * Answers the release function.
+ */
+function lockDataDir(dataDir: string): () => void {
+  const file = join(dataDir, 'switchboard.pid');
+  try {
+    writeFileSync(file, String(process.pid), { flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    const holder = Number(readFileSync(file, 'utf8').trim());
+    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
+      throw new DataDirInUseError(
+        `The data directory ${dataDir} is in use by process ${holder}. The embedded database serves one process at ` +
+          `a time: stop that process first (or share a PostgreSQL database through DATABASE_URL). If no such ` +
+          `process runs, delete ${file}.`,
+      );
+    }
+    writeFileSync(file, String(process.pid));
+  }
+  return () => {
+    try {
+      if (readFileSync(file, 'utf8').trim() === String(process.pid)) rmSync(file, { force: true });
+    } catch {}
+  };
+}
+
 async function openPglite(dir: string): Promise<Database> {
   mkdirSync(dirname(dir), { recursive: true });
-  const client = await PGlite.create(dir, {
-    extensions: { pg_trgm },
-    // PostgreSQL's 128 MB default of shared buffers is resident memory here (WASM); the embedded default serves
-    // one process, and the OS page cache still holds the files. This halves idle RSS (ARCHITECTURE budget).
-    startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'],
-  });
+  const unlock = lockDataDir(dirname(dir));
+  let client: PGlite;
+  try {
+    client = await PGlite.create(dir, {
+      extensions: { pg_trgm },
+      // PostgreSQL's 128 MB default of shared buffers is resident memory here (WASM); the embedded default
+      // serves one process, and the OS page cache still holds the files. Idle RSS drops by about 100 MB.
+      startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'],
+    });
+  } catch (err) {
+    unlock();
+    throw err;
+  }
   const db = drizzlePglite({ client, schema }) as unknown as Db;
   return {
     db,
@@ -70,7 +117,13 @@ async function openPglite(dir: string): Promise<Database> {
       await client.query('SELECT 1');
     },
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
-    close: () => client.close(),
+    async close() {
+      try {
+        await client.close();
+      } finally {
+        unlock();
+      }
+    },
   };
 }
 

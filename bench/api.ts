@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { startServer } from '../test/server-process.ts';
 import { BENCH_ENCRYPTION_KEYS, type Benchmark, load, rssMb, signupWithPat, startChild, stopChild } from './lib.ts';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const WARMUP_SECONDS = 2;
 

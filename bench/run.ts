@@ -1,4 +1,5 @@
 import { availableParallelism, loadavg } from 'node:os';
+import { benchAgentPromptTokens } from './agent-prompt-tokens.ts';
 import { apiBenchmark } from './api.ts';
 import { type Benchmark, formatResult } from './lib.ts';
 import { benchLlmGateway } from './llm-gateway.ts';
@@ -17,6 +18,14 @@ const BENCHMARKS: Benchmark[] = [
     summary: 'LLM gateway against its upstream called directly (prints its own table)',
     async run() {
       await benchLlmGateway();
+      return { title: '', baseline: '', figures: [] };
+    },
+  },
+  {
+    name: 'agent-prompt-tokens',
+    summary: 'Prompt tokens of the first use-agent model call at 1, 10 and 50 connections (prints its own table)',
+    async run() {
+      await benchAgentPromptTokens();
       return { title: '', baseline: '', figures: [] };
     },
   },

@@ -125,6 +125,25 @@ describe('OAuth 2.1 code flow (openid-client)', () => {
     expect(await dead.json()).toMatchObject({ error: 'UnauthorizedError', statusCode: 401 });
   });
 
+  it('two refreshes racing with one refresh token: one wins, and the reuse revokes the grant', async () => {
+    const config = await register();
+    const user = await createUser(app);
+    const t = await tokens(config, user);
+    const results = await Promise.allSettled([
+      client.refreshTokenGrant(config, t.refresh_token as string),
+      client.refreshTokenGrant(config, t.refresh_token as string),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+    expect(lost.reason).toMatchObject({ error: 'invalid_grant' });
+    const won = (results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<client.TokenEndpointResponse>)
+      .value;
+    expect((await me(won.access_token)).status).toBe(401);
+    await expect(client.refreshTokenGrant(config, won.refresh_token as string)).rejects.toMatchObject({
+      error: 'invalid_grant',
+    });
+  });
+
   it('a replayed code is refused and the tokens of its first use stop working', async () => {
     const config = await register();
     const user = await createUser(app);
@@ -251,6 +270,27 @@ describe('OAuth 2.1 code flow (openid-client)', () => {
     await expect(client.refreshTokenGrant(config, t.refresh_token as string)).rejects.toMatchObject({
       error: 'invalid_grant',
     });
+  });
+
+  it('after signing out of Switchboard, the next authorization asks for sign-in again', async () => {
+    const config = await register();
+    const user = await createUser(app);
+    const first = await authorize(config, user);
+    const apps = await first.browser.follow('/account/apps');
+    if (!('page' in apps)) throw new Error('expected the apps page');
+    await first.browser.follow('/signout', { form: { csrf: csrfOf(apps.page) } });
+    const { challenge } = pkcePair();
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: redirectUri,
+      scope: 'account llm-all',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state: 'again',
+    });
+    const step = await first.browser.follow(url.href);
+    if (!('page' in step)) throw new Error(`expected the sign-in page, went to ${step.redirect}`);
+    expect(step.page).toContain('/login"');
+    expect(step.page).toContain('Sign in to continue to <strong>Test App</strong>');
   });
 
   it('denying answers access_denied to the app', async () => {

@@ -128,7 +128,9 @@ export function consentPage(v: ConsentView): string {
       ${
         v.scopes.length
           ? html`<ul class="scopes" aria-labelledby="scopes-title">${v.scopes.map((s) => html`<li><strong>${scopeText(s)}</strong> <code class="muted">${s}</code></li>`)}</ul>`
-          : html`<p>Nothing beyond what you allowed before.</p>`
+          : v.alreadyGranted.length
+            ? html`<p>Nothing beyond what you allowed before.</p>`
+            : html`<p>No access to your data: only to know it is you.</p>`
       }
       ${
         v.alreadyGranted.length

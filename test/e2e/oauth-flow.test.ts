@@ -217,6 +217,38 @@ describe('OAuth 2.1 code flow (openid-client)', () => {
     expect((await me(t.access_token)).status).toBe(401);
   });
 
+  it('revoking the access token (what clients do on sign-out) ends its grant too; another client cannot', async () => {
+    const config = await register();
+    const user = await createUser(app);
+    const t = await tokens(config, user);
+    const otherClient = await register();
+    // Another client's revocation of this token is silently ignored (RFC 7009).
+    await client.tokenRevocation(otherClient, t.access_token);
+    expect((await me(t.access_token)).status).toBe(200);
+    await client.tokenRevocation(config, t.access_token);
+    expect((await me(t.access_token)).status).toBe(401);
+    await expect(client.refreshTokenGrant(config, t.refresh_token as string)).rejects.toMatchObject({
+      error: 'invalid_grant',
+    });
+    // Unknown tokens are fine too.
+    await client.tokenRevocation(config, 'not-a-token');
+  });
+
+  it('with OAUTH_DYNAMIC_REGISTRATION=false registration is not served nor advertised', async () => {
+    const closed = await listeningApp(h, { OAUTH_DYNAMIC_REGISTRATION: 'false' });
+    const res = await fetch(`${closed.base}/api/v1/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [redirectUri] }),
+    });
+    expect(res.status).toBe(404);
+    const meta = (await (await fetch(`${closed.base}/.well-known/oauth-authorization-server`)).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(meta.registration_endpoint).toBeUndefined();
+  });
+
   it('consent is remembered per client and scope set; a new scope asks again for that scope only', async () => {
     const config = await register();
     const user = await createUser(app);

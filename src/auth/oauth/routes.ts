@@ -149,7 +149,7 @@ export async function oauthRoutes(app: App, server: OAuthServer): Promise<void> 
       {
         schema: {
           tags,
-          summary: 'Revoke a refresh token (RFC 7009): the grant and its access tokens end',
+          summary: 'Revoke a refresh or access token (RFC 7009): its grant and every token of it end',
           description: `Form fields \`token\`, \`client_id\` (and the secret of a confidential client). ${rl.auth} a minute per address.`,
           consumes: ['application/x-www-form-urlencoded'],
           body: z.object({
@@ -165,24 +165,26 @@ export async function oauthRoutes(app: App, server: OAuthServer): Promise<void> 
       toProvider,
     );
     scope.options(OAUTH_ROUTES.revocation, { schema: { hide: true }, config: { auth: 'public' } }, toProvider);
-    scope.post(
-      OAUTH_ROUTES.registration,
-      {
-        schema: {
-          tags,
-          summary: 'Dynamic client registration (RFC 7591)',
-          description:
-            'Registers a third-party client: public (`token_endpoint_auth_method: none`) or confidential (the secret is ' +
-            `in this answer only). Redirect URIs must be https, or http on a loopback host. ${rl.register} a minute per address.`,
-          body: RegistrationRequest,
-          response: { 201: RegistrationResponse, 400: OAuthError },
+    if (config.oauth.dynamicRegistration) {
+      scope.post(
+        OAUTH_ROUTES.registration,
+        {
+          schema: {
+            tags,
+            summary: 'Dynamic client registration (RFC 7591)',
+            description:
+              'Registers a third-party client: public (`token_endpoint_auth_method: none`) or confidential (the secret is ' +
+              `in this answer only). Redirect URIs must be https, or http on a loopback host. ${rl.register} a minute per address.`,
+            body: RegistrationRequest,
+            response: { 201: RegistrationResponse, 400: OAuthError },
+          },
+          validatorCompiler: documentOnly,
+          config: { auth: 'public', rateLimit: { max: rl.register, timeWindow: rl.windowMs, keyGenerator: ipKey } },
         },
-        validatorCompiler: documentOnly,
-        config: { auth: 'public', rateLimit: { max: rl.register, timeWindow: rl.windowMs, keyGenerator: ipKey } },
-      },
-      toProvider,
-    );
-    scope.options(OAUTH_ROUTES.registration, { schema: { hide: true }, config: { auth: 'public' } }, toProvider);
+        toProvider,
+      );
+      scope.options(OAUTH_ROUTES.registration, { schema: { hide: true }, config: { auth: 'public' } }, toProvider);
+    }
 
     const discovery = {
       schema: { tags, summary: 'Authorization server metadata (RFC 8414 / OpenID Connect Discovery)' },

@@ -73,7 +73,10 @@ export class OAuthServer {
     const { database, keyRing } = this.deps;
     const stamp = await currentKeyIds(database.db);
     const keys = await loadKeySet(database.db, keyRing, retireAfterSeconds(this.deps));
-    const provider = createProvider(this.deps, keys, { onGrantRevoked: (id) => this.evictGrant(id) });
+    const provider = createProvider(this.deps, keys, {
+      onGrantRevoked: (id) => this.evictGrant(id),
+      revokeAccessToken: (token, clientId) => this.revokeAccessToken(token, clientId),
+    });
     this.current = { provider, handler: provider.callback(), keys };
     this.jwks = createLocalJWKSet({
       keys: keys.published as unknown as Parameters<typeof createLocalJWKSet>[0]['keys'],
@@ -97,6 +100,28 @@ export class OAuthServer {
   async revokeGrant(grantId: string): Promise<void> {
     await revokeGrantArtifacts(this.deps.database.db, grantId);
     this.evictGrant(grantId);
+  }
+
+  /**
+   * RFC 7009 for our JWT access tokens: one signed by us for this client (expired or not) revokes its grant.
+   * Anything else is not ours to revoke: false.
+   */
+  async revokeAccessToken(token: string, clientId: string): Promise<boolean> {
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, this.jwks ?? createLocalJWKSet({ keys: [] }), {
+        issuer: this.deps.config.baseUrl,
+        typ: 'at+jwt',
+        algorithms: ['RS256'],
+        // An expired token may still be revoked: its grant (and refresh token) goes with it.
+        currentDate: new Date(0),
+      }));
+    } catch {
+      return false;
+    }
+    if (payload.client_id !== clientId || typeof payload.gid !== 'string') return false;
+    await this.revokeGrant(payload.gid);
+    return true;
   }
 
   /**

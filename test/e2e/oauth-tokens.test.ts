@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { sql } from 'drizzle-orm';
 import { SignJWT } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -129,6 +130,29 @@ describe('OAuth tokens, clients and keys', () => {
     expect(msg).toContain('1 client(s) lost it');
     const a3 = await app.oauth.verifyBearer(t2.tokens.access_token, { path: '/api/v1/agents' });
     expect([...(a3?.scopes ?? [])]).toEqual(['account']);
+  });
+
+  it('deleting the account deletes its grants and tokens; deleting a client deletes what was issued to it', async () => {
+    const owner = await createUser(app);
+    const user = await createUser(app);
+    const c = await apiClient(owner);
+    const cfg = await discover(c.id, client.ClientSecretBasic(c.clientSecret ?? ''));
+    const { tokens } = await obtainTokens(base, cfg, login(user), { redirect_uri: redirectUri, scope: 'account' });
+    const artifacts = async (column: 'account_id' | 'client_id', id: string) => {
+      const res = await h.database.db.execute(
+        sql`SELECT count(*)::int AS n FROM oauth_artifacts WHERE ${sql.identifier(column)} = ${id}`,
+      );
+      return Number((res as unknown as { rows: { n: number }[] }).rows[0]?.n);
+    };
+    expect(await artifacts('account_id', user.account.id)).toBeGreaterThan(0);
+    const del = await fetch(`${base}/api/v1/accounts/me`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${user.sessionToken}` },
+    });
+    expect(del.status).toBe(204);
+    expect(await artifacts('account_id', user.account.id)).toBe(0);
+    expect((await get('/api/v1/accounts/me', tokens.access_token)).status).toBe(401);
+    expect(await artifacts('client_id', c.id)).toBe(0);
   });
 
   it('an expired access token is 401 TokenExpiredError', async () => {

@@ -50,8 +50,9 @@ export const oauthArtifacts = pgTable(
     /** In clear: grant ids are not secrets, and revocation and the authorized-apps page look them up. */
     grantId: text('grant_id'),
     uidHash: text('uid_hash'),
-    accountId: text('account_id'),
-    clientId: text('client_id'),
+    // Deleting an account or a client deletes its grants, sessions and tokens with it.
+    accountId: text('account_id').references(() => accounts.id, { onDelete: 'cascade' }),
+    clientId: text('client_id').references(() => authClients.id, { onDelete: 'cascade' }),
     expiresAt: ts('expires_at'),
     consumedAt: ts('consumed_at'),
     createdAt: ts('created_at').notNull().defaultNow(),

@@ -1,0 +1,2 @@
+ALTER TABLE "oauth_artifacts" ADD CONSTRAINT "oauth_artifacts_account_id_accounts_id_fk" FOREIGN KEY ("account_id") REFERENCES "public"."accounts"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "oauth_artifacts" ADD CONSTRAINT "oauth_artifacts_client_id_auth_clients_id_fk" FOREIGN KEY ("client_id") REFERENCES "public"."auth_clients"("id") ON DELETE cascade ON UPDATE no action;

@@ -255,8 +255,11 @@ describe('OAuth 2.1 code flow (openid-client)', () => {
     const first = await authorize(config, user);
     expect(first.sawConsent).toBe(true);
     // Same browser, same scopes: straight back with a code.
+    const seen = first.browser.visited.length;
     const again = await authorize(config, user, {}, first.browser);
     expect(again.sawConsent).toBe(false);
+    // Signed in and consented: the authorization endpoint answers the app at once, no page in between.
+    expect(first.browser.visited.slice(seen)).toEqual(['/oauth/authorize']);
     expect(new URL(again.redirect).searchParams.get('code')).toBeTruthy();
     // A new browser (signed out) signs in but is not asked again.
     const elsewhere = await authorize(config, user);

@@ -37,10 +37,13 @@ export function pkcePair(): { verifier: string; challenge: string } {
 /** A browser without JavaScript: keeps cookies by name, follows nothing by itself. */
 export class Browser {
   readonly cookies = new Map<string, string>();
+  /** Every URL requested, in order. */
+  readonly visited: string[] = [];
   constructor(readonly base: string) {}
 
   async request(url: string, init: { method?: string; form?: Record<string, string> } = {}): Promise<Response> {
     const target = new URL(url, this.base);
+    this.visited.push(target.pathname);
     const headers: Record<string, string> = {};
     if (this.cookies.size) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     let body: string | undefined;
@@ -54,14 +57,6 @@ export class Browser {
       body,
       redirect: 'manual',
     });
-    if (process.env.DEBUG_BROWSER)
-      console.log(
-        init.method ?? 'GET',
-        target.pathname,
-        res.status,
-        res.headers.get('location'),
-        res.headers.getSetCookie(),
-      );
     for (const line of res.headers.getSetCookie()) {
       const [pair = '', ...attrs] = line.split(';');
       const eq = pair.indexOf('=');

@@ -80,7 +80,7 @@ export function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHooks): 
   policy.get('login')?.checks.add(
     new interactionPolicy.Check('switchboard_session', 'Sign-in to Switchboard is required', async (ctx) => {
       if (ctx.oidc.result?.login) return interactionPolicy.Check.NO_NEED_TO_PROMPT;
-      const token = ctx.cookies.get(SESSION_COOKIE);
+      const token = ctx.cookies.get(SESSION_COOKIE, { signed: false });
       const accountId = token ? await sessionAccountId(deps, token) : undefined;
       return !accountId || accountId !== ctx.oidc.session?.accountId;
     }),

@@ -126,6 +126,34 @@ describe('web pages', () => {
     });
   });
 
+  it("the authorization server's own cookies are HttpOnly, SameSite=Lax and Secure under https too", async () => {
+    const secure = await h.extraApp({ APP_URL: 'https://app.example.test', BASE_URL: 'https://api.example.test' });
+    const reg = await secure.inject({
+      method: 'POST',
+      url: '/api/v1/auth/register',
+      payload: { redirect_uris: ['https://client.example/cb'], token_endpoint_auth_method: 'none' },
+    });
+    expect(reg.statusCode).toBe(201);
+    const q = new URLSearchParams({
+      response_type: 'code',
+      client_id: reg.json().client_id,
+      redirect_uri: 'https://client.example/cb',
+      scope: 'account',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    });
+    const res = await secure.inject({ method: 'GET', url: `/oauth/authorize?${q}` });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toMatch(/^\/interaction\//);
+    const cookies = [res.headers['set-cookie']].flat().filter((c): c is string => !!c);
+    expect(cookies.length).toBeGreaterThan(0);
+    for (const c of cookies) {
+      expect(c.toLowerCase()).toContain('httponly');
+      expect(c.toLowerCase()).toContain('samesite=lax');
+      expect(c.toLowerCase()).toContain('secure');
+    }
+  });
+
   it('return_to never leaves the site; account pages send strangers to sign in', async () => {
     const u = await createUser(h.app);
     for (const target of ['//evil.example/x', 'https://evil.example/', '/\\evil.example']) {

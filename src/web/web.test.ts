@@ -142,6 +142,13 @@ describe('web pages', () => {
       code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
       code_challenge_method: 'S256',
     });
+    // Discovery sends browsers to APP_URL and everything else to BASE_URL.
+    const meta = (await secure.inject({ method: 'GET', url: '/.well-known/oauth-authorization-server' })).json();
+    expect(meta).toMatchObject({
+      issuer: 'https://api.example.test',
+      authorization_endpoint: 'https://app.example.test/oauth/authorize',
+      token_endpoint: 'https://api.example.test/api/v1/auth/token',
+    });
     const res = await secure.inject({ method: 'GET', url: `/oauth/authorize?${q}` });
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toMatch(/^\/interaction\//);

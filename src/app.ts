@@ -23,6 +23,7 @@ import type { McpSources } from './mcp/server.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { authClientRoutes } from './modules/auth-clients/routes.ts';
+import { connectionRoutes } from './modules/connections/routes.ts';
 import { creditRoutes } from './modules/credits/routes.ts';
 import { releaseExpiredHolds } from './modules/credits/service.ts';
 import { llmRoutes } from './modules/llm/routes.ts';
@@ -139,6 +140,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await creditRoutes(v1);
       await llmRoutes(v1, config);
       await providerRoutes(v1);
+      await connectionRoutes(v1);
       await authClientRoutes(v1);
     },
     { prefix: '/api/v1' },

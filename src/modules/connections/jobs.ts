@@ -1,0 +1,63 @@
+import type { Deps } from '../../lib/context.ts';
+import * as repo from './repo.ts';
+import { refreshConnectionRow } from './tokens.ts';
+
+/**
+ * Background work of the connections area.
+ *
+ * TODO(jobs): register `refreshExpiringConnections` as a recurring job (every 5 minutes) in the job catalog
+ * once `src/jobs/` lands; until then nothing schedules it and tokens are refreshed on use (and by
+ * `PUT /connections/:id/refresh`), which is enough for correctness: the job only keeps idle connections
+ * fresh and their status truthful.
+ */
+
+export interface RefreshSweepResult {
+  /** Connections whose token was refreshed. */
+  refreshed: number;
+  /** Connections whose refresh failed (their status now says why). */
+  failed: number;
+  /** Active connections that expired and cannot be refreshed, now `expired`. */
+  expired: number;
+  /** Finished or abandoned authorizations removed. */
+  swept: number;
+}
+
+const DEFAULT_LOOK_AHEAD_MS = 10 * 60 * 1000;
+const KEEP_AUTHORIZATIONS_MS = 24 * 3600 * 1000;
+
+/**
+ * Refreshes the tokens that expire within `lookAheadMs`, each under its row lock (several workers may run
+ * this at once: a row refreshed by one is skipped by the others); marks `expired` the active connections
+ * whose token expired without a way to refresh it; deletes authorization states and pending connections a
+ * day past their expiry.
+ */
+export async function refreshExpiringConnections(
+  deps: Deps,
+  opts: { lookAheadMs?: number; limit?: number; now?: Date } = {},
+): Promise<RefreshSweepResult> {
+  const now = opts.now ?? new Date();
+  const db = deps.database.db;
+  const due = await repo.listRefreshDue(
+    db,
+    new Date(now.getTime() + (opts.lookAheadMs ?? DEFAULT_LOOK_AHEAD_MS)),
+    opts.limit ?? 200,
+  );
+  let refreshed = 0;
+  let failed = 0;
+  for (const row of due) {
+    try {
+      const after = await refreshConnectionRow(deps, row.accountId, row.id, {
+        force: true,
+        unlessTokenChangedFrom: row.accessTokenEnc,
+      });
+      if (after.accessTokenEnc !== row.accessTokenEnc) refreshed++;
+      else if (after.status !== 'active' || after.refreshFailures > row.refreshFailures) failed++;
+    } catch (err) {
+      failed++;
+      deps.log.warn({ err, connectionId: row.id }, 'scheduled token refresh failed');
+    }
+  }
+  const expired = await repo.expireUnrefreshable(db, now);
+  const swept = await repo.sweepExpiredAuthorizations(db, new Date(now.getTime() - KEEP_AUTHORIZATIONS_MS));
+  return { refreshed, failed, expired, swept };
+}

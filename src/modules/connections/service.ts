@@ -1,0 +1,607 @@
+import { requireFirstPartyOrWhitelabel } from '../../auth/oauth/policy.ts';
+import type { Config } from '../../config.ts';
+import type { Executor } from '../../db/client.ts';
+import type { ConnectionRow } from '../../db/schema/index.ts';
+import type { Deps, PublicContext, ServiceContext } from '../../lib/context.ts';
+import { requireScope } from '../../lib/context.ts';
+import { AppError, BadRequestError, NotFoundError, type ValidationDetail, ValidationError } from '../../lib/errors.ts';
+import { newId, sha256Hex } from '../../lib/ids.ts';
+import { type Page, toPage } from '../../lib/pagination.ts';
+import { redactSecrets } from '../../lib/redact.ts';
+import {
+  type CatalogProvider,
+  providerCatalog,
+  providerCredentials,
+  providerCredentialVariables,
+} from '../providers/catalog.ts';
+import type { ProviderDefinition } from '../providers/schema.ts';
+import { URL_PLACEHOLDER } from '../providers/schema.ts';
+import { logoPath } from '../providers/service.ts';
+import { connectionFilterOf } from './filter.ts';
+import {
+  authorizationUrl,
+  discoverVars,
+  exchangeCode,
+  fetchUserInfo,
+  newCodeVerifier,
+  ProviderAnswerError,
+  revokeAtProvider,
+  TokenEndpointError,
+  type TokenSet,
+  type UserInfo,
+} from './provider-oauth.ts';
+import * as repo from './repo.ts';
+import type {
+  CallbackQuery,
+  Connection,
+  FinalizeBody,
+  FinalizeResponse,
+  FromCatalogCreate,
+  FromCatalogInitiate,
+  InitiateConnection,
+  InitiateResponse,
+  ListConnectionsQuery,
+  PendingFields,
+} from './schema.ts';
+import { connectionSettings } from './settings.ts';
+import { openAccessToken, openRefreshToken, providerOf, refreshConnectionRow, seal } from './tokens.ts';
+
+/** How long an authorization (state + PKCE verifier) and a pending connection stay usable. */
+export const AUTHORIZATION_TTL_MS = 10 * 60 * 1000;
+
+/** Extra authorization parameters a caller may pass through `providerParams`. */
+const PASS_THROUGH_PARAMS = ['login_hint', 'prompt'] as const;
+
+export function toConnection(row: ConnectionRow, config: Pick<Config, 'providers'>): Connection {
+  const def = providerCatalog(config).get(row.providerId)?.definition;
+  const m = row.metadata;
+  return {
+    id: row.id,
+    accountId: row.accountId,
+    providerId: row.providerId,
+    providerUserId: row.providerUserId,
+    scopes: row.scopes,
+    status: row.status,
+    expiresAt: row.expiresAt?.toISOString() ?? null,
+    canRefresh: row.canRefresh,
+    metadata: {
+      displayName: m.displayName,
+      ...(m.email ? { email: m.email } : {}),
+      ...(m.avatar ? { avatar: m.avatar } : {}),
+      providerName: def?.label ?? row.providerId,
+      providerIcon: def?.logoUrl ?? logoPath(row.providerId),
+    },
+    lastError: row.status === 'active' ? null : row.lastError,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+function providerMetadata(entry: CatalogProvider, config: Pick<Config, 'baseUrl'>) {
+  const d = entry.definition;
+  return { name: d.label, logoUrl: d.logoUrl ?? `${config.baseUrl}${logoPath(d.id)}`, description: d.description };
+}
+
+function catalogProvider(config: Pick<Config, 'providers'>, providerId: string): CatalogProvider {
+  const entry = providerCatalog(config).get(providerId);
+  if (!entry) throw new NotFoundError(`Provider ${providerId} not found`);
+  return entry;
+}
+
+async function ownConnection(ctx: ServiceContext, connectionId: string): Promise<ConnectionRow> {
+  const row = await repo.findConnection(ctx.db, ctx.accountId, connectionId);
+  if (!row) throw new NotFoundError(`Connection ${connectionId} not found`);
+  return row;
+}
+
+/** The callback URL registered with every provider. */
+export function callbackUrl(config: Pick<Config, 'baseUrl'>): string {
+  return `${config.baseUrl}/api/v1/connections/callback`;
+}
+
+// ---- list and get ----
+
+/**
+ * SPEC §4: list and get are for the first-party app (sessions, PATs) and white-label customers' clients;
+ * third-party OAuth clients get 403 (auth/oauth/policy).
+ */
+export async function listConnections(ctx: ServiceContext, q: ListConnectionsQuery): Promise<Page<Connection>> {
+  requireScope(ctx, 'connections');
+  requireFirstPartyOrWhitelabel(ctx.actor);
+  const conditions = connectionFilterOf(q);
+  const { rows, total } = await repo.listConnections(ctx.db, ctx.accountId, conditions, q);
+  return toPage(
+    rows.map((r) => toConnection(r, ctx.deps.config)),
+    total,
+    q,
+  );
+}
+
+export async function getConnection(ctx: ServiceContext, connectionId: string): Promise<Connection> {
+  requireScope(ctx, 'connections');
+  requireFirstPartyOrWhitelabel(ctx.actor);
+  return toConnection(await ownConnection(ctx, connectionId), ctx.deps.config);
+}
+
+/**
+ * The account's usable connections (status `active`), for `list-connections` and the agent. Open to every
+ * caller that may use connections: REST (`connections`), MCP and agents.
+ */
+export async function listActiveConnections(ctx: ServiceContext): Promise<Connection[]> {
+  requireScope(ctx, 'connections', 'universal-mcp-read', 'universal-mcp-read-write', 'agents-use', 'agents-all');
+  const rows = await repo.listActiveConnections(ctx.db, ctx.accountId);
+  return rows.map((r) => toConnection(r, ctx.deps.config));
+}
+
+// ---- initiate ----
+
+function invalid(details: ValidationDetail[]): never {
+  throw new ValidationError(`Validation failed: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
+}
+
+/** Same target: scheme, host and path equal (the query may differ: we add `connectionId` to it). */
+function sameTarget(registered: string, url: URL): boolean {
+  try {
+    const r = new URL(registered);
+    return r.protocol === url.protocol && r.host === url.host && r.pathname === url.pathname;
+  } catch {
+    return false;
+  }
+}
+
+const NEVER_REDIRECT = new Set(['javascript:', 'data:', 'file:', 'vbscript:', 'blob:']);
+
+/**
+ * `redirectUrl` must be on APP_URL's origin or match a redirect URI of one of the account's auth clients
+ * (a native app's own scheme included); never credentials, a fragment or a script scheme.
+ */
+async function checkRedirectUrl(ctx: ServiceContext, redirectUrl: string, field: string): Promise<string> {
+  const url = new URL(redirectUrl);
+  const appOrigin = new URL(ctx.deps.config.appUrl).origin;
+  if (!url.username && !url.password && !url.hash && !NEVER_REDIRECT.has(url.protocol)) {
+    if (url.origin === appOrigin) return url.toString();
+    const registered = await repo.accountRedirectUris(ctx.db, ctx.accountId);
+    if (registered.some((r) => sameTarget(r, url))) return url.toString();
+  }
+  return invalid([
+    {
+      field,
+      message: `must be on ${appOrigin} or one of the redirect URIs of your auth clients (no credentials or fragment)`,
+    },
+  ]);
+}
+
+function requireCredentials(config: Pick<Config, 'providers'>, def: ProviderDefinition, field: string) {
+  const creds = providerCredentials(config, def.id);
+  if (creds) return creds;
+  const vars = providerCredentialVariables(def.id);
+  throw new ValidationError(
+    `${def.label} is not configured on this server: set ${vars.clientId} and ${vars.clientSecret}`,
+    [{ field, message: `provider not configured: set ${vars.clientId} and ${vars.clientSecret}` }],
+  );
+}
+
+const anchored = (pattern: string) => new RegExp(`^(?:${pattern})$`, 'u');
+
+/** Connection-field values checked against the provider's patterns; unknown names are refused. */
+function checkFields(
+  def: ProviderDefinition,
+  given: Record<string, unknown>,
+  at: string,
+  opts: { allowOthers?: readonly string[] } = {},
+): { vars: Record<string, string>; problems: ValidationDetail[] } {
+  const vars: Record<string, string> = {};
+  const problems: ValidationDetail[] = [];
+  for (const [name, value] of Object.entries(given)) {
+    const field = def.finalizeFields.find((f) => f.name === name);
+    if (!field) {
+      if (opts.allowOthers?.includes(name)) continue;
+      const known = [...def.finalizeFields.map((f) => f.name), ...(opts.allowOthers ?? [])];
+      problems.push({
+        field: `${at}.${name}`,
+        message: `is not a parameter of ${def.label}${known.length ? ` (allowed: ${known.join(', ')})` : ''}`,
+      });
+    } else if (typeof value !== 'string' || !anchored(field.pattern).test(value)) {
+      problems.push({ field: `${at}.${name}`, message: `must match ${field.pattern}` });
+    } else {
+      vars[name] = value;
+    }
+  }
+  return { vars, problems };
+}
+
+const urlVarNames = (template: string) => [...template.matchAll(URL_PLACEHOLDER)].map((m) => m[2] as string);
+
+interface StateParams {
+  vars: Record<string, string>;
+  scopes: string[];
+  extra: Record<string, string>;
+}
+
+function readProviderParams(def: ProviderDefinition, params: Record<string, string | string[]>): StateParams {
+  const { vars, problems } = checkFields(def, params, 'body.providerParams', {
+    allowOthers: ['scopes', ...PASS_THROUGH_PARAMS],
+  });
+  const extra: Record<string, string> = {};
+  for (const name of PASS_THROUGH_PARAMS) {
+    const v = params[name];
+    if (v === undefined) continue;
+    if (typeof v === 'string') extra[name] = v;
+    else problems.push({ field: `body.providerParams.${name}`, message: 'must be a string' });
+  }
+  const requested = params.scopes;
+  const more = requested === undefined ? [] : Array.isArray(requested) ? requested : requested.split(/[\s,]+/);
+  const scopes = [...new Set([...def.oauth.defaultScopes, ...more.filter(Boolean)])];
+  if (more.some((s) => !/^[\x21-\x7e]{1,200}$/.test(s))) {
+    problems.push({ field: 'body.providerParams.scopes', message: 'must be provider scope names' });
+  }
+  for (const name of new Set([...urlVarNames(def.oauth.authorizationUrl), ...urlVarNames(def.oauth.tokenUrl)])) {
+    if (!vars[name] && !problems.some((p) => p.field === `body.providerParams.${name}`)) {
+      problems.push({
+        field: `body.providerParams.${name}`,
+        message: `is required by ${def.label} before authorization`,
+      });
+    }
+  }
+  if (problems.length) invalid(problems);
+  return { vars, scopes, extra };
+}
+
+/**
+ * Starts an authorization: a single-use `state` bound to the account and a PKCE verifier, kept server-side
+ * for 10 minutes (only the state's hash is stored; the verifier is sealed). Answers where to send the user.
+ */
+export async function initiateConnection(ctx: ServiceContext, input: InitiateConnection): Promise<InitiateResponse> {
+  requireScope(ctx, 'connections');
+  const config = ctx.deps.config;
+  const entry = catalogProvider(config, input.providerId);
+  const def = entry.definition;
+  const creds = requireCredentials(config, def, 'body.providerId');
+  const redirectUrl = await checkRedirectUrl(ctx, input.redirectUrl, 'body.redirectUrl');
+  const params = readProviderParams(def, input.providerParams ?? {});
+
+  const state = newId('oauthState');
+  const stateHash = sha256Hex(state);
+  const codeVerifier = newCodeVerifier();
+  const now = Date.now();
+  await repo.insertOAuthState(ctx.db, {
+    stateHash,
+    accountId: ctx.accountId,
+    providerId: def.id,
+    codeVerifierEnc: ctx.deps.keyRing.encrypt(codeVerifier, stateHash),
+    redirectUrl,
+    params: { ...params },
+    expiresAt: new Date(now + AUTHORIZATION_TTL_MS),
+  });
+  const url = authorizationUrl(def, creds, {
+    state,
+    redirectUri: callbackUrl(config),
+    codeVerifier,
+    scopes: params.scopes,
+    vars: params.vars,
+    extra: params.extra,
+  });
+  return { authorizationUrl: url, providerMetadata: providerMetadata(entry, config) };
+}
+
+export function initiateFromCatalog(ctx: ServiceContext, input: FromCatalogInitiate): Promise<InitiateResponse> {
+  return initiateConnection(ctx, { providerId: input.catalogEntryId, redirectUrl: input.redirectUrl });
+}
+
+// ---- callback, pending and finalize ----
+
+function withParams(target: string, params: Record<string, string>): string {
+  const url = new URL(target);
+  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+  return url.toString();
+}
+
+/** Who the user is: discovery (connection variables), then user info. Network only, no writes. */
+async function identify(
+  deps: Deps,
+  def: ProviderDefinition,
+  tokens: Pick<TokenSet, 'accessToken' | 'raw'>,
+  vars: Record<string, string>,
+): Promise<{ user: UserInfo; vars: Record<string, string> }> {
+  const settings = connectionSettings(deps.config);
+  const all = { ...vars, ...(await discoverVars(def, tokens.accessToken, vars, settings)) };
+  return { user: await fetchUserInfo(def, tokens, all, settings), vars: all };
+}
+
+/**
+ * Creates the connection, or updates the one it replaces: the same provider user, or when the provider
+ * allows one connection per account (`allowMultipleConnections: false`) the account's connection of that
+ * provider. Serialized per account and provider, so two callbacks cannot create two.
+ */
+async function upsertConnection(
+  tx: Executor,
+  deps: Deps,
+  accountId: string,
+  def: ProviderDefinition,
+  tokens: Pick<TokenSet, 'accessToken' | 'refreshToken' | 'expiresAt' | 'scopes'>,
+  identity: { user: UserInfo; vars: Record<string, string> },
+  requestedScopes: string[],
+): Promise<ConnectionRow> {
+  await repo.lockAccountProvider(tx, accountId, def.id);
+  const { user } = identity;
+  const existing = await repo.findReplaceable(
+    tx,
+    accountId,
+    def.id,
+    user.providerUserId,
+    !def.allowMultipleConnections,
+  );
+  const id = existing?.id ?? newId('connection');
+  const fields = {
+    providerUserId: user.providerUserId,
+    scopes: tokens.scopes ?? requestedScopes,
+    status: 'active' as const,
+    expiresAt: tokens.expiresAt,
+    canRefresh: tokens.refreshToken !== undefined,
+    metadata: {
+      displayName: user.displayName,
+      ...(user.email ? { email: user.email } : {}),
+      ...(user.avatar ? { avatar: user.avatar } : {}),
+    },
+    vars: identity.vars,
+    accessTokenEnc: seal(deps, id, tokens.accessToken),
+    refreshTokenEnc: tokens.refreshToken ? seal(deps, id, tokens.refreshToken) : null,
+    refreshFailures: 0,
+    lastError: null,
+  };
+  if (existing) {
+    const updated = await repo.updateConnection(tx, accountId, id, fields);
+    if (updated) return updated;
+  }
+  return repo.insertConnection(tx, { id, accountId, providerId: def.id, ...fields });
+}
+
+interface PendingPayload {
+  tokens: { accessToken: string; refreshToken?: string; expiresAt: string | null; scopes?: string[]; raw: unknown };
+  vars: Record<string, string>;
+  requestedScopes: string[];
+}
+
+function describeFailure(err: unknown): { error: string; description: string } {
+  if (err instanceof TokenEndpointError) {
+    return { error: err.kind === 'invalid_grant' ? 'invalid_grant' : 'server_error', description: err.message };
+  }
+  if (err instanceof AppError) return { error: 'server_error', description: err.message };
+  return { error: 'server_error', description: 'The connection could not be completed' };
+}
+
+/**
+ * `GET /connections/callback` (public): consumes the state (single use), exchanges the code with the PKCE
+ * verifier, reads who the user is, stores the tokens sealed and answers where to redirect the browser:
+ * `redirectUrl` with `connectionId`, with `pendingId` when the provider still needs fields, or with
+ * `error` and `error_description`. Only a state we never issued is a 400 (there is nowhere safe to go).
+ */
+export async function completeAuthorization(ctx: PublicContext, q: CallbackQuery): Promise<string> {
+  if (!q.state) throw new BadRequestError('Missing state: this URL is for the provider to call after authorization');
+  const deps = ctx.deps;
+  const stateHash = sha256Hex(q.state);
+  const now = new Date();
+  const state = await repo.consumeOAuthState(ctx.db, stateHash, now);
+  if (!state) {
+    const old = await repo.findOAuthState(ctx.db, stateHash);
+    if (!old) throw new BadRequestError('Unknown authorization state; start again with POST /connections/initiate');
+    return withParams(old.redirectUrl, {
+      error: 'invalid_request',
+      error_description: old.usedAt
+        ? 'This authorization was already completed; start again to reconnect'
+        : 'This authorization expired; start again',
+    });
+  }
+  const back = (params: Record<string, string>) => withParams(state.redirectUrl, params);
+  if (q.error) {
+    return back({ error: q.error, error_description: q.error_description ?? 'The provider refused the authorization' });
+  }
+  if (!q.code) return back({ error: 'invalid_request', error_description: 'The provider sent no authorization code' });
+  const def = providerCatalog(deps.config).get(state.providerId)?.definition;
+  const creds = providerCredentials(deps.config, state.providerId);
+  if (!def || !creds) {
+    return back({ error: 'server_error', error_description: `Provider ${state.providerId} is not available` });
+  }
+  const params = state.params as unknown as StateParams;
+  try {
+    const codeVerifier = deps.keyRing.decrypt(state.codeVerifierEnc, stateHash);
+    const tokens = await exchangeCode(
+      def,
+      creds,
+      { code: q.code, redirectUri: callbackUrl(deps.config), codeVerifier, vars: params.vars },
+      connectionSettings(deps.config),
+    );
+    const vars = { ...params.vars, ...tokens.vars };
+    if (def.finalizeFields.some((f) => !vars[f.name])) {
+      const pendingId = newId('pendingConnection');
+      const idHash = sha256Hex(pendingId);
+      const payload: PendingPayload = {
+        tokens: {
+          accessToken: tokens.accessToken,
+          ...(tokens.refreshToken ? { refreshToken: tokens.refreshToken } : {}),
+          expiresAt: tokens.expiresAt?.toISOString() ?? null,
+          ...(tokens.scopes ? { scopes: tokens.scopes } : {}),
+          raw: tokens.raw,
+        },
+        vars,
+        requestedScopes: params.scopes,
+      };
+      await repo.insertPending(ctx.db, {
+        idHash,
+        accountId: state.accountId,
+        providerId: def.id,
+        payloadEnc: deps.keyRing.encrypt(JSON.stringify(payload), idHash),
+        redirectUrl: state.redirectUrl,
+        expiresAt: new Date(now.getTime() + AUTHORIZATION_TTL_MS),
+      });
+      return back({ pendingId });
+    }
+    const identity = await identify(deps, def, tokens, vars);
+    const row = await ctx.db.transaction((tx) =>
+      upsertConnection(tx, deps, state.accountId, def, tokens, identity, params.scopes),
+    );
+    ctx.log.info({ connectionId: row.id, providerId: def.id, accountId: state.accountId }, 'connection authorized');
+    return back({ connectionId: row.id });
+  } catch (err) {
+    const { error, description } = describeFailure(err);
+    ctx.log.warn({ providerId: def.id, error, description }, 'connection callback failed');
+    return back({ error, error_description: redactSecrets(description) });
+  }
+}
+
+async function openPending(ctx: PublicContext, pendingId: string) {
+  const idHash = sha256Hex(pendingId);
+  const row = await repo.findPending(ctx.db, idHash, new Date());
+  const entry = row && providerCatalog(ctx.deps.config).get(row.providerId);
+  if (!row || !entry) throw new NotFoundError('Pending connection not found, expired or already finalized');
+  const payload = JSON.parse(ctx.deps.keyRing.decrypt(row.payloadEnc, idHash)) as PendingPayload;
+  return { row, idHash, entry, def: entry.definition, payload };
+}
+
+/** `GET /connections/pending/:pendingId/fields` (public: the id is the secret). */
+export async function getPendingFields(ctx: PublicContext, pendingId: string): Promise<PendingFields> {
+  const { row, entry, def, payload } = await openPending(ctx, pendingId);
+  return {
+    pendingId,
+    providerId: def.id,
+    providerMetadata: providerMetadata(entry, ctx.deps.config),
+    fields: def.finalizeFields
+      .filter((f) => !payload.vars[f.name])
+      .map((f) => ({
+        name: f.name,
+        label: f.label,
+        ...(f.description ? { description: f.description } : {}),
+        ...(f.placeholder ? { placeholder: f.placeholder } : {}),
+        pattern: f.pattern,
+      })),
+    expiresAt: row.expiresAt.toISOString(),
+  };
+}
+
+/**
+ * `POST /connections/pending/:pendingId/finalize` (public, single use). Fields are checked and the provider
+ * asked who the user is before the pending connection is claimed, so a typo can be corrected; the claim and
+ * the connection are then written in one transaction: two racing calls create one connection.
+ */
+export async function finalizePending(
+  ctx: PublicContext,
+  pendingId: string,
+  body: FinalizeBody,
+): Promise<FinalizeResponse> {
+  const { idHash, def, payload } = await openPending(ctx, pendingId);
+  const { vars: given, problems } = checkFields(def, body.fields, 'body.fields');
+  const vars = { ...given, ...payload.vars };
+  for (const f of def.finalizeFields) {
+    if (!vars[f.name] && !problems.some((p) => p.field === `body.fields.${f.name}`)) {
+      problems.push({ field: `body.fields.${f.name}`, message: 'is required' });
+    }
+  }
+  if (problems.length) invalid(problems);
+  const tokens = {
+    accessToken: payload.tokens.accessToken,
+    refreshToken: payload.tokens.refreshToken,
+    expiresAt: payload.tokens.expiresAt ? new Date(payload.tokens.expiresAt) : null,
+    scopes: payload.tokens.scopes,
+    raw: payload.tokens.raw,
+  };
+  const identity = await identify(ctx.deps, def, tokens, vars);
+  const result = await ctx.db.transaction(async (tx) => {
+    const claimed = await repo.consumePending(tx, idHash, new Date());
+    if (!claimed) return undefined;
+    const row = await upsertConnection(tx, ctx.deps, claimed.accountId, def, tokens, identity, payload.requestedScopes);
+    return { row, redirectUrl: claimed.redirectUrl };
+  });
+  if (!result) throw new NotFoundError('Pending connection not found, expired or already finalized');
+  return { connectionId: result.row.id, redirectUrl: withParams(result.redirectUrl, { connectionId: result.row.id }) };
+}
+
+// ---- bearer-token connections ----
+
+/**
+ * `POST /connections/from-catalog`: a connection made of a token the user already holds (an API key or
+ * personal token). It cannot be refreshed. The provider is asked who the token belongs to when it has a
+ * user-info endpoint; a token it refuses is a 422.
+ */
+export async function createFromCatalog(ctx: ServiceContext, input: FromCatalogCreate): Promise<Connection> {
+  requireScope(ctx, 'connections');
+  const def = catalogProvider(ctx.deps.config, input.catalogEntryId).definition;
+  const { vars, problems } = checkFields(def, input.fields ?? {}, 'body.fields');
+  for (const f of def.finalizeFields) {
+    if (!vars[f.name] && !problems.some((p) => p.field === `body.fields.${f.name}`)) {
+      problems.push({ field: `body.fields.${f.name}`, message: `is required by ${def.label}` });
+    }
+  }
+  if (problems.length) invalid(problems);
+  const tokens = { accessToken: input.bearerToken, refreshToken: undefined, expiresAt: null, scopes: undefined };
+  let identity: { user: UserInfo; vars: Record<string, string> };
+  if (def.oauth.userInfo.url) {
+    try {
+      identity = await identify(ctx.deps, def, { ...tokens, raw: {} }, vars);
+    } catch (err) {
+      if (err instanceof ProviderAnswerError && (err.providerStatus === 401 || err.providerStatus === 403)) {
+        invalid([{ field: 'body.bearerToken', message: `was refused by ${def.label} (${err.providerStatus})` }]);
+      }
+      throw err;
+    }
+  } else {
+    // No way to ask who it is: the token itself identifies the connection (by hash, never in clear).
+    const tokenId = `token-${sha256Hex(input.bearerToken).slice(0, 16)}`;
+    identity = { user: { providerUserId: tokenId, displayName: `${def.label} token` }, vars };
+  }
+  const row = await ctx.db.transaction((tx) =>
+    upsertConnection(tx, ctx.deps, ctx.accountId, def, tokens, identity, def.oauth.defaultScopes),
+  );
+  return toConnection(row, ctx.deps.config);
+}
+
+// ---- refresh and delete ----
+
+/** `PUT /connections/:id/refresh`: refreshes now; one upstream call however many callers race (row lock). */
+export async function refreshConnection(ctx: ServiceContext, connectionId: string): Promise<Connection> {
+  requireScope(ctx, 'connections');
+  const row = await ownConnection(ctx, connectionId);
+  const def = providerOf(ctx.deps, row);
+  if (row.status === 'revoked') {
+    throw new BadRequestError('A revoked connection must be reconnected: start again with POST /connections/initiate');
+  }
+  if (!row.canRefresh || !row.refreshTokenEnc) {
+    throw new BadRequestError(`This ${def.label} connection has no refresh token; reconnect it to renew access`);
+  }
+  const updated = await refreshConnectionRow(ctx.deps, ctx.accountId, connectionId, { force: true });
+  return toConnection(updated, ctx.deps.config);
+}
+
+/**
+ * Deletes the connection, then revokes its token at the provider where the provider supports it, after
+ * the answer: a revocation that fails is logged and never blocks or undoes the delete.
+ */
+export async function deleteConnection(ctx: ServiceContext, connectionId: string): Promise<void> {
+  requireScope(ctx, 'connections');
+  const row = await repo.deleteConnection(ctx.db, ctx.accountId, connectionId);
+  if (!row) throw new NotFoundError(`Connection ${connectionId} not found`);
+  ctx.log.info({ connectionId, providerId: row.providerId }, 'connection deleted');
+  const deps = ctx.deps;
+  const def = providerCatalog(deps.config).get(row.providerId)?.definition;
+  if (!def?.oauth.revocationUrl) return;
+  const log = ctx.log;
+  deps.background.track(
+    'provider token revocation',
+    (async () => {
+      try {
+        await revokeAtProvider(
+          def,
+          providerCredentials(deps.config, def.id),
+          { accessToken: openAccessToken(deps, row), refreshToken: openRefreshToken(deps, row) },
+          row.vars,
+          connectionSettings(deps.config),
+        );
+        log.info({ connectionId, providerId: def.id }, 'provider token revoked');
+      } catch (err) {
+        log.warn(
+          { connectionId, providerId: def.id, reason: redactSecrets((err as Error).message) },
+          'provider token revocation failed; the connection is deleted anyway',
+        );
+      }
+    })(),
+  );
+}

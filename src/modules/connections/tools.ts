@@ -1,0 +1,225 @@
+import { createHash } from 'node:crypto';
+import type { AgentTool } from '../../agent/tools.ts';
+import type { ConnectionRow } from '../../db/schema/index.ts';
+import type { ServiceContext } from '../../lib/context.ts';
+import { requireScope } from '../../lib/context.ts';
+import { BadGatewayError, BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';
+import { findTool, providerCatalog } from '../providers/catalog.ts';
+import {
+  type BuiltRequest,
+  buildToolRequest,
+  nextPageRequest,
+  providerErrorMessage,
+  ToolArgumentError,
+} from '../providers/request.ts';
+import { mergePages, shapeToolResponse } from '../providers/response.ts';
+import type { ProviderDefinition, ToolDefinition } from '../providers/schema.ts';
+import { providerMessage, sendWithRetry } from './http.ts';
+import * as repo from './repo.ts';
+import { type ConnectionSettings, connectionSettings } from './settings.ts';
+import { assertUsable, freshAccessToken, openAccessToken, refreshConnectionRow } from './tokens.ts';
+
+/**
+ * Running provider tools: the REST execute endpoint, the agent and MCP all come through
+ * `executeProviderTool`, so the permission rule and the token handling live in one place.
+ */
+
+/** Scopes that may run provider tools: the REST API, MCP clients and agents. */
+const TOOL_SCOPES = ['connections', 'universal-mcp-read-write', 'agents-use', 'agents-all'] as const;
+
+export interface ExecuteToolInput {
+  providerId: string;
+  toolName: string;
+  connectionId: string;
+  arguments?: Record<string, unknown> | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** The provider refused the token (401): the caller refreshes once and tries again. */
+class ProviderUnauthorized extends Error {}
+
+/** `providerPermissions[providerId] ?? defaultProviderPermission`. */
+export function providerPermission(ctx: ServiceContext, providerId: string): 'read' | 'read-write' {
+  return ctx.actor.providerPermissions[providerId] ?? ctx.actor.defaultProviderPermission;
+}
+
+function withToken(req: BuiltRequest, token: string): BuiltRequest {
+  return { ...req, headers: { ...req.headers, authorization: `Bearer ${token}` } };
+}
+
+/** One call of a tool with one token: every page up to the tool's cap, merged. */
+async function runWithToken(
+  def: ProviderDefinition,
+  tool: ToolDefinition,
+  first: BuiltRequest,
+  token: string,
+  settings: ConnectionSettings,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
+  const pages: unknown[] = [];
+  let req: BuiltRequest | undefined = withToken(first, token);
+  while (req) {
+    const answer = await sendWithRetry(def, req, settings, signal);
+    if (answer.status === 401) throw new ProviderUnauthorized();
+    if (answer.status >= 500) {
+      throw new BadGatewayError(`${def.label} failed (${answer.status}): ${providerMessage(def, answer.body)}`);
+    }
+    if (answer.status >= 400) {
+      throw new BadRequestError(
+        `${def.label} refused the request (${answer.status}): ${providerMessage(def, answer.body)}`,
+      );
+    }
+    const failure = providerErrorMessage(def, answer.body);
+    if (failure) throw new BadRequestError(`${def.label} reported a failure: ${failure}`);
+    pages.push(answer.body);
+    req = nextPageRequest(tool, req, { body: answer.body, headers: answer.headers }, pages.length);
+  }
+  return mergePages(tool, pages);
+}
+
+/**
+ * Runs one provider tool on one of the caller's connections and answers the shaped result.
+ * - 404 for another account's connection, an unknown provider or tool; 400 for a connection of another provider;
+ * - 403 when the tool writes and the caller's permission for the provider is `read`;
+ * - 422 naming each argument that does not fit the tool's JSON Schema;
+ * - a token refreshed first when within the refresh buffer; a provider 401 refreshes once (one refresh
+ *   however many calls hit it) and retries; a second 401 marks the connection (`error`, or `revoked` when it
+ *   cannot be refreshed) and answers 502;
+ * - provider 429/503 retried once after the wait asked for; then 429 with `Retry-After`; 5xx 502; timeouts 504.
+ */
+export async function executeProviderTool(ctx: ServiceContext, input: ExecuteToolInput): Promise<unknown> {
+  requireScope(ctx, ...TOOL_SCOPES);
+  const def = providerCatalog(ctx.deps.config).get(input.providerId)?.definition;
+  if (!def) throw new NotFoundError(`Provider ${input.providerId} not found`);
+  const tool = findTool(def, input.toolName);
+  if (!tool) throw new NotFoundError(`Tool ${input.toolName} not found for provider ${input.providerId}`);
+  const row = await repo.findConnection(ctx.db, ctx.accountId, input.connectionId);
+  if (!row) throw new NotFoundError(`Connection ${input.connectionId} not found`);
+  if (row.providerId !== def.id) {
+    throw new BadRequestError(`Connection ${row.id} is a ${row.providerId} connection, not ${def.id}`);
+  }
+  if (tool.mode === 'write' && providerPermission(ctx, def.id) === 'read') {
+    throw new ForbiddenError(
+      `This token may only run read tools of ${def.label} (provider permission "read"); ${tool.name} writes`,
+    );
+  }
+  let request: BuiltRequest;
+  try {
+    request = buildToolRequest(def, tool, input.arguments ?? {}, { baseUrlVars: row.vars });
+  } catch (err) {
+    // The wire name of a 422 is ValidationError (SPEC §7), whatever subclass reported it.
+    if (err instanceof ToolArgumentError) throw new ValidationError(err.message, err.details);
+    throw err;
+  }
+  const settings = connectionSettings(ctx.deps.config);
+  const fresh = await freshAccessToken(ctx.deps, row);
+  let answer: unknown;
+  try {
+    answer = await runWithToken(def, tool, request, fresh.token, settings, input.signal);
+  } catch (err) {
+    if (!(err instanceof ProviderUnauthorized)) throw err;
+    answer = await retryAfterUnauthorized(ctx, def, tool, request, fresh.row, fresh.sealed, settings, input.signal);
+  }
+  return shapeToolResponse(tool, answer);
+}
+
+async function retryAfterUnauthorized(
+  ctx: ServiceContext,
+  def: ProviderDefinition,
+  tool: ToolDefinition,
+  request: BuiltRequest,
+  row: ConnectionRow,
+  refusedSealed: string,
+  settings: ConnectionSettings,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
+  let refused = refusedSealed;
+  if (row.canRefresh && row.refreshTokenEnc) {
+    const refreshed = await refreshConnectionRow(ctx.deps, ctx.accountId, row.id, {
+      force: true,
+      unlessTokenChangedFrom: refusedSealed,
+    });
+    assertUsable(refreshed, def);
+    if (refreshed.accessTokenEnc !== refusedSealed) {
+      try {
+        return await runWithToken(def, tool, request, openAccessToken(ctx.deps, refreshed), settings, signal);
+      } catch (err) {
+        if (!(err instanceof ProviderUnauthorized)) throw err;
+        refused = refreshed.accessTokenEnc;
+      }
+    }
+  }
+  const canRefresh = row.canRefresh && !!row.refreshTokenEnc;
+  const status = canRefresh ? 'error' : 'revoked';
+  await repo.markTokenRefused(ctx.db, ctx.accountId, row.id, refused, {
+    status,
+    canRefresh,
+    lastError: `${def.label} refused the token (401)`,
+  });
+  ctx.log.warn({ connectionId: row.id, providerId: def.id, status }, 'provider refused the connection token');
+  throw new BadGatewayError(
+    `${def.label} refused the token of connection ${row.id} (401)${canRefresh ? ' even after a refresh' : ''}; ` +
+      `the connection is now ${status}: ${canRefresh ? 'refresh or reconnect it' : 'reconnect it'}`,
+  );
+}
+
+// ---- agent tools ----
+
+const MAX_TOOL_NAME = 64;
+
+/** `github_create_issue`: the tool name prefixed with the provider id (once), at most 64 characters. */
+export function agentToolName(providerId: string, toolName: string, suffix = ''): string {
+  const prefix = providerId.replace(/[^a-z0-9_]/g, '_');
+  const base = toolName.startsWith(`${prefix}_`) ? toolName : `${prefix}_${toolName}`;
+  const name = `${base}${suffix}`;
+  if (name.length <= MAX_TOOL_NAME) return name;
+  const hash = createHash('sha256').update(name).digest('hex').slice(0, 8);
+  return `${name.slice(0, MAX_TOOL_NAME - 9)}_${hash}`;
+}
+
+/**
+ * The tools of the caller's active connections as agent tools, optionally of one provider (`connector`).
+ * Write tools are left out where the caller's permission for the provider is `read`. With several
+ * connections of one provider, the first keeps the plain names and the others get `_2`, `_3` ... with the
+ * account named in the description.
+ */
+export async function providerAgentTools(
+  ctx: ServiceContext,
+  opts: { connector?: string | undefined } = {},
+): Promise<AgentTool[]> {
+  requireScope(ctx, ...TOOL_SCOPES);
+  const catalog = providerCatalog(ctx.deps.config);
+  const rows = await repo.listActiveConnections(ctx.db, ctx.accountId, opts.connector);
+  const byProvider = new Map<string, ConnectionRow[]>();
+  for (const row of rows) byProvider.set(row.providerId, [...(byProvider.get(row.providerId) ?? []), row]);
+  const out: AgentTool[] = [];
+  for (const [providerId, connections] of byProvider) {
+    const def = catalog.get(providerId)?.definition;
+    if (!def) continue;
+    const readOnly = providerPermission(ctx, providerId) === 'read';
+    const tools = def.tools.filter((t) => !readOnly || t.mode === 'read');
+    connections.forEach((connection, n) => {
+      const several = connections.length > 1;
+      for (const tool of tools) {
+        out.push({
+          name: agentToolName(providerId, tool.name, n === 0 ? '' : `_${n + 1}`),
+          description: several
+            ? `${tool.description} (${def.label} account: ${connection.metadata.displayName})`
+            : tool.description,
+          parameters: tool.parameters as unknown as Record<string, unknown>,
+          mode: tool.mode,
+          source: providerId,
+          run: (args, signal) =>
+            executeProviderTool(ctx, {
+              providerId,
+              toolName: tool.name,
+              connectionId: connection.id,
+              arguments: args,
+              signal,
+            }),
+        });
+      }
+    });
+  }
+  return out;
+}

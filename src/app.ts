@@ -20,6 +20,7 @@ import { newId } from './lib/ids.ts';
 import { redactSecrets } from './lib/redact.ts';
 import { mcpRoutes } from './mcp/endpoint.ts';
 import type { McpSources } from './mcp/server.ts';
+import { connectionSources } from './mcp/sources.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { authClientRoutes } from './modules/auth-clients/routes.ts';
@@ -40,7 +41,7 @@ export interface BuildAppOptions {
   /** Replaces the JSON logger (tests pass `false` or a stream). */
   logger?: FastifyServerOptions['logger'];
   verifiers?: BearerVerifier[];
-  /** Where /mcp's tools read connections and provider tools; the endpoint is served only with them. */
+  /** Where /mcp's tools read connections and provider tools (default: the connections module). */
   mcpSources?: McpSources;
   /** Sees every route as it is registered (tests list what the app serves). */
   onRoute?: (route: { method: string | string[]; url: string; config?: RouteAuthConfig }) => void;
@@ -129,7 +130,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   await oauth.init();
   await oauthRoutes(app, oauth);
   await webRoutes(app, oauth);
-  if (opts.mcpSources) await mcpRoutes(app, config, opts.mcpSources);
+  await mcpRoutes(app, config, opts.mcpSources ?? connectionSources);
   await providerLogoRoutes(app);
   await app.register(
     async (api) => {
@@ -139,9 +140,9 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await scopeRoutes(v1);
       await creditRoutes(v1);
       await llmRoutes(v1, config);
+      await authClientRoutes(v1);
       await providerRoutes(v1);
       await connectionRoutes(v1);
-      await authClientRoutes(v1);
     },
     { prefix: '/api/v1' },
   );

@@ -94,9 +94,19 @@ export async function loadKeySet(db: Db, keyRing: KeyRing, retireAfter: number):
   const retired = rows.filter((r) => r.use === 'sig' && r.retiredAt && r.retiredAt.getTime() > cutoff);
   const current = active[0];
   if (!current) throw new Error('no active signing key');
-  const signing = JSON.parse(keyRing.decrypt(current.secretCiphertext, current.id)) as PrivateJwk;
+  const open = (row: { id: string; secretCiphertext: string }) => {
+    try {
+      return keyRing.decrypt(row.secretCiphertext, row.id);
+    } catch (err) {
+      throw new Error(
+        `OAuth key ${row.id} cannot be opened with ENCRYPTION_KEYS (${(err as Error).message}): ` +
+          'keep every key that sealed stored secrets in ENCRYPTION_KEYS, newest first',
+      );
+    }
+  };
+  const signing = JSON.parse(open(current)) as PrivateJwk;
   const published = [...active, ...retired].map((r) => r.publicJwk as unknown as PublicJwk);
-  const cookieKeys = rows.filter((r) => r.use === 'cookie').map((r) => keyRing.decrypt(r.secretCiphertext, r.id));
+  const cookieKeys = rows.filter((r) => r.use === 'cookie').map(open);
   return { signing, published, cookieKeys };
 }
 

@@ -29,6 +29,8 @@ describe('OAuth signing keys', () => {
     expect((await loadKeySet(h.database.db, h.keyRing, 0)).published.map((k) => k.kid)).not.toContain(
       first.signing.kid,
     );
+    // On PostgreSQL the test files share one database: deleting keys other files' apps still use is not ours.
+    if (h.database.driver !== 'pglite') return;
     await new Promise((r) => setTimeout(r, 5));
     const next = await rotateSigningKey(h.database.db, h.keyRing, 0);
     expect(next.deleted).toContain(first.signing.kid);

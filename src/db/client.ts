@@ -129,8 +129,10 @@ async function openPglite(dir: string): Promise<Database> {
 
 async function openPostgres(url: string, max: number): Promise<Database> {
   const pool = new pg.Pool({ connectionString: url, max });
-  // An idle client's error (server restart) must not crash the process; the next query reconnects.
+  // A client's error (server restart, a killed session) must not crash the process: idle ones through the pool,
+  // checked-out ones through their own listener; the failing query still rejects and the next one reconnects.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = drizzlePg({ client: pool, schema }) as unknown as Db;
   const asyncPool = new pg.Pool({
     connectionString: url,
@@ -138,6 +140,7 @@ async function openPostgres(url: string, max: number): Promise<Database> {
     options: '-c synchronous_commit=off',
   });
   asyncPool.on('error', () => {});
+  asyncPool.on('connect', (client) => client.on('error', () => {}));
   return {
     db,
     asyncCommitDb: drizzlePg({ client: asyncPool, schema }) as unknown as Db,

@@ -60,6 +60,9 @@ export function toAppError(err: unknown): AppError {
   if (status === 415) return new UnsupportedMediaTypeError(e.message);
   if (status === 429) return new TooManyRequestsError(60);
   if (status >= 400 && status < 500) return new BadRequestError(e.message || 'Bad request');
+  // PostgreSQL refuses NUL in text ("invalid byte sequence"): the caller's input, not our fault.
+  if (databaseCodeOf(err, ['22021', '22P05']))
+    return new BadRequestError('Text must not contain NUL (\\u0000) characters');
   return new InternalServerError();
 }
 
@@ -79,4 +82,17 @@ export function registerErrorHandler(app: FastifyInstance): void {
     if (appErr.statusCode >= 500) req.log.error({ err, requestId: req.id }, 'request failed');
     reply.code(appErr.statusCode).headers(appErr.headers).send(appErr.toBody());
   });
+}
+
+/** The SQLSTATE of a database error anywhere in the cause chain (drivers and drizzle wrap it), if listed. */
+function databaseCodeOf(err: unknown, codes: string[]): string | undefined {
+  for (
+    let e: unknown = err, depth = 0;
+    e && typeof e === 'object' && depth < 5;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && codes.includes(code)) return code;
+  }
+  return undefined;
 }

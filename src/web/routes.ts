@@ -4,11 +4,10 @@ import type { OAuthServer } from '../auth/oauth/server.ts';
 import { ALL_SCOPES, type Scope } from '../auth/scopes.ts';
 import { ipKey } from '../http/rate-limit.ts';
 import type { App } from '../http/types.ts';
-import type { Actor } from '../lib/context.ts';
 import { AppError } from '../lib/errors.ts';
-import * as accountsRepo from '../modules/accounts/repo.ts';
 import * as authService from '../modules/auth/service.ts';
 import * as authClientsRepo from '../modules/auth-clients/repo.ts';
+import { type Form, localPath, many, one, pageHelpers, type SignedIn, send } from './common.ts';
 import {
   type AuthorizedApp,
   appsPage,
@@ -19,40 +18,7 @@ import {
   signUpPage,
   tokensPage,
 } from './pages.ts';
-import { clearSessionCookie, csrfToken, csrfValid, SESSION_COOKIE, sessionActor, setSessionCookie } from './session.ts';
-
-type Form = Record<string, string | string[] | undefined>;
-
-/** Only a path on this site: never an absolute or scheme-relative URL (no open redirect). */
-function localPath(value: unknown, fallback = '/account/apps'): string {
-  if (typeof value !== 'string' || !value.startsWith('/') || value.startsWith('//') || value.includes('\\')) {
-    return fallback;
-  }
-  return value;
-}
-
-function one(form: Form, name: string): string {
-  const v = form[name];
-  return (Array.isArray(v) ? v[0] : v) ?? '';
-}
-
-function many(form: Form, name: string): string[] {
-  const v = form[name];
-  return v === undefined ? [] : Array.isArray(v) ? v : [v];
-}
-
-function send(reply: FastifyReply, page: string, status = 200) {
-  return reply
-    .code(status)
-    .header('content-type', 'text/html; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header('x-frame-options', 'DENY')
-    .header(
-      'content-security-policy',
-      "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self' http: https:; frame-ancestors 'none'; base-uri 'none'",
-    )
-    .send(page);
-}
+import { clearSessionCookie, setSessionCookie } from './session.ts';
 
 const UID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -63,7 +29,6 @@ const UID = /^[A-Za-z0-9_-]{1,64}$/;
 export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   const { config } = app.deps;
   const deps = app.deps;
-  const secret = () => oauth.keys.cookieKeys[0] ?? '';
   const page = { schema: { hide: true }, config: { auth: 'public' as const } };
   const limited = {
     schema: { hide: true },
@@ -73,20 +38,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     },
   };
 
-  async function currentUser(req: FastifyRequest): Promise<{ actor: Actor; user: PageUser } | undefined> {
-    const actor = await sessionActor(deps, req.cookies[SESSION_COOKIE]);
-    if (!actor) return undefined;
-    const row = await accountsRepo.findAccountById(deps.database.db, actor.accountId);
-    return row ? { actor, user: { name: row.name, email: row.email } } : undefined;
-  }
-
-  function csrfFailed(reply: FastifyReply) {
-    return send(
-      reply,
-      errorPage('Form expired', 'The form was out of date. Go back, reload the page and try again.'),
-      403,
-    );
-  }
+  const { csrf: csrfOf, csrfOk, currentUser, signedIn, csrfFailed } = pageHelpers(app, oauth);
 
   function interactionGone(reply: FastifyReply) {
     return send(
@@ -129,7 +81,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
       reply,
       signInPage({
         action: '/signin',
-        csrf: csrfToken(req, reply, secret()),
+        csrf: csrfOf(req, reply),
         returnTo,
         signupHref: config.signupEnabled ? `/signup?return_to=${encodeURIComponent(returnTo)}` : undefined,
       }),
@@ -139,7 +91,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   app.post('/signin', limited, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
     const returnTo = localPath(one(form, 'return_to'));
-    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    if (!csrfOk(req, form)) return csrfFailed(reply);
     try {
       const session = await authService.authenticate(req.publicCtx, {
         email: one(form, 'email'),
@@ -152,7 +104,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
         reply,
         signInPage({
           action: '/signin',
-          csrf: csrfToken(req, reply, secret()),
+          csrf: csrfOf(req, reply),
           returnTo,
           email: one(form, 'email'),
           error: formError(err),
@@ -165,16 +117,13 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
 
   app.get('/signup', page, async (req, reply) => {
     const returnTo = localPath((req.query as Form).return_to);
-    return send(
-      reply,
-      signUpPage({ action: '/signup', signinHref: '/signin', csrf: csrfToken(req, reply, secret()), returnTo }),
-    );
+    return send(reply, signUpPage({ action: '/signup', signinHref: '/signin', csrf: csrfOf(req, reply), returnTo }));
   });
 
   app.post('/signup', limited, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
     const returnTo = localPath(one(form, 'return_to'));
-    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    if (!csrfOk(req, form)) return csrfFailed(reply);
     try {
       const session = await signupFromForm(req, form);
       setSessionCookie(reply, deps, session.session_token, session.expires_in);
@@ -185,7 +134,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
         signUpPage({
           action: '/signup',
           signinHref: '/signin',
-          csrf: csrfToken(req, reply, secret()),
+          csrf: csrfOf(req, reply),
           returnTo,
           email: one(form, 'email'),
           name: one(form, 'name'),
@@ -210,7 +159,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
 
   app.post('/signout', page, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
-    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    if (!csrfOk(req, form)) return csrfFailed(reply);
     const current = await currentUser(req);
     if (current) await authService.logout(serviceContextOf(req, current.actor));
     clearSessionCookie(reply, deps);
@@ -228,7 +177,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     const current = await currentUser(req);
     const client = await authClientsRepo.findClient(deps.database.db, String(d.params.client_id ?? ''));
     if (!client) return interactionGone(reply);
-    const csrf = csrfToken(req, reply, secret());
+    const csrf = csrfOf(req, reply);
     if (d.prompt.name === 'login' || !current || current.actor.accountId !== d.session?.accountId) {
       if (d.prompt.name === 'login' && current) {
         // Already signed in to Switchboard in this browser: that is the sign-in.
@@ -293,7 +242,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   app.post('/interaction/:uid/login', limited, async (req, reply) => {
     const { uid } = req.params as { uid: string };
     const form = (req.body ?? {}) as Form;
-    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    if (!csrfOk(req, form)) return csrfFailed(reply);
     const d = await details(req, reply);
     if (!d) return interactionGone(reply);
     try {
@@ -315,7 +264,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
         reply,
         signInPage({
           action: `/interaction/${uid}/login`,
-          csrf: csrfToken(req, reply, secret()),
+          csrf: csrfOf(req, reply),
           email: one(form, 'email'),
           error: formError(err),
           clientName: client?.name,
@@ -334,7 +283,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
       signUpPage({
         action: `/interaction/${uid}/signup`,
         signinHref: `/interaction/${uid}`,
-        csrf: csrfToken(req, reply, secret()),
+        csrf: csrfOf(req, reply),
       }),
     );
   });
@@ -342,7 +291,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   app.post('/interaction/:uid/signup', limited, async (req, reply) => {
     const { uid } = req.params as { uid: string };
     const form = (req.body ?? {}) as Form;
-    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    if (!csrfOk(req, form)) return csrfFailed(reply);
     if (!(await details(req, reply))) return interactionGone(reply);
     try {
       const session = await signupFromForm(req, form);
@@ -360,7 +309,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
         signUpPage({
           action: `/interaction/${uid}/signup`,
           signinHref: `/interaction/${uid}`,
-          csrf: csrfToken(req, reply, secret()),
+          csrf: csrfOf(req, reply),
           email: one(form, 'email'),
           name: one(form, 'name'),
           error: formError(err),
@@ -372,7 +321,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
 
   app.post('/interaction/:uid/confirm', page, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
-    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    if (!csrfOk(req, form)) return csrfFailed(reply);
     const d = await details(req, reply);
     if (!d) return interactionGone(reply);
     if (d.prompt.name !== 'consent') return reply.redirect(`/interaction/${d.uid}`, 303);
@@ -409,7 +358,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
 
   app.post('/interaction/:uid/abort', page, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
-    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    if (!csrfOk(req, form)) return csrfFailed(reply);
     if (!(await details(req, reply))) return interactionGone(reply);
     const returnTo = await oauth.provider.interactionResult(
       req.raw,
@@ -421,15 +370,6 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   });
 
   // ---- Account pages ---------------------------------------------------------------------------------------
-
-  async function signedIn(req: FastifyRequest, reply: FastifyReply) {
-    const current = await currentUser(req);
-    if (!current) {
-      await reply.redirect(`/signin?return_to=${encodeURIComponent(req.url.split('?')[0] ?? '/')}`, 303);
-      return undefined;
-    }
-    return current;
-  }
 
   async function renderApps(
     req: FastifyRequest,
@@ -455,7 +395,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
           grantedAt: r.createdAt.toISOString(),
         };
       });
-    return send(reply, appsPage({ user, csrf: csrfToken(req, reply, secret()), apps, notice }));
+    return send(reply, appsPage({ user, csrf: csrfOf(req, reply), apps, notice }));
   }
 
   app.get('/account/apps', page, async (req, reply) => {
@@ -466,7 +406,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
 
   app.post('/account/apps/:grantId/revoke', page, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
-    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    if (!csrfOk(req, form)) return csrfFailed(reply);
     const current = await signedIn(req, reply);
     if (!current) return reply;
     const { grantId } = req.params as { grantId: string };
@@ -489,7 +429,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   async function renderTokens(
     req: FastifyRequest,
     reply: FastifyReply,
-    current: { actor: Actor; user: PageUser },
+    current: SignedIn,
     extra: { created?: { name: string; token: string }; notice?: string; error?: string } = {},
     status = 200,
   ) {
@@ -500,7 +440,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
       reply,
       tokensPage({
         user: current.user,
-        csrf: csrfToken(req, reply, secret()),
+        csrf: csrfOf(req, reply),
         scopes: patScopes,
         tokens: list.data.map((t) => ({
           id: t.id,
@@ -524,7 +464,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
 
   app.post('/account/tokens', page, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
-    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    if (!csrfOk(req, form)) return csrfFailed(reply);
     const current = await signedIn(req, reply);
     if (!current) return reply;
     const name = one(form, 'name').trim();
@@ -547,7 +487,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
 
   app.post('/account/tokens/:id/revoke', page, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
-    if (!csrfValid(req, secret(), one(form, 'csrf'))) return csrfFailed(reply);
+    if (!csrfOk(req, form)) return csrfFailed(reply);
     const current = await signedIn(req, reply);
     if (!current) return reply;
     const { id } = req.params as { id: string };

@@ -1,19 +1,7 @@
-import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
+import { csrfOf, PageClient } from '../../test/web-client.ts';
 import { html } from './html.ts';
-
-type Jar = Map<string, string>;
-
-function keep(jar: Jar, res: LightMyRequestResponse): void {
-  for (const c of res.cookies as { name: string; value: string; maxAge?: number; expires?: Date }[]) {
-    if (c.value === '' || c.maxAge === 0 || (c.expires && c.expires.getTime() < Date.now())) jar.delete(c.name);
-    else jar.set(c.name, c.value);
-  }
-}
-
-const cookieHeader = (jar: Jar) => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-const csrfOf = (page: string) => /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
 
 describe('web pages', () => {
   let h: TestHarness;
@@ -22,38 +10,12 @@ describe('web pages', () => {
   });
   afterAll(() => h.close());
 
-  async function get(jar: Jar, url: string) {
-    const res = await h.app.inject({ method: 'GET', url, headers: { cookie: cookieHeader(jar) } });
-    keep(jar, res);
-    return res;
-  }
-  async function post(
-    jar: Jar,
-    url: string,
-    form: Record<string, string | string[]>,
-    headers: Record<string, string> = {},
-  ) {
-    const body = new URLSearchParams();
-    for (const [k, v] of Object.entries(form)) for (const one of [v].flat()) body.append(k, one);
-    const res = await h.app.inject({
-      method: 'POST',
-      url,
-      headers: { cookie: cookieHeader(jar), 'content-type': 'application/x-www-form-urlencoded', ...headers },
-      payload: body.toString(),
-    });
-    keep(jar, res);
-    return res;
-  }
-
-  async function signIn(jar: Jar, email: string, password: string) {
-    const page = await get(jar, '/signin');
-    return post(jar, '/signin', { csrf: csrfOf(page.body), email, password });
-  }
+  const browser = () => new PageClient(h.app);
 
   it('sign-in: a labelled form with a CSRF token; cookies HttpOnly and SameSite=Lax; errors stay on the form', async () => {
     const u = await createUser(h.app);
-    const jar: Jar = new Map();
-    const page = await get(jar, '/signin?return_to=/account/tokens');
+    const jar = browser();
+    const page = await jar.get('/signin?return_to=/account/tokens');
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toContain('text/html');
     expect(page.headers['x-frame-options']).toBe('DENY');
@@ -69,23 +31,22 @@ describe('web pages', () => {
     expect(csrfCookie.secure).toBeFalsy();
     const csrf = csrfOf(page.body);
 
-    expect((await post(jar, '/signin', { email: u.account.email, password: u.password })).statusCode).toBe(403);
+    expect((await jar.post('/signin', { email: u.account.email, password: u.password })).statusCode).toBe(403);
     expect(
-      (await post(jar, '/signin', { csrf: 'forged', email: u.account.email, password: u.password })).statusCode,
+      (await jar.post('/signin', { csrf: 'forged', email: u.account.email, password: u.password })).statusCode,
     ).toBe(403);
-    const foreign = await post(
-      jar,
+    const foreign = await jar.post(
       '/signin',
       { csrf, email: u.account.email, password: u.password },
       { origin: 'https://evil.example' },
     );
     expect(foreign.statusCode).toBe(403);
     // Another browser's token does not fit this browser's cookie.
-    const other: Jar = new Map();
-    await get(other, '/signin');
-    expect((await post(other, '/signin', { csrf, email: u.account.email, password: u.password })).statusCode).toBe(403);
+    const other = browser();
+    await other.get('/signin');
+    expect((await other.post('/signin', { csrf, email: u.account.email, password: u.password })).statusCode).toBe(403);
 
-    const wrong = await post(jar, '/signin', {
+    const wrong = await jar.post('/signin', {
       csrf,
       email: u.account.email,
       password: 'wrong-password',
@@ -96,7 +57,7 @@ describe('web pages', () => {
     expect(wrong.body).toContain('Wrong e-mail or password.');
     expect(wrong.body).toContain(`value="${u.account.email}"`);
 
-    const ok = await post(jar, '/signin', {
+    const ok = await jar.post('/signin', {
       csrf,
       email: u.account.email,
       password: u.password,
@@ -164,9 +125,9 @@ describe('web pages', () => {
   it('return_to never leaves the site; account pages send strangers to sign in', async () => {
     const u = await createUser(h.app);
     for (const target of ['//evil.example/x', 'https://evil.example/', '/\\evil.example']) {
-      const jar: Jar = new Map();
-      const page = await get(jar, '/signin');
-      const res = await post(jar, '/signin', {
+      const jar = browser();
+      const page = await jar.get('/signin');
+      const res = await jar.post('/signin', {
         csrf: csrfOf(page.body),
         email: u.account.email,
         password: u.password,
@@ -174,32 +135,32 @@ describe('web pages', () => {
       });
       expect(res.headers.location).toBe('/account/apps');
     }
-    const anon = await get(new Map(), '/account/tokens');
+    const anon = await browser().get('/account/tokens');
     expect(anon.statusCode).toBe(303);
     expect(anon.headers.location).toBe('/signin?return_to=%2Faccount%2Ftokens');
   });
 
   it('sign-up creates an account and signs in; sign-out ends the session', async () => {
-    const jar: Jar = new Map();
-    const page = await get(jar, '/signup');
+    const jar = browser();
+    const page = await jar.get('/signup');
     expect(page.body).toContain('autocomplete="new-password"');
     const email = `web-${Date.now()}@example.test`;
-    const short = await post(jar, '/signup', { csrf: csrfOf(page.body), name: 'Web User', email, password: 'short' });
+    const short = await jar.post('/signup', { csrf: csrfOf(page.body), name: 'Web User', email, password: 'short' });
     expect(short.statusCode).toBe(400);
     expect(short.body).toContain('at least 8 characters');
-    const res = await post(jar, '/signup', {
+    const res = await jar.post('/signup', {
       csrf: csrfOf(page.body),
       name: 'Web User',
       email,
       password: 'long-enough-pw',
     });
     expect(res.statusCode).toBe(303);
-    const token = jar.get('sb_session') ?? '';
+    const token = jar.jar.get('sb_session') ?? '';
     expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token })).json()).toMatchObject({
       email,
       name: 'Web User',
     });
-    const taken = await post(jar, '/signup', {
+    const taken = await jar.post('/signup', {
       csrf: csrfOf(page.body),
       name: 'Again',
       email,
@@ -207,26 +168,26 @@ describe('web pages', () => {
     });
     expect(taken.body).toContain('already exists');
 
-    const apps = await get(jar, '/account/apps');
+    const apps = await jar.get('/account/apps');
     expect(apps.statusCode).toBe(200);
     expect(apps.body).toContain('No app has access to your account.');
-    const out = await post(jar, '/signout', { csrf: csrfOf(apps.body) });
+    const out = await jar.post('/signout', { csrf: csrfOf(apps.body) });
     expect(out.statusCode).toBe(303);
-    expect(jar.has('sb_session')).toBe(false);
+    expect(jar.jar.has('sb_session')).toBe(false);
     expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token })).statusCode).toBe(401);
   });
 
   it('personal access tokens: created on the page and shown once, listed by prefix, revoked', async () => {
     const u = await createUser(h.app);
-    const jar: Jar = new Map();
-    await signIn(jar, u.account.email, u.password);
-    const page = await get(jar, '/account/tokens');
+    const jar = browser();
+    await jar.signIn(u.account.email, u.password);
+    const page = await jar.get('/account/tokens');
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('You have no active tokens.');
-    const none = await post(jar, '/account/tokens', { csrf: csrfOf(page.body), name: 'ci', expires_days: '30' });
+    const none = await jar.post('/account/tokens', { csrf: csrfOf(page.body), name: 'ci', expires_days: '30' });
     expect(none.statusCode).toBe(400);
     expect(none.body).toContain('Choose at least one scope.');
-    const created = await post(jar, '/account/tokens', {
+    const created = await jar.post('/account/tokens', {
       csrf: csrfOf(page.body),
       name: 'ci token',
       scopes: ['account', 'llm-all'],
@@ -237,11 +198,11 @@ describe('web pages', () => {
     expect(pat).toMatch(/^pat_/);
     const me = await call(h.app, 'GET', '/api/v1/accounts/me', { token: pat });
     expect(me.statusCode).toBe(200);
-    const list = await get(jar, '/account/tokens');
+    const list = await jar.get('/account/tokens');
     expect(list.body).not.toContain(pat);
     expect(list.body).toContain(pat.slice(0, 10));
     const id = /action="\/account\/tokens\/([^/"]+)\/revoke"/.exec(list.body)?.[1] ?? '';
-    const revoked = await post(jar, `/account/tokens/${id}/revoke`, { csrf: csrfOf(list.body) });
+    const revoked = await jar.post(`/account/tokens/${id}/revoke`, { csrf: csrfOf(list.body) });
     expect(revoked.statusCode).toBe(200);
     expect(revoked.body).toContain('Token revoked.');
     expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token: pat })).statusCode).toBe(401);
@@ -253,15 +214,15 @@ describe('web pages', () => {
         body: { name: 'x', scopes: ['account'] },
       })
     ).json().id;
-    expect((await post(jar, `/account/tokens/${theirs}/revoke`, { csrf: csrfOf(list.body) })).statusCode).toBe(404);
+    expect((await jar.post(`/account/tokens/${theirs}/revoke`, { csrf: csrfOf(list.body) })).statusCode).toBe(404);
   });
 
   it('an unknown or expired interaction says so instead of failing', async () => {
     for (const url of ['/interaction/nope', '/interaction/../x', '/interaction/abc/signup']) {
-      const res = await get(new Map(), url);
+      const res = await browser().get(url);
       expect([400, 404]).toContain(res.statusCode);
     }
-    expect((await get(new Map(), '/interaction/abcdef')).body).toContain('Sign-in request expired');
+    expect((await browser().get('/interaction/abcdef')).body).toContain('Sign-in request expired');
   });
 
   it('html escapes every value', () => {

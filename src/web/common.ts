@@ -1,0 +1,107 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { App } from '../http/types.ts';
+import type { Actor } from '../lib/context.ts';
+import * as accountsRepo from '../modules/accounts/repo.ts';
+import { errorPage, type PageUser } from './pages.ts';
+import { csrfToken, csrfValid, SESSION_COOKIE, sessionActor } from './session.ts';
+
+/** What every page route shares: form reading, the HTML answer with its headers, the signed-in user. */
+
+export type Form = Record<string, string | string[] | undefined>;
+
+/** Only a path on this site: never an absolute or scheme-relative URL (no open redirect). */
+export function localPath(value: unknown, fallback = '/account/apps'): string {
+  if (typeof value !== 'string' || !value.startsWith('/') || value.startsWith('//') || value.includes('\\')) {
+    return fallback;
+  }
+  return value;
+}
+
+export function one(form: Form, name: string): string {
+  const v = form[name];
+  return (Array.isArray(v) ? v[0] : v) ?? '';
+}
+
+export function many(form: Form, name: string): string[] {
+  const v = form[name];
+  return v === undefined ? [] : Array.isArray(v) ? v : [v];
+}
+
+export interface SendOptions {
+  /**
+   * Image sources besides `data:`, as CSP source expressions. Keep them narrow: a path prefix such as
+   * `https://api.example/providers/logos/` allows only what lies under it.
+   */
+  imgSrc?: readonly string[];
+}
+
+export function send(reply: FastifyReply, page: string, status = 200, opts: SendOptions = {}) {
+  const imgSrc = ['data:', ...(opts.imgSrc ?? [])].join(' ');
+  return reply
+    .code(status)
+    .header('content-type', 'text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('x-frame-options', 'DENY')
+    .header(
+      'content-security-policy',
+      `default-src 'none'; style-src 'unsafe-inline'; img-src ${imgSrc}; form-action 'self' http: https:; frame-ancestors 'none'; base-uri 'none'`,
+    )
+    .send(page);
+}
+
+export interface SignedIn {
+  actor: Actor;
+  user: PageUser;
+}
+
+export interface PageHelpers {
+  /** The key CSRF tokens are signed with (the OAuth server's current cookie key). */
+  secret(): string;
+  /** The CSRF token for this browser's forms (sets its cookie on first use). */
+  csrf(req: FastifyRequest, reply: FastifyReply): string;
+  /** True when the form's CSRF token fits this browser. */
+  csrfOk(req: FastifyRequest, form: Form): boolean;
+  currentUser(req: FastifyRequest): Promise<SignedIn | undefined>;
+  /**
+   * The signed-in user, or undefined after redirecting the browser to sign-in, which comes back to `returnTo`
+   * (default: this path; a form's POST passes the page it came from).
+   */
+  signedIn(req: FastifyRequest, reply: FastifyReply, returnTo?: string): Promise<SignedIn | undefined>;
+  /** The answer to a form whose CSRF token did not fit: 403 with a page saying what to do. */
+  csrfFailed(reply: FastifyReply): FastifyReply;
+}
+
+export function pageHelpers(app: App, oauth: OAuthServer): PageHelpers {
+  const deps = app.deps;
+  const secret = () => oauth.keys.cookieKeys[0] ?? '';
+
+  async function currentUser(req: FastifyRequest): Promise<SignedIn | undefined> {
+    const actor = await sessionActor(deps, req.cookies[SESSION_COOKIE]);
+    if (!actor) return undefined;
+    const row = await accountsRepo.findAccountById(deps.database.db, actor.accountId);
+    return row ? { actor, user: { name: row.name, email: row.email } } : undefined;
+  }
+
+  return {
+    secret,
+    csrf: (req, reply) => csrfToken(req, reply, secret()),
+    csrfOk: (req, form) => csrfValid(req, secret(), one(form, 'csrf')),
+    currentUser,
+    async signedIn(req, reply, returnTo = req.url.split('?')[0] ?? '/') {
+      const current = await currentUser(req);
+      if (!current) {
+        await reply.redirect(`/signin?return_to=${encodeURIComponent(returnTo)}`, 303);
+        return undefined;
+      }
+      return current;
+    },
+    csrfFailed(reply) {
+      return send(
+        reply,
+        errorPage('Form expired', 'The form was out of date. Go back, reload the page and try again.'),
+        403,
+      );
+    },
+  };
+}

@@ -1,0 +1,54 @@
+import type { LightMyRequestResponse } from 'fastify';
+import type { App } from '../src/http/types.ts';
+
+/**
+ * A browser without JavaScript over `app.inject`, for the page tests: keeps cookies, submits forms
+ * (url-encoded, repeated names for lists), follows nothing by itself.
+ */
+export class PageClient {
+  readonly jar = new Map<string, string>();
+  constructor(readonly app: App) {}
+
+  private keep(res: LightMyRequestResponse): void {
+    for (const c of res.cookies as { name: string; value: string; maxAge?: number; expires?: Date }[]) {
+      if (c.value === '' || c.maxAge === 0 || (c.expires && c.expires.getTime() < Date.now())) this.jar.delete(c.name);
+      else this.jar.set(c.name, c.value);
+    }
+  }
+
+  get cookie(): string {
+    return [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
+
+  async get(url: string): Promise<LightMyRequestResponse> {
+    const res = await this.app.inject({ method: 'GET', url, headers: { cookie: this.cookie } });
+    this.keep(res);
+    return res;
+  }
+
+  async post(
+    url: string,
+    form: Record<string, string | string[]>,
+    headers: Record<string, string> = {},
+  ): Promise<LightMyRequestResponse> {
+    const body = new URLSearchParams();
+    for (const [k, v] of Object.entries(form)) for (const one of [v].flat()) body.append(k, one);
+    const res = await this.app.inject({
+      method: 'POST',
+      url,
+      headers: { cookie: this.cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      payload: body.toString(),
+    });
+    this.keep(res);
+    return res;
+  }
+
+  /** Signs in through the sign-in form; answers the form's answer (303 on success). */
+  async signIn(email: string, password: string): Promise<LightMyRequestResponse> {
+    const page = await this.get('/signin');
+    return this.post('/signin', { csrf: csrfOf(page.body), email, password });
+  }
+}
+
+/** The CSRF token of the first form on a page. */
+export const csrfOf = (page: string): string => /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';

@@ -36,8 +36,8 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
 }
 
 const STYLE = `
-:root{color-scheme:light dark;--fg:#1b1f24;--muted:#57606a;--bg:#f6f8fa;--card:#fff;--line:#d0d7de;--accent:#0b5cad;--danger:#b42318}
-@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9da7b3;--bg:#0d1117;--card:#161b22;--line:#30363d;--accent:#4ea1ff;--danger:#ff7b72}}
+:root{color-scheme:light dark;--fg:#1b1f24;--muted:#57606a;--bg:#f6f8fa;--card:#fff;--line:#d0d7de;--accent:#0b5cad;--danger:#b42318;--ok:#1a7f37;--warn:#9a6700}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9da7b3;--bg:#0d1117;--card:#161b22;--line:#30363d;--accent:#4ea1ff;--danger:#ff7b72;--ok:#3fb950;--warn:#d29922}}
 *{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
 header.top{display:flex;justify-content:space-between;align-items:center;padding:.75rem 1.25rem;border-bottom:1px solid var(--line);background:var(--card)}
 header.top a{color:var(--fg);text-decoration:none;font-weight:600}
@@ -46,12 +46,14 @@ main{max-width:40rem;margin:2rem auto;padding:0 1rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:1.5rem;margin-bottom:1.5rem}
 h1{font-size:1.5rem;margin:0 0 1rem}h2{font-size:1.15rem;margin:1.25rem 0 .5rem}
 label{display:block;font-weight:600;margin:.75rem 0 .25rem}
-input[type=text],input[type=email],input[type=password],input[type=number],select{width:100%;padding:.6rem .7rem;border:1px solid var(--line);border-radius:8px;font:inherit;background:var(--bg);color:var(--fg)}
+input[type=text],input[type=email],input[type=password],input[type=number],input[type=search],select{width:100%;padding:.6rem .7rem;border:1px solid var(--line);border-radius:8px;font:inherit;background:var(--bg);color:var(--fg)}
 input:focus-visible,button:focus-visible,a:focus-visible,select:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
-button{font:inherit;padding:.6rem 1.1rem;border-radius:8px;border:1px solid var(--line);background:var(--card);color:var(--fg);cursor:pointer}
+button,a.button{font:inherit;padding:.6rem 1.1rem;border-radius:8px;border:1px solid var(--line);background:var(--card);color:var(--fg);cursor:pointer;text-decoration:none;display:inline-block;line-height:1.5}
 button.primary{background:var(--accent);border-color:var(--accent);color:#fff;font-weight:600}
-button.danger{color:var(--danger);border-color:var(--danger)}
-.actions{display:flex;gap:.75rem;margin-top:1.25rem;flex-wrap:wrap}
+button.danger,a.button.danger{color:var(--danger);border-color:var(--danger)}
+button:disabled{opacity:.55;cursor:not-allowed}
+.actions{display:flex;gap:.75rem;margin-top:1.25rem;flex-wrap:wrap}.actions.compact{margin-top:.5rem;gap:.5rem}
+.actions.compact button,.actions.compact a.button{padding:.3rem .8rem;font-size:.9rem}form.inline{display:inline}
 form.muted{margin-top:1rem}
 .muted{color:var(--muted)}.error{color:var(--danger);font-weight:600}
 .notice{border-left:4px solid var(--accent);padding:.5rem .75rem;background:var(--bg);margin:1rem 0;word-break:break-all}
@@ -63,6 +65,12 @@ table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:.5rem;bo
 fieldset{border:1px solid var(--line);border-radius:8px;margin:.75rem 0}legend{font-weight:600}
 .checks label{font-weight:400;display:flex;gap:.5rem;align-items:flex-start;margin:.25rem 0}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
+.small{font-size:.875rem}.grow{flex:1;min-width:0}
+.badge{display:inline-block;padding:0 .5rem;border-radius:999px;border:1px solid currentColor;font-size:.8rem;font-weight:600;vertical-align:middle}
+.badge-active{color:var(--ok)}.badge-expired{color:var(--warn)}.badge-error,.badge-revoked{color:var(--danger)}
+ul.items{list-style:none;margin:0;padding:0}ul.items>li{display:flex;gap:.85rem;align-items:flex-start;padding:.85rem 0;border-top:1px solid var(--line)}
+img.logo{width:32px;height:32px;border-radius:8px;flex:none;background:#fff}
+form.filters{display:flex;gap:.75rem;align-items:flex-end;flex-wrap:wrap;margin-bottom:.5rem}form.filters label{margin-top:0}
 .sr-only{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);border:0}
 `;
 
@@ -75,6 +83,7 @@ export interface LayoutOptions {
 export function layout(title: string, body: Html, opts: LayoutOptions = {}): string {
   const nav = opts.user
     ? html`<nav aria-label="Account"><ul>
+        <li><a href="/account/connections">Connections</a></li>
         <li><a href="/account/apps">Authorized apps</a></li>
         <li><a href="/account/tokens">Access tokens</a></li>
         <li><form method="post" action="/signout"><input type="hidden" name="csrf" value="${opts.csrf ?? ''}">

@@ -8,6 +8,7 @@ import { AppError } from '../lib/errors.ts';
 import * as authService from '../modules/auth/service.ts';
 import * as authClientsRepo from '../modules/auth-clients/repo.ts';
 import { type Form, localPath, many, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { connectionPageRoutes } from './connection-routes.ts';
 import {
   type AuthorizedApp,
   appsPage,
@@ -24,7 +25,8 @@ const UID = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
  * Server-rendered pages: sign-in and sign-up (also inside an OAuth authorization), the consent screen, the
- * authorized-apps page and personal access tokens. Forms carry a CSRF token; they work without JavaScript.
+ * authorized-apps page, personal access tokens and (connection-routes.ts) connections. Forms carry a CSRF
+ * token; they work without JavaScript.
  */
 export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   const { config } = app.deps;
@@ -498,6 +500,8 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     }
     return renderTokens(req, reply, current, { notice: 'Token revoked.' });
   });
+
+  await connectionPageRoutes(app, oauth);
 }
 
 class FormError extends AppError {

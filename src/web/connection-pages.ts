@@ -1,0 +1,251 @@
+import type { Connection, PendingFields } from '../modules/connections/schema.ts';
+import type { Provider } from '../modules/providers/schema.ts';
+import { type Html, html, layout } from './html.ts';
+import type { PageUser } from './pages.ts';
+
+/**
+ * The markup of the connections pages: the user's connections with their status, the catalog to connect
+ * from, the disconnect confirmation and the fields a provider asks for after OAuth. Every action is a POST
+ * form with the CSRF token; search and category are a GET form. No JavaScript.
+ */
+
+/** A catalog entry as the page shows it. */
+export interface CatalogItem {
+  provider: Provider;
+  /** Where the service serves its logo (under BASE_URL). */
+  logo: string;
+  /** The variables an operator must set, when the provider is not configured. */
+  missing?: { clientId: string; clientSecret: string } | undefined;
+}
+
+/** A connection as the page shows it. */
+export interface ConnectionItem {
+  connection: Connection;
+  logo: string;
+  /** Whether its provider can be connected again now (configured, still in the catalog). */
+  connectable: boolean;
+}
+
+const UPPER = new Set(['crm', 'api', 'ai', 'it', 'hr']);
+
+/** `developer-tools` -> `Developer tools`, `crm` -> `CRM`. */
+export function categoryLabel(category: string): string {
+  const words = category.split(/[-_\s]+/).filter(Boolean);
+  return words
+    .map((w, i) =>
+      UPPER.has(w.toLowerCase()) ? w.toUpperCase() : i === 0 ? w.charAt(0).toUpperCase() + w.slice(1) : w,
+    )
+    .join(' ');
+}
+
+const STATUS_TEXT: Record<Connection['status'], string> = {
+  active: 'Working.',
+  expired: 'The access token expired and could not be renewed yet.',
+  error: 'Renewing access failed several times.',
+  revoked: 'Access was revoked: connect again to restore it.',
+};
+
+function badge(status: Connection['status']): Html {
+  return html`<span class="badge badge-${status}">${status}</span>`;
+}
+
+function hidden(csrf: string): Html {
+  return html`<input type="hidden" name="csrf" value="${csrf}">`;
+}
+
+function connectForm(csrf: string, providerId: string, label: Html | string, name: string, primary: boolean): Html {
+  return html`<form method="post" action="/account/connections/connect" class="inline">${hidden(csrf)}
+    <input type="hidden" name="providerId" value="${providerId}">
+    <button type="submit"${primary ? html` class="primary"` : html``}>${label} <span class="sr-only">${name}</span></button></form>`;
+}
+
+function connectionRow(item: ConnectionItem, csrf: string): Html {
+  const c = item.connection;
+  const who = c.metadata.email && c.metadata.email !== c.metadata.displayName ? ` (${c.metadata.email})` : '';
+  const reconnect = c.status === 'revoked' || c.status === 'error' || (c.status !== 'active' && !c.canRefresh);
+  const refresh = c.status !== 'revoked' && c.canRefresh;
+  return html`<li class="item" data-connection-id="${c.id}">
+    <img class="logo" src="${item.logo}" alt="" width="32" height="32">
+    <div class="grow">
+      <strong>${c.metadata.providerName}</strong> ${badge(c.status)}
+      <div>${c.metadata.displayName}${who}</div>
+      <div class="muted">${STATUS_TEXT[c.status]}${c.lastError ? html` <span class="reason">${c.lastError}</span>` : html``}</div>
+      <div class="muted small">Connected <time datetime="${c.createdAt}">${c.createdAt.slice(0, 10)}</time>${
+        c.expiresAt
+          ? html` · token valid until <time datetime="${c.expiresAt}">${c.expiresAt.slice(0, 16).replace('T', ' ')} UTC</time>`
+          : html``
+      }</div>
+      <div class="actions compact">
+        ${
+          refresh
+            ? html`<form method="post" action="/account/connections/${c.id}/refresh" class="inline">${hidden(csrf)}
+              <button type="submit">Refresh <span class="sr-only">${c.metadata.providerName} ${c.metadata.displayName}</span></button></form>`
+            : html``
+        }
+        ${
+          reconnect
+            ? item.connectable
+              ? connectForm(
+                  csrf,
+                  c.providerId,
+                  'Reconnect',
+                  `${c.metadata.providerName} ${c.metadata.displayName}`,
+                  true,
+                )
+              : html`<button type="button" disabled>Reconnect</button>
+                <span class="muted small">${c.metadata.providerName} is not available on this server now.</span>`
+            : html``
+        }
+        <a class="button danger" href="/account/connections/${c.id}/disconnect">Disconnect <span class="sr-only">${c.metadata.providerName} ${c.metadata.displayName}</span></a>
+      </div>
+    </div>
+  </li>`;
+}
+
+function catalogRow(item: CatalogItem, csrf: string, connectedCount: number): Html {
+  const p = item.provider;
+  const action = item.missing
+    ? html`<button type="button" disabled aria-describedby="setup-${p.id}">Connect <span class="sr-only">${p.label}</span></button>`
+    : connectForm(
+        csrf,
+        p.id,
+        connectedCount && p.allowMultipleConnections ? 'Connect another' : 'Connect',
+        p.label,
+        !connectedCount,
+      );
+  return html`<li class="item" data-provider-id="${p.id}">
+    <img class="logo" src="${item.logo}" alt="" width="32" height="32">
+    <div class="grow">
+      <strong>${p.label}</strong> <span class="muted small">${categoryLabel(p.category)}</span>
+      ${connectedCount ? html` <span class="badge badge-active">connected</span>` : html``}
+      <div>${p.description}</div>
+      ${
+        item.missing
+          ? html`<p class="muted small" id="setup-${p.id}">Not configured on this server: the operator sets
+            <code>${item.missing.clientId}</code> and <code>${item.missing.clientSecret}</code>.</p>`
+          : html``
+      }
+    </div>
+    <div>${action}</div>
+  </li>`;
+}
+
+export interface ConnectionsView {
+  user: PageUser;
+  csrf: string;
+  connections: ConnectionItem[];
+  catalog: CatalogItem[];
+  /** How many providers the catalog holds before filtering. */
+  catalogTotal: number;
+  categories: string[];
+  q: string;
+  category: string;
+  notice?: string | undefined;
+  error?: string | undefined;
+}
+
+export function connectionsPage(v: ConnectionsView): string {
+  const connectedBy = new Map<string, number>();
+  for (const c of v.connections) {
+    connectedBy.set(c.connection.providerId, (connectedBy.get(c.connection.providerId) ?? 0) + 1);
+  }
+  const filtered = v.q !== '' || v.category !== '';
+  return layout(
+    'Connections',
+    html`<div class="card"><h1>Connections</h1>
+      ${v.notice ? html`<p class="notice" role="status">${v.notice}</p>` : html``}
+      ${v.error ? html`<p class="error" role="alert" id="page-error">${v.error}</p>` : html``}
+      <h2 id="mine-title">Your connections</h2>
+      ${
+        v.connections.length
+          ? html`<ul class="items" aria-labelledby="mine-title">${v.connections.map((c) => connectionRow(c, v.csrf))}</ul>`
+          : html`<p>No connections yet. Connect a service below, and your agents and apps can use it.</p>`
+      }
+    </div>
+    <div class="card"><h2 id="catalog-title">Connect a service</h2>
+      <form method="get" action="/account/connections" role="search" class="filters" aria-label="Search the catalog">
+        <div class="grow"><label for="q">Search</label>
+          <input id="q" name="q" type="search" value="${v.q}" maxlength="100" placeholder="Name or description"></div>
+        <div><label for="category">Category</label>
+          <select id="category" name="category">
+            <option value="">All categories</option>
+            ${v.categories.map((c) => html`<option value="${c}"${c === v.category ? html` selected` : html``}>${categoryLabel(c)}</option>`)}
+          </select></div>
+        <div><button type="submit">Search</button></div>
+      </form>
+      <p class="muted" role="status">${
+        filtered
+          ? html`${v.catalog.length} of ${v.catalogTotal} services match. <a href="/account/connections">Show all</a>`
+          : html`${v.catalogTotal} services.`
+      }</p>
+      ${
+        v.catalog.length
+          ? html`<ul class="items" aria-labelledby="catalog-title">${v.catalog.map((p) =>
+              catalogRow(p, v.csrf, connectedBy.get(p.provider.id) ?? 0),
+            )}</ul>`
+          : html`<p>No service matches. Try another word or category.</p>`
+      }
+    </div>`,
+    { user: v.user, csrf: v.csrf },
+  );
+}
+
+export function disconnectPage(v: { user: PageUser; csrf: string; item: ConnectionItem }): string {
+  const c = v.item.connection;
+  return layout(
+    `Disconnect ${c.metadata.providerName}?`,
+    html`<div class="card"><div class="app-head"><img class="logo" src="${v.item.logo}" alt="" width="32" height="32">
+      <h1>Disconnect ${c.metadata.providerName}?</h1></div>
+      <p>Account: <strong>${c.metadata.displayName}</strong>${c.metadata.email ? ` (${c.metadata.email})` : ''}.</p>
+      <p>Switchboard deletes this connection and asks ${c.metadata.providerName} to revoke its token. Your agents
+        and apps can no longer use this account. You can connect it again later.</p>
+      <div class="actions">
+        <form method="post" action="/account/connections/${c.id}/disconnect">${hidden(v.csrf)}
+          <button class="danger" type="submit">Disconnect</button></form>
+        <a class="button" href="/account/connections">Cancel</a>
+      </div>
+    </div>`,
+    { user: v.user, csrf: v.csrf },
+  );
+}
+
+export function pendingPage(v: {
+  user: PageUser;
+  csrf: string;
+  pending: PendingFields;
+  logo: string;
+  values?: Record<string, string> | undefined;
+  /** Problems by field name; `''` for the form as a whole. */
+  problems?: Record<string, string> | undefined;
+}): string {
+  const p = v.pending;
+  const problems = v.problems ?? {};
+  const formError = problems[''];
+  return layout(
+    `Finish connecting ${p.providerMetadata.name}`,
+    html`<div class="card"><div class="app-head"><img class="logo" src="${v.logo}" alt="" width="32" height="32">
+      <h1>Finish connecting ${p.providerMetadata.name}</h1></div>
+      <p>${p.providerMetadata.name} authorized Switchboard. It needs a little more to reach your account.</p>
+      ${formError ? html`<p class="error" role="alert" id="form-error">${formError}</p>` : html``}
+      <form method="post" action="/account/connections/pending/${p.pendingId}">${hidden(v.csrf)}
+        ${p.fields.map((f) => {
+          const problem = problems[f.name];
+          const describedBy = [f.description ? `help-${f.name}` : '', problem ? `error-${f.name}` : '']
+            .filter(Boolean)
+            .join(' ');
+          return html`<label for="field-${f.name}">${f.label}</label>
+            <input id="field-${f.name}" name="field.${f.name}" type="text" required autocomplete="off"
+              value="${v.values?.[f.name] ?? ''}"${f.placeholder ? html` placeholder="${f.placeholder}"` : html``}${
+                describedBy ? html` aria-describedby="${describedBy}"` : html``
+              }${problem ? html` aria-invalid="true"` : html``}>
+            ${f.description ? html`<p class="muted small" id="help-${f.name}">${f.description}</p>` : html``}
+            ${problem ? html`<p class="error" id="error-${f.name}">${problem}</p>` : html``}`;
+        })}
+        <div class="actions"><button class="primary" type="submit">Finish connecting</button>
+          <a class="button" href="/account/connections">Cancel</a></div>
+      </form>
+      <p class="muted small">This step expires at <time datetime="${p.expiresAt}">${p.expiresAt.slice(11, 16)} UTC</time>.</p>
+    </div>`,
+    { user: v.user, csrf: v.csrf },
+  );
+}

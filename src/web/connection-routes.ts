@@ -1,0 +1,305 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { serviceContextOf } from '../auth/guard.ts';
+import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { App } from '../http/types.ts';
+import { AppError, NotFoundError, ValidationError } from '../lib/errors.ts';
+import {
+  deleteConnection,
+  finalizePending,
+  getConnection,
+  getPendingFields,
+  initiateConnection,
+  listConnections,
+  refreshConnection,
+} from '../modules/connections/service.ts';
+import { providerCredentialVariables } from '../modules/providers/catalog.ts';
+import type { Provider } from '../modules/providers/schema.ts';
+import { listProviders, logoPath } from '../modules/providers/service.ts';
+import { type Form, one, pageHelpers, type SignedIn, send } from './common.ts';
+import {
+  type CatalogItem,
+  type ConnectionItem,
+  connectionsPage,
+  disconnectPage,
+  pendingPage,
+} from './connection-pages.ts';
+
+const PAGE_PATH = '/account/connections';
+/** A connection or pending-connection id as the services issue them; anything else is not looked up. */
+const CONNECTION_ID = /^conn_[A-Za-z0-9_-]{1,96}$/;
+const PENDING_ID = /^pcn_[A-Za-z0-9_-]{1,96}$/;
+/** The most connections the page lists. */
+const MAX_LISTED = 100;
+
+/** The catalog narrowed by a search (every word in the label, description, id or category) and a category. */
+export function filterCatalog(providers: readonly Provider[], q: string, category: string): Provider[] {
+  const words = q.toLowerCase().split(/\s+/).filter(Boolean);
+  return providers.filter((p) => {
+    if (category && p.category !== category) return false;
+    const text = `${p.label} ${p.description} ${p.id} ${p.category}`.toLowerCase();
+    return words.every((w) => text.includes(w));
+  });
+}
+
+/** What the provider's `error` and `error_description` on the way back mean, in words (both are cut short). */
+export function callbackMessage(error: string, description: string): string {
+  const why = description.slice(0, 300);
+  const code = error.slice(0, 60);
+  if (code === 'access_denied') {
+    return `The authorization was declined, so nothing was connected${why ? ` (${why})` : ''}.`;
+  }
+  return `The connection was not completed: ${why || 'the provider reported a problem'} (${code}).`;
+}
+
+/** The message of a refused action, for the page; faults of ours stay 500s. */
+function failure(err: unknown): { message: string; status: number } {
+  if (err instanceof AppError) return { message: err.message, status: err.statusCode };
+  throw err;
+}
+
+/**
+ * The connections page (`/account/connections`): the user's connections with their status, Refresh,
+ * Disconnect (after a confirmation page) and Reconnect, and the catalog with search and categories.
+ * Connect runs the same service action as `POST /api/v1/connections/initiate`, coming back here through
+ * the callback; a provider that needs fields after OAuth continues on `/account/connections/pending/:id`.
+ */
+export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promise<void> {
+  const { config } = app.deps;
+  const { csrf, csrfOk, signedIn, csrfFailed } = pageHelpers(app, oauth);
+  const page = { schema: { hide: true }, config: { auth: 'public' as const } };
+  // Logos come from the service itself: the pages' CSP allows images under that path and nowhere else.
+  const imgSrc = [`${config.baseUrl}/providers/logos/`];
+  const logoOf = (providerId: string) => `${config.baseUrl}${logoPath(providerId)}`;
+  const show = (reply: FastifyReply, html: string, status = 200) => send(reply, html, status, { imgSrc });
+  const returnUrl = `${config.appUrl}${PAGE_PATH}`;
+
+  async function render(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    current: SignedIn,
+    opts: { q?: string; category?: string; notice?: string; error?: string; connectedId?: string } = {},
+    status = 200,
+  ) {
+    const ctx = serviceContextOf(req, current.actor);
+    const providers = listProviders(ctx);
+    const byId = new Map(providers.map((p) => [p.id, p]));
+    const list = await listConnections(ctx, { page: 1, limit: MAX_LISTED, sortBy: 'createdAt', sortOrder: 'desc' });
+    const connections: ConnectionItem[] = list.data.map((connection) => ({
+      connection,
+      logo: logoOf(connection.providerId),
+      connectable: byId.get(connection.providerId)?.configured ?? false,
+    }));
+    const q = (opts.q ?? '').trim().slice(0, 100);
+    const category = providers.some((p) => p.category === opts.category) ? (opts.category ?? '') : '';
+    const catalog: CatalogItem[] = filterCatalog(providers, q, category).map((provider) => ({
+      provider,
+      logo: logoOf(provider.id),
+      missing: provider.configured ? undefined : providerCredentialVariables(provider.id),
+    }));
+    let notice = opts.notice;
+    const connected = opts.connectedId ? list.data.find((c) => c.id === opts.connectedId) : undefined;
+    if (connected) notice = `Connected ${connected.metadata.providerName} as ${connected.metadata.displayName}.`;
+    if (list.pagination.hasMore) {
+      notice = `${notice ? `${notice} ` : ''}Showing the newest ${MAX_LISTED} of ${list.pagination.total} connections.`;
+    }
+    return show(
+      reply,
+      connectionsPage({
+        user: current.user,
+        csrf: csrf(req, reply),
+        connections,
+        catalog,
+        catalogTotal: providers.length,
+        categories: [...new Set(providers.map((p) => p.category))].sort(),
+        q,
+        category,
+        notice,
+        error: opts.error,
+      }),
+      status,
+    );
+  }
+
+  /** The page after an action on one connection that does not exist for this account: 404, never 403. */
+  function notFound(req: FastifyRequest, reply: FastifyReply, current: SignedIn) {
+    return render(
+      req,
+      reply,
+      current,
+      { error: 'That connection does not exist: it may have been disconnected already.' },
+      404,
+    );
+  }
+
+  app.get(PAGE_PATH, page, async (req, reply) => {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    const query = req.query as Form;
+    // Back from the provider with fields still to give: the form for them.
+    const pendingId = one(query, 'pendingId');
+    if (PENDING_ID.test(pendingId)) return reply.redirect(`${PAGE_PATH}/pending/${pendingId}`, 303);
+    const error = one(query, 'error');
+    return render(req, reply, current, {
+      q: one(query, 'q'),
+      category: one(query, 'category'),
+      connectedId: one(query, 'connectionId'),
+      error: error ? callbackMessage(error, one(query, 'error_description')) : undefined,
+    });
+  });
+
+  /** Connect and Reconnect: a new authorization for the provider, coming back to this page. */
+  app.post(`${PAGE_PATH}/connect`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    const current = await signedIn(req, reply, PAGE_PATH);
+    if (!current) return reply;
+    try {
+      const { authorizationUrl } = await initiateConnection(serviceContextOf(req, current.actor), {
+        providerId: one(form, 'providerId'),
+        redirectUrl: returnUrl,
+      });
+      // The provider's own authorization URL, from the catalog: never a URL the form chose.
+      return reply.redirect(authorizationUrl, 303);
+    } catch (err) {
+      const { message, status } = failure(err);
+      return render(req, reply, current, { error: message }, status);
+    }
+  });
+
+  app.post(`${PAGE_PATH}/:connectionId/refresh`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    const current = await signedIn(req, reply, PAGE_PATH);
+    if (!current) return reply;
+    const { connectionId } = req.params as { connectionId: string };
+    if (!CONNECTION_ID.test(connectionId)) return notFound(req, reply, current);
+    try {
+      const c = await refreshConnection(serviceContextOf(req, current.actor), connectionId);
+      const name = `${c.metadata.providerName} (${c.metadata.displayName})`;
+      if (c.status === 'active') {
+        const until = c.expiresAt
+          ? `; the new token is valid until ${c.expiresAt.slice(0, 16).replace('T', ' ')} UTC`
+          : '';
+        return render(req, reply, current, { notice: `Refreshed ${name}: active${until}.` });
+      }
+      return render(req, reply, current, {
+        error: `Refreshing ${name} failed: the connection is ${c.status}${c.lastError ? ` (${c.lastError})` : ''}.`,
+      });
+    } catch (err) {
+      if (err instanceof NotFoundError) return notFound(req, reply, current);
+      const { message, status } = failure(err);
+      return render(req, reply, current, { error: message }, status);
+    }
+  });
+
+  app.get(`${PAGE_PATH}/:connectionId/disconnect`, page, async (req, reply) => {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    const { connectionId } = req.params as { connectionId: string };
+    if (!CONNECTION_ID.test(connectionId)) return notFound(req, reply, current);
+    try {
+      const connection = await getConnection(serviceContextOf(req, current.actor), connectionId);
+      return show(
+        reply,
+        disconnectPage({
+          user: current.user,
+          csrf: csrf(req, reply),
+          item: { connection, logo: logoOf(connection.providerId), connectable: true },
+        }),
+      );
+    } catch (err) {
+      if (err instanceof NotFoundError) return notFound(req, reply, current);
+      throw err;
+    }
+  });
+
+  app.post(`${PAGE_PATH}/:connectionId/disconnect`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    const current = await signedIn(req, reply, PAGE_PATH);
+    if (!current) return reply;
+    const { connectionId } = req.params as { connectionId: string };
+    if (!CONNECTION_ID.test(connectionId)) return notFound(req, reply, current);
+    const ctx = serviceContextOf(req, current.actor);
+    try {
+      const c = await getConnection(ctx, connectionId);
+      await deleteConnection(ctx, connectionId);
+      return render(req, reply, current, {
+        notice: `Disconnected ${c.metadata.providerName} (${c.metadata.displayName}).`,
+      });
+    } catch (err) {
+      if (err instanceof NotFoundError) return notFound(req, reply, current);
+      throw err;
+    }
+  });
+
+  // ---- fields a provider needs after OAuth (the pending connection) ----
+
+  function pendingGone(req: FastifyRequest, reply: FastifyReply, current: SignedIn) {
+    return render(
+      req,
+      reply,
+      current,
+      { error: 'This connection step expired or was already finished. Connect the service again.' },
+      404,
+    );
+  }
+
+  app.get(`${PAGE_PATH}/pending/:pendingId`, page, async (req, reply) => {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    const { pendingId } = req.params as { pendingId: string };
+    if (!PENDING_ID.test(pendingId)) return pendingGone(req, reply, current);
+    try {
+      const pending = await getPendingFields(serviceContextOf(req, current.actor), pendingId);
+      return show(
+        reply,
+        pendingPage({ user: current.user, csrf: csrf(req, reply), pending, logo: logoOf(pending.providerId) }),
+      );
+    } catch (err) {
+      if (err instanceof NotFoundError) return pendingGone(req, reply, current);
+      throw err;
+    }
+  });
+
+  app.post(`${PAGE_PATH}/pending/:pendingId`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    const { pendingId } = req.params as { pendingId: string };
+    const current = await signedIn(req, reply, `${PAGE_PATH}/pending/${PENDING_ID.test(pendingId) ? pendingId : ''}`);
+    if (!current) return reply;
+    if (!PENDING_ID.test(pendingId)) return pendingGone(req, reply, current);
+    const ctx = serviceContextOf(req, current.actor);
+    const fields: Record<string, string> = {};
+    for (const key of Object.keys(form)) {
+      if (key.startsWith('field.')) fields[key.slice('field.'.length)] = one(form, key).trim();
+    }
+    try {
+      const done = await finalizePending(ctx, pendingId, { fields });
+      // Where the authorization was started for: this page (or the app that started it), with connectionId.
+      return reply.redirect(done.redirectUrl, 303);
+    } catch (err) {
+      if (err instanceof NotFoundError) return pendingGone(req, reply, current);
+      if (!(err instanceof ValidationError)) throw err;
+      const pending = await getPendingFields(ctx, pendingId);
+      const problems: Record<string, string> = {};
+      for (const d of err.details) {
+        const name = d.field.replace(/^body\.fields\./, '');
+        if (pending.fields.some((f) => f.name === name)) problems[name] = d.message;
+        else problems[''] = `${problems[''] ? `${problems['']} ` : ''}${name}: ${d.message}.`;
+      }
+      return show(
+        reply,
+        pendingPage({
+          user: current.user,
+          csrf: csrf(req, reply),
+          pending,
+          logo: logoOf(pending.providerId),
+          values: fields,
+          problems,
+        }),
+        400,
+      );
+    }
+  });
+}

@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { providerCredentialVariables } from '../../src/modules/providers/catalog.ts';
 
 /**
  * A fake OAuth 2 provider with a small REST API, on loopback: authorize (auto-approves with a redirect),
@@ -31,6 +32,13 @@ export interface FakeUser {
   avatar_url?: string;
 }
 
+export interface FakeApiRequest {
+  method: string;
+  path: string;
+  token: string;
+  body: unknown;
+}
+
 interface TokenInfo {
   user: FakeUser;
   expiresAt: number;
@@ -48,6 +56,8 @@ export interface FakeOAuthProvider {
   apiTokens: string[];
   /** Paths of /api requests, with their query. */
   apiPaths: string[];
+  /** Every /api request: method, path with query, the bearer presented and the JSON body (if any). */
+  apiRequests: FakeApiRequest[];
   /** Tokens revoked through /revoke. */
   revokedTokens: string[];
   /** The user the next authorization signs in as. */
@@ -108,6 +118,7 @@ export async function startFakeOAuthProvider(
     counts: { authorize: 0, token: 0, refresh: 0, revoke: 0, userinfo: 0, api: 0 },
     apiTokens: [],
     apiPaths: [],
+    apiRequests: [],
     revokedTokens: [],
     user: {
       id: 'u-1001',
@@ -135,6 +146,7 @@ export async function startFakeOAuthProvider(
       for (const k of Object.keys(fake.counts)) fake.counts[k as FakeEndpoint] = 0;
       fake.apiTokens.length = 0;
       fake.apiPaths.length = 0;
+      fake.apiRequests.length = 0;
       fake.revokedTokens.length = 0;
       fake.expiresIn = 3600;
       fake.rotateRefreshTokens = true;
@@ -201,7 +213,16 @@ export async function startFakeOAuthProvider(
     fake.counts.api++;
     fake.apiPaths.push(`${path}${url.search}`);
     const auth = bearer(req);
-    fake.apiTokens.push(/^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '');
+    const presented = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+    fake.apiTokens.push(presented);
+    const text = req.method === 'GET' ? '' : await readBody(req);
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = text;
+    }
+    fake.apiRequests.push({ method: req.method ?? '', path: `${path}${url.search}`, token: presented, body });
     if (await faulted('api', res)) return;
     if (!auth) return json(res, 401, { message: 'Bad credentials' });
     if (req.method === 'GET' && path === '/me') return json(res, 200, { ...auth.info.user, plan: 'pro' });
@@ -219,9 +240,9 @@ export async function startFakeOAuthProvider(
       return item ? json(res, 200, item) : json(res, 404, { message: 'Item not found' });
     }
     if (req.method === 'POST' && path === '/items') {
-      const body = JSON.parse((await readBody(req)) || '{}') as { title?: string };
-      if (!body.title) return json(res, 422, { message: 'title is required' });
-      const item = { id: `item-new-${created.length + 1}`, title: body.title };
+      const { title } = (body ?? {}) as { title?: string };
+      if (!title) return json(res, 422, { message: 'title is required' });
+      const item = { id: `item-new-${created.length + 1}`, title };
       created.push(item);
       return json(res, 201, item);
     }
@@ -432,16 +453,32 @@ export function acmeTeamProvider(url: string): Record<string, unknown> {
 
 /** A PROVIDERS_DIR holding the fake's providers, and the environment a harness needs to use them. */
 export function fakeProvidersEnv(fake: FakeOAuthProvider, extra: Record<string, string> = {}): Record<string, string> {
+  return providersDirEnv(
+    [
+      { fake, definition: acmeProvider(fake.url) },
+      { fake, definition: acmeTeamProvider(fake.url) },
+    ],
+    extra,
+  );
+}
+
+/**
+ * A PROVIDERS_DIR with these provider files, each backed by its fake (whose client credentials are set as
+ * `PROVIDER_<ID>_CLIENT_ID` and `_CLIENT_SECRET`): several fakes give several independent services.
+ */
+export function providersDirEnv(
+  providers: Array<{ fake: FakeOAuthProvider; definition: Record<string, unknown> }>,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   const dir = mkdtempSync(join(tmpdir(), 'sb-providers-'));
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'acme.json'), JSON.stringify(acmeProvider(fake.url), null, 2));
-  writeFileSync(join(dir, 'acme-team.json'), JSON.stringify(acmeTeamProvider(fake.url), null, 2));
-  return {
-    PROVIDERS_DIR: dir,
-    PROVIDER_ACME_CLIENT_ID: fake.clientId,
-    PROVIDER_ACME_CLIENT_SECRET: fake.clientSecret,
-    PROVIDER_ACME_TEAM_CLIENT_ID: fake.clientId,
-    PROVIDER_ACME_TEAM_CLIENT_SECRET: fake.clientSecret,
-    ...extra,
-  };
+  const env: Record<string, string> = { PROVIDERS_DIR: dir };
+  for (const { fake, definition } of providers) {
+    const id = String(definition.id);
+    writeFileSync(join(dir, `${id}.json`), JSON.stringify(definition, null, 2));
+    const vars = providerCredentialVariables(id);
+    env[vars.clientId] = fake.clientId;
+    env[vars.clientSecret] = fake.clientSecret;
+  }
+  return { ...env, ...extra };
 }

@@ -4,6 +4,7 @@ import type { ConnectionRow } from '../../db/schema/index.ts';
 import type { ServiceContext } from '../../lib/context.ts';
 import { requireScope } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';
+import { REDACTED } from '../../lib/redact.ts';
 import { findTool, providerCatalog } from '../providers/catalog.ts';
 import {
   type BuiltRequest,
@@ -62,19 +63,39 @@ async function runWithToken(
     const answer = await sendWithRetry(def, req, settings, signal);
     if (answer.status === 401) throw new ProviderUnauthorized();
     if (answer.status >= 500) {
-      throw new BadGatewayError(`${def.label} failed (${answer.status}): ${providerMessage(def, answer.body)}`);
+      throw new BadGatewayError(
+        `${def.label} failed (${answer.status}): ${cutToken(providerMessage(def, answer.body), token)}`,
+      );
     }
     if (answer.status >= 400) {
       throw new BadRequestError(
-        `${def.label} refused the request (${answer.status}): ${providerMessage(def, answer.body)}`,
+        `${def.label} refused the request (${answer.status}): ${cutToken(providerMessage(def, answer.body), token)}`,
       );
     }
     const failure = providerErrorMessage(def, answer.body);
-    if (failure) throw new BadRequestError(`${def.label} reported a failure: ${failure}`);
+    if (failure) throw new BadRequestError(`${def.label} reported a failure: ${cutToken(failure, token)}`);
     pages.push(answer.body);
     req = nextPageRequest(tool, req, { body: answer.body, headers: answer.headers }, pages.length);
   }
-  return mergePages(tool, pages);
+  return withoutToken(mergePages(tool, pages), token);
+}
+
+/**
+ * A provider that echoes the token back (a debug field, a URL carrying it) must not hand it to the caller
+ * or the model: the pattern redaction knows common token shapes, not every provider's, so the exact token
+ * sent is cut out of every string of the answer.
+ */
+function withoutToken(value: unknown, token: string): unknown {
+  if (typeof value === 'string') return cutToken(value, token);
+  if (Array.isArray(value)) return value.map((v) => withoutToken(v, token));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutToken(v, token)]));
+  }
+  return value;
+}
+
+function cutToken(text: string, token: string): string {
+  return token.length >= 8 && text.includes(token) ? text.split(token).join(REDACTED) : text;
 }
 
 /**

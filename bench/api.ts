@@ -19,7 +19,7 @@ export const apiBenchmark: Benchmark = {
   name: 'api',
   summary: `GET /api/v1/accounts/me with a PAT beside a bare fastify route (${CONNECTIONS} connections, ${SECONDS} s each)`,
   async run() {
-    const bare = await startChild('bench/bare-hello.ts');
+    const bare = await startChild('bench/bare-hello.js');
     let baseline: Awaited<ReturnType<typeof load>>;
     try {
       await load(`${bare.line}/hello`, { seconds: WARMUP_SECONDS, connections: CONNECTIONS });

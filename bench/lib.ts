@@ -94,9 +94,9 @@ export async function load(
   };
 }
 
-/** A TypeScript file of bench/ as its own process; resolves with the first line it prints (its URL). */
+/** A file of bench/ as its own process (TypeScript through tsx); resolves with the first line it prints (its URL). */
 export async function startChild(file: string, args: string[] = []): Promise<{ child: ChildProcess; line: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', file, ...args], {
+  const child = spawn(process.execPath, [...(file.endsWith('.ts') ? ['--import', 'tsx'] : []), file, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let buf = '';

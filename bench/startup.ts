@@ -9,8 +9,8 @@ const IDLE_MS = 3000;
 
 /**
  * Budgets of ARCHITECTURE.md on the embedded default: start to ready under 2 s on an existing data directory,
- * idle RSS under 250 MB. "Start" is the spawn of `node --import tsx src/main.ts` (what `npm start` runs,
- * without npm's own start-up); "ready" is the ready log line, written once it listens. The first start (which
+ * idle RSS under 250 MB. "Start" is the spawn of `node bin/start.js` (what `npm start` runs, bundling
+ * included, without npm's own start-up); "ready" is the ready log line, written once it listens. The first start (which
  * creates the data directory) is shown but not judged. Baseline: a bare fastify app started the same way.
  */
 export const startupBenchmark: Benchmark = {
@@ -28,7 +28,7 @@ export const startupBenchmark: Benchmark = {
       for (let i = 0; i < RESTARTS; i++) {
         const server = await startServer(env);
         times.push(server.startToReadyMs);
-        // main() logs its own share: database, migrations, app; the rest is node, tsx and module loading.
+        // main() logs its own share: database, migrations, app; the rest is node, bundling and module loading.
         inMain.push(Number(server.logs.find((l) => l.msg === 'Switchboard ready')?.startupMs));
         if (i === RESTARTS - 1) {
           await sleep(IDLE_MS);
@@ -41,7 +41,7 @@ export const startupBenchmark: Benchmark = {
       let bareRss = 0;
       for (let i = 0; i < RESTARTS; i++) {
         const t0 = performance.now();
-        const bare = await startChild('bench/bare-hello.ts');
+        const bare = await startChild('bench/bare-hello.js');
         bareTimes.push(performance.now() - t0);
         if (i === RESTARTS - 1) {
           await sleep(IDLE_MS);
@@ -72,7 +72,7 @@ export const startupBenchmark: Benchmark = {
         ],
         notes: [
           `start to ready, each restart: ${times.join(', ')} ms; of which in main() (open and migrate the`,
-          `database, build the app, listen): ${inMain.join(', ')} ms, the rest being node, tsx and module loading`,
+          `database, build the app, listen): ${inMain.join(', ')} ms, the rest being node, bundling and module loading`,
         ],
       };
     } finally {

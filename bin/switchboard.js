@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The `switchboard` command: runs the TypeScript CLI through tsx (a runtime dependency), no build step.
-import { register } from 'tsx/esm/api';
+// The `switchboard` command: bundles the CLI (bin/bundle.js) and runs it.
+import { pathToFileURL } from 'node:url';
+import { bundle } from './bundle.js';
 
-register();
-const { main } = await import('../src/cli.ts');
+process.setSourceMapsEnabled(true);
+const { main } = await import(pathToFileURL(bundle('cli')).href);
 await main(process.argv.slice(2));

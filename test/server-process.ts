@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * `src/main.ts` as its own process, started the way `npm start` starts it, for tests and benchmarks that need
+ * The service as its own process, started the way `npm start` starts it (`node bin/start.js`), for tests and benchmarks that need
  * the real entry point: signals, listening, start-up time, memory. Logs (pino JSON on stdout) are kept and
  * parsed so callers can wait for a message.
  */
@@ -64,7 +64,7 @@ export async function startServer(
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const level = env.LOG_LEVEL ?? 'info';
   const started = performance.now();
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), 'bin/start.js'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',

@@ -1,15 +1,9 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
-import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
-import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
-import pg from 'pg';
+import { PACKAGE_ROOT } from '../lib/paths.ts';
 import * as schema from './schema/index.ts';
 
 export type Schema = typeof schema;
@@ -35,7 +29,7 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+export const MIGRATIONS_DIR = join(PACKAGE_ROOT, 'src', 'db', 'migrations');
 const MIGRATION_LOCK_KEY = 727_274_001; // arbitrary, constant: one migration at a time per database
 
 export interface DatabaseOptions {
@@ -89,7 +83,18 @@ function lockDataDir(dataDir: string): () => void {
   };
 }
 
+/*
+ * Each driver is imported when its database is opened: the embedded default never loads `pg`, a PostgreSQL
+ * deployment never loads PGlite (start-up time and resident memory).
+ */
+
 async function openPglite(dir: string): Promise<Database> {
+  const [{ PGlite }, { pg_trgm }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+    import('drizzle-orm/pglite'),
+    import('drizzle-orm/pglite/migrator'),
+  ]);
   mkdirSync(dirname(dir), { recursive: true });
   const unlock = lockDataDir(dirname(dir));
   let client: PGlite;
@@ -128,6 +133,11 @@ async function openPglite(dir: string): Promise<Database> {
 }
 
 async function openPostgres(url: string, max: number): Promise<Database> {
+  const [{ default: pg }, { drizzle: drizzlePg }, { migrate: migratePg }] = await Promise.all([
+    import('pg'),
+    import('drizzle-orm/node-postgres'),
+    import('drizzle-orm/node-postgres/migrator'),
+  ]);
   const pool = new pg.Pool({ connectionString: url, max });
   // A client's error (server restart, a killed session) must not crash the process: idle ones through the pool,
   // checked-out ones through their own listener; the failing query still rejects and the next one reconnects.

@@ -1,6 +1,6 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import { TooManyRequestsError } from '../lib/errors.ts';
 
@@ -22,7 +22,12 @@ export async function registerRateLimit(app: FastifyInstance, config: Config): P
   const { rateLimits } = config;
   if (!rateLimits.enabled) return undefined;
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { connectTimeout: 2000, maxRetriesPerRequest: 1, enableOfflineQueue: false })
+    ? // Loaded only when configured: most single-instance deployments never need the client.
+      new (await import('ioredis')).Redis(config.redisUrl, {
+        connectTimeout: 2000,
+        maxRetriesPerRequest: 1,
+        enableOfflineQueue: false,
+      })
     : undefined;
   redis?.on('error', (err) => app.log.warn({ err: err.message }, 'redis error'));
   await app.register(rateLimit, {

@@ -55,7 +55,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
 
   async function details(req: FastifyRequest, reply: FastifyReply) {
     try {
-      const d = await oauth.provider.interactionDetails(req.raw, reply.raw);
+      const d = await (await oauth.provider()).interactionDetails(req.raw, reply.raw);
       const { uid } = req.params as { uid: string };
       return d.uid === uid ? d : undefined;
     } catch {
@@ -183,7 +183,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     if (d.prompt.name === 'login' || !current || current.actor.accountId !== d.session?.accountId) {
       if (d.prompt.name === 'login' && current) {
         // Already signed in to Switchboard in this browser: that is the sign-in.
-        const returnTo = await oauth.provider.interactionResult(
+        const returnTo = await (await oauth.provider()).interactionResult(
           req.raw,
           reply.raw,
           { login: { accountId: current.actor.accountId } },
@@ -212,7 +212,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     const requested = String(d.params.scope ?? '').split(' ');
     let granted = new Set<string>();
     if (d.grantId) {
-      const grant = await oauth.provider.Grant.find(d.grantId);
+      const grant = await (await oauth.provider()).Grant.find(d.grantId);
       if (grant) {
         granted = new Set([
           ...String(grant.getOIDCScope() ?? '').split(' '),
@@ -253,7 +253,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
         password: one(form, 'password'),
       });
       setSessionCookie(reply, deps, session.session_token, session.expires_in);
-      const returnTo = await oauth.provider.interactionResult(
+      const returnTo = await (await oauth.provider()).interactionResult(
         req.raw,
         reply.raw,
         { login: { accountId: session.account.id } },
@@ -298,7 +298,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     try {
       const session = await signupFromForm(req, form);
       setSessionCookie(reply, deps, session.session_token, session.expires_in);
-      const returnTo = await oauth.provider.interactionResult(
+      const returnTo = await (await oauth.provider()).interactionResult(
         req.raw,
         reply.raw,
         { login: { accountId: session.account.id } },
@@ -332,7 +332,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     if (!current || current.actor.accountId !== d.session?.accountId) {
       return reply.redirect(`/interaction/${d.uid}`, 303);
     }
-    const { Grant } = oauth.provider;
+    const { Grant } = await oauth.provider();
     const clientId = String(d.params.client_id);
     const grant =
       (d.grantId ? await Grant.find(d.grantId) : undefined) ??
@@ -349,7 +349,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
       grant.addResourceScope(indicator, scopes.join(' '));
     }
     const grantId = await grant.save();
-    const returnTo = await oauth.provider.interactionResult(
+    const returnTo = await (await oauth.provider()).interactionResult(
       req.raw,
       reply.raw,
       { consent: { grantId } },
@@ -362,7 +362,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     const form = (req.body ?? {}) as Form;
     if (!csrfOk(req, form)) return csrfFailed(reply);
     if (!(await details(req, reply))) return interactionGone(reply);
-    const returnTo = await oauth.provider.interactionResult(
+    const returnTo = await (await oauth.provider()).interactionResult(
       req.raw,
       reply.raw,
       { error: 'access_denied', error_description: 'The user denied the request' },

@@ -1,5 +1,4 @@
 import { and, eq, gt, isNull, lt, or } from 'drizzle-orm';
-import { errors } from 'oidc-provider';
 import type { Db } from '../../db/client.ts';
 import { type AuthClientRow, authClients, oauthArtifacts } from '../../db/schema/index.ts';
 import type { KeyRing } from '../../lib/crypto.ts';
@@ -240,6 +239,8 @@ export function createAdapterClass(deps: AdapterDeps) {
         await revokeGrantArtifacts(db, row.grantId);
         deps.onGrantRevoked(row.grantId);
       }
+      // Loaded already: only oidc-provider calls its adapter.
+      const { errors } = await import('oidc-provider');
       throw new errors.InvalidGrant(`${this.model === 'RefreshToken' ? 'refresh token' : 'grant'} already used`);
     }
 

@@ -19,11 +19,13 @@ export function passToProvider(server: OAuthServer, publicOrigin: string, rewrit
     const raw: IncomingMessage = req.raw;
     setPublicOrigin(raw, origin, req.ip);
     if (rewriteTo) raw.url = rewriteTo + (raw.url?.includes('?') ? raw.url.slice(raw.url.indexOf('?')) : '');
+    // Before hijacking: if the provider cannot be built, our error handler still answers.
+    const handler = await server.handler();
     reply.hijack();
     for (const [name, value] of Object.entries(reply.getHeaders())) {
       if (value !== undefined) reply.raw.setHeader(name, value);
     }
-    await server.handler(raw, reply.raw);
+    await handler(raw, reply.raw);
   };
 }
 

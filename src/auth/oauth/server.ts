@@ -22,8 +22,11 @@ const UNKNOWN_KID_RELOAD_MS = 5_000;
  * server side (JWT access token verification for the auth guard). Keys are re-read every minute, so a
  * `switchboard keys rotate` reaches running instances without a restart.
  */
+type ProviderState = { provider: Provider; handler: ReturnType<Provider['callback']> };
+
 export class OAuthServer {
-  private current: { provider: Provider; handler: ReturnType<Provider['callback']>; keys: KeySet } | undefined;
+  /** The keys, and the provider built over them on first use (see createProvider). */
+  private current: { keys: KeySet; provider?: Promise<ProviderState> } | undefined;
   private jwks: ReturnType<typeof createLocalJWKSet> | undefined;
   private stamp = '';
   private lastKidMiss = 0;
@@ -55,29 +58,42 @@ export class OAuthServer {
     return this.current;
   }
 
-  get provider(): Provider {
-    return this.state().provider;
+  /** The oidc-provider instance over the current keys, built on the first call. */
+  async provider(): Promise<Provider> {
+    return (await this.providerState()).provider;
   }
 
   /** The node request handler of the current provider. */
-  get handler(): ReturnType<Provider['callback']> {
-    return this.state().handler;
+  async handler(): Promise<ReturnType<Provider['callback']>> {
+    return (await this.providerState()).handler;
+  }
+
+  private providerState(): Promise<ProviderState> {
+    const state = this.state();
+    state.provider ??= createProvider(this.deps, state.keys, {
+      onGrantRevoked: (id) => this.evictGrant(id),
+      revokeAccessToken: (token, clientId) => this.revokeAccessToken(token, clientId),
+    }).then(
+      (provider) => ({ provider, handler: provider.callback() }),
+      (err: unknown) => {
+        // Not cached: the next request tries again.
+        state.provider = undefined;
+        throw err;
+      },
+    );
+    return state.provider;
   }
 
   get keys(): KeySet {
     return this.state().keys;
   }
 
-  /** Reads the keys and rebuilds the provider (cheap: its state is in the database). */
+  /** Reads the keys; the provider is rebuilt over them on its next use (cheap: its state is in the database). */
   async reload(): Promise<void> {
     const { database, keyRing } = this.deps;
     const stamp = await currentKeyIds(database.db);
     const keys = await loadKeySet(database.db, keyRing, retireAfterSeconds(this.deps));
-    const provider = createProvider(this.deps, keys, {
-      onGrantRevoked: (id) => this.evictGrant(id),
-      revokeAccessToken: (token, clientId) => this.revokeAccessToken(token, clientId),
-    });
-    this.current = { provider, handler: provider.callback(), keys };
+    this.current = { keys };
     this.jwks = createLocalJWKSet({
       keys: keys.published as unknown as Parameters<typeof createLocalJWKSet>[0]['keys'],
     });

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Config, ProvidersConfig } from '../../config.ts';
+import { PACKAGE_ROOT } from '../../lib/paths.ts';
 import { getPath } from './json-path.ts';
 import {
   type ProviderDefinition,
@@ -17,7 +17,7 @@ import {
  * file is validated at start-up and all problems are reported at once, each naming its file and field.
  */
 
-export const SHIPPED_PROVIDERS_DIR = fileURLToPath(new URL('../../../providers/', import.meta.url));
+export const SHIPPED_PROVIDERS_DIR = join(PACKAGE_ROOT, 'providers');
 
 export interface CatalogProvider {
   definition: ProviderDefinition;

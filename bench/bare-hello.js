@@ -2,7 +2,8 @@ import Fastify from 'fastify';
 
 /**
  * The baseline of the API benchmarks: a bare fastify app with one JSON route, no plugins, no logging, started
- * the same way as the service (its own process, through tsx). Prints its URL; serves until SIGTERM.
+ * the way the service starts (its own process, plain JavaScript: `npm start` runs a bundle, not tsx).
+ * Prints its URL; serves until SIGTERM.
  */
 const app = Fastify();
 app.get('/hello', async () => ({ hello: 'world' }));

@@ -18,6 +18,9 @@ export function mcpChallenge(baseUrl: string, extra = ''): string {
   return `Bearer resource_metadata="${baseUrl}/.well-known/oauth-protected-resource"${extra}`;
 }
 
+/** What an MCP client should ask for: discovery and calling the tools. */
+const MCP_SCOPES = 'universal-mcp-read universal-mcp-read-write';
+
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
 /**
@@ -75,9 +78,10 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
         rateLimit: { max: config.rateLimits.mcp, timeWindow: config.rateLimits.windowMs },
       },
       onSend: async (_req, reply, payload) => {
-        if (reply.statusCode === 401) {
-          reply.header('WWW-Authenticate', mcpChallenge(config.baseUrl, ', scope="universal-mcp-read"'));
-        }
+        // Both scopes: MCP clients authorize with the challenge's scope, and a token of `universal-mcp-read`
+        // alone could list the tools but call none (a refresh cannot widen it, so the SDK's step-up fails).
+        if (reply.statusCode === 401)
+          reply.header('WWW-Authenticate', mcpChallenge(config.baseUrl, `, scope="${MCP_SCOPES}"`));
         return payload;
       },
     },

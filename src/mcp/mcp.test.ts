@@ -217,7 +217,7 @@ describe('MCP endpoint', () => {
       const res = await call(app, 'POST', '/mcp', { headers: both, body: rpc('tools/list') });
       expect(res.statusCode).toBe(401);
       expect(res.headers['www-authenticate']).toBe(
-        'Bearer resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource", scope="universal-mcp-read"',
+        'Bearer resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource", scope="universal-mcp-read universal-mcp-read-write"',
       );
     });
 

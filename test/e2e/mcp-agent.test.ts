@@ -470,7 +470,7 @@ describe('MCP use-agent through real connections', () => {
       const res = await post(token, rpc('tools/list'));
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe(
-        'Bearer resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource", scope="universal-mcp-read"',
+        'Bearer resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource", scope="universal-mcp-read universal-mcp-read-write"',
       );
       expect(await res.json()).toMatchObject({ error: 'UnauthorizedError', statusCode: 401 });
       await expect(connect(token)).rejects.toThrow();

@@ -71,7 +71,7 @@ function connectionRow(item: ConnectionItem, csrf: string): Html {
       <div>${c.metadata.displayName}${who}</div>
       <div class="muted">${STATUS_TEXT[c.status]}${c.lastError ? html` <span class="reason">${c.lastError}</span>` : html``}</div>
       <div class="muted small">Connected <time datetime="${c.createdAt}">${c.createdAt.slice(0, 10)}</time>${
-        c.expiresAt
+        c.expiresAt && c.status === 'active'
           ? html` · token valid until <time datetime="${c.expiresAt}">${c.expiresAt.slice(0, 16).replace('T', ' ')} UTC</time>`
           : html``
       }</div>
@@ -147,6 +147,8 @@ export interface ConnectionsView {
 export function connectionsPage(v: ConnectionsView): string {
   const connectedBy = new Map<string, number>();
   for (const c of v.connections) {
+    // A revoked connection does not count: its provider offers Connect as if it had none.
+    if (c.connection.status === 'revoked') continue;
     connectedBy.set(c.connection.providerId, (connectedBy.get(c.connection.providerId) ?? 0) + 1);
   }
   const filtered = v.q !== '' || v.category !== '';

@@ -91,7 +91,9 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
     }));
     const q = (opts.q ?? '').trim().slice(0, 100);
     const category = providers.some((p) => p.category === opts.category) ? (opts.category ?? '') : '';
-    const catalog: CatalogItem[] = filterCatalog(providers, q, category).map((provider) => ({
+    // What can be connected now comes first; the catalog's order (popular, then by name) within each part.
+    const matching = filterCatalog(providers, q, category).sort((a, b) => Number(b.configured) - Number(a.configured));
+    const catalog: CatalogItem[] = matching.map((provider) => ({
       provider,
       logo: logoOf(provider.id),
       missing: provider.configured ? undefined : providerCredentialVariables(provider.id),

@@ -1,34 +1,17 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import * as client from 'openid-client';
-import { type BrowserContext, chromium } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/types.ts';
 import { createHarness, createUser, type TestHarness } from '../harness.ts';
+import { artifactPath, launchBrowser, runBrowser, type TestBrowser } from './browser.ts';
 import { listeningApp, pkcePair } from './oauth-helpers.ts';
 
 /** What the page's own scripts see; the test compiles without the DOM library. */
 interface BrowserGlobals {
   getComputedStyle(el: unknown): { backgroundColor: string };
 }
-
-const CHROMIUM = '/usr/bin/chromium';
-/** Debian's chromium, launched so that it stays off the (closed) network: see PITFALLS "Browser tests". */
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
-// In CI `.ci/run` installs chromium: there a missing browser fails the run instead of skipping it.
-const runBrowser = existsSync(CHROMIUM) || !!process.env.CI;
 
 /** A person in a real browser: signs in, reads the consent screen, allows or denies, lands on the app. */
 describe.skipIf(!runBrowser)('consent in a real browser (chromium)', () => {
@@ -37,8 +20,8 @@ describe.skipIf(!runBrowser)('consent in a real browser (chromium)', () => {
   let base: string;
   let callbackServer: Server;
   let redirectUri: string;
+  let browser: TestBrowser;
   let context: BrowserContext;
-  let userDataDir: string;
 
   beforeAll(async () => {
     h = await createHarness();
@@ -52,19 +35,13 @@ describe.skipIf(!runBrowser)('consent in a real browser (chromium)', () => {
     await new Promise<void>((resolve) => callbackServer.listen(0, '127.0.0.1', resolve));
     const addr = callbackServer.address();
     redirectUri = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/callback`;
-    userDataDir = mkdtempSync(join(tmpdir(), 'sb-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ARGS,
-      viewport: { width: 800, height: 900 },
-    });
+    browser = await launchBrowser();
+    context = browser.context;
   }, 90_000);
 
   afterAll(async () => {
-    await context?.close();
+    await browser?.close();
     callbackServer?.close();
-    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
     await h?.close();
   });
 
@@ -130,8 +107,7 @@ describe.skipIf(!runBrowser)('consent in a real browser (chromium)', () => {
       .locator('.brand-bar')
       .evaluate((el) => (globalThis as unknown as BrowserGlobals).getComputedStyle(el).backgroundColor);
     expect(bar).toBe('rgb(122, 60, 255)');
-    mkdirSync(ARTIFACTS, { recursive: true });
-    const shot = join(ARTIFACTS, 'consent.png');
+    const shot = artifactPath('consent');
     await page.screenshot({ path: shot, fullPage: true });
     expect(statSync(shot).size).toBeGreaterThan(5_000);
 

@@ -15,7 +15,7 @@ import { registerRateLimit } from './http/rate-limit.ts';
 import type { App, RouteAuthConfig } from './http/types.ts';
 import type { Deps } from './lib/context.ts';
 import type { KeyRing } from './lib/crypto.ts';
-import { NotFoundError } from './lib/errors.ts';
+import { NotFoundError, ServiceUnavailableError } from './lib/errors.ts';
 import { newId } from './lib/ids.ts';
 import { redactSecrets } from './lib/redact.ts';
 import { mcpRoutes } from './mcp/endpoint.ts';
@@ -89,19 +89,32 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     },
     frameworkErrors: frameworkErrorHandler,
     forceCloseConnections: 'idle',
-    return503OnClosing: true,
+    // Our onRequest hook answers requests that arrive while closing, with the §7 body and a request id.
+    return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: true },
   });
   fastify.setValidatorCompiler(validatorCompiler);
   fastify.setSerializerCompiler(serializerCompiler);
+  // No route reads text/plain: such a body is a 415, not a string that fails the schema with a 422.
+  fastify.removeContentTypeParser('text/plain');
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
   const deps: Deps = createDeps(config, { database, keyRing: opts.keyRing }, app.log);
   app.decorate('deps', deps);
 
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (req, reply) => {
     reply.header('X-Request-Id', req.id);
+    // A request on a kept-alive connection after shutdown began: the client retries on a new connection
+    // (to another instance, or to this one once it is back).
+    if (closing) {
+      reply.header('Connection', 'close').header('Retry-After', '1');
+      throw new ServiceUnavailableError('The service is shutting down; retry');
+    }
   });
   app.addHook('onResponse', async (req, reply) => {
     req.log.info(

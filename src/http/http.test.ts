@@ -1,6 +1,8 @@
+import { once } from 'node:events';
+import { type AddressInfo, connect } from 'node:net';
 import { Writable } from 'node:stream';
 import type { FastifyLoggerOptions, LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { call, createHarness, createUser, openTestDatabase, type TestHarness } from '../../test/harness.ts';
 import { buildApp, loggerOptions } from '../app.ts';
 
@@ -135,6 +137,14 @@ describe('errors, request ids, logs and operations endpoints', () => {
         payload: '<a/>',
       });
       expectError(xml, 415, 'UnsupportedMediaTypeError', 'Unsupported Content-Type; send application/json');
+      // text/plain too: no route reads it, so it is refused before the schema (not a 422 for a string body).
+      const text = await h.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/authenticate',
+        headers: { 'content-type': 'text/plain' },
+        payload: '{"email":"a@example.test","password":"x"}',
+      });
+      expectError(text, 415, 'UnsupportedMediaTypeError', 'Unsupported Content-Type; send application/json');
     });
 
     it('a body over BODY_LIMIT_BYTES: 413, while one under it is read', async () => {
@@ -259,6 +269,49 @@ describe('errors, request ids, logs and operations endpoints', () => {
       );
       expect(text).toMatch(/db_pool_connections\{state="total"\} \d+/);
       expect(text).toContain('process_resident_memory_bytes');
+    });
+  });
+
+  it('a request on a kept-alive connection after shutdown began: 503 with the §7 body, X-Request-Id and Connection: close', async () => {
+    const app = await buildApp({ config: h.config, database: h.database, keyRing: h.keyRing });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as AddressInfo;
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (d: Buffer) => {
+      received += d.toString();
+    });
+    // The first request is held open (Expect: 100-continue, no body yet), so closing waits for it.
+    const body = JSON.stringify({ email: 'x@example.test', password: 'wrong password' });
+    socket.write(
+      [
+        'POST /api/v1/auth/authenticate HTTP/1.1',
+        'Host: 127.0.0.1',
+        'Content-Type: application/json',
+        `Content-Length: ${Buffer.byteLength(body)}`,
+        'Expect: 100-continue',
+        '',
+        '',
+      ].join('\r\n'),
+    );
+    await vi.waitFor(() => expect(received).toContain('100 Continue'));
+    const closed = app.close();
+    // Its body, then a second request on the same connection, arriving while the app closes.
+    socket.write(`${body}GET /api/v1/auth-scopes HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+    await once(socket, 'end');
+    await closed;
+    const answers = received.split(/(?=HTTP\/1\.1 \d{3} )/).filter((a) => !a.startsWith('HTTP/1.1 100'));
+    expect(answers).toHaveLength(2);
+    expect(answers[0]).toMatch(/^HTTP\/1\.1 401 /);
+    const [head, payload] = (answers[1] ?? '').split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 503 /);
+    expect(head).toMatch(/\r\nx-request-id: req_[A-Za-z0-9_-]{22}\r\n/i);
+    expect(head).toMatch(/\r\nconnection: close\r\n/i);
+    expect(head).toMatch(/\r\nretry-after: 1\r\n/i);
+    expect(JSON.parse(payload ?? '')).toEqual({
+      error: 'ServiceUnavailableError',
+      message: 'The service is shutting down; retry',
+      statusCode: 503,
     });
   });
 });

@@ -633,6 +633,78 @@ describe('connections', () => {
     });
   });
 
+  describe('the tools of one connection (GET /providers/:providerId/tools?connectionId=)', () => {
+    const tools = (app: typeof h.app, token: string, url: string) => call(app, 'GET', url, { token });
+    const names = (res: { json(): unknown }) => (res.json() as Array<{ name: string }>).map((t) => t.name);
+    const ALL = ['list_items', 'get_item', 'create_item', 'whoami'];
+    const READ = ['list_items', 'get_item', 'whoami'];
+
+    it('answers the tools the caller may run there: write tools only with a read-write permission', async () => {
+      const u = await createUser(h.app);
+      const id = await connectAcme(h.app, u);
+      const url = `/api/v1/providers/acme/tools?connectionId=${id}`;
+      const all = await tools(h.app, u.sessionToken, url);
+      expect(all.statusCode).toBe(200);
+      expect(all.json()).toEqual((await tools(h.app, u.sessionToken, '/api/v1/providers/acme/tools')).json());
+      expect(names(all)).toEqual(ALL);
+      expect(all.json()).toContainEqual({
+        name: 'create_item',
+        description: 'Create an Acme item with a title; answers the new item with its id.',
+        parameters: expect.objectContaining({ type: 'object', required: ['title'] }),
+        mode: 'write',
+      });
+
+      const byDefault = await u.pat(['account'], { default_provider_permission: 'read' });
+      const byProvider = await u.pat(['account'], { provider_permissions: { acme: 'read' } });
+      const otherProviderRead = await u.pat(['account'], { provider_permissions: { github: 'read' } });
+      const readButAcme = await u.pat(['account'], {
+        default_provider_permission: 'read',
+        provider_permissions: { acme: 'read-write' },
+      });
+      for (const [token, expected] of [
+        [byDefault, READ],
+        [byProvider, READ],
+        [otherProviderRead, ALL],
+        [readButAcme, ALL],
+      ] as const) {
+        const res = await tools(h.app, token, url);
+        expect(res.statusCode, res.body).toBe(200);
+        expect(names(res)).toEqual(expected);
+      }
+      // The same rule as running them: the write tool left out is the one execute refuses.
+      const connectionsRead = await u.pat(['connections'], { provider_permissions: { acme: 'read' } });
+      expect(names(await tools(h.app, connectionsRead, url))).not.toContain('create_item');
+      expect((await execute(h.app, connectionsRead, id, 'create_item', { title: 'x' })).statusCode).toBe(403);
+      // Without a connection the catalog answers every tool, whatever the permission.
+      expect(names(await tools(h.app, byDefault, '/api/v1/providers/acme/tools'))).toEqual(ALL);
+    });
+
+    it("answers 404 for another account's connection, another provider's and an unknown one", async () => {
+      const [u, other] = [await createUser(h.app), await createUser(h.app)];
+      const id = await connectAcme(h.app, u);
+      const theirs = await tools(h.app, other.sessionToken, `/api/v1/providers/acme/tools?connectionId=${id}`);
+      expect(theirs.statusCode).toBe(404);
+      expect(theirs.json()).toEqual({ error: 'NotFoundError', message: `Connection ${id} not found`, statusCode: 404 });
+      const wrong = await tools(h.app, u.sessionToken, `/api/v1/providers/acme-team/tools?connectionId=${id}`);
+      expect(wrong.statusCode).toBe(404);
+      expect(wrong.json()).toEqual({
+        error: 'NotFoundError',
+        message: `Connection ${id} is a acme connection, not acme-team`,
+        statusCode: 404,
+      });
+      const unknown = await tools(
+        h.app,
+        u.sessionToken,
+        '/api/v1/providers/acme/tools?connectionId=conn_AbC123_-xyz789Q',
+      );
+      expect(unknown.statusCode).toBe(404);
+      expect(unknown.json().message).toBe('Connection conn_AbC123_-xyz789Q not found');
+      const noProvider = await tools(h.app, u.sessionToken, `/api/v1/providers/myspace/tools?connectionId=${id}`);
+      expect(noProvider.statusCode).toBe(404);
+      expect(noProvider.json().message).toBe('Provider myspace not found');
+    });
+  });
+
   describe('guards', () => {
     const executeBody = { connectionId: 'conn_xxxxxxxxxxxx', arguments: {} };
     guardTests(
@@ -674,6 +746,12 @@ describe('connections', () => {
           url: '/api/v1/connections/from-catalog',
           scopes: ['connections'],
           body: { catalogEntryId: 'acme', bearerToken: 'not-a-token' },
+        },
+        {
+          method: 'GET',
+          url: '/api/v1/providers/acme/tools?connectionId=conn_xxxxxxxxxxxx',
+          scopes: [],
+          ownedUrl: async (owner) => `/api/v1/providers/acme/tools?connectionId=${await connectAcme(h.app, owner)}`,
         },
         {
           method: 'POST',

@@ -14,7 +14,8 @@ import {
   ToolArgumentError,
 } from '../providers/request.ts';
 import { mergePages, shapeToolResponse } from '../providers/response.ts';
-import type { ProviderDefinition, ToolDefinition } from '../providers/schema.ts';
+import type { ProviderDefinition, ProviderTool, ToolDefinition } from '../providers/schema.ts';
+import { listProviderTools } from '../providers/service.ts';
 import { providerMessage, sendWithRetry } from './http.ts';
 import * as repo from './repo.ts';
 import { type ConnectionSettings, connectionSettings } from './settings.ts';
@@ -44,8 +45,36 @@ export function providerPermission(ctx: ServiceContext, providerId: string): 're
   return ctx.actor.providerPermissions[providerId] ?? ctx.actor.defaultProviderPermission;
 }
 
+/**
+ * The permission rule of provider tools, the one place it is written: a tool that writes needs the caller's
+ * permission for its provider to be `read-write`; read tools need no more than `read`. Running a tool,
+ * listing the tools of a connection and offering tools to the agent all ask this.
+ */
+export function mayRunTool(ctx: ServiceContext, providerId: string, tool: Pick<ToolDefinition, 'mode'>): boolean {
+  return tool.mode !== 'write' || providerPermission(ctx, providerId) === 'read-write';
+}
+
 function withToken(req: BuiltRequest, token: string): BuiltRequest {
   return { ...req, headers: { ...req.headers, authorization: `Bearer ${token}` } };
+}
+
+/**
+ * `GET /providers/:providerId/tools?connectionId=`: the tools the caller may run on that connection. The
+ * connection must be the caller's and of that provider (404 otherwise: an id that is not one of yours is
+ * not found); write tools are left out where the caller's permission for the provider is `read`.
+ */
+export async function listConnectionTools(
+  ctx: ServiceContext,
+  providerId: string,
+  connectionId: string,
+): Promise<ProviderTool[]> {
+  const tools = listProviderTools(ctx, providerId);
+  const row = await repo.findConnection(ctx.db, ctx.accountId, connectionId);
+  if (!row) throw new NotFoundError(`Connection ${connectionId} not found`);
+  if (row.providerId !== providerId) {
+    throw new NotFoundError(`Connection ${connectionId} is a ${row.providerId} connection, not ${providerId}`);
+  }
+  return tools.filter((t) => mayRunTool(ctx, providerId, t));
 }
 
 /** One call of a tool with one token: every page up to the tool's cap, merged. */
@@ -119,7 +148,7 @@ export async function executeProviderTool(ctx: ServiceContext, input: ExecuteToo
   if (row.providerId !== def.id) {
     throw new BadRequestError(`Connection ${row.id} is a ${row.providerId} connection, not ${def.id}`);
   }
-  if (tool.mode === 'write' && providerPermission(ctx, def.id) === 'read') {
+  if (!mayRunTool(ctx, def.id, tool)) {
     throw new ForbiddenError(
       `This token may only run read tools of ${def.label} (provider permission "read"); ${tool.name} writes`,
     );
@@ -217,8 +246,7 @@ export async function providerAgentTools(
   for (const [providerId, connections] of byProvider) {
     const def = catalog.get(providerId)?.definition;
     if (!def) continue;
-    const readOnly = providerPermission(ctx, providerId) === 'read';
-    const tools = def.tools.filter((t) => !readOnly || t.mode === 'read');
+    const tools = def.tools.filter((t) => mayRunTool(ctx, providerId, t));
     connections.forEach((connection, n) => {
       const several = connections.length > 1;
       for (const tool of tools) {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { App } from '../../http/types.ts';
 import { NotFoundError } from '../../lib/errors.ts';
+import { listConnectionTools } from '../connections/tools.ts';
 import { Provider, ProviderParams, ProviderTool, ProviderToolsQuery } from './schema.ts';
 import * as service from './service.ts';
 
@@ -25,13 +26,18 @@ export async function providerRoutes(app: App): Promise<void> {
     {
       schema: {
         tags,
-        summary: "A provider's tools: name, description for an LLM, JSON Schema parameters, mode",
+        summary:
+          "A provider's tools: name, description for an LLM, JSON Schema parameters, mode. With connectionId (one of " +
+          'yours, of this provider, else 404): only the tools you may run on it (no write tools with a read permission)',
         params: ProviderParams,
         querystring: ProviderToolsQuery,
         response: { 200: z.array(ProviderTool) },
       },
     },
-    (req) => service.listProviderTools(req.ctx, req.params.providerId, { connectionId: req.query.connectionId }),
+    (req) =>
+      req.query.connectionId
+        ? listConnectionTools(req.ctx, req.params.providerId, req.query.connectionId)
+        : service.listProviderTools(req.ctx, req.params.providerId),
   );
 }
 

@@ -141,12 +141,16 @@ describe('providers API', () => {
       });
     });
 
-    it('accepts a well-formed connectionId', async () => {
+    it('answers 404 NotFoundError for a well-formed connectionId that is not one of yours', async () => {
       const res = await call(h.app, 'GET', '/api/v1/providers/github/tools?connectionId=conn_AbC123_-xyz789Q', {
         token: user.sessionToken,
       });
-      expect(res.statusCode).toBe(200);
-      expect(res.json()).toEqual(expectedTools('github'));
+      expect(res.statusCode).toBe(404);
+      expect(res.json()).toEqual({
+        error: 'NotFoundError',
+        message: 'Connection conn_AbC123_-xyz789Q not found',
+        statusCode: 404,
+      });
     });
 
     it('answers 422 ValidationError for a malformed connectionId', async () => {

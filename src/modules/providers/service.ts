@@ -41,15 +41,10 @@ export function getProvider(ctx: ServiceContext, providerId: string): Provider {
 }
 
 /**
- * A provider's tools as an LLM sees them. `connectionId` is accepted (its form is checked by the route) so
- * clients can already send it; narrowing the list to what that connection's granted scopes allow belongs
- * to the connections service.
+ * A provider's tools as an LLM sees them, all of them. Narrowed to one connection and the caller's
+ * permission: `listConnectionTools` (connections area), which owns connections.
  */
-export function listProviderTools(
-  ctx: ServiceContext,
-  providerId: string,
-  _opts: { connectionId?: string | undefined } = {},
-): ProviderTool[] {
+export function listProviderTools(ctx: Pick<ServiceContext, 'deps'>, providerId: string): ProviderTool[] {
   return entryOf(ctx.deps.config, providerId).definition.tools.map((t) => ({
     name: t.name,
     description: t.description,

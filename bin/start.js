@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// `npm start`: bundles the service (bin/bundle.js) and runs it; stack traces point into src/ through the map.
+// `npm start`: bundles the service (bin/bundle.js) and runs it. `NODE_OPTIONS=--enable-source-maps` maps stack
+// traces to src/ (off by default: it holds every package's source map in memory).
 import { pathToFileURL } from 'node:url';
 import { bundle } from './bundle.js';
 
-process.setSourceMapsEnabled(true);
 await import(pathToFileURL(bundle('main')).href);

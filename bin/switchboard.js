@@ -3,6 +3,5 @@
 import { pathToFileURL } from 'node:url';
 import { bundle } from './bundle.js';
 
-process.setSourceMapsEnabled(true);
 const { main } = await import(pathToFileURL(bundle('cli')).href);
 await main(process.argv.slice(2));

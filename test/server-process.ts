@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The service as its own process, started the way `npm start` starts it (`node bin/start.js`), for tests and benchmarks that need
+ * The service as its own process, started the way `npm start` starts it (package.json's command), for tests and benchmarks that need
  * the real entry point: signals, listening, start-up time, memory. Logs (pino JSON on stdout) are kept and
  * parsed so callers can wait for a message.
  */
@@ -26,6 +26,14 @@ export interface ServerProcess {
 }
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The node arguments of `npm start` (`node <flags> bin/start.js`), read from package.json: one source. */
+function startArgs(): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const [node, ...args] = pkg.scripts.start.split(/\s+/);
+  if (node !== 'node') throw new Error(`package.json start script must run node: ${pkg.scripts.start}`);
+  return args;
+}
 
 /** A port nobody listens on right now. */
 export async function freePort(): Promise<number> {
@@ -64,7 +72,7 @@ export async function startServer(
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const level = env.LOG_LEVEL ?? 'info';
   const started = performance.now();
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), 'bin/start.js'], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...startArgs()], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',

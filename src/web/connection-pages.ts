@@ -1,5 +1,5 @@
 import type { Connection, PendingFields } from '../modules/connections/schema.ts';
-import type { Provider } from '../modules/providers/schema.ts';
+import type { FinalizeField, Provider } from '../modules/providers/schema.ts';
 import { type Html, html, layout } from './html.ts';
 import type { PageUser } from './pages.ts';
 
@@ -16,6 +16,8 @@ export interface CatalogItem {
   logo: string;
   /** The variables an operator must set, when the provider is not configured. */
   missing?: { clientId: string; clientSecret: string } | undefined;
+  /** Fields the user gives before authorization (a subdomain the provider's URLs are built from). */
+  fields: FinalizeField[];
 }
 
 /** A connection as the page shows it. */
@@ -24,6 +26,8 @@ export interface ConnectionItem {
   logo: string;
   /** Whether its provider can be connected again now (configured, still in the catalog). */
   connectable: boolean;
+  /** Fields Reconnect asks for before authorization, as for Connect. */
+  fields: FinalizeField[];
 }
 
 const UPPER = new Set(['crm', 'api', 'ai', 'it', 'hr']);
@@ -53,10 +57,31 @@ function hidden(csrf: string): Html {
   return html`<input type="hidden" name="csrf" value="${csrf}">`;
 }
 
-function connectForm(csrf: string, providerId: string, label: Html | string, name: string, primary: boolean): Html {
-  return html`<form method="post" action="/account/connections/connect" class="inline">${hidden(csrf)}
-    <input type="hidden" name="providerId" value="${providerId}">
-    <button type="submit"${primary ? html` class="primary"` : html``}>${label} <span class="sr-only">${name}</span></button></form>`;
+interface ConnectButton {
+  providerId: string;
+  label: string;
+  /** Who or what it connects, for screen readers (`Acme`, `Acme Ada Lovelace`). */
+  name: string;
+  primary: boolean;
+  /** Fields asked before authorization, and a prefix making their ids unique on the page. */
+  fields: FinalizeField[];
+  idPrefix: string;
+}
+
+/** Connect and Reconnect: a form posting the provider id (and the fields it needs before authorization). */
+function connectForm(csrf: string, b: ConnectButton): Html {
+  const button = html`<button type="submit"${b.primary ? html` class="primary"` : html``}>${b.label} <span class="sr-only">${b.name}</span></button>`;
+  return html`<form method="post" action="/account/connections/connect" class="${b.fields.length ? 'connect-fields' : 'inline'}">${hidden(csrf)}
+    <input type="hidden" name="providerId" value="${b.providerId}">
+    ${b.fields.map((f) => {
+      const id = `${b.idPrefix}-${f.name}`;
+      return html`<label for="${id}">${f.label}</label>
+        <input id="${id}" name="param.${f.name}" type="text" required autocomplete="off"${
+          f.placeholder ? html` placeholder="${f.placeholder}"` : html``
+        }${f.description ? html` aria-describedby="${id}-help"` : html``}>
+        ${f.description ? html`<p class="muted small" id="${id}-help">${f.description}</p>` : html``}`;
+    })}
+    ${b.fields.length ? html`<div class="actions compact">${button}</div>` : button}</form>`;
 }
 
 function connectionRow(item: ConnectionItem, csrf: string): Html {
@@ -85,13 +110,14 @@ function connectionRow(item: ConnectionItem, csrf: string): Html {
         ${
           reconnect
             ? item.connectable
-              ? connectForm(
-                  csrf,
-                  c.providerId,
-                  'Reconnect',
-                  `${c.metadata.providerName} ${c.metadata.displayName}`,
-                  true,
-                )
+              ? connectForm(csrf, {
+                  providerId: c.providerId,
+                  label: 'Reconnect',
+                  name: `${c.metadata.providerName} ${c.metadata.displayName}`,
+                  primary: true,
+                  fields: item.fields,
+                  idPrefix: `reconnect-${c.id}`,
+                })
               : html`<button type="button" disabled>Reconnect</button>
                 <span class="muted small">${c.metadata.providerName} is not available on this server now.</span>`
             : html``
@@ -104,15 +130,18 @@ function connectionRow(item: ConnectionItem, csrf: string): Html {
 
 function catalogRow(item: CatalogItem, csrf: string, connectedCount: number): Html {
   const p = item.provider;
-  const action = item.missing
+  const form = item.missing
     ? html`<button type="button" disabled aria-describedby="setup-${p.id}">Connect <span class="sr-only">${p.label}</span></button>`
-    : connectForm(
-        csrf,
-        p.id,
-        connectedCount && p.allowMultipleConnections ? 'Connect another' : 'Connect',
-        p.label,
-        !connectedCount,
-      );
+    : connectForm(csrf, {
+        providerId: p.id,
+        label: connectedCount && p.allowMultipleConnections ? 'Connect another' : 'Connect',
+        name: p.label,
+        primary: !connectedCount,
+        fields: item.fields,
+        idPrefix: `connect-${p.id}`,
+      });
+  // A form with fields goes under the description; a lone button to its right.
+  const below = !item.missing && item.fields.length > 0;
   return html`<li class="item" data-provider-id="${p.id}">
     <img class="logo" src="${item.logo}" alt="" width="32" height="32">
     <div class="grow">
@@ -125,8 +154,9 @@ function catalogRow(item: CatalogItem, csrf: string, connectedCount: number): Ht
             <code>${item.missing.clientId}</code> and <code>${item.missing.clientSecret}</code>.</p>`
           : html``
       }
+      ${below ? form : html``}
     </div>
-    <div>${action}</div>
+    ${below ? html`` : html`<div>${form}</div>`}
   </li>`;
 }
 

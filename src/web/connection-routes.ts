@@ -4,6 +4,7 @@ import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError, NotFoundError, ValidationError } from '../lib/errors.ts';
 import {
+  authorizationFields,
   deleteConnection,
   finalizePending,
   getConnection,
@@ -51,8 +52,16 @@ export function callbackMessage(error: string, description: string): string {
   return `The connection was not completed: ${why || 'the provider reported a problem'} (${code}).`;
 }
 
+const PARAM = 'param.';
+const PROVIDER_PARAMS = 'body.providerParams.';
+
 /** The message of a refused action, for the page; faults of ours stay 500s. */
 function failure(err: unknown): { message: string; status: number } {
+  // Fields of the Connect form: named as the form names them, not by their place in the API's body.
+  if (err instanceof ValidationError && err.details.some((d) => d.field.startsWith(PROVIDER_PARAMS))) {
+    const each = err.details.map((d) => `${d.field.replace(PROVIDER_PARAMS, '')} ${d.message}`);
+    return { message: `Check the fields: ${each.join('; ')}.`, status: err.statusCode };
+  }
   if (err instanceof AppError) return { message: err.message, status: err.statusCode };
   throw err;
 }
@@ -88,6 +97,7 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
       connection,
       logo: logoOf(connection.providerId),
       connectable: byId.get(connection.providerId)?.configured ?? false,
+      fields: byId.has(connection.providerId) ? authorizationFields(ctx, connection.providerId) : [],
     }));
     const q = (opts.q ?? '').trim().slice(0, 100);
     const category = providers.some((p) => p.category === opts.category) ? (opts.category ?? '') : '';
@@ -97,6 +107,7 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
       provider,
       logo: logoOf(provider.id),
       missing: provider.configured ? undefined : providerCredentialVariables(provider.id),
+      fields: authorizationFields(ctx, provider.id),
     }));
     let notice = opts.notice;
     const connected = opts.connectedId ? list.data.find((c) => c.id === opts.connectedId) : undefined;
@@ -155,10 +166,16 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
     if (!csrfOk(req, form)) return csrfFailed(reply);
     const current = await signedIn(req, reply, PAGE_PATH);
     if (!current) return reply;
+    // Fields the provider needs before authorization come as `param.<name>`.
+    const providerParams: Record<string, string> = {};
+    for (const key of Object.keys(form)) {
+      if (key.startsWith(PARAM)) providerParams[key.slice(PARAM.length)] = one(form, key).trim();
+    }
     try {
       const { authorizationUrl } = await initiateConnection(serviceContextOf(req, current.actor), {
         providerId: one(form, 'providerId'),
         redirectUrl: returnUrl,
+        ...(Object.keys(providerParams).length ? { providerParams } : {}),
       });
       // The provider's own authorization URL, from the catalog: never a URL the form chose.
       return reply.redirect(authorizationUrl, 303);
@@ -206,7 +223,7 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
         disconnectPage({
           user: current.user,
           csrf: csrf(req, reply),
-          item: { connection, logo: logoOf(connection.providerId), connectable: true },
+          item: { connection, logo: logoOf(connection.providerId), connectable: true, fields: [] },
         }),
       );
     } catch (err) {

@@ -1,6 +1,13 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeOAuthProvider, fakeProvidersEnv, startFakeOAuthProvider } from '../../test/fakes/oauth-provider.ts';
+import {
+  acmeProvider,
+  acmeRegionalProvider,
+  acmeTeamProvider,
+  type FakeOAuthProvider,
+  providersDirEnv,
+  startFakeOAuthProvider,
+} from '../../test/fakes/oauth-provider.ts';
 import { createHarness, createUser, type TestHarness, type TestUser } from '../../test/harness.ts';
 import { csrfOf, PageClient } from '../../test/web-client.ts';
 import { connections } from '../db/schema/index.ts';
@@ -15,7 +22,11 @@ describe('connections page', () => {
   let fake: FakeOAuthProvider;
   beforeAll(async () => {
     fake = await startFakeOAuthProvider();
-    h = await createHarness(fakeProvidersEnv(fake));
+    // acme-regional needs a field before OAuth (the fake serves it under /w/<workspace>).
+    const env = providersDirEnv(
+      [acmeProvider, acmeTeamProvider, acmeRegionalProvider].map((p) => ({ fake, definition: p(fake.url) })),
+    );
+    h = await createHarness(env);
   });
   afterAll(async () => {
     await h?.close();
@@ -101,8 +112,8 @@ describe('connections page', () => {
     expect(all.body).toContain(`${total} services.`);
 
     const search = await browser.get(`${PAGE}?q=acme`);
-    expect(ids(search.body)).toEqual(['acme', 'acme-team']);
-    expect(search.body).toContain(`2 of ${total} services match.`);
+    expect(ids(search.body)).toEqual(['acme', 'acme-regional', 'acme-team']);
+    expect(search.body).toContain(`3 of ${total} services match.`);
     expect(search.body).toContain('value="acme"');
 
     const category = await browser.get(`${PAGE}?category=crm`);
@@ -348,6 +359,42 @@ describe('connections page', () => {
     const gone = await browser.get(`${PAGE}/pending/${pendingId}`);
     expect(gone.statusCode).toBe(404);
     expect(gone.body).toContain('This connection step expired or was already finished.');
+  });
+
+  it('a provider that needs a field before OAuth asks for it in the Connect form', async () => {
+    const { user, browser } = await signedIn();
+    const page = await browser.get(PAGE);
+    const row = /<li class="item" data-provider-id="acme-regional">[\s\S]*?<\/li>/.exec(page.body)?.[0] ?? '';
+    expect(row).toContain('<label for="connect-acme-regional-workspace">Workspace</label>');
+    expect(row).toContain('name="param.workspace" type="text" required');
+    expect(row).toContain('Where your Acme lives');
+    const csrf = csrfOf(page.body);
+
+    const missing = await browser.post(`${PAGE}/connect`, { csrf, providerId: 'acme-regional' });
+    expect(missing.statusCode).toBe(422);
+    expect(missing.body).toContain('Check the fields: workspace is required by Acme Regional before authorization.');
+    const bad = await browser.post(`${PAGE}/connect`, { csrf, providerId: 'acme-regional', 'param.workspace': 'No!' });
+    expect(bad.statusCode).toBe(422);
+    expect(bad.body).toContain('Check the fields: workspace must match [a-z0-9-]{2,30}.');
+    expect(fake.counts.authorize).toBe(0);
+
+    const ok = await browser.post(`${PAGE}/connect`, { csrf, providerId: 'acme-regional', 'param.workspace': 'north' });
+    expect(new URL(String(ok.headers.location)).pathname).toBe('/w/north/authorize');
+    const back = await throughProvider(ok);
+    const connectionId = back.searchParams.get('connectionId') ?? '';
+    expect(await rowOf(connectionId)).toMatchObject({
+      accountId: user.account.id,
+      providerId: 'acme-regional',
+      status: 'active',
+      vars: { workspace: 'north' },
+    });
+    // Reconnect of a revoked one asks again.
+    await h.database.db.update(connections).set({ status: 'revoked' }).where(eq(connections.id, connectionId));
+    const revoked = await browser.get(PAGE);
+    const item = new RegExp(`<li class="item" data-connection-id="${connectionId}">[\\s\\S]*?</li>`).exec(
+      revoked.body,
+    )?.[0];
+    expect(item).toContain(`<label for="reconnect-${connectionId}-workspace">Workspace</label>`);
   });
 
   it('filterCatalog matches every word anywhere, case-insensitively, within the category', () => {

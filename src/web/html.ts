@@ -70,6 +70,7 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
 .badge-active{color:var(--ok)}.badge-expired{color:var(--warn)}.badge-error,.badge-revoked{color:var(--danger)}
 ul.items{list-style:none;margin:0;padding:0}ul.items>li{display:flex;gap:.85rem;align-items:flex-start;padding:.85rem 0;border-top:1px solid var(--line)}
 img.logo{width:32px;height:32px;border-radius:8px;flex:none;background:#fff}
+form.connect-fields{margin-top:.25rem}form.connect-fields label{margin-top:.5rem}
 form.filters{display:flex;gap:.75rem;align-items:flex-end;flex-wrap:wrap;margin-bottom:.5rem}form.filters label{margin-top:0}
 .sr-only{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);border:0}
 `;

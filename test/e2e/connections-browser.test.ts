@@ -4,7 +4,14 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connections } from '../../src/db/schema/index.ts';
 import type { App } from '../../src/http/types.ts';
-import { type FakeOAuthProvider, fakeProvidersEnv, startFakeOAuthProvider } from '../fakes/oauth-provider.ts';
+import {
+  acmeProvider,
+  acmeRegionalProvider,
+  acmeTeamProvider,
+  type FakeOAuthProvider,
+  providersDirEnv,
+  startFakeOAuthProvider,
+} from '../fakes/oauth-provider.ts';
 import { createHarness, createUser, type TestHarness, type TestUser } from '../harness.ts';
 import { artifactPath, launchBrowser, runBrowser, type TestBrowser } from './browser.ts';
 import { listeningApp } from './oauth-helpers.ts';
@@ -31,7 +38,11 @@ describe.skipIf(!runBrowser)('connections page in a real browser (chromium)', ()
 
   beforeAll(async () => {
     fake = await startFakeOAuthProvider();
-    h = await createHarness(fakeProvidersEnv(fake));
+    h = await createHarness(
+      providersDirEnv(
+        [acmeProvider, acmeTeamProvider, acmeRegionalProvider].map((p) => ({ fake, definition: p(fake.url) })),
+      ),
+    );
     ({ app, base } = await listeningApp(h));
     browser = await launchBrowser({ width: 900, height: 1000 });
   }, 90_000);
@@ -84,8 +95,8 @@ describe.skipIf(!runBrowser)('connections page in a real browser (chromium)', ()
       .evaluateAll((els) =>
         els.map((el) => (el as unknown as { getAttribute(n: string): string }).getAttribute('data-provider-id')),
       );
-    expect(listed).toEqual(['acme', 'acme-team']);
-    await page.getByText(/^2 of \d+ services match\./).waitFor();
+    expect(listed).toEqual(['acme', 'acme-regional', 'acme-team']);
+    await page.getByText(/^3 of \d+ services match\./).waitFor();
     // The logo is served by the service and allowed by the page's CSP.
     const logo = page.locator('li[data-provider-id="acme"] img.logo');
     await expect
@@ -151,6 +162,22 @@ describe.skipIf(!runBrowser)('connections page in a real browser (chromium)', ()
     await app.deps.background.drain();
     expect(fake.counts.revoke).toBeGreaterThan(0);
 
+    expect(logged.filter((m) => /Content Security Policy|Refused/.test(m))).toEqual([]);
+    await page.close();
+  });
+
+  it('asks for the field a provider needs before OAuth in the Connect form', async () => {
+    const user = await createUser(app);
+    const page = await signedInPage(user);
+    const row = page.locator('li[data-provider-id="acme-regional"]');
+    await row.getByLabel('Workspace').fill('north');
+    await row.screenshot({ path: artifactPath('connections-fields') });
+    await row.getByRole('button', { name: 'Connect Acme Regional' }).click();
+    await page.getByText('Connected Acme Regional as Ada Lovelace.').waitFor();
+    expect(fake.counts.authorize).toBe(1);
+    expect(await rowsOf(user.account.id)).toMatchObject([
+      { providerId: 'acme-regional', status: 'active', vars: { workspace: 'north' } },
+    ]);
     expect(logged.filter((m) => /Content Security Policy|Refused/.test(m))).toEqual([]);
     await page.close();
   });

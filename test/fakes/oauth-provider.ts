@@ -451,6 +451,24 @@ export function acmeTeamProvider(url: string): Record<string, unknown> {
   };
 }
 
+/** `acme-regional`: its authorization and token URLs are built from a `workspace` the user gives before OAuth. */
+export function acmeRegionalProvider(url: string): Record<string, unknown> {
+  const base = acmeProvider(url);
+  return {
+    ...base,
+    id: 'acme-regional',
+    label: 'Acme Regional',
+    finalizeFields: [
+      { name: 'workspace', label: 'Workspace', description: 'Where your Acme lives', pattern: '[a-z0-9-]{2,30}' },
+    ],
+    oauth: {
+      ...(base.oauth as Record<string, unknown>),
+      authorizationUrl: `${url}/w/{workspace}/authorize`,
+      tokenUrl: `${url}/w/{workspace}/token`,
+    },
+  };
+}
+
 /** A PROVIDERS_DIR holding the fake's providers, and the environment a harness needs to use them. */
 export function fakeProvidersEnv(fake: FakeOAuthProvider, extra: Record<string, string> = {}): Record<string, string> {
   return providersDirEnv(

@@ -14,7 +14,7 @@ import {
   providerCredentials,
   providerCredentialVariables,
 } from '../providers/catalog.ts';
-import type { ProviderDefinition } from '../providers/schema.ts';
+import type { FinalizeField, ProviderDefinition } from '../providers/schema.ts';
 import { URL_PLACEHOLDER } from '../providers/schema.ts';
 import { logoPath } from '../providers/service.ts';
 import { connectionFilterOf } from './filter.ts';
@@ -212,6 +212,21 @@ function checkFields(
 
 const urlVarNames = (template: string) => [...template.matchAll(URL_PLACEHOLDER)].map((m) => m[2] as string);
 
+/** Connection variables the authorization or token URL is built from: they must be known before OAuth. */
+const beforeAuthorization = (def: ProviderDefinition) =>
+  new Set([...urlVarNames(def.oauth.authorizationUrl), ...urlVarNames(def.oauth.tokenUrl)]);
+
+/**
+ * The provider's connection fields a user gives before authorization (a subdomain its authorization URL
+ * is built from): `initiateConnection` requires them in `providerParams`. Other fields are asked after
+ * OAuth (the pending connection).
+ */
+export function authorizationFields(ctx: Pick<PublicContext, 'deps'>, providerId: string): FinalizeField[] {
+  const def = catalogProvider(ctx.deps.config, providerId).definition;
+  const names = beforeAuthorization(def);
+  return def.finalizeFields.filter((f) => names.has(f.name));
+}
+
 interface StateParams {
   vars: Record<string, string>;
   scopes: string[];
@@ -235,7 +250,7 @@ function readProviderParams(def: ProviderDefinition, params: Record<string, stri
   if (more.some((s) => !/^[\x21-\x7e]{1,200}$/.test(s))) {
     problems.push({ field: 'body.providerParams.scopes', message: 'must be provider scope names' });
   }
-  for (const name of new Set([...urlVarNames(def.oauth.authorizationUrl), ...urlVarNames(def.oauth.tokenUrl)])) {
+  for (const name of beforeAuthorization(def)) {
     if (!vars[name] && !problems.some((p) => p.field === `body.providerParams.${name}`)) {
       problems.push({
         field: `body.providerParams.${name}`,

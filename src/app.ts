@@ -13,6 +13,9 @@ import { registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import type { App, RouteAuthConfig } from './http/types.ts';
+import { JOB_CATALOG } from './jobs/catalog.ts';
+import { type JobCatalog, validateCatalog } from './jobs/definition.ts';
+import { JobRunner } from './jobs/runner.ts';
 import type { Deps } from './lib/context.ts';
 import type { KeyRing } from './lib/crypto.ts';
 import { NotFoundError, ServiceUnavailableError } from './lib/errors.ts';
@@ -26,7 +29,6 @@ import { authRoutes } from './modules/auth/routes.ts';
 import { authClientRoutes } from './modules/auth-clients/routes.ts';
 import { connectionRoutes } from './modules/connections/routes.ts';
 import { creditRoutes } from './modules/credits/routes.ts';
-import { releaseExpiredHolds } from './modules/credits/service.ts';
 import { llmRoutes } from './modules/llm/routes.ts';
 import { providerCatalog } from './modules/providers/catalog.ts';
 import { providerLogoRoutes, providerRoutes } from './modules/providers/routes.ts';
@@ -45,9 +47,10 @@ export interface BuildAppOptions {
   mcpSources?: McpSources;
   /** Sees every route as it is registered (tests list what the app serves). */
   onRoute?: (route: { method: string | string[]; url: string; config?: RouteAuthConfig }) => void;
+  /** The job types this instance runs and schedules (default: the service's catalog; tests add their own). */
+  jobCatalog?: JobCatalog;
 }
 
-const HOLD_SWEEP_INTERVAL_MS = 60_000;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {
@@ -163,13 +166,15 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   app.setNotFoundHandler({ preHandler: redis || config.rateLimits.enabled ? app.rateLimit() : undefined }, (req) => {
     throw new NotFoundError(`Route ${req.method} ${req.url.split('?')[0]} not found`);
   });
-  // Holds of requests whose instance died are given back; a recurring job once the job runner exists.
-  const sweeper = setInterval(() => {
-    releaseExpiredHolds({ db: database.db }).catch((err: unknown) => app.log.warn({ err }, 'hold sweep failed'));
-  }, HOLD_SWEEP_INTERVAL_MS);
-  sweeper.unref();
+  // Jobs start once the app is ready, without delaying it (the first poll runs in the background), and stop
+  // when it closes: running jobs get until the shutdown deadline, then their lease hands them to another worker.
+  const jobCatalog = opts.jobCatalog ?? JOB_CATALOG;
+  validateCatalog(jobCatalog);
+  const jobs = config.jobs.enabled ? new JobRunner(deps, jobCatalog) : undefined;
+  app.decorate('jobs', jobs);
+  app.addHook('onReady', async () => jobs?.start());
   app.addHook('onClose', async () => {
-    clearInterval(sweeper);
+    await jobs?.stop(config.shutdownTimeoutMs);
     oauth.close();
     await deps.background.drain();
     redis?.disconnect();

@@ -95,6 +95,12 @@ const EnvSchema = z.object({
   LLM_TIMEOUT_MS: positiveInt.default(120_000),
   MCP_ALLOWED_ORIGINS: z.string().optional(),
   PROVIDERS_DIR: z.string().optional(),
+  JOBS_ENABLED: bool.default(true),
+  JOBS_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
+  JOBS_POLL_INTERVAL_MS: z.coerce.number().int().min(10).default(1000),
+  JOBS_LEASE_MS: z.coerce.number().int().min(1000).default(30_000),
+  JOBS_RETENTION_DAYS: positiveInt.default(7),
+  JOBS_DEAD_RETENTION_DAYS: positiveInt.default(30),
 });
 
 export interface RateLimits {
@@ -145,6 +151,22 @@ export interface ProvidersConfig {
   env: Readonly<Record<string, string>>;
 }
 
+/** The background job worker and recurring scheduler (src/jobs). */
+export interface JobsConfig {
+  /** Whether this instance runs jobs and schedules recurring ones (`JOBS_ENABLED`). */
+  enabled: boolean;
+  /** Jobs one instance runs at once. */
+  concurrency: number;
+  /** How often an idle worker looks for due jobs. */
+  pollIntervalMs: number;
+  /** How long a claimed job is held without a heartbeat; a dead worker's job is claimed again after it. */
+  leaseMs: number;
+  /** Succeeded jobs are deleted this many days after they finished. */
+  retentionDays: number;
+  /** Dead jobs (out of attempts) are deleted this many days after they failed. */
+  deadRetentionDays: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -173,6 +195,7 @@ export interface Config {
   providers: ProvidersConfig;
   /** Browser origins allowed to call /mcp besides BASE_URL's and APP_URL's (`MCP_ALLOWED_ORIGINS`). */
   mcp: { allowedOrigins: string[] };
+  jobs: JobsConfig;
   version: string;
 }
 
@@ -270,6 +293,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         string,
         string
       >,
+    },
+    jobs: {
+      enabled: e.JOBS_ENABLED,
+      concurrency: e.JOBS_CONCURRENCY,
+      pollIntervalMs: e.JOBS_POLL_INTERVAL_MS,
+      leaseMs: e.JOBS_LEASE_MS,
+      retentionDays: e.JOBS_RETENTION_DAYS,
+      deadRetentionDays: e.JOBS_DEAD_RETENTION_DAYS,
     },
     version: pkg.version,
   };

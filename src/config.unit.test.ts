@@ -122,4 +122,49 @@ describe('config', () => {
     });
     expect(badVariables({ RATE_LIMIT_ENABLED: 'off' })).toEqual(['RATE_LIMIT_ENABLED']);
   });
+
+  it('reads the jobs settings with their defaults and bounds', () => {
+    expect(loadConfig({}).jobs).toEqual({
+      enabled: true,
+      concurrency: 4,
+      pollIntervalMs: 1000,
+      leaseMs: 30_000,
+      retentionDays: 7,
+      deadRetentionDays: 30,
+    });
+    expect(
+      loadConfig({
+        JOBS_ENABLED: 'false',
+        JOBS_CONCURRENCY: '8',
+        JOBS_POLL_INTERVAL_MS: '250',
+        JOBS_LEASE_MS: '60000',
+        JOBS_RETENTION_DAYS: '1',
+        JOBS_DEAD_RETENTION_DAYS: '90',
+      }).jobs,
+    ).toEqual({
+      enabled: false,
+      concurrency: 8,
+      pollIntervalMs: 250,
+      leaseMs: 60_000,
+      retentionDays: 1,
+      deadRetentionDays: 90,
+    });
+    expect(
+      badVariables({
+        JOBS_ENABLED: 'maybe',
+        JOBS_CONCURRENCY: '0',
+        JOBS_POLL_INTERVAL_MS: '5',
+        JOBS_LEASE_MS: '500',
+        JOBS_RETENTION_DAYS: '0',
+        JOBS_DEAD_RETENTION_DAYS: 'x',
+      }),
+    ).toEqual([
+      'JOBS_ENABLED',
+      'JOBS_CONCURRENCY',
+      'JOBS_POLL_INTERVAL_MS',
+      'JOBS_LEASE_MS',
+      'JOBS_RETENTION_DAYS',
+      'JOBS_DEAD_RETENTION_DAYS',
+    ]);
+  });
 });

@@ -3,12 +3,14 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import type { Scope } from '../src/auth/scopes.ts';
 import { type Config, loadConfig } from '../src/config.ts';
 import { type Database, openDatabase } from '../src/db/client.ts';
 import type { App } from '../src/http/types.ts';
+import type { JobCatalog } from '../src/jobs/definition.ts';
 import type { Actor, PublicContext, ServiceContext } from '../src/lib/context.ts';
 import { createKeyRing, type KeyRing, parseKeys } from '../src/lib/crypto.ts';
 import { newId } from '../src/lib/ids.ts';
@@ -51,28 +53,89 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): C
     RATE_LIMIT_LLM: '100000',
     RATE_LIMIT_MCP: '100000',
     RATE_LIMIT_REGISTER: '100000',
+    // Background jobs would run across every test file's rows on the shared PostgreSQL database; the jobs
+    // tests turn them on, over a database of their own (`createHarness(env, { privateDatabase: true })`).
+    JOBS_ENABLED: 'false',
     ...(inject('testDatabase').kind === 'pg' ? { DATABASE_URL: (inject('testDatabase') as { url: string }).url } : {}),
     ...env,
   });
 }
 
-export async function openTestDatabase(): Promise<{ database: Database; dataDir: string }> {
-  const target = inject('testDatabase');
-  const dataDir = mkdtempSync(join(tmpdir(), 'sb-test-'));
-  if (target.kind === 'pg') {
-    return { database: await openDatabase({ databaseUrl: target.url, dataDir, poolMax: 5 }), dataDir };
-  }
-  cpSync(target.template, dataDir, { recursive: true });
-  return { database: await openDatabase({ dataDir }), dataDir };
+export interface TestDatabase {
+  database: Database;
+  dataDir: string;
+  /** The settings that reach this database (`DATA_DIR`, and `DATABASE_URL` on PostgreSQL), for other processes. */
+  env: Record<string, string>;
+  /** Closes it and removes what it created (the data directory; a private PostgreSQL database). */
+  close(): Promise<void>;
 }
 
-export async function createHarness(env: Record<string, string> = {}): Promise<TestHarness> {
-  const { database, dataDir } = await openTestDatabase();
+/**
+ * The test file's database: a copy of the migrated PGlite template, or the run's PostgreSQL database. With
+ * `privateDatabase`, on PostgreSQL a fresh migrated database of its own (about a second to make), for tests
+ * whose work spans every account (recurring jobs) and must not meet other files' rows.
+ */
+export async function openTestDatabase(opts: { privateDatabase?: boolean } = {}): Promise<TestDatabase> {
+  const target = inject('testDatabase');
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-test-'));
+  let dropDatabase: (() => Promise<void>) | undefined;
+  let env: Record<string, string> = { DATA_DIR: dataDir };
+  let database: Database;
+  if (target.kind === 'pg') {
+    let url = target.url;
+    if (opts.privateDatabase) {
+      const name = `sb_private_${Date.now()}_${randomBytes(3).toString('hex')}`;
+      const admin = async (statement: string) => {
+        const client = new pg.Client({ connectionString: target.url });
+        await client.connect();
+        try {
+          await client.query(statement);
+        } finally {
+          await client.end();
+        }
+      };
+      await admin(`CREATE DATABASE ${name}`);
+      dropDatabase = () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      const u = new URL(target.url);
+      u.pathname = `/${name}`;
+      url = u.toString();
+    }
+    env = { ...env, DATABASE_URL: url };
+    database = await openDatabase({ databaseUrl: url, dataDir, poolMax: 5 });
+    if (opts.privateDatabase) await database.migrate();
+  } else {
+    cpSync(target.template, dataDir, { recursive: true });
+    database = await openDatabase({ dataDir });
+  }
+  return {
+    database,
+    dataDir,
+    env,
+    async close() {
+      await database.close();
+      await dropDatabase?.();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function createHarness(
+  env: Record<string, string> = {},
+  opts: { privateDatabase?: boolean; jobCatalog?: JobCatalog } = {},
+): Promise<TestHarness> {
+  const testDb = await openTestDatabase(opts);
+  const { database, dataDir } = testDb;
+  if (testDb.env.DATABASE_URL) env = { DATABASE_URL: testDb.env.DATABASE_URL, ...env };
   const keyRing = createKeyRing(parseKeys(KEYS));
   const apps: App[] = [];
   const make = async (extra: Record<string, string>) => {
     const config = testConfig(dataDir, { ...env, ...extra });
-    const app = await buildApp({ config, database, keyRing });
+    const app = await buildApp({
+      config,
+      database,
+      keyRing,
+      ...(opts.jobCatalog ? { jobCatalog: opts.jobCatalog } : {}),
+    });
     await app.ready();
     apps.push(app);
     return app;
@@ -86,8 +149,7 @@ export async function createHarness(env: Record<string, string> = {}): Promise<T
     extraApp: make,
     async close() {
       for (const a of apps) await a.close();
-      await database.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      await testDb.close();
     },
   };
 }

@@ -7,6 +7,7 @@ import type {
 } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Scope } from '../auth/scopes.ts';
+import type { JobRunner } from '../jobs/runner.ts';
 import type { Actor, Deps, PublicContext, ServiceContext } from '../lib/context.ts';
 
 /**
@@ -30,6 +31,8 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     deps: Deps;
+    /** This instance's job worker and scheduler; undefined when `JOBS_ENABLED=false`. */
+    jobs: JobRunner | undefined;
   }
 }
 

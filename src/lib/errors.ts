@@ -137,3 +137,11 @@ export class ServiceUnavailableError extends AppError {
     super(503, message);
   }
 }
+
+/** A PostgreSQL unique violation (23505), however deep the driver or drizzle wrapped it. */
+export function isUniqueViolation(err: unknown): boolean {
+  for (let e: unknown = err; e && typeof e === 'object'; e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: unknown }).code === '23505') return true;
+  }
+  return false;
+}

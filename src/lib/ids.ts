@@ -16,6 +16,7 @@ export const ID_PREFIX = {
   oauthState: 'ost',
   /** Id of a connection awaiting its finalize fields (a secret: only its hash is stored). */
   pendingConnection: 'pcn',
+  job: 'job',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

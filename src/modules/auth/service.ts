@@ -3,7 +3,14 @@ import * as authRepo from '../../auth/repo.ts';
 import { ALL_SCOPES, type Scope } from '../../auth/scopes.ts';
 import type { PersonalAccessTokenRow } from '../../db/schema/index.ts';
 import { type PublicContext, requireScope, type ServiceContext } from '../../lib/context.ts';
-import { ConflictError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../../lib/errors.ts';
+import {
+  ConflictError,
+  ForbiddenError,
+  isUniqueViolation,
+  NotFoundError,
+  UnauthorizedError,
+  ValidationError,
+} from '../../lib/errors.ts';
 import { newId, newSecretToken, sha256Hex } from '../../lib/ids.ts';
 import { type ListParams, type Page, toPage } from '../../lib/pagination.ts';
 import * as accountsRepo from '../accounts/repo.ts';
@@ -59,13 +66,6 @@ export async function createAccount(
     throw err;
   }
   return { id };
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  for (let e: unknown = err; e && typeof e === 'object'; e = (e as { cause?: unknown }).cause) {
-    if ((e as { code?: unknown }).code === '23505') return true;
-  }
-  return false;
 }
 
 /** 401 without saying whether the e-mail or the password was wrong. */

@@ -1,13 +1,12 @@
+import { z } from 'zod';
+import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
 import type { Deps } from '../../lib/context.ts';
 import * as repo from './repo.ts';
 import { refreshConnectionRow } from './tokens.ts';
 
 /**
- * Background work of the connections area.
- *
- * TODO(jobs): register `refreshExpiringConnections` as a recurring job (every 5 minutes) in the job catalog
- * once `src/jobs/` lands; until then nothing schedules it and tokens are refreshed on use (and by
- * `PUT /connections/:id/refresh`), which is enough for correctness: the job only keeps idle connections
+ * Background work of the connections area. Tokens are also refreshed on use (and by
+ * `PUT /connections/:id/refresh`), which is enough for correctness: the recurring job keeps idle connections
  * fresh and their status truthful.
  */
 
@@ -61,3 +60,14 @@ export async function refreshExpiringConnections(
   const swept = await repo.sweepExpiredAuthorizations(db, new Date(now.getTime() - KEEP_AUTHORIZATIONS_MS));
   return { refreshed, failed, expired, swept };
 }
+
+export const connectionJobs = {
+  /** Every 5 minutes: tokens expiring within 10 minutes are refreshed before anyone waits for them. */
+  'connections.refresh-expiring': defineJob({
+    payload: z.object({}),
+    schedule: { cron: '*/5 * * * *' },
+    // The next slot is the retry; a run cut short leaves each connection as it was (row locks).
+    retry: { maxAttempts: 1 },
+    run: (deps) => refreshExpiringConnections(deps),
+  }),
+} satisfies JobCatalog;

@@ -1,0 +1,129 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { eq } from 'drizzle-orm';
+import type { FastifyBaseLogger } from 'fastify';
+import pino from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase, testConfig } from '../../test/harness.ts';
+import { crashCatalog } from '../../test/job-worker-process.ts';
+import { type Database, openDatabase } from '../db/client.ts';
+import { jobs } from '../db/schema/index.ts';
+import { createKeyRing, parseKeys } from '../lib/crypto.ts';
+import { createDeps } from '../runtime.ts';
+import { defineJob } from './definition.ts';
+import { enqueue } from './queue.ts';
+import { JobWorker } from './worker.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * A worker process killed with SIGKILL in the middle of a job: nothing records the run, the job's row stays
+ * `running` under the dead worker's lease, and once that lease expires another worker runs it, once.
+ */
+describe('a worker killed mid-job', () => {
+  let testDb: TestDatabase;
+  let database: Database | undefined;
+  afterAll(async () => {
+    if (testDb?.database.driver === 'pg') {
+      await testDb.close();
+    } else {
+      await database?.close();
+      if (testDb) rmSync(testDb.dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('runs again after its lease, once, and succeeds', async () => {
+    testDb = await openTestDatabase({ privateDatabase: true });
+    database = testDb.database;
+    const id = await enqueue(database.db, crashCatalog, 'test.crash', { label: 'crash me' });
+    const embedded = database.driver === 'pglite';
+    // The embedded database serves one process: hand it to the child.
+    if (embedded) {
+      await database.close();
+      database = undefined;
+    }
+
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/job-worker-process.ts'], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        ...testDb.env,
+        ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
+        LOG_LEVEL: 'warn',
+        JOBS_LEASE_MS: '1000',
+        JOBS_POLL_INTERVAL_MS: '50',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = once(child, 'exit');
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const started = await new Promise<{ started: string; attempt: number; worker: string }>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        for (const line of stdout.split('\n')) {
+          if (line.includes('"started"')) resolve(JSON.parse(line));
+        }
+      });
+      void exited.then(() => reject(new Error(`worker process exited:\n${stderr}`)));
+      setTimeout(() => reject(new Error(`no job started in 60 s:\n${stdout}\n${stderr}`)), 60_000).unref();
+    });
+    expect(started).toMatchObject({ started: id, attempt: 1 });
+    child.kill('SIGKILL');
+    expect((await exited)[1]).toBe('SIGKILL');
+    expect(stdout.split('\n').filter((l) => l.includes('"started"'))).toHaveLength(1);
+
+    database ??= await openDatabase({ dataDir: testDb.dataDir });
+    const rowOf = async () =>
+      (
+        await database?.db
+          .select()
+          .from(jobs)
+          .where(eq(jobs.id, id ?? ''))
+      )?.[0];
+    expect(await rowOf()).toMatchObject({ status: 'running', attempts: 1, lockedBy: started.worker });
+
+    const runs: Array<{ jobId: string; attempt: number }> = [];
+    const config = testConfig(testDb.dataDir, testDb.env);
+    const deps = createDeps(
+      config,
+      { database, keyRing: createKeyRing(parseKeys(TEST_ENCRYPTION_KEYS)) },
+      pino({ level: 'silent' }) as unknown as FastifyBaseLogger,
+    );
+    const rescuer = new JobWorker({
+      deps,
+      catalog: {
+        'test.crash': defineJob({
+          payload: crashCatalog['test.crash'].payload,
+          run: async (_deps, _payload, ctx) => {
+            runs.push({ jobId: ctx.jobId, attempt: ctx.attempt });
+          },
+        }),
+      },
+      concurrency: 1,
+      pollIntervalMs: 20,
+      leaseMs: 30_000,
+    });
+    const deadline = Date.now() + 30_000;
+    while ((await rescuer.runOnce()) === 0) {
+      if (Date.now() > deadline) throw new Error('the job was not claimed again');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(runs).toEqual([{ jobId: id, attempt: 2 }]);
+    expect(await rowOf()).toMatchObject({
+      status: 'succeeded',
+      attempts: 2,
+      lockedBy: null,
+      lastError: `Lease expired: worker ${started.worker} stopped renewing it (attempt 1)`,
+    });
+    expect(await rescuer.runOnce()).toBe(0);
+    expect(runs).toHaveLength(1);
+  }, 120_000);
+});

@@ -31,9 +31,11 @@ interface Command {
   summary: string;
   usage: string;
   options: Record<string, OptionSpec>;
+  /** Required arguments after the command's words (`jobs retry ID`), in order. */
+  positionals?: Array<{ name: string; help: string }>;
   /** Opens the database (applying pending migrations) before `run`, and closes it after. */
   database: boolean;
-  run(args: Values, env: CliEnv): Promise<void>;
+  run(args: Values, env: CliEnv, positionals: string[]): Promise<void>;
 }
 
 interface CliEnv {
@@ -50,6 +52,13 @@ interface CliEnv {
 class UsageError extends Error {}
 
 const str = (v: string | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/** A comma-separated option as a list (`--status dead,queued`). */
+const list = (v: string | boolean | undefined): string[] =>
+  (str(v) ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** The option that carries an API field: `expires_in` and `body.expires_in` are `--expires-in`. */
 const flagOf = (field: string): string => `--${field.replace(/^body\./, '').replaceAll('_', '-')}`;
@@ -188,6 +197,70 @@ const COMMANDS: Record<string, Command> = {
       for (const line of await keysRotate(ctx)) out(line);
     },
   },
+  'jobs list': {
+    summary: 'List background jobs, newest first (every account; payloads are not shown)',
+    usage: 'switchboard jobs list [--status STATUS[,STATUS...]] [--type TYPE[,TYPE...]] [--limit N] [--json]',
+    options: {
+      status: { type: 'string', help: 'queued, running, succeeded or dead, comma-separated' },
+      type: { type: 'string', help: 'job types, comma-separated (e.g. connections.refresh-expiring)' },
+      limit: { type: 'string', help: 'at most this many, 1-1000 (default 50)' },
+      json: { type: 'boolean', help: 'one JSON object per line instead of a table' },
+    },
+    database: true,
+    async run(args, { ctx, out, note }) {
+      const { JOB_STATUSES } = await import('./db/schema/jobs.ts');
+      const { listJobs } = await import('./jobs/queue.ts');
+      const statuses = list(args.status);
+      const bad = statuses.filter((s) => !(JOB_STATUSES as readonly string[]).includes(s));
+      if (bad.length) throw new UsageError(`--status: unknown status ${bad.join(', ')} (${JOB_STATUSES.join(', ')})`);
+      const limitText = str(args.limit) ?? '50';
+      const limit = /^\d+$/.test(limitText) ? Number(limitText) : Number.NaN;
+      if (!(limit >= 1 && limit <= 1000)) throw new UsageError('--limit must be an integer from 1 to 1000');
+      const jobs = await listJobs(ctx.db, {
+        statuses: statuses as Array<(typeof JOB_STATUSES)[number]>,
+        types: list(args.type),
+        limit,
+      });
+      if (args.json === true) {
+        for (const job of jobs) out(JSON.stringify(job));
+        return;
+      }
+      if (jobs.length === 0) {
+        note('No jobs match.');
+        return;
+      }
+      const rows = jobs.map((j) => [
+        j.id,
+        j.type,
+        j.status,
+        `${j.attempts}/${j.maxAttempts}`,
+        j.status === 'queued' || j.status === 'running' ? j.runAt : (j.finishedAt ?? j.updatedAt),
+        (j.lastError ?? '').replace(/\s+/g, ' ').slice(0, 100),
+      ]);
+      const header = ['ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'RUN AT / FINISHED', 'LAST ERROR'];
+      const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+      for (const r of [header, ...rows])
+        out(
+          r
+            .map((c, i) => c.padEnd(widths[i] ?? 0))
+            .join('  ')
+            .trimEnd(),
+        );
+    },
+  },
+  'jobs retry': {
+    summary: 'Queue a dead job again, due now, with a fresh set of attempts',
+    usage: 'switchboard jobs retry ID',
+    options: {},
+    positionals: [{ name: 'ID', help: 'the job (job_...), as `jobs list --status dead` shows it' }],
+    database: true,
+    async run(_args, { ctx, out }, [id = '']) {
+      const { JOB_CATALOG } = await import('./jobs/catalog.ts');
+      const { retryJob } = await import('./jobs/queue.ts');
+      const job = await retryJob(ctx.db, JOB_CATALOG, id);
+      out(`Queued ${job.type} job ${job.id} again; a running instance picks it up within JOBS_POLL_INTERVAL_MS.`);
+    },
+  },
   'client allow-whitelabel': {
     summary: 'Let an account give its OAuth clients the whitelabel-customer role (or withdraw it with --revoke)',
     usage: 'switchboard client allow-whitelabel --email EMAIL [--revoke]',
@@ -232,6 +305,7 @@ function help(): string {
 }
 
 function commandHelp(name: string, c: Command): string {
+  const args = (c.positionals ?? []).map((p) => `  ${p.name}\n      ${p.help}`);
   const opts = Object.entries(c.options).map(
     ([o, spec]) =>
       `  --${o}${spec.type === 'string' ? ' VALUE' : ''}${spec.required ? ' (required)' : ''}\n      ${spec.help}`,
@@ -240,6 +314,7 @@ function commandHelp(name: string, c: Command): string {
     `switchboard ${name}: ${c.summary}.`,
     '',
     `Usage: ${c.usage}`,
+    ...(args.length ? ['', 'Arguments:', ...args] : []),
     ...(opts.length ? ['', 'Options:', ...opts] : []),
   ].join('\n');
 }
@@ -294,16 +369,26 @@ export async function runCli(argv: string[], io: CliIo = stdio): Promise<number>
   }
 
   let values: Values;
+  let positionals: string[];
   let config: Config;
   try {
-    values = parseArgs({
+    const parsed = parseArgs({
       args: rest,
       options: Object.fromEntries(Object.entries(command.options).map(([k, v]) => [k, { type: v.type }])),
       strict: true,
-      allowPositionals: false,
-    }).values as Values;
-    const missing = Object.entries(command.options).filter(([k, v]) => v.required && values[k] === undefined);
-    if (missing.length) throw new UsageError(`Missing ${missing.map(([k]) => `--${k}`).join(', ')}`);
+      allowPositionals: Boolean(command.positionals),
+    });
+    values = parsed.values as Values;
+    positionals = parsed.positionals;
+    const wanted = command.positionals ?? [];
+    if (positionals.length > wanted.length) throw new UsageError(`Unexpected argument: ${positionals[wanted.length]}`);
+    const missing = [
+      ...wanted.slice(positionals.length).map((p) => p.name),
+      ...Object.entries(command.options)
+        .filter(([k, v]) => v.required && values[k] === undefined)
+        .map(([k]) => `--${k}`),
+    ];
+    if (missing.length) throw new UsageError(`Missing ${missing.join(', ')}`);
     config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -326,7 +411,7 @@ export async function runCli(argv: string[], io: CliIo = stdio): Promise<number>
   };
   try {
     if (command.database) opened = await openContext(config, io);
-    await command.run(values, env);
+    await command.run(values, env, positionals);
     return 0;
   } catch (err) {
     if (err instanceof UsageError) {

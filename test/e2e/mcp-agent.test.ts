@@ -445,6 +445,40 @@ describe('MCP use-agent through real connections', () => {
     expect(llm.requests[0]?.tools).toBeUndefined();
   });
 
+  it('with AUTH_CACHE_TTL_MS, an instance lists its own connection changes at once, another within the TTL', async () => {
+    const a = await h.extraApp({ AUTH_CACHE_TTL_MS: '60000' });
+    const b = await h.extraApp({ AUTH_CACHE_TTL_MS: '60000' });
+    const u = await createUser(a);
+    const token = await u.pat(['universal-mcp-read-write']);
+    const listed = async (on: App) => {
+      const res = await call(on, 'POST', '/mcp', {
+        token,
+        headers: { accept: 'application/json', 'x-response-format': 'json' },
+        body: { jsonrpc: '2.0', id: '1', method: 'tools/call', params: { name: 'list-connections', arguments: {} } },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      return (res.json().result._meta.active as Array<{ serviceId: string }>).map((c) => c.serviceId);
+    };
+    expect(await listed(a)).toEqual([]);
+    expect(await listed(b)).toEqual([]);
+
+    const acmeId = await connectAcme(a, u);
+    expect(await listed(a)).toEqual(['acme']);
+    // b read the list before the change and keeps it for its TTL (as it keeps resolved tokens).
+    expect(await listed(b)).toEqual([]);
+
+    acme.fail('refresh', { status: 400, body: { error: 'invalid_grant' } });
+    const revoked = await call(a, 'PUT', `/api/v1/connections/${acmeId}/refresh`, { token: u.sessionToken });
+    expect(revoked.json().status).toBe('revoked');
+    expect(await listed(a)).toEqual([]);
+
+    const globexId = await connectAcme(b, u, 'globex');
+    expect(await listed(b)).toEqual(['globex']);
+    const deleted = await call(b, 'DELETE', `/api/v1/connections/${globexId}`, { token: u.sessionToken });
+    expect(deleted.statusCode).toBe(204);
+    expect(await listed(b)).toEqual([]);
+  });
+
   describe('HTTP refusals through the real path', () => {
     const rpc = (method: string, params: object = {}) => JSON.stringify({ jsonrpc: '2.0', id: '1', method, params });
     const post = (token: string | undefined, body: string, headers: Record<string, string> = {}) =>

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
 import type { Deps } from '../../lib/context.ts';
+import { connectionsChanged } from './active-cache.ts';
 import * as repo from './repo.ts';
 import { refreshConnectionRow } from './tokens.ts';
 
@@ -57,6 +58,7 @@ export async function refreshExpiringConnections(
     }
   }
   const expired = await repo.expireUnrefreshable(db, now);
+  if (expired) connectionsChanged(deps, undefined);
   const swept = await repo.sweepExpiredAuthorizations(db, new Date(now.getTime() - KEEP_AUTHORIZATIONS_MS));
   return { refreshed, failed, expired, swept };
 }

@@ -17,6 +17,7 @@ import {
 import type { FinalizeField, ProviderDefinition } from '../providers/schema.ts';
 import { URL_PLACEHOLDER } from '../providers/schema.ts';
 import { logoPath } from '../providers/service.ts';
+import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
 import { connectionFilterOf } from './filter.ts';
 import {
   authorizationUrl,
@@ -129,7 +130,7 @@ export async function getConnection(ctx: ServiceContext, connectionId: string): 
  */
 export async function listActiveConnections(ctx: ServiceContext): Promise<Connection[]> {
   requireScope(ctx, 'connections', 'universal-mcp-read', 'universal-mcp-read-write', 'agents-use', 'agents-all');
-  const rows = await repo.listActiveConnections(ctx.db, ctx.accountId);
+  const rows = await activeConnectionRows(ctx.deps, ctx.db, ctx.accountId);
   return rows.map((r) => toConnection(r, ctx.deps.config));
 }
 
@@ -455,6 +456,7 @@ export async function completeAuthorization(ctx: PublicContext, q: CallbackQuery
     const row = await ctx.db.transaction((tx) =>
       upsertConnection(tx, deps, state.accountId, def, tokens, identity, params.scopes),
     );
+    connectionsChanged(deps, state.accountId);
     ctx.log.info({ connectionId: row.id, providerId: def.id, accountId: state.accountId }, 'connection authorized');
     return back({ connectionId: row.id });
   } catch (err) {
@@ -527,6 +529,7 @@ export async function finalizePending(
     return { row, redirectUrl: claimed.redirectUrl };
   });
   if (!result) throw new NotFoundError('Pending connection not found, expired or already finalized');
+  connectionsChanged(ctx.deps, result.row.accountId);
   return { connectionId: result.row.id, redirectUrl: withParams(result.redirectUrl, { connectionId: result.row.id }) };
 }
 
@@ -566,6 +569,7 @@ export async function createFromCatalog(ctx: ServiceContext, input: FromCatalogC
   const row = await ctx.db.transaction((tx) =>
     upsertConnection(tx, ctx.deps, ctx.accountId, def, tokens, identity, def.oauth.defaultScopes),
   );
+  connectionsChanged(ctx.deps, ctx.accountId);
   return toConnection(row, ctx.deps.config);
 }
 
@@ -594,6 +598,7 @@ export async function deleteConnection(ctx: ServiceContext, connectionId: string
   requireScope(ctx, 'connections');
   const row = await repo.deleteConnection(ctx.db, ctx.accountId, connectionId);
   if (!row) throw new NotFoundError(`Connection ${connectionId} not found`);
+  connectionsChanged(ctx.deps, ctx.accountId);
   ctx.log.info({ connectionId, providerId: row.providerId }, 'connection deleted');
   const deps = ctx.deps;
   const def = providerCatalog(deps.config).get(row.providerId)?.definition;

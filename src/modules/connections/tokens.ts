@@ -3,6 +3,7 @@ import type { Deps } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, NotFoundError } from '../../lib/errors.ts';
 import { type CatalogProvider, providerCatalog, providerCredentials } from '../providers/catalog.ts';
 import type { ProviderDefinition } from '../providers/schema.ts';
+import { connectionsChanged } from './active-cache.ts';
 import { refreshTokens, TokenEndpointError } from './provider-oauth.ts';
 import * as repo from './repo.ts';
 import { connectionSettings } from './settings.ts';
@@ -87,7 +88,10 @@ export function refreshConnectionRow(
   }
   const running = mine.get(connectionId);
   if (running) return running;
-  const started = refreshUnderLock(deps, accountId, connectionId, opts).finally(() => mine.delete(connectionId));
+  const started = refreshUnderLock(deps, accountId, connectionId, opts).finally(() => {
+    mine.delete(connectionId);
+    connectionsChanged(deps, accountId);
+  });
   mine.set(connectionId, started);
   return started;
 }

@@ -16,6 +16,7 @@ import {
 import { mergePages, shapeToolResponse } from '../providers/response.ts';
 import type { ProviderDefinition, ProviderTool, ToolDefinition } from '../providers/schema.ts';
 import { listProviderTools } from '../providers/service.ts';
+import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
 import { providerMessage, sendWithRetry } from './http.ts';
 import * as repo from './repo.ts';
 import { type ConnectionSettings, connectionSettings } from './settings.ts';
@@ -206,6 +207,7 @@ async function retryAfterUnauthorized(
     canRefresh,
     lastError: `${def.label} refused the token (401)`,
   });
+  connectionsChanged(ctx.deps, ctx.accountId);
   ctx.log.warn({ connectionId: row.id, providerId: def.id, status }, 'provider refused the connection token');
   throw new BadGatewayError(
     `${def.label} refused the token of connection ${row.id} (401)${canRefresh ? ' even after a refresh' : ''}; ` +
@@ -239,7 +241,7 @@ export async function providerAgentTools(
 ): Promise<AgentTool[]> {
   requireScope(ctx, ...TOOL_SCOPES);
   const catalog = providerCatalog(ctx.deps.config);
-  const rows = await repo.listActiveConnections(ctx.db, ctx.accountId, opts.connector);
+  const rows = await activeConnectionRows(ctx.deps, ctx.db, ctx.accountId, opts.connector);
   const byProvider = new Map<string, ConnectionRow[]>();
   for (const row of rows) byProvider.set(row.providerId, [...(byProvider.get(row.providerId) ?? []), row]);
   const out: AgentTool[] = [];

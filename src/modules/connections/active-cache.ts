@@ -1,0 +1,74 @@
+import type { Executor } from '../../db/client.ts';
+import type { ConnectionRow } from '../../db/schema/index.ts';
+import type { Deps } from '../../lib/context.ts';
+import * as repo from './repo.ts';
+
+/**
+ * An account's active connections, kept per instance for `AUTH_CACHE_TTL_MS` (0: off), the same bound as
+ * resolved tokens: MCP's list-connections and every use-agent read them, and on the embedded database the
+ * query costs more than the rest of such a request. A change made through this instance (connect, refresh,
+ * a refused token, delete, the expiry sweep) evicts at once, after its commit; other instances follow within
+ * the TTL. Only the list is cached: running a tool reads its connection afresh, so a connection revoked
+ * elsewhere fails there, not silently.
+ */
+class ActiveConnectionsCache {
+  private readonly entries = new Map<string, { rows: readonly ConnectionRow[]; until: number }>();
+  /** Bumped by every eviction: a read that overlapped one does not store what it read (it may be older). */
+  private generation = 0;
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  async get(db: Executor, accountId: string): Promise<readonly ConnectionRow[]> {
+    if (this.ttlMs <= 0) return repo.listActiveConnections(db, accountId);
+    const now = Date.now();
+    const hit = this.entries.get(accountId);
+    if (hit && hit.until > now) return hit.rows;
+    const generation = this.generation;
+    const rows = await repo.listActiveConnections(db, accountId);
+    if (generation === this.generation) {
+      this.entries.delete(accountId);
+      if (this.entries.size >= this.maxEntries) {
+        const oldest = this.entries.keys().next().value;
+        if (oldest !== undefined) this.entries.delete(oldest);
+      }
+      this.entries.set(accountId, { rows, until: now + this.ttlMs });
+    }
+    return rows;
+  }
+
+  evict(accountId: string | undefined): void {
+    this.generation++;
+    if (accountId === undefined) this.entries.clear();
+    else this.entries.delete(accountId);
+  }
+}
+
+const caches = new WeakMap<Deps, ActiveConnectionsCache>();
+
+function cacheOf(deps: Deps): ActiveConnectionsCache {
+  let cache = caches.get(deps);
+  if (!cache) {
+    cache = new ActiveConnectionsCache(deps.config.authCacheTtlMs);
+    caches.set(deps, cache);
+  }
+  return cache;
+}
+
+/** The account's connections with status `active` (shared rows: read, never modify), one provider's if given. */
+export async function activeConnectionRows(
+  deps: Deps,
+  db: Executor,
+  accountId: string,
+  providerId?: string,
+): Promise<readonly ConnectionRow[]> {
+  const rows = await cacheOf(deps).get(db, accountId);
+  return providerId === undefined ? rows : rows.filter((r) => r.providerId === providerId);
+}
+
+/** Call after a committed change to an account's connections (`undefined`: any account's). */
+export function connectionsChanged(deps: Deps, accountId: string | undefined): void {
+  cacheOf(deps).evict(accountId);
+}

@@ -77,7 +77,13 @@ export interface LoadResult {
 /** Closed-loop HTTP load with autocannon: `connections` clients each send the next request on an answer. */
 export async function load(
   url: string,
-  opts: { seconds: number; connections: number; headers?: Record<string, string> },
+  opts: {
+    seconds: number;
+    connections: number;
+    headers?: Record<string, string>;
+    method?: 'GET' | 'POST';
+    body?: string;
+  },
 ): Promise<LoadResult> {
   const result = await autocannon({
     url,
@@ -85,6 +91,8 @@ export async function load(
     pipelining: 1,
     duration: opts.seconds,
     headers: opts.headers ?? {},
+    method: opts.method ?? 'GET',
+    ...(opts.body === undefined ? {} : { body: opts.body }),
   });
   return {
     rps: result.requests.average,
@@ -129,6 +137,11 @@ export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor
 
 /** Signs up on a running server and makes a PAT with the given scopes. */
 export async function signupWithPat(baseUrl: string, scopes: string[]): Promise<string> {
+  return (await signupWithSession(baseUrl, scopes)).pat;
+}
+
+/** Signs up on a running server; answers the session token and a PAT with the given scopes. */
+export async function signupWithSession(baseUrl: string, scopes: string[]): Promise<{ session: string; pat: string }> {
   const signup = await fetch(`${baseUrl}/api/v1/auth/signup`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -142,5 +155,5 @@ export async function signupWithPat(baseUrl: string, scopes: string[]): Promise<
     body: JSON.stringify({ name: 'bench', scopes }),
   });
   if (pat.status !== 201) throw new Error(`POST /auth/pat answered ${pat.status}: ${await pat.text()}`);
-  return ((await pat.json()) as { personal_access_token: string }).personal_access_token;
+  return { session, pat: ((await pat.json()) as { personal_access_token: string }).personal_access_token };
 }

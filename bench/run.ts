@@ -3,6 +3,7 @@ import { benchAgentPromptTokens } from './agent-prompt-tokens.ts';
 import { apiBenchmark } from './api.ts';
 import { type Benchmark, formatResult } from './lib.ts';
 import { benchLlmGateway } from './llm-gateway.ts';
+import { mcpBenchmark } from './mcp.ts';
 import { startupBenchmark } from './startup.ts';
 
 /**
@@ -13,6 +14,7 @@ import { startupBenchmark } from './startup.ts';
 const BENCHMARKS: Benchmark[] = [
   apiBenchmark,
   startupBenchmark,
+  mcpBenchmark,
   {
     name: 'llm-gateway',
     summary: 'LLM gateway against its upstream called directly (prints its own table)',

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, lt, or, type SQL, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt, notInArray, or, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type JobRow, type JobStatus, jobs } from '../db/schema/index.ts';
 
@@ -46,7 +46,14 @@ export async function insertJob(db: Executor, job: NewJob): Promise<boolean> {
  */
 export async function claimJobs(
   db: Executor,
-  opts: { types: readonly string[]; workerId: string; leaseMs: number; limit: number },
+  opts: {
+    types: readonly string[];
+    workerId: string;
+    leaseMs: number;
+    limit: number;
+    /** Jobs this worker is running: never taken back from itself, even if a stall let their lease lapse. */
+    running?: readonly string[];
+  },
 ): Promise<JobRow[]> {
   if (opts.types.length === 0 || opts.limit <= 0) return [];
   const due = db
@@ -55,6 +62,7 @@ export async function claimJobs(
     .where(
       and(
         inArray(jobs.type, [...opts.types]),
+        opts.running?.length ? notInArray(jobs.id, [...opts.running]) : undefined,
         or(
           and(eq(jobs.status, 'queued'), sql`${jobs.runAt} <= now()`),
           and(eq(jobs.status, 'running'), sql`${jobs.lockedUntil} < now()`),

@@ -311,6 +311,22 @@ describe('job queue and worker', () => {
     await a.stop(1000);
   });
 
+  it('a worker never takes back a job it is still running, even when a stall let the lease lapse', async () => {
+    const id = await enqueue(db(), catalog, 'test.hold', {});
+    const w = worker({ id: 'stalled', concurrency: 2 });
+    const running = w.runOnce();
+    const release = await waitFor('the job to start', async () => gates.get(`${id}#1`));
+    await db()
+      .update(jobs)
+      .set({ lockedUntil: sql`now() - interval '1 second'` })
+      .where(eq(jobs.id, id ?? ''));
+    expect(await w.runOnce()).toBe(0);
+    release();
+    expect(await running).toBe(1);
+    expect(await rowOf(id)).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(runs.get(id ?? '')).toEqual([1]);
+  });
+
   it('graceful stop waits for a running job; past the deadline it aborts it and leaves it to the lease', async () => {
     const first = await enqueue(db(), catalog, 'test.hold', {});
     const w = worker({ id: 'stopping' });

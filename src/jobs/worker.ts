@@ -132,6 +132,7 @@ export class JobWorker {
       workerId: this.id,
       leaseMs: this.opts.leaseMs,
       limit,
+      running: [...this.running.keys()],
     });
     for (const row of rows) this.launch(row);
     return rows.map((r) => r.id);

@@ -1,10 +1,10 @@
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { App } from '../http/types.ts';
 import { AppError, CreditsExhaustedError, ForbiddenError, NotAcceptableError } from '../lib/errors.ts';
 import { clientGone } from '../modules/llm/routes.ts';
 import { resolveModel } from '../modules/llm/service.ts';
+import { loadMcpSdk } from './sdk.ts';
 import { createMcpServer, type McpSources } from './server.ts';
 
 class MethodNotAllowedError extends AppError {
@@ -113,8 +113,9 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
       const model = typeof modelHeader === 'string' && modelHeader ? resolveModel(ctx, modelHeader).id : undefined;
 
       const signal = clientGone(reply);
-      const server = createMcpServer({ ctx, sources, version: config.version, model, signal });
-      const transport = new StreamableHTTPServerTransport({
+      const sdk = await loadMcpSdk();
+      const server = createMcpServer(sdk, { ctx, sources, version: config.version, model, signal });
+      const transport = new sdk.StreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         enableJsonResponse: accept === 'json',
       });

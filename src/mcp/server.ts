@@ -1,6 +1,5 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { z } from 'zod';
 import { detectInjection } from '../agent/injection.ts';
 import { sanitizeOutput } from '../agent/output.ts';
@@ -9,6 +8,7 @@ import type { AgentTool } from '../agent/tools.ts';
 import type { ServiceContext } from '../lib/context.ts';
 import { AppError, CreditsExhaustedError } from '../lib/errors.ts';
 import { redactSecrets } from '../lib/redact.ts';
+import type { McpSdk } from './sdk.ts';
 
 /** What list-connections reports of one active connection (SPEC §4 `_meta.active`). */
 export interface ActiveConnection {
@@ -53,18 +53,12 @@ const LIST_CONNECTIONS_DESCRIPTION =
   'List the services the user has connected and can be used by use-agent, with the account connected at each ' +
   '(`_meta.active`: serviceId, serviceLabel, connectedUserAccount).';
 
-/**
- * One JSON Schema validator for every request's server: the SDK otherwise builds an Ajv instance per server,
- * the largest part of constructing one (our tools validate with zod; Ajv serves only elicitation).
- */
-const jsonSchemaValidator = new AjvJsonSchemaValidator();
-
 /** A fresh MCP server for one request (the endpoint is stateless): the two tools of SPEC §4. */
-export function createMcpServer(opts: McpCallOptions): McpServer {
+export function createMcpServer(sdk: McpSdk, opts: McpCallOptions): McpServer {
   const { ctx, sources } = opts;
-  const server = new McpServer(
+  const server = new sdk.McpServer(
     { name: 'switchboard', version: opts.version },
-    { capabilities: { tools: {} }, jsonSchemaValidator },
+    { capabilities: { tools: {} }, jsonSchemaValidator: sdk.jsonSchemaValidator },
   );
 
   server.registerTool(

@@ -1,0 +1,39 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+
+/** The parts of the MCP SDK the endpoint uses, with one JSON Schema validator shared by every request. */
+export interface McpSdk {
+  McpServer: typeof McpServer;
+  StreamableHTTPServerTransport: typeof StreamableHTTPServerTransport;
+  /**
+   * The SDK otherwise builds an Ajv instance per server, the largest part of constructing one (our tools
+   * validate with zod; Ajv serves only elicitation).
+   */
+  jsonSchemaValidator: AjvJsonSchemaValidator;
+}
+
+let loading: Promise<McpSdk> | undefined;
+
+/**
+ * The SDK is imported on the first /mcp request, not at start: it and its dependencies cost about 200 ms of
+ * start-up and 10 MB of memory that a process serving no MCP client never needs.
+ */
+export function loadMcpSdk(): Promise<McpSdk> {
+  loading ??= Promise.all([
+    import('@modelcontextprotocol/sdk/server/mcp.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/validation/ajv'),
+  ]).then(
+    ([mcp, http, ajv]) => ({
+      McpServer: mcp.McpServer,
+      StreamableHTTPServerTransport: http.StreamableHTTPServerTransport,
+      jsonSchemaValidator: new ajv.AjvJsonSchemaValidator(),
+    }),
+    (err: unknown) => {
+      loading = undefined;
+      throw err;
+    },
+  );
+  return loading;
+}

@@ -5,6 +5,8 @@ import type { FastifyLoggerOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { call, createHarness, createUser, openTestDatabase, type TestHarness } from '../../test/harness.ts';
 import { buildApp, loggerOptions } from '../app.ts';
+import { jobs } from '../db/schema/index.ts';
+import { newId } from '../lib/ids.ts';
 
 const REQUEST_ID = /^req_[A-Za-z0-9_-]{22}$/;
 
@@ -269,6 +271,16 @@ describe('errors, request ids, logs and operations endpoints', () => {
       );
       expect(text).toMatch(/db_pool_connections\{state="total"\} \d+/);
       expect(text).toContain('process_resident_memory_bytes');
+      // Jobs by status, as the table holds them (a dead one is counted until an operator retries it).
+      const jobsIn = (body: string, status: string) =>
+        Number(body.match(new RegExp(`^jobs\\{status="${status}"\\} (\\d+)$`, 'm'))?.[1]);
+      for (const status of ['queued', 'running', 'succeeded', 'dead'])
+        expect(jobsIn(text, status)).toBeGreaterThanOrEqual(0);
+      await h.database.db
+        .insert(jobs)
+        .values({ id: newId('job'), type: 'test.metrics', payload: {}, status: 'dead', maxAttempts: 1 });
+      const after = (await call(app, 'GET', '/metrics')).body;
+      expect(jobsIn(after, 'dead')).toBeGreaterThanOrEqual(jobsIn(text, 'dead') + 1);
     });
   });
 

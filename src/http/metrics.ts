@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/client.ts';
+import { countJobs } from '../jobs/queue.ts';
 
-/** Prometheus metrics at /metrics: requests and latency by route, the database pool, process figures. */
+/** Prometheus metrics at /metrics: requests and latency by route, the database pool, jobs, process figures. */
 export function registerMetrics(app: FastifyInstance, database: Database): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -30,6 +31,21 @@ export function registerMetrics(app: FastifyInstance, database: Database): void 
       this.set({ state: 'total' }, s.total);
       this.set({ state: 'idle' }, s.idle);
       this.set({ state: 'waiting' }, s.waiting);
+    },
+  });
+
+  new Gauge({
+    name: 'jobs',
+    help: 'Background jobs by status (every instance reports the same shared table)',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      try {
+        for (const [status, n] of Object.entries(await countJobs(database.db))) this.set({ status }, n);
+      } catch {
+        // The database is down: /readyz says so; the other metrics still answer.
+        this.reset();
+      }
     },
   });
 

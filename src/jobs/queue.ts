@@ -110,6 +110,11 @@ export async function listJobs(
   return (await repo.listJobs(db, filter)).map(toView);
 }
 
+/** How many jobs are in each status (for /metrics: a growing `queued` or any `dead` needs an operator). */
+export function countJobs(db: Executor): Promise<Record<JobStatus, number>> {
+  return repo.countByStatus(db);
+}
+
 const DAY_MS = 24 * 3600 * 1000;
 const DELETE_BATCH = 5000;
 

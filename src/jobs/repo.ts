@@ -168,6 +168,17 @@ export async function findJob(db: Executor, id: string): Promise<JobRow | undefi
   return row;
 }
 
+/** Rows by status, every status present (0 when none). */
+export async function countByStatus(db: Executor): Promise<Record<JobStatus, number>> {
+  const rows = await db
+    .select({ status: jobs.status, count: sql<number>`count(*)::int` })
+    .from(jobs)
+    .groupBy(jobs.status);
+  const counts: Record<JobStatus, number> = { queued: 0, running: 0, succeeded: 0, dead: 0 };
+  for (const r of rows) counts[r.status] = Number(r.count);
+  return counts;
+}
+
 /** Newest first. */
 export async function listJobs(
   db: Executor,

@@ -60,7 +60,11 @@ describe('credit ledger', () => {
       expiresAt: new Date(Date.now() - 1000),
     });
     expect(held).toBe(99300);
-    expect(await releaseExpiredHolds({ db: h.database.db })).toBeGreaterThanOrEqual(1);
+    // On a shared PostgreSQL database another process's sweep (a started server's job) may release it first:
+    // what counts is that it is given back, once.
+    await releaseExpiredHolds({ db: h.database.db });
+    expect(await balanceOf(u.account.id)).toBe(100000);
+    await releaseExpiredHolds({ db: h.database.db });
     expect(await balanceOf(u.account.id)).toBe(100000);
   });
 

@@ -1,8 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startServer } from '../test/server-process.ts';
-import { BENCH_ENCRYPTION_KEYS, type Benchmark, load, rssMb, signupWithPat, startChild, stopChild } from './lib.ts';
+import { type Benchmark, load, rssMb, signupWithPat, startBenchServer, startChild, stopChild } from './lib.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -28,18 +24,8 @@ export const apiBenchmark: Benchmark = {
       await stopChild(bare.child);
     }
 
-    const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-api-'));
     const pg = process.env.BENCH_DATABASE_URL;
-    const server = await startServer(
-      {
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'warn',
-        RATE_LIMIT_GLOBAL: '1000000000',
-        RATE_LIMIT_AUTH: '1000000000',
-        ...(pg ? { DATABASE_URL: pg, ENCRYPTION_KEYS: BENCH_ENCRYPTION_KEYS } : {}),
-      },
-      process.env.BENCH_PROFILE ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] } : {},
-    );
+    const server = await startBenchServer();
     try {
       const pat = await signupWithPat(server.url, ['account']);
       const me = { headers: { authorization: `Bearer ${pat}` }, connections: CONNECTIONS };
@@ -64,7 +50,6 @@ export const apiBenchmark: Benchmark = {
       };
     } finally {
       await server.stop();
-      rmSync(dataDir, { recursive: true, force: true });
     }
   },
 };

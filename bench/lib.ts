@@ -1,7 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { type ServerProcess, startServer } from '../test/server-process.ts';
 
 /**
  * What every benchmark shares: the figure table, a load generator, child processes. A benchmark measures
@@ -15,6 +18,38 @@ import autocannon from 'autocannon';
  * open on the next run. For benchmarks only.
  */
 export const BENCH_ENCRYPTION_KEYS = `bench:${Buffer.alloc(32).toString('base64')}`;
+
+/**
+ * The service as `npm start` runs it, for a load benchmark: a fresh embedded database (PostgreSQL with
+ * BENCH_DATABASE_URL), rate limits out of the way, a CPU profile into BENCH_PROFILE when set. `stop()` also
+ * removes the data directory.
+ */
+export async function startBenchServer(env: Record<string, string> = {}): Promise<ServerProcess> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-'));
+  const pg = process.env.BENCH_DATABASE_URL;
+  const server = await startServer(
+    {
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_GLOBAL: '1000000000',
+      RATE_LIMIT_AUTH: '1000000000',
+      ...env,
+      ...(pg ? { DATABASE_URL: pg, ENCRYPTION_KEYS: BENCH_ENCRYPTION_KEYS } : {}),
+    },
+    process.env.BENCH_PROFILE ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] } : {},
+  );
+  const stop = server.stop;
+  return {
+    ...server,
+    async stop(signal) {
+      try {
+        return await stop(signal);
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  };
+}
 
 export interface Figure {
   name: string;

@@ -1,21 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   acmeProvider,
   type FakeOAuthProvider,
   providersDirEnv,
   startFakeOAuthProvider,
 } from '../test/fakes/oauth-provider.ts';
-import { startServer } from '../test/server-process.ts';
 import {
-  BENCH_ENCRYPTION_KEYS,
   type Benchmark,
   type Figure,
   type LoadResult,
   load,
   median,
   signupWithSession,
+  startBenchServer,
   startChild,
   stopChild,
 } from './lib.ts';
@@ -111,20 +107,8 @@ export const mcpBenchmark: Benchmark = {
       { fake: acme, definition: acmeProvider(acme.url) },
       { fake: globex, definition: acmeProvider(globex.url, { id: 'globex', label: 'Globex' }) },
     ]);
-    const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-mcp-'));
     const pg = process.env.BENCH_DATABASE_URL;
-    const server = await startServer(
-      {
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'warn',
-        RATE_LIMIT_GLOBAL: '1000000000',
-        RATE_LIMIT_AUTH: '1000000000',
-        RATE_LIMIT_MCP: '1000000000',
-        ...providers,
-        ...(pg ? { DATABASE_URL: pg, ENCRYPTION_KEYS: BENCH_ENCRYPTION_KEYS } : {}),
-      },
-      process.env.BENCH_PROFILE ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] } : {},
-    );
+    const server = await startBenchServer({ RATE_LIMIT_MCP: '1000000000', ...providers });
     try {
       const { session, pat } = await signupWithSession(server.url, ['universal-mcp-read-write']);
       await connect(server.url, session, 'acme');
@@ -187,7 +171,6 @@ export const mcpBenchmark: Benchmark = {
       };
     } finally {
       await server.stop();
-      rmSync(dataDir, { recursive: true, force: true });
       for (const fake of fakes) await fake.close();
     }
   },

@@ -190,6 +190,25 @@ export async function updateConnection(
 }
 
 /**
+ * Applies the patch only while the row still holds the access token `ifToken` (sealed), that is while nobody
+ * refreshed, reconnected or deleted it since it was read; undefined otherwise.
+ */
+export async function updateConnectionIfToken(
+  db: Executor,
+  accountId: string,
+  id: string,
+  ifToken: string,
+  patch: ConnectionPatch,
+): Promise<ConnectionRow | undefined> {
+  const [row] = await db
+    .update(connections)
+    .set({ ...patch, updatedAt: new Date() })
+    .where(and(eq(connections.id, id), eq(connections.accountId, accountId), eq(connections.accessTokenEnc, ifToken)))
+    .returning();
+  return row;
+}
+
+/**
  * Marks a connection whose token the provider refused, unless it changed meanwhile (another caller already
  * refreshed it: its new token deserves its own chance).
  */

@@ -1,7 +1,7 @@
 import { eq, sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   type FakeOAuthProvider,
   fakeProvidersEnv,
@@ -101,6 +101,50 @@ describe('token lifecycle', () => {
           await secondDb.close();
         }
       }
+    });
+
+    it('a refresh waiting on a slow provider holds up no other request (PGlite: no transaction across the call)', async () => {
+      const { u, id } = await connected();
+      await expire(id);
+      fake.fail('refresh', { delayMs: 1500 });
+      const order: string[] = [];
+      const refresh = call(h.app, 'PUT', `/api/v1/connections/${id}/refresh`, { token: u.sessionToken }).then((r) => {
+        order.push('refresh');
+        return r;
+      });
+      // The provider holds the refresh request; meanwhile the database answers others.
+      await vi.waitFor(() => expect(fake.counts.refresh).toBe(1));
+      const me = await call(h.app, 'GET', '/api/v1/accounts/me', { token: u.sessionToken });
+      order.push('accounts/me');
+      const list = await call(h.app, 'GET', '/api/v1/connections', { token: u.sessionToken });
+      order.push('connections');
+      expect([me.statusCode, list.statusCode]).toEqual([200, 200]);
+      expect((await refresh).statusCode).toBe(200);
+      expect(order).toEqual(['accounts/me', 'connections', 'refresh']);
+      expect((await rowOf(id)).status).toBe('active');
+      expect(fake.counts.refresh).toBe(1);
+    });
+
+    it('a connection deleted while its refresh waits on the provider stays deleted', async () => {
+      const { u, id } = await connected();
+      await expire(id);
+      fake.fail('refresh', { delayMs: 800 });
+      const refresh = call(h.app, 'PUT', `/api/v1/connections/${id}/refresh`, { token: u.sessionToken });
+      await vi.waitFor(() => expect(fake.counts.refresh).toBe(1));
+      if (h.config.databaseUrl) {
+        // PostgreSQL: the delete waits for the refresh's row lock, then removes the refreshed row.
+        const [del, ref] = await Promise.all([
+          call(h.app, 'DELETE', `/api/v1/connections/${id}`, { token: u.sessionToken }),
+          refresh,
+        ]);
+        expect([del.statusCode, ref.statusCode]).toEqual([204, 200]);
+      } else {
+        const del = await call(h.app, 'DELETE', `/api/v1/connections/${id}`, { token: u.sessionToken });
+        expect(del.statusCode).toBe(204);
+        // The refresh's write finds the row gone and does not bring it back.
+        expect((await refresh).statusCode).toBe(200);
+      }
+      expect(await h.database.db.select().from(connections).where(eq(connections.id, id))).toEqual([]);
     });
 
     it('a token within the refresh buffer is refreshed before use; one beyond it is not', async () => {

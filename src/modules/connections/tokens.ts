@@ -10,10 +10,11 @@ import { connectionSettings } from './settings.ts';
 
 /**
  * The token lifecycle. Every use gets a token valid beyond the provider's refresh buffer. However many
- * callers race, one upstream refresh happens: callers in this instance share one promise, and instances
- * serialize on the connection's row lock (`SELECT ... FOR UPDATE`), re-read the row and refresh only if it
- * still needs it. The new tokens and the status are written in the transaction that holds the lock, so a
- * crash mid-refresh leaves the old row intact (nothing half-written).
+ * callers race, one upstream refresh happens: callers in this process share one promise, and instances on
+ * PostgreSQL serialize on the connection's row lock (`SELECT ... FOR UPDATE`), re-read the row and refresh
+ * only if it still needs it (PGlite serves one process: see refreshOnce). The new tokens and the status are
+ * written in one statement after the provider answered, so a crash mid-refresh leaves the old row intact
+ * (nothing half-written).
  *
  * Failure policy: `invalid_grant` (the grant is dead) makes the connection `revoked` with `canRefresh:
  * false` and no refresh is tried again; other failures (5xx, timeouts, 429, other refusals) are counted and
@@ -69,7 +70,8 @@ export interface RefreshOptions {
   unlessTokenChangedFrom?: string | undefined;
 }
 
-const inflight = new WeakMap<Deps, Map<string, Promise<ConnectionRow>>>();
+/** Refreshes in flight, by database: apps of one process over one database share them. */
+const inflight = new WeakMap<Deps['database'], Map<string, Promise<ConnectionRow>>>();
 
 /**
  * Refreshes a connection's tokens if (still) needed and answers the row as it now is, whatever happened
@@ -81,14 +83,14 @@ export function refreshConnectionRow(
   connectionId: string,
   opts: RefreshOptions,
 ): Promise<ConnectionRow> {
-  let mine = inflight.get(deps);
+  let mine = inflight.get(deps.database);
   if (!mine) {
     mine = new Map();
-    inflight.set(deps, mine);
+    inflight.set(deps.database, mine);
   }
   const running = mine.get(connectionId);
   if (running) return running;
-  const started = refreshUnderLock(deps, accountId, connectionId, opts).finally(() => {
+  const started = refreshOnce(deps, accountId, connectionId, opts).finally(() => {
     mine.delete(connectionId);
     connectionsChanged(deps, accountId);
   });
@@ -96,68 +98,97 @@ export function refreshConnectionRow(
   return started;
 }
 
-async function refreshUnderLock(
+/**
+ * PostgreSQL: instances serialize on the row lock, held across the provider call in one transaction.
+ * PGlite: it runs one transaction at a time for the whole process, so holding one across the provider call
+ * would stall every other request for as long as the provider takes (up to PROVIDER_TOKEN_TIMEOUT_MS). It
+ * also serves one process only (the data directory's pid lock), where `inflight` already makes one upstream
+ * call; the outcome is written afterwards, and only if the row still holds the token that was read.
+ */
+function refreshOnce(
   deps: Deps,
   accountId: string,
   connectionId: string,
   opts: RefreshOptions,
 ): Promise<ConnectionRow> {
-  const settings = connectionSettings(deps.config);
-  return deps.database.db.transaction(async (tx) => {
+  const { db } = deps.database;
+  if (deps.database.driver === 'pglite') {
+    return (async () => {
+      const row = await repo.findConnection(db, accountId, connectionId);
+      if (!row) throw new NotFoundError(`Connection ${connectionId} not found`);
+      return refreshRow(deps, row, opts, async (patch) => {
+        const updated = await repo.updateConnectionIfToken(db, accountId, row.id, row.accessTokenEnc, patch);
+        // Changed meanwhile (a reconnect, a delete): that state stands.
+        return updated ?? (await repo.findConnection(db, accountId, row.id)) ?? row;
+      });
+    })();
+  }
+  return db.transaction(async (tx) => {
     const row = await repo.lockConnection(tx, accountId, connectionId);
     if (!row) throw new NotFoundError(`Connection ${connectionId} not found`);
-    const def = catalogEntry(deps, row.providerId)?.definition;
-    if (!def) return row;
-    if (!opts.force && !needsRefresh(row, def)) return row;
-    if (opts.unlessTokenChangedFrom !== undefined && row.accessTokenEnc !== opts.unlessTokenChangedFrom) return row;
-    const refreshToken = openRefreshToken(deps, row);
-    if (!row.canRefresh || !refreshToken || row.status === 'revoked') return row;
-
-    const now = new Date();
-    const creds = providerCredentials(deps.config, def.id);
-    try {
-      if (!creds) throw new TokenEndpointError('refused', `${def.label} is not configured on this server`);
-      const set = await refreshTokens(def, creds, { refreshToken, vars: row.vars }, settings);
-      const updated = await repo.updateConnection(tx, accountId, row.id, {
-        accessTokenEnc: seal(deps, row.id, set.accessToken),
-        refreshTokenEnc: set.refreshToken ? seal(deps, row.id, set.refreshToken) : row.refreshTokenEnc,
-        expiresAt: set.expiresAt,
-        scopes: set.scopes ?? row.scopes,
-        vars: { ...row.vars, ...set.vars },
-        status: 'active',
-        refreshFailures: 0,
-        lastError: null,
-        refreshedAt: now,
-      });
-      deps.log.info({ connectionId: row.id, providerId: def.id }, 'connection token refreshed');
-      return updated ?? row;
-    } catch (err) {
-      if (!(err instanceof TokenEndpointError)) throw err;
-      const failures = row.refreshFailures + 1;
-      const expired = row.expiresAt !== null && row.expiresAt.getTime() <= now.getTime();
-      const patch =
-        err.kind === 'invalid_grant'
-          ? { status: 'revoked' as const, canRefresh: false }
-          : {
-              status:
-                failures >= settings.refreshMaxFailures
-                  ? ('error' as const)
-                  : expired
-                    ? ('expired' as const)
-                    : row.status,
-            };
-      deps.log.warn(
-        { connectionId: row.id, providerId: def.id, kind: err.kind, failures, status: patch.status },
-        'connection token refresh failed',
-      );
-      const updated = await repo.updateConnection(tx, accountId, row.id, {
-        ...patch,
-        refreshFailures: failures,
-        lastError: err.message,
-      });
-      return updated ?? row;
-    }
+    return refreshRow(
+      deps,
+      row,
+      opts,
+      async (patch) => (await repo.updateConnection(tx, accountId, row.id, patch)) ?? row,
+    );
   });
+}
+
+/** Refreshes `row` if it needs it and records the outcome through `write`; answers the row as it now is. */
+async function refreshRow(
+  deps: Deps,
+  row: ConnectionRow,
+  opts: RefreshOptions,
+  write: (patch: repo.ConnectionPatch) => Promise<ConnectionRow>,
+): Promise<ConnectionRow> {
+  const settings = connectionSettings(deps.config);
+  const def = catalogEntry(deps, row.providerId)?.definition;
+  if (!def) return row;
+  if (!opts.force && !needsRefresh(row, def)) return row;
+  if (opts.unlessTokenChangedFrom !== undefined && row.accessTokenEnc !== opts.unlessTokenChangedFrom) return row;
+  const refreshToken = openRefreshToken(deps, row);
+  if (!row.canRefresh || !refreshToken || row.status === 'revoked') return row;
+
+  const now = new Date();
+  const creds = providerCredentials(deps.config, def.id);
+  try {
+    if (!creds) throw new TokenEndpointError('refused', `${def.label} is not configured on this server`);
+    const set = await refreshTokens(def, creds, { refreshToken, vars: row.vars }, settings);
+    const updated = await write({
+      accessTokenEnc: seal(deps, row.id, set.accessToken),
+      refreshTokenEnc: set.refreshToken ? seal(deps, row.id, set.refreshToken) : row.refreshTokenEnc,
+      expiresAt: set.expiresAt,
+      scopes: set.scopes ?? row.scopes,
+      vars: { ...row.vars, ...set.vars },
+      status: 'active',
+      refreshFailures: 0,
+      lastError: null,
+      refreshedAt: now,
+    });
+    deps.log.info({ connectionId: row.id, providerId: def.id }, 'connection token refreshed');
+    return updated;
+  } catch (err) {
+    if (!(err instanceof TokenEndpointError)) throw err;
+    const failures = row.refreshFailures + 1;
+    const expired = row.expiresAt !== null && row.expiresAt.getTime() <= now.getTime();
+    const patch =
+      err.kind === 'invalid_grant'
+        ? { status: 'revoked' as const, canRefresh: false }
+        : {
+            status:
+              failures >= settings.refreshMaxFailures
+                ? ('error' as const)
+                : expired
+                  ? ('expired' as const)
+                  : row.status,
+          };
+    deps.log.warn(
+      { connectionId: row.id, providerId: def.id, kind: err.kind, failures, status: patch.status },
+      'connection token refresh failed',
+    );
+    return write({ ...patch, refreshFailures: failures, lastError: err.message });
+  }
 }
 
 /** Refuses a connection that cannot serve a call now, saying what the user can do about it. */

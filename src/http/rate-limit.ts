@@ -14,6 +14,26 @@ export function ipKey(req: FastifyRequest): string {
   return `ip:${req.ip}`;
 }
 
+const REDIS_CONNECT_TIMEOUT_MS = 2000;
+
+/** Resolves true once the client is ready, false on its first error or after `timeoutMs`. */
+function ready(redis: Redis, timeoutMs: number): Promise<boolean> {
+  if (redis.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      redis.off('error', onError);
+      resolve(ok);
+    };
+    const onReady = () => done(true);
+    const onError = () => done(false);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    redis.once('ready', onReady);
+    redis.once('error', onError);
+  });
+}
+
 /**
  * SPEC §8 limits. Counters live in memory, or in Redis when `REDIS_URL` is set so that instances share them.
  * A Redis outage fails open (requests pass) rather than taking the API down.
@@ -24,12 +44,17 @@ export async function registerRateLimit(app: FastifyInstance, config: Config): P
   const redis = config.redisUrl
     ? // Loaded only when configured: most single-instance deployments never need the client.
       new (await import('ioredis')).Redis(config.redisUrl, {
-        connectTimeout: 2000,
+        connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
         maxRetriesPerRequest: 1,
         enableOfflineQueue: false,
       })
     : undefined;
   redis?.on('error', (err) => app.log.warn({ err: err.message }, 'redis error'));
+  // Shared counters from the first request: until the client is ready its commands fail, and the limits with
+  // them (fail open). Start-up waits for it up to the connect timeout, then goes on (Redis down: fail open).
+  if (redis && !(await ready(redis, REDIS_CONNECT_TIMEOUT_MS))) {
+    app.log.warn('Redis is not reachable yet: rate limits are not enforced until it is');
+  }
   await app.register(rateLimit, {
     global: true,
     max: rateLimits.global,

@@ -1,4 +1,5 @@
 import type { Actor } from '../lib/context.ts';
+import { TtlCache } from '../lib/ttl-cache.ts';
 
 /**
  * Resolved bearer tokens, kept for a few seconds so the hot path skips a database round trip. Revoking,
@@ -6,38 +7,23 @@ import type { Actor } from '../lib/context.ts';
  * TTL (`AUTH_CACHE_TTL_MS`, 0 turns the cache off). Keys are token hashes, never tokens.
  */
 export class ActorCache {
-  private readonly entries = new Map<string, { actor: Actor; until: number }>();
+  private readonly cache: TtlCache<string, Actor>;
 
-  constructor(
-    private readonly ttlMs: number,
-    private readonly maxEntries = 10_000,
-  ) {}
+  constructor(ttlMs: number, maxEntries?: number) {
+    this.cache = new TtlCache(ttlMs, maxEntries);
+  }
 
   get(tokenHash: string, now = Date.now()): Actor | undefined {
-    if (this.ttlMs <= 0) return undefined;
-    const hit = this.entries.get(tokenHash);
-    if (!hit) return undefined;
-    if (hit.until <= now) {
-      this.entries.delete(tokenHash);
-      return undefined;
-    }
-    return hit.actor;
+    return this.cache.get(tokenHash, now);
   }
 
   /** Caches until the TTL or the token's own expiry, whichever comes first. */
   set(tokenHash: string, actor: Actor, tokenExpiresAt: number, now = Date.now()): void {
-    if (this.ttlMs <= 0) return;
-    if (this.entries.size >= this.maxEntries) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
-    }
-    this.entries.set(tokenHash, { actor, until: Math.min(now + this.ttlMs, tokenExpiresAt) });
+    this.cache.set(tokenHash, actor, Math.min(now + this.cache.ttlMs, tokenExpiresAt));
   }
 
   /** Evicts every cached token of a token id (one revoked token) or of an account (deleted). */
   evict(match: { tokenId?: string; accountId?: string }): void {
-    for (const [key, { actor }] of this.entries) {
-      if (actor.tokenId === match.tokenId || actor.accountId === match.accountId) this.entries.delete(key);
-    }
+    this.cache.deleteWhere((actor) => actor.tokenId === match.tokenId || actor.accountId === match.accountId);
   }
 }

@@ -1,6 +1,7 @@
 import type { Executor } from '../../db/client.ts';
 import type { ConnectionRow } from '../../db/schema/index.ts';
 import type { Deps } from '../../lib/context.ts';
+import { TtlCache } from '../../lib/ttl-cache.ts';
 import * as repo from './repo.ts';
 
 /**
@@ -12,37 +13,27 @@ import * as repo from './repo.ts';
  * elsewhere fails there, not silently.
  */
 class ActiveConnectionsCache {
-  private readonly entries = new Map<string, { rows: readonly ConnectionRow[]; until: number }>();
+  private readonly cache: TtlCache<string, readonly ConnectionRow[]>;
   /** Bumped by every eviction: a read that overlapped one does not store what it read (it may be older). */
   private generation = 0;
 
-  constructor(
-    private readonly ttlMs: number,
-    private readonly maxEntries = 10_000,
-  ) {}
+  constructor(ttlMs: number) {
+    this.cache = new TtlCache(ttlMs);
+  }
 
   async get(db: Executor, accountId: string): Promise<readonly ConnectionRow[]> {
-    if (this.ttlMs <= 0) return repo.listActiveConnections(db, accountId);
-    const now = Date.now();
-    const hit = this.entries.get(accountId);
-    if (hit && hit.until > now) return hit.rows;
+    const hit = this.cache.get(accountId);
+    if (hit) return hit;
     const generation = this.generation;
     const rows = await repo.listActiveConnections(db, accountId);
-    if (generation === this.generation) {
-      this.entries.delete(accountId);
-      if (this.entries.size >= this.maxEntries) {
-        const oldest = this.entries.keys().next().value;
-        if (oldest !== undefined) this.entries.delete(oldest);
-      }
-      this.entries.set(accountId, { rows, until: now + this.ttlMs });
-    }
+    if (generation === this.generation) this.cache.set(accountId, rows);
     return rows;
   }
 
   evict(accountId: string | undefined): void {
     this.generation++;
-    if (accountId === undefined) this.entries.clear();
-    else this.entries.delete(accountId);
+    if (accountId === undefined) this.cache.clear();
+    else this.cache.delete(accountId);
   }
 }
 

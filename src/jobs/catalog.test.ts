@@ -2,7 +2,7 @@ import { eq, inArray, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeOAuthProvider, fakeProvidersEnv, startFakeOAuthProvider } from '../../test/fakes/oauth-provider.ts';
 import { createHarness, createUser, type TestHarness } from '../../test/harness.ts';
-import { accounts, connections, creditHolds, jobs } from '../db/schema/index.ts';
+import { accounts, connections, creditHolds, jobs, oauthArtifacts } from '../db/schema/index.ts';
 import { connectAcme } from '../modules/connections/test-support.ts';
 import { placeHold } from '../modules/credits/repo.ts';
 import { enqueueJob, JOB_CATALOG } from './catalog.ts';
@@ -88,6 +88,26 @@ describe('service jobs', () => {
     expect(await balance()).toBe(99_900);
     const holds = await db().select().from(creditHolds).where(eq(creditHolds.accountId, u.account.id));
     expect(holds.map((hold) => hold.id)).toEqual([live]);
+  });
+
+  it('oauth.sweep-expired deletes authorization artifacts a minute past their expiry, and keeps the others', async () => {
+    const artifact = (idHash: string, expiresAt: Date | null) => ({ model: 'Session', idHash, payload: {}, expiresAt });
+    const tag = `sweep-${Date.now()}`;
+    await db()
+      .insert(oauthArtifacts)
+      .values([
+        artifact(`${tag}-old`, new Date(Date.now() - 120_000)),
+        artifact(`${tag}-just-expired`, new Date(Date.now() - 10_000)),
+        artifact(`${tag}-live`, new Date(Date.now() + 600_000)),
+      ]);
+    const id = await enqueueJob(db(), 'oauth.sweep-expired', {});
+    expect(await worker.runOnce()).toBe(1);
+    expect(await jobRow(id)).toMatchObject({ status: 'succeeded', attempts: 1 });
+    const left = await db()
+      .select({ idHash: oauthArtifacts.idHash })
+      .from(oauthArtifacts)
+      .where(sql`${oauthArtifacts.idHash} LIKE ${`${tag}-%`}`);
+    expect(left.map((r) => r.idHash).sort()).toEqual([`${tag}-just-expired`, `${tag}-live`]);
   });
 
   it('jobs.cleanup deletes succeeded jobs after JOBS_RETENTION_DAYS and dead ones after JOBS_DEAD_RETENTION_DAYS', async () => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { oauthJobs } from '../auth/oauth/jobs.ts';
 import type { Executor } from '../db/client.ts';
 import { connectionJobs } from '../modules/connections/jobs.ts';
 import { creditJobs } from '../modules/credits/jobs.ts';
@@ -27,6 +28,7 @@ const jobUpkeep = {
 export const JOB_CATALOG = {
   ...connectionJobs,
   ...creditJobs,
+  ...oauthJobs,
   ...jobUpkeep,
 } satisfies JobCatalog;
 

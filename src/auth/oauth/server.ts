@@ -7,13 +7,12 @@ import { TokenExpiredError, UnauthorizedError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import type { Scope } from '../scopes.ts';
 import type { BearerTarget } from '../tokens.ts';
-import { revokeGrantArtifacts, sweepExpiredArtifacts } from './adapter.ts';
+import { revokeGrantArtifacts } from './adapter.ts';
 import { currentKeyIds, type KeySet, loadKeySet, retireAfterSeconds } from './keys.ts';
 import { effectiveClientScopes, resourceForPath } from './policy.ts';
 import { createProvider } from './provider.ts';
 
 const KEY_CHECK_INTERVAL_MS = 60_000;
-const SWEEP_INTERVAL_MS = 10 * 60_000;
 /** An unknown `kid` reloads the keys at most this often (a rotation on another instance). */
 const UNKNOWN_KID_RELOAD_MS = 5_000;
 
@@ -30,27 +29,22 @@ export class OAuthServer {
   private jwks: ReturnType<typeof createLocalJWKSet> | undefined;
   private stamp = '';
   private lastKidMiss = 0;
-  private timers: NodeJS.Timeout[] = [];
+  private keyCheck: NodeJS.Timeout | undefined;
 
   constructor(private readonly deps: Deps) {}
 
   async init(): Promise<void> {
     await this.reload();
-    this.timers.push(
-      setInterval(() => {
-        this.reloadIfRotated().catch((err: unknown) => this.deps.log.warn({ err }, 'signing key check failed'));
-      }, KEY_CHECK_INTERVAL_MS),
-      setInterval(() => {
-        sweepExpiredArtifacts(this.deps.database.db).catch((err: unknown) =>
-          this.deps.log.warn({ err }, 'oauth sweep failed'),
-        );
-      }, SWEEP_INTERVAL_MS),
-    );
-    for (const t of this.timers) t.unref();
+    // Each instance's own copy of the keys: a rotation elsewhere reaches it within a minute. (Expired
+    // artifacts are swept by the recurring job oauth.sweep-expired.)
+    this.keyCheck = setInterval(() => {
+      this.reloadIfRotated().catch((err: unknown) => this.deps.log.warn({ err }, 'signing key check failed'));
+    }, KEY_CHECK_INTERVAL_MS);
+    this.keyCheck.unref();
   }
 
   close(): void {
-    for (const t of this.timers) clearInterval(t);
+    clearInterval(this.keyCheck);
   }
 
   private state() {

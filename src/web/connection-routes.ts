@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { serviceContextOf } from '../auth/guard.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
+import type { ServiceContext } from '../lib/context.ts';
 import { AppError, NotFoundError, ValidationError } from '../lib/errors.ts';
 import {
   authorizationFields,
@@ -185,15 +186,42 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
     }
   });
 
-  app.post(`${PAGE_PATH}/:connectionId/refresh`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    const current = await signedIn(req, reply, PAGE_PATH);
-    if (!current) return reply;
-    const { connectionId } = req.params as { connectionId: string };
-    if (!CONNECTION_ID.test(connectionId)) return notFound(req, reply, current);
-    try {
-      const c = await refreshConnection(serviceContextOf(req, current.actor), connectionId);
+  /**
+   * A route on one connection: a signed-in user (an action proves its CSRF token first), a well-formed id, and
+   * then `act`. Another account's connection, or one already gone, is the not-found page; any other refusal is
+   * shown on the page with its status.
+   */
+  function onConnection(
+    kind: 'view' | 'action',
+    act: (
+      ctx: ServiceContext,
+      connectionId: string,
+      current: SignedIn,
+      req: FastifyRequest,
+      reply: FastifyReply,
+    ) => unknown,
+  ) {
+    return async (req: FastifyRequest, reply: FastifyReply) => {
+      if (kind === 'action' && !csrfOk(req, (req.body ?? {}) as Form)) return csrfFailed(reply);
+      const current = await signedIn(req, reply, kind === 'action' ? PAGE_PATH : undefined);
+      if (!current) return reply;
+      const { connectionId } = req.params as { connectionId: string };
+      if (!CONNECTION_ID.test(connectionId)) return notFound(req, reply, current);
+      try {
+        return await act(serviceContextOf(req, current.actor), connectionId, current, req, reply);
+      } catch (err) {
+        if (err instanceof NotFoundError) return notFound(req, reply, current);
+        const { message, status } = failure(err);
+        return render(req, reply, current, { error: message }, status);
+      }
+    };
+  }
+
+  app.post(
+    `${PAGE_PATH}/:connectionId/refresh`,
+    page,
+    onConnection('action', async (ctx, connectionId, current, req, reply) => {
+      const c = await refreshConnection(ctx, connectionId);
       const name = `${c.metadata.providerName} (${c.metadata.displayName})`;
       if (c.status === 'active') {
         const until = c.expiresAt
@@ -204,20 +232,14 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
       return render(req, reply, current, {
         error: `Refreshing ${name} failed: the connection is ${c.status}${c.lastError ? ` (${c.lastError})` : ''}.`,
       });
-    } catch (err) {
-      if (err instanceof NotFoundError) return notFound(req, reply, current);
-      const { message, status } = failure(err);
-      return render(req, reply, current, { error: message }, status);
-    }
-  });
+    }),
+  );
 
-  app.get(`${PAGE_PATH}/:connectionId/disconnect`, page, async (req, reply) => {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    const { connectionId } = req.params as { connectionId: string };
-    if (!CONNECTION_ID.test(connectionId)) return notFound(req, reply, current);
-    try {
-      const connection = await getConnection(serviceContextOf(req, current.actor), connectionId);
+  app.get(
+    `${PAGE_PATH}/:connectionId/disconnect`,
+    page,
+    onConnection('view', async (ctx, connectionId, current, req, reply) => {
+      const connection = await getConnection(ctx, connectionId);
       return show(
         reply,
         disconnectPage({
@@ -226,31 +248,20 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
           item: { connection, logo: logoOf(connection.providerId), connectable: true, fields: [] },
         }),
       );
-    } catch (err) {
-      if (err instanceof NotFoundError) return notFound(req, reply, current);
-      throw err;
-    }
-  });
+    }),
+  );
 
-  app.post(`${PAGE_PATH}/:connectionId/disconnect`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    const current = await signedIn(req, reply, PAGE_PATH);
-    if (!current) return reply;
-    const { connectionId } = req.params as { connectionId: string };
-    if (!CONNECTION_ID.test(connectionId)) return notFound(req, reply, current);
-    const ctx = serviceContextOf(req, current.actor);
-    try {
+  app.post(
+    `${PAGE_PATH}/:connectionId/disconnect`,
+    page,
+    onConnection('action', async (ctx, connectionId, current, req, reply) => {
       const c = await getConnection(ctx, connectionId);
       await deleteConnection(ctx, connectionId);
       return render(req, reply, current, {
         notice: `Disconnected ${c.metadata.providerName} (${c.metadata.displayName}).`,
       });
-    } catch (err) {
-      if (err instanceof NotFoundError) return notFound(req, reply, current);
-      throw err;
-    }
-  });
+    }),
+  );
 
   // ---- fields a provider needs after OAuth (the pending connection) ----
 

@@ -1,9 +1,8 @@
 import { execFile } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Database, openDatabase } from '../src/db/client.ts';
+import type { Database } from '../src/db/client.ts';
 import { jobs } from '../src/db/schema/index.ts';
 import { enqueueJob } from '../src/jobs/catalog.ts';
 import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from './harness.ts';
@@ -13,7 +12,6 @@ const run = promisify(execFile);
 /** `switchboard jobs list` and `jobs retry`, as an operator runs them, over a database of this file's own. */
 describe('switchboard jobs', () => {
   let testDb: TestDatabase;
-  let database: Database | undefined;
   const ids: Record<string, string> = {};
 
   const cli = async (...args: string[]) => {
@@ -33,22 +31,17 @@ describe('switchboard jobs', () => {
       return { code: e.code, stdout: e.stdout, stderr: e.stderr };
     }
   };
-  /** The embedded database serves one process: the test lets go of it while a command runs. */
+  /** The test uses the database, then hands it back to the commands it runs. */
   const withDb = async <T>(fn: (db: Database) => Promise<T>): Promise<T> => {
-    database ??= await openDatabase({ dataDir: testDb.dataDir });
     try {
-      return await fn(database);
+      return await fn(await testDb.open());
     } finally {
-      if (database.driver === 'pglite') {
-        await database.close();
-        database = undefined;
-      }
+      await testDb.handOver();
     }
   };
 
   beforeAll(async () => {
     testDb = await openTestDatabase({ privateDatabase: true });
-    database = testDb.database;
     await withDb(async ({ db }) => {
       const later = new Date(Date.now() + 3600_000);
       ids.queued = (await enqueueJob(db, 'connections.refresh-expiring', {}, { runAt: later })) ?? '';
@@ -65,14 +58,7 @@ describe('switchboard jobs', () => {
         .where(eq(jobs.id, ids.dead));
     });
   });
-  afterAll(async () => {
-    if (testDb?.database.driver === 'pg') {
-      await testDb.close();
-    } else {
-      await database?.close();
-      if (testDb) rmSync(testDb.dataDir, { recursive: true, force: true });
-    }
-  });
+  afterAll(() => testDb?.close());
 
   it('lists jobs newest first, filtered by status and type, as a table or JSON lines', async () => {
     const table = await cli('jobs', 'list');

@@ -62,10 +62,18 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): C
 }
 
 export interface TestDatabase {
-  database: Database;
+  /** The open database (after `handOver`, `open()` it again first). */
+  readonly database: Database;
   dataDir: string;
   /** The settings that reach this database (`DATA_DIR`, and `DATABASE_URL` on PostgreSQL), for other processes. */
   env: Record<string, string>;
+  /**
+   * Lets another process (a CLI command, a worker) use the database: the embedded one serves one process at a
+   * time, so it is closed here; PostgreSQL needs nothing.
+   */
+  handOver(): Promise<void>;
+  /** The database, opened again if it was handed over. */
+  open(): Promise<Database>;
   /** Closes it and removes what it created (the data directory; a private PostgreSQL database). */
   close(): Promise<void>;
 }
@@ -107,12 +115,26 @@ export async function openTestDatabase(opts: { privateDatabase?: boolean } = {})
     cpSync(target.template, dataDir, { recursive: true });
     database = await openDatabase({ dataDir });
   }
+  let current: Database | undefined = database;
   return {
-    database,
+    get database() {
+      if (!current) throw new Error('The test database was handed over: await open() first');
+      return current;
+    },
     dataDir,
     env,
+    async handOver() {
+      if (current?.driver !== 'pglite') return;
+      await current.close();
+      current = undefined;
+    },
+    async open() {
+      current ??= await openDatabase({ dataDir });
+      return current;
+    },
     async close() {
-      await database.close();
+      await current?.close();
+      current = undefined;
       await dropDatabase?.();
       rmSync(dataDir, { recursive: true, force: true });
     },

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eq } from 'drizzle-orm';
@@ -9,7 +8,6 @@ import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase, testConfig } from '../../test/harness.ts';
 import { crashCatalog } from '../../test/job-worker-process.ts';
-import { type Database, openDatabase } from '../db/client.ts';
 import { jobs } from '../db/schema/index.ts';
 import { createKeyRing, parseKeys } from '../lib/crypto.ts';
 import { createDeps } from '../runtime.ts';
@@ -24,27 +22,13 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
  * `running` under the dead worker's lease, and once that lease expires another worker runs it, once.
  */
 describe('a worker killed mid-job', () => {
-  let testDb: TestDatabase;
-  let database: Database | undefined;
-  afterAll(async () => {
-    if (testDb?.database.driver === 'pg') {
-      await testDb.close();
-    } else {
-      await database?.close();
-      if (testDb) rmSync(testDb.dataDir, { recursive: true, force: true });
-    }
-  });
+  let testDb: TestDatabase | undefined;
+  afterAll(() => testDb?.close());
 
   it('runs again after its lease, once, and succeeds', async () => {
     testDb = await openTestDatabase({ privateDatabase: true });
-    database = testDb.database;
-    const id = await enqueue(database.db, crashCatalog, 'test.crash', { label: 'crash me' });
-    const embedded = database.driver === 'pglite';
-    // The embedded database serves one process: hand it to the child.
-    if (embedded) {
-      await database.close();
-      database = undefined;
-    }
+    const id = await enqueue(testDb.database.db, crashCatalog, 'test.crash', { label: 'crash me' });
+    await testDb.handOver();
 
     const child = spawn(process.execPath, ['--import', 'tsx', 'test/job-worker-process.ts'], {
       cwd: ROOT,
@@ -80,10 +64,10 @@ describe('a worker killed mid-job', () => {
     expect((await exited)[1]).toBe('SIGKILL');
     expect(stdout.split('\n').filter((l) => l.includes('"started"'))).toHaveLength(1);
 
-    database ??= await openDatabase({ dataDir: testDb.dataDir });
+    const database = await testDb.open();
     const rowOf = async () =>
       (
-        await database?.db
+        await database.db
           .select()
           .from(jobs)
           .where(eq(jobs.id, id ?? ''))

@@ -1,13 +1,13 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
 import { ALL_SCOPES, isScope, SCOPES, type Scope } from './auth/scopes.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import type { Actor, PublicContext, ServiceContext } from './lib/context.ts';
 import { generateKeySpec, parseKeys } from './lib/crypto.ts';
 import { AppError, ValidationError } from './lib/errors.ts';
+import type { Logger } from './lib/logger.ts';
 
 /**
  * `switchboard <command>`: operator tasks that call the same service functions as the API, so a rule holds
@@ -440,10 +440,7 @@ async function openContext(config: Config, io: CliIo): Promise<{ ctx: PublicCont
   const { createDeps, openRuntime } = await import('./runtime.ts');
   const { newId } = await import('./lib/ids.ts');
   // The CLI's own output says what happened; the services' info lines would only repeat it.
-  const log = pino(
-    { level: config.logLevel === 'info' ? 'warn' : config.logLevel },
-    pino.destination(2),
-  ) as FastifyBaseLogger;
+  const log = pino({ level: config.logLevel === 'info' ? 'warn' : config.logLevel }, pino.destination(2)) as Logger;
   const runtime = await openRuntime(config);
   if (runtime.generatedKeyFile) {
     io.err(

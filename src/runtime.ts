@@ -1,10 +1,10 @@
-import type { FastifyBaseLogger } from 'fastify';
 import { ActorCache } from './auth/actor-cache.ts';
 import type { Config } from './config.ts';
 import { type Database, openDatabase } from './db/client.ts';
 import { BackgroundTasks } from './lib/background.ts';
 import type { Deps } from './lib/context.ts';
 import { type KeyRing, loadKeyRing } from './lib/crypto.ts';
+import type { Logger } from './lib/logger.ts';
 import { createLlmGateway } from './llm/gateway.ts';
 
 export interface Runtime {
@@ -32,11 +32,7 @@ export async function openRuntime(config: Config, opts: { migrate?: boolean } = 
 }
 
 /** The process-wide dependencies every service receives; the app and the CLI build them the same way. */
-export function createDeps(
-  config: Config,
-  runtime: Pick<Runtime, 'database' | 'keyRing'>,
-  log: FastifyBaseLogger,
-): Deps {
+export function createDeps(config: Config, runtime: Pick<Runtime, 'database' | 'keyRing'>, log: Logger): Deps {
   return {
     config,
     database: runtime.database,

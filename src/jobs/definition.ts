@@ -1,7 +1,7 @@
 import { Cron } from 'croner';
-import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
 import type { Deps } from '../lib/context.ts';
+import type { Logger } from '../lib/logger.ts';
 
 /** How a failed job is retried: attempt n waits `baseDelayMs * 2^(n-1)` plus up to a quarter more, at most `maxDelayMs`. */
 export interface RetryPolicy {
@@ -20,7 +20,7 @@ export interface JobContext {
   attempt: number;
   /** Aborted when the worker lost the job's lease (another worker may run it now) or shuts down past its deadline. */
   signal: AbortSignal;
-  log: FastifyBaseLogger;
+  log: Logger;
 }
 
 /** A recurring job: a 5-field cron expression (minute hour day-of-month month day-of-week) read in an IANA zone. */

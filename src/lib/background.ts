@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from './logger.ts';
 
 /**
  * Work that finishes after the answer is sent (settling a bill, for instance). Shutdown drains it, so a
@@ -7,7 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 export class BackgroundTasks {
   private readonly pending = new Set<Promise<unknown>>();
 
-  constructor(private readonly log: FastifyBaseLogger) {}
+  constructor(private readonly log: Logger) {}
 
   track(what: string, work: Promise<unknown>): void {
     const p = work.catch((err: unknown) => this.log.error({ err, what }, 'background task failed'));

@@ -1,4 +1,3 @@
-import type { FastifyBaseLogger } from 'fastify';
 import type { ActorCache } from '../auth/actor-cache.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { Config } from '../config.ts';
@@ -7,13 +6,14 @@ import type { LlmGateway } from '../llm/gateway.ts';
 import type { BackgroundTasks } from './background.ts';
 import type { KeyRing } from './crypto.ts';
 import { ForbiddenError } from './errors.ts';
+import type { Logger } from './logger.ts';
 
 /** What every service may use; built once per process (or per test app). */
 export interface Deps {
   config: Config;
   database: Database;
   keyRing: KeyRing;
-  log: FastifyBaseLogger;
+  log: Logger;
   /** Model catalog and upstream clients. */
   llm: LlmGateway;
   /** Recently resolved bearer tokens; evict on revocation. */
@@ -49,7 +49,7 @@ export interface Actor {
 export interface PublicContext {
   deps: Deps;
   db: Db;
-  log: FastifyBaseLogger;
+  log: Logger;
   requestId: string;
   ip: string;
   userAgent?: string | undefined;

@@ -1,10 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { SESSION_COOKIE, sessionActor } from '../auth/browser-session.ts';
+import { publicContextOf } from '../auth/guard.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import type { Actor } from '../lib/context.ts';
-import * as accountsRepo from '../modules/accounts/repo.ts';
+import { findAccountProfile } from '../modules/accounts/service.ts';
 import { errorPage, type PageUser } from './pages.ts';
-import { csrfToken, csrfValid, SESSION_COOKIE, sessionActor } from './session.ts';
+import { csrfToken, csrfValid } from './session.ts';
 
 /** What every page route shares: form reading, the HTML answer with its headers, the signed-in user. */
 
@@ -79,8 +81,8 @@ export function pageHelpers(app: App, oauth: OAuthServer): PageHelpers {
   async function currentUser(req: FastifyRequest): Promise<SignedIn | undefined> {
     const actor = await sessionActor(deps, req.cookies[SESSION_COOKIE]);
     if (!actor) return undefined;
-    const row = await accountsRepo.findAccountById(deps.database.db, actor.accountId);
-    return row ? { actor, user: { name: row.name, email: row.email } } : undefined;
+    const user = await findAccountProfile(publicContextOf(req), actor.accountId);
+    return user ? { actor, user } : undefined;
   }
 
   return {

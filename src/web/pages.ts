@@ -1,4 +1,5 @@
 import { SCOPES } from '../auth/scopes.ts';
+import type { AuthorizedApp } from '../modules/auth-clients/service.ts';
 import { type Html, html, layout } from './html.ts';
 
 /** The pages' markup. Every value is escaped by `html`; forms post with a CSRF token and work without JS. */
@@ -156,14 +157,6 @@ export function consentPage(v: ConsentView): string {
       <p class="muted">You can revoke this access at any time under <a href="/account/apps">Authorized apps</a>.</p>
     </div>`,
   );
-}
-
-export interface AuthorizedApp {
-  grantId: string;
-  name: string;
-  logo?: string | undefined;
-  scopes: string[];
-  grantedAt: string;
 }
 
 export function appsPage(opts: {

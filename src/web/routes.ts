@@ -1,24 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { serviceContextOf } from '../auth/guard.ts';
+import { publicContextOf, serviceContextOf } from '../auth/guard.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import { ALL_SCOPES, type Scope } from '../auth/scopes.ts';
 import { ipKey } from '../http/rate-limit.ts';
 import type { App } from '../http/types.ts';
 import { AppError } from '../lib/errors.ts';
 import * as authService from '../modules/auth/service.ts';
-import * as authClientsRepo from '../modules/auth-clients/repo.ts';
+import * as authClientsService from '../modules/auth-clients/service.ts';
 import { type Form, localPath, many, one, pageHelpers, type SignedIn, send } from './common.ts';
 import { connectionPageRoutes } from './connection-routes.ts';
-import {
-  type AuthorizedApp,
-  appsPage,
-  consentPage,
-  errorPage,
-  type PageUser,
-  signInPage,
-  signUpPage,
-  tokensPage,
-} from './pages.ts';
+import { appsPage, consentPage, errorPage, signInPage, signUpPage, tokensPage } from './pages.ts';
 import { clearSessionCookie, setSessionCookie } from './session.ts';
 
 const UID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -177,7 +168,10 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     const d = await details(req, reply);
     if (!d) return interactionGone(reply);
     const current = await currentUser(req);
-    const client = await authClientsRepo.findClient(deps.database.db, String(d.params.client_id ?? ''));
+    const client = await authClientsService.findClientForConsent(
+      publicContextOf(req),
+      String(d.params.client_id ?? ''),
+    );
     if (!client) return interactionGone(reply);
     const csrf = csrfOf(req, reply);
     if (d.prompt.name === 'login' || !current || current.actor.accountId !== d.session?.accountId) {
@@ -261,7 +255,10 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
       );
       return reply.redirect(returnTo, 303);
     } catch (err) {
-      const client = await authClientsRepo.findClient(deps.database.db, String(d.params.client_id ?? ''));
+      const client = await authClientsService.findClientForConsent(
+        publicContextOf(req),
+        String(d.params.client_id ?? ''),
+      );
       return send(
         reply,
         signInPage({
@@ -373,37 +370,15 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
 
   // ---- Account pages ---------------------------------------------------------------------------------------
 
-  async function renderApps(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    user: PageUser,
-    accountId: string,
-    notice?: string,
-  ) {
-    const rows = await authClientsRepo.listGrants(deps.database.db, accountId);
-    const apps: AuthorizedApp[] = rows
-      .filter((r) => r.grantId)
-      .map((r) => {
-        const p = r.payload as { openid?: { scope?: string }; resources?: Record<string, string> };
-        const scopes = new Set<string>([
-          ...String(p.openid?.scope ?? '').split(' '),
-          ...Object.values(p.resources ?? {}).flatMap((s) => String(s).split(' ')),
-        ]);
-        return {
-          grantId: r.grantId ?? '',
-          name: r.clientName,
-          logo: r.branding.logo,
-          scopes: ALL_SCOPES.filter((s) => scopes.has(s)),
-          grantedAt: r.createdAt.toISOString(),
-        };
-      });
+  async function renderApps(req: FastifyRequest, reply: FastifyReply, { user, actor }: SignedIn, notice?: string) {
+    const apps = await authClientsService.listAuthorizedApps(serviceContextOf(req, actor));
     return send(reply, appsPage({ user, csrf: csrfOf(req, reply), apps, notice }));
   }
 
   app.get('/account/apps', page, async (req, reply) => {
     const current = await signedIn(req, reply);
     if (!current) return reply;
-    return renderApps(req, reply, current.user, current.actor.accountId);
+    return renderApps(req, reply, current);
   });
 
   app.post('/account/apps/:grantId/revoke', page, async (req, reply) => {
@@ -412,18 +387,11 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     const current = await signedIn(req, reply);
     if (!current) return reply;
     const { grantId } = req.params as { grantId: string };
-    const owner = await authClientsRepo.findGrantOwner(deps.database.db, grantId);
-    if (owner !== current.actor.accountId) {
+    if (!(await authClientsService.ownsGrant(serviceContextOf(req, current.actor), grantId))) {
       return send(reply, errorPage('Not found', 'That app authorization does not exist.'), 404);
     }
     await oauth.revokeGrant(grantId);
-    return renderApps(
-      req,
-      reply,
-      current.user,
-      current.actor.accountId,
-      'Access revoked: the app can no longer use your account.',
-    );
+    return renderApps(req, reply, current, 'Access revoked: the app can no longer use your account.');
   });
 
   const patScopes = ALL_SCOPES;

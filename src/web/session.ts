@@ -1,34 +1,17 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { resolveBearer } from '../auth/tokens.ts';
-import type { Actor, Deps } from '../lib/context.ts';
+import { SESSION_COOKIE } from '../auth/browser-session.ts';
+import type { Deps } from '../lib/context.ts';
 
 /**
  * The browser session of the first-party pages: an HttpOnly, SameSite=Lax cookie (Secure under https)
- * holding a session token from the auth service, the same kind the API's sign-in returns.
+ * holding a session token (src/auth/browser-session.ts reads it).
  */
-export const SESSION_COOKIE = 'sb_session';
 /** Random per browser; forms carry its HMAC (signed double-submit CSRF token). */
 export const CSRF_COOKIE = 'sb_csrf';
 
 export function secureCookies(deps: Pick<Deps, 'config'>): boolean {
   return deps.config.appUrl.startsWith('https:');
-}
-
-/** The account of a session token, or undefined for anything else (expired, signed out, not a session). */
-export async function sessionAccountId(deps: Deps, token: string): Promise<string | undefined> {
-  const actor = await sessionActor(deps, token);
-  return actor?.accountId;
-}
-
-export async function sessionActor(deps: Deps, token: string | undefined): Promise<Actor | undefined> {
-  if (!token?.startsWith('sess_')) return undefined;
-  try {
-    const actor = await resolveBearer(deps.database.db, token, [], deps.actorCache);
-    return actor.kind === 'session' ? actor : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 export function setSessionCookie(reply: FastifyReply, deps: Deps, token: string, maxAgeSeconds: number): void {

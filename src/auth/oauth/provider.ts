@@ -8,7 +8,7 @@ import type { Deps } from '../../lib/context.ts';
 import { newId } from '../../lib/ids.ts';
 import * as accountsRepo from '../../modules/accounts/repo.ts';
 import { errorPage } from '../../web/pages.ts';
-import { SESSION_COOKIE, sessionAccountId } from '../../web/session.ts';
+import { SESSION_COOKIE, sessionAccountId } from '../browser-session.ts';
 import { ALL_SCOPES } from '../scopes.ts';
 import { createAdapterClass } from './adapter.ts';
 import type { KeySet } from './keys.ts';

@@ -1,5 +1,5 @@
 import type { AccountRow } from '../../db/schema/index.ts';
-import { requireScope, type ServiceContext } from '../../lib/context.ts';
+import { type PublicContext, requireScope, type ServiceContext } from '../../lib/context.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { type AvatarImage, decodeDataUri, initialsSvg } from './avatar.ts';
 import * as repo from './repo.ts';
@@ -57,4 +57,13 @@ export async function getAvatar(
   if (row.avatar && /^https?:/.test(row.avatar)) return { redirect: row.avatar };
   const uploaded = row.avatar ? decodeDataUri(row.avatar) : undefined;
   return { image: uploaded ?? initialsSvg(row.id, row.name) };
+}
+
+/** The name and e-mail the pages greet a signed-in user with; undefined when the account is gone. */
+export async function findAccountProfile(
+  ctx: PublicContext,
+  accountId: string,
+): Promise<{ name: string; email: string } | undefined> {
+  const row = await repo.findAccountById(ctx.db, accountId);
+  return row ? { name: row.name, email: row.email } : undefined;
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { effectiveClientScopes, scopesForRoles } from '../../auth/oauth/policy.ts';
+import { ALL_SCOPES, type Scope } from '../../auth/scopes.ts';
 import type { AuthClientRow } from '../../db/schema/index.ts';
 import { type PublicContext, requireScope, type ServiceContext } from '../../lib/context.ts';
 import { BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';
@@ -171,4 +172,48 @@ export async function setWhitelabelAllowed(
   });
   if (demoted) ctx.deps.actorCache.evict({ accountId: account.id });
   return { accountId: account.id, demoted };
+}
+
+/** What the consent and sign-in pages show of the client asking for access; undefined when unknown. */
+export async function findClientForConsent(
+  ctx: PublicContext,
+  clientId: string,
+): Promise<Pick<AuthClientRow, 'name' | 'branding' | 'registeredVia'> | undefined> {
+  const row = await repo.findClient(ctx.db, clientId);
+  return row ? { name: row.name, branding: row.branding, registeredVia: row.registeredVia } : undefined;
+}
+
+export interface AuthorizedApp {
+  grantId: string;
+  name: string;
+  logo: string | undefined;
+  scopes: Scope[];
+  grantedAt: string;
+}
+
+/** The apps the account has authorized (live OAuth grants), newest first, with the scopes each holds. */
+export async function listAuthorizedApps(ctx: ServiceContext): Promise<AuthorizedApp[]> {
+  const rows = await repo.listGrants(ctx.db, ctx.accountId);
+  return rows.flatMap((r) => {
+    if (!r.grantId) return [];
+    const p = r.payload as { openid?: { scope?: string }; resources?: Record<string, string> };
+    const held = new Set<string>([
+      ...String(p.openid?.scope ?? '').split(' '),
+      ...Object.values(p.resources ?? {}).flatMap((s) => String(s).split(' ')),
+    ]);
+    return [
+      {
+        grantId: r.grantId,
+        name: r.clientName,
+        logo: r.branding.logo,
+        scopes: ALL_SCOPES.filter((s) => held.has(s)),
+        grantedAt: r.createdAt.toISOString(),
+      },
+    ];
+  });
+}
+
+/** Whether the grant belongs to the caller's account (another account's grant reads as absent). */
+export async function ownsGrant(ctx: ServiceContext, grantId: string): Promise<boolean> {
+  return (await repo.findGrantOwner(ctx.db, grantId)) === ctx.accountId;
 }

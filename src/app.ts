@@ -29,6 +29,7 @@ import { authRoutes } from './modules/auth/routes.ts';
 import { authClientRoutes } from './modules/auth-clients/routes.ts';
 import { connectionRoutes } from './modules/connections/routes.ts';
 import { creditRoutes } from './modules/credits/routes.ts';
+import { knowledgeRoutes } from './modules/knowledge/routes.ts';
 import { llmRoutes } from './modules/llm/routes.ts';
 import { providerCatalog } from './modules/providers/catalog.ts';
 import { providerLogoRoutes, providerRoutes } from './modules/providers/routes.ts';
@@ -155,6 +156,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await authRoutes(v1, config);
       await scopeRoutes(v1);
       await creditRoutes(v1);
+      await knowledgeRoutes(v1);
       await llmRoutes(v1, config);
       await authClientRoutes(v1);
       await providerRoutes(v1);

@@ -3,6 +3,7 @@ import { oauthJobs } from '../auth/oauth/jobs.ts';
 import type { Executor } from '../db/client.ts';
 import { connectionJobs } from '../modules/connections/jobs.ts';
 import { creditJobs } from '../modules/credits/jobs.ts';
+import { knowledgeJobs } from '../modules/knowledge/jobs.ts';
 import { defineJob, type JobCatalog } from './definition.ts';
 import { deleteOldJobs, type EnqueueOptions, enqueue } from './queue.ts';
 
@@ -28,6 +29,7 @@ const jobUpkeep = {
 export const JOB_CATALOG = {
   ...connectionJobs,
   ...creditJobs,
+  ...knowledgeJobs,
   ...oauthJobs,
   ...jobUpkeep,
 } satisfies JobCatalog;

@@ -6,6 +6,7 @@ import type { LlmGateway } from '../llm/gateway.ts';
 import type { BackgroundTasks } from './background.ts';
 import type { KeyRing } from './crypto.ts';
 import { ForbiddenError } from './errors.ts';
+import { newId } from './ids.ts';
 import type { Logger } from './logger.ts';
 
 /** What every service may use; built once per process (or per test app). */
@@ -26,7 +27,8 @@ export type ProviderPermission = 'read' | 'read-write';
 
 /** Who is calling: resolved from the bearer token by the auth guard, or made by the CLI. */
 export interface Actor {
-  kind: 'session' | 'pat' | 'oauth' | 'cli';
+  /** `system`: work no request carries (a job acting for the account), with the scopes it was given. */
+  kind: 'session' | 'pat' | 'oauth' | 'cli' | 'system';
   accountId: string;
   /** The session, PAT or grant id: what a revocation targets. */
   tokenId: string;
@@ -66,4 +68,19 @@ export interface ServiceContext extends PublicContext {
 export function requireScope(ctx: ServiceContext, ...anyOf: Scope[]): void {
   if (anyOf.some((s) => ctx.scopes.has(s))) return;
   throw new ForbiddenError(`Missing required scope: ${anyOf.join(' or ')}`);
+}
+
+/** A context acting for the account in work no request carries (background jobs), holding only `scopes`. */
+export function systemContext(deps: Deps, accountId: string, log: Logger, scopes: readonly Scope[]): ServiceContext {
+  const held = new Set(scopes);
+  const actor: Actor = {
+    kind: 'system',
+    accountId,
+    tokenId: 'system',
+    scopes: held,
+    providerPermissions: {},
+    defaultProviderPermission: 'read',
+    creditBalance: 0,
+  };
+  return { deps, db: deps.database.db, log, requestId: newId('request'), ip: '', accountId, actor, scopes: held };
 }

@@ -17,6 +17,11 @@ export const ID_PREFIX = {
   /** Id of a connection awaiting its finalize fields (a secret: only its hash is stored). */
   pendingConnection: 'pcn',
   job: 'job',
+  knowledgeBase: 'kb',
+  knowledgePage: 'kpg',
+  knowledgePageVersion: 'kpv',
+  knowledgeSource: 'ksrc',
+  knowledgeLog: 'klog',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

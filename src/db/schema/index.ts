@@ -2,4 +2,5 @@ export * from './accounts.ts';
 export * from './connections.ts';
 export * from './credits.ts';
 export * from './jobs.ts';
+export * from './knowledge.ts';
 export * from './oauth.ts';

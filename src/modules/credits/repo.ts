@@ -4,7 +4,16 @@ import { type CreditTransactionRow, creditTransactions } from '../../db/schema/i
 import { newId } from '../../lib/ids.ts';
 import { offsetOf } from '../../lib/pagination.ts';
 
-export const CREDIT_TRANSACTION_TYPES = ['grant', 'llm', 'mcp', 'agent', 'sandbox', 'topup', 'refund'] as const;
+export const CREDIT_TRANSACTION_TYPES = [
+  'grant',
+  'llm',
+  'mcp',
+  'agent',
+  'sandbox',
+  'knowledge',
+  'topup',
+  'refund',
+] as const;
 export type CreditTransactionType = (typeof CREDIT_TRANSACTION_TYPES)[number];
 
 export interface NewCreditTransaction {

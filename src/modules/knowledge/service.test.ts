@@ -1,0 +1,510 @@
+import { and, eq } from 'drizzle-orm';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { guardTests } from '../../../test/guards.ts';
+import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { jobs, knowledgeLogs, knowledgePages } from '../../db/schema/index.ts';
+import { knowledgeJobs } from './jobs.ts';
+import * as repo from './repo.ts';
+
+const silent = pino({ level: 'silent' });
+const API = '/api/v1/knowledge';
+
+describe('knowledge bases', () => {
+  let h: TestHarness;
+  let llm: FakeLlm;
+
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    h = await createHarness({ LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await llm?.close();
+  });
+
+  const as = (u: TestUser) => ({ token: u.sessionToken });
+  const defaultBase = async (u: TestUser): Promise<string> => {
+    const res = await call(h.app, 'GET', `${API}/bases`, as(u));
+    expect(res.statusCode, res.body).toBe(200);
+    return (res.json().data as { id: string; isDefault: boolean }[]).find((b) => b.isDefault)?.id ?? '';
+  };
+  const put = (u: TestUser, kb: string, slug: string, body: unknown) =>
+    call(h.app, 'PUT', `${API}/bases/${kb}/pages/${slug}`, { ...as(u), body });
+  const get = async (u: TestUser, path: string) => {
+    const res = await call(h.app, 'GET', `${API}${path}`, as(u));
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json();
+  };
+  const runJob = (type: keyof typeof knowledgeJobs, payload: { kbId: string } & { sourceId: string }) =>
+    knowledgeJobs[type].run(h.app.deps, payload, {
+      jobId: 'job_test',
+      attempt: 1,
+      signal: new AbortController().signal,
+      log: silent,
+    });
+  const compile = (sourceId: string) => runJob('knowledge.compile', { kbId: '', sourceId });
+
+  describe('bases and config', () => {
+    it('listing makes the default base once; the first base created elsewhere is the default', async () => {
+      const u = await createUser(h.app);
+      const [a, b] = await Promise.all([
+        call(h.app, 'GET', `${API}/bases`, as(u)),
+        call(h.app, 'GET', `${API}/bases`, as(u)),
+      ]);
+      expect(a.json().data).toEqual(b.json().data);
+      expect(a.json()).toEqual({
+        data: [
+          {
+            id: expect.stringMatching(/^kb_/),
+            accountId: u.account.id,
+            name: 'My knowledge',
+            description: '',
+            customInstructions: '',
+            maxPagesLimit: 500,
+            isDefault: true,
+            createdAt: expect.any(String),
+            updatedAt: expect.any(String),
+          },
+        ],
+        pagination: { page: 1, limit: 20, total: 1, hasMore: false },
+      });
+
+      const fresh = await createUser(h.app);
+      const first = await call(h.app, 'POST', `${API}/bases`, { ...as(fresh), body: { name: 'Research' } });
+      expect(first.statusCode, first.body).toBe(201);
+      expect(first.json()).toMatchObject({ name: 'Research', isDefault: true, maxPagesLimit: 500 });
+      expect((await get(fresh, '/bases')).data).toHaveLength(1);
+    });
+
+    it('names are unique per account ignoring case; set-default moves it atomically; the default cannot be deleted', async () => {
+      const u = await createUser(h.app);
+      const def = await defaultBase(u);
+      const made = await call(h.app, 'POST', `${API}/bases`, {
+        ...as(u),
+        body: { name: 'Team Wiki', description: 'ours', maxPagesLimit: 50, customInstructions: 'Be brief' },
+      });
+      expect(made.statusCode).toBe(201);
+      const kb = made.json().id as string;
+      expect(made.json()).toMatchObject({ isDefault: false, maxPagesLimit: 50, customInstructions: 'Be brief' });
+      const dup = await call(h.app, 'POST', `${API}/bases`, { ...as(u), body: { name: 'team wiki' } });
+      expect(dup.statusCode).toBe(409);
+      expect(dup.json()).toEqual({
+        error: 'ConflictError',
+        message: 'A knowledge base named "team wiki" already exists',
+        statusCode: 409,
+      });
+      // Another account may use the name.
+      const other = await createUser(h.app);
+      expect(
+        (await call(h.app, 'POST', `${API}/bases`, { ...as(other), body: { name: 'Team Wiki' } })).statusCode,
+      ).toBe(201);
+
+      const refused = await call(h.app, 'DELETE', `${API}/bases/${def}`, as(u));
+      expect(refused.statusCode).toBe(409);
+      const moved = await call(h.app, 'POST', `${API}/bases/${kb}/set-default`, as(u));
+      expect(moved.json()).toMatchObject({ id: kb, isDefault: true });
+      const all = (await get(u, '/bases')).data as { id: string; isDefault: boolean }[];
+      expect(all.filter((b) => b.isDefault).map((b) => b.id)).toEqual([kb]);
+
+      const renamed = await call(h.app, 'PUT', `${API}/bases/${def}`, { ...as(u), body: { name: 'TEAM WIKI' } });
+      expect(renamed.statusCode).toBe(409);
+      const ok = await call(h.app, 'PUT', `${API}/bases/${def}`, { ...as(u), body: { name: 'Old', maxPagesLimit: 7 } });
+      expect(ok.json()).toMatchObject({ name: 'Old', maxPagesLimit: 7, isDefault: false });
+
+      // Deleting a base takes its pages, versions, links and logs along.
+      expect((await put(u, def, 'note', { title: 'Note', content: 'Hello [[World]]' })).statusCode).toBe(200);
+      expect((await call(h.app, 'DELETE', `${API}/bases/${def}`, as(u))).statusCode).toBe(204);
+      expect(await h.database.db.select().from(knowledgePages).where(eq(knowledgePages.kbId, def))).toEqual([]);
+      expect(await h.database.db.select().from(knowledgeLogs).where(eq(knowledgeLogs.kbId, def))).toEqual([]);
+      expect((await call(h.app, 'GET', `${API}/bases/${def}`, as(u))).statusCode).toBe(404);
+    });
+
+    it('config is made on first read and updates partially', async () => {
+      const u = await createUser(h.app);
+      expect(await get(u, '/config')).toMatchObject({ enabled: true, autoIngestConversations: false });
+      const res = await call(h.app, 'PUT', `${API}/config`, { ...as(u), body: { autoIngestConversations: true } });
+      expect(res.json()).toMatchObject({ enabled: true, autoIngestConversations: true });
+      const off = await call(h.app, 'PUT', `${API}/config`, { ...as(u), body: { enabled: false } });
+      expect(off.json()).toMatchObject({ enabled: false, autoIngestConversations: true });
+    });
+  });
+
+  describe('pages', () => {
+    it('a hand edit makes versions, links and backlinks, the index, and is never a 500 for odd slugs', async () => {
+      const u = await createUser(h.app);
+      const kb = await defaultBase(u);
+      const missing = await put(u, kb, 'ada', { tags: ['x'] });
+      expect(missing.statusCode).toBe(422);
+      expect(missing.json().details).toEqual([
+        { field: 'body.title', message: 'required to create a page' },
+        { field: 'body.content', message: 'required to create a page' },
+      ]);
+
+      const ada = await put(u, kb, 'ada-lovelace', {
+        title: 'Ada Lovelace',
+        content: 'Wrote the first program for the [[Analytical Engine]], with [[Charles Babbage|Babbage]].',
+        tags: ['people', 'math'],
+        pageType: 'entity',
+      });
+      expect(ada.statusCode, ada.body).toBe(200);
+      expect(ada.json()).toMatchObject({
+        slug: 'ada-lovelace',
+        title: 'Ada Lovelace',
+        pageType: 'entity',
+        lastCompiledBy: 'user',
+        version: 1,
+        confidence: 'low',
+        backlinks: [],
+        tags: ['people', 'math'],
+      });
+      const engine = await put(u, kb, 'analytical-engine', {
+        title: 'Analytical Engine',
+        content: 'A machine designed by [[Charles Babbage]].',
+        tags: ['machines'],
+      });
+      expect(engine.json()).toMatchObject({ backlinks: ['ada-lovelace'], backlinkCount: 1, pageType: 'custom' });
+      const again = await put(u, kb, 'ada-lovelace', { content: 'Wrote notes on the engine.' });
+      expect(again.json()).toMatchObject({ version: 2, title: 'Ada Lovelace', tags: ['people', 'math'] });
+      expect((await get(u, `/bases/${kb}/pages/analytical-engine`)).backlinks).toEqual([]);
+
+      const versions = await get(u, `/bases/${kb}/pages/ada-lovelace/versions`);
+      expect(versions.data.map((v: { version: number; compiledBy: string }) => [v.version, v.compiledBy])).toEqual([
+        [2, 'user'],
+        [1, 'user'],
+      ]);
+      expect((await get(u, `/bases/${kb}/pages/ada-lovelace/versions/1`)).content).toContain('[[Analytical Engine]]');
+      expect((await call(h.app, 'GET', `${API}/bases/${kb}/pages/ada-lovelace/versions/9`, as(u))).statusCode).toBe(
+        404,
+      );
+
+      const index = await get(u, `/bases/${kb}/pages/index`);
+      expect(index).toMatchObject({ slug: '_index', pageType: 'index', lastCompiledBy: 'compiler' });
+      expect(index.content).toBe(
+        '# My knowledge\n\n2 pages.\n\n## Entities\n\n- [[ada-lovelace|Ada Lovelace]]\n\n## Other pages\n\n- [[analytical-engine|Analytical Engine]]\n',
+      );
+      const list = await get(u, `/bases/${kb}/pages?tag=people`);
+      expect(list.data.map((p: { slug: string }) => p.slug)).toEqual(['ada-lovelace']);
+      expect(list.data[0]).not.toHaveProperty('content');
+      expect((await get(u, `/bases/${kb}/pages?pageType=index`)).data.map((p: { slug: string }) => p.slug)).toEqual([
+        '_index',
+      ]);
+
+      for (const slug of ['Ada', 'a_b', '%00', 'x%20y']) {
+        const res = await call(h.app, 'GET', `${API}/bases/${kb}/pages/${slug}`, as(u));
+        expect(res.statusCode, slug).toBe(422);
+      }
+      expect((await put(u, kb, '_index', { content: 'mine' })).statusCode).toBe(422);
+      expect((await call(h.app, 'GET', `${API}/bases/${kb}/pages/nope`, as(u))).statusCode).toBe(404);
+    });
+
+    it('the page limit stops hand-made pages too', async () => {
+      const u = await createUser(h.app);
+      const kb = (
+        await call(h.app, 'POST', `${API}/bases`, { ...as(u), body: { name: 'Tiny', maxPagesLimit: 1 } })
+      ).json().id as string;
+      expect((await put(u, kb, 'one', { title: 'One', content: '1' })).statusCode).toBe(200);
+      const full = await put(u, kb, 'two', { title: 'Two', content: '2' });
+      expect(full.statusCode).toBe(422);
+      expect(full.json().message).toBe(`Knowledge base ${kb} holds its limit of 1 pages`);
+      expect((await put(u, kb, 'one', { content: 'still editable' })).statusCode).toBe(200);
+    });
+
+    it('deleting a page queues lint, which unlinks it from compiled pages and reports hand-written ones', async () => {
+      const u = await createUser(h.app);
+      const kb = await defaultBase(u);
+      const base = await repo.findBase(h.database.db, u.account.id, kb);
+      if (!base) throw new Error('no base');
+      const { writePage } = await import('./pages.write.ts');
+      await h.database.db.transaction(async (tx) => {
+        for (const [slug, content, by] of [
+          ['gone', 'To be deleted.', 'compiler'],
+          ['machine', 'Built with [[Gone]] and [[Gone|the old part]]; see [[Kept]].', 'compiler'],
+          ['kept', 'Mentions [[gone]].', 'user'],
+        ] as const) {
+          await writePage(tx, base, {
+            slug,
+            title: slug,
+            content,
+            summary: '',
+            tags: [],
+            aliases: [],
+            pageType: 'concept',
+            relationships: slug === 'machine' ? [{ targetSlug: 'gone', type: 'depends_on' }] : [],
+            sourceIds: [],
+            compiledBy: by,
+            sourceId: null,
+          });
+        }
+      });
+      expect((await get(u, `/bases/${kb}/pages/gone`)).backlinks).toEqual(['kept', 'machine']);
+      expect((await call(h.app, 'DELETE', `${API}/bases/${kb}/pages/gone`, as(u))).statusCode).toBe(204);
+      const queued = await h.database.db
+        .select()
+        .from(jobs)
+        .where(and(eq(jobs.type, 'knowledge.lint'), eq(jobs.accountId, u.account.id)));
+      expect(queued.map((j) => j.payload)).toEqual([{ kbId: kb }]);
+
+      await runJob('knowledge.lint', { kbId: kb, sourceId: '' });
+      const machine = await get(u, `/bases/${kb}/pages/machine`);
+      expect(machine.content).toBe('Built with Gone and the old part; see [[Kept]].');
+      expect(machine.relationships).toEqual([]);
+      expect(machine.version).toBe(2);
+      expect((await get(u, `/bases/${kb}/pages/kept`)).content).toBe('Mentions [[gone]].');
+
+      const report = await call(h.app, 'POST', `${API}/bases/${kb}/lint`, as(u));
+      expect(report.statusCode).toBe(200);
+      const findings = report.json().findings as {
+        rule: string;
+        pages: string[];
+        repaired: boolean;
+        severity: string;
+      }[];
+      expect(findings.filter((f) => f.rule === 'broken-link')).toEqual([
+        expect.objectContaining({ pages: ['kept', 'gone'], repaired: false, severity: 'warning' }),
+      ]);
+      expect(findings.find((f) => f.rule === 'orphan' && f.pages[0] === 'machine')).toBeDefined();
+      const logs = await get(u, `/bases/${kb}/logs`);
+      expect(logs.data[0]).toMatchObject({ kind: 'lint', level: 'warn' });
+    });
+  });
+
+  describe('search', () => {
+    it('ranks by relevance, lifts pages with backlinks, marks snippets, filters tags and relaxes all-words queries', async () => {
+      const u = await createUser(h.app);
+      const kb = await defaultBase(u);
+      await put(u, kb, 'rust', {
+        title: 'Rust',
+        content: 'A systems programming language focused on memory safety.',
+        tags: ['lang'],
+      });
+      await put(u, kb, 'go', {
+        title: 'Go',
+        content: 'A programming language with garbage collection from Google.',
+        tags: ['lang'],
+      });
+      await put(u, kb, 'garbage', {
+        title: 'Garbage collection',
+        content: 'Automatic memory management; see [[Go]].',
+        tags: ['memory'],
+      });
+      await put(u, kb, 'notes', { title: 'Notes', content: 'Nothing about it. [[Go]] again.' });
+
+      const res = await get(u, `/bases/${kb}/pages/search?q=${encodeURIComponent('garbage collection')}`);
+      expect(res.relaxed).toBe(false);
+      expect(res.data.map((r: { slug: string }) => r.slug)).toEqual(['garbage', 'go']);
+      expect(res.data[1].content).toContain('language with **garbage** **collection** from Google');
+      expect(res.data[0]).toMatchObject({
+        title: 'Garbage collection',
+        pageType: 'custom',
+        confidence: 'low',
+        tags: ['memory'],
+      });
+
+      const tagged = await get(u, `/bases/${kb}/pages/search?q=language&tags=lang`);
+      expect(tagged.data.map((r: { slug: string }) => r.slug).sort()).toEqual(['go', 'rust']);
+      // Two equal matches: the one more pages link to comes first.
+      expect(tagged.data[0].slug).toBe('go');
+
+      const relaxed = await get(u, `/bases/${kb}/pages/search?q=${encodeURIComponent('memory google')}`);
+      expect(relaxed.relaxed).toBe(true);
+      expect(relaxed.data.map((r: { slug: string }) => r.slug).sort()).toEqual(['garbage', 'go', 'rust']);
+      expect((await get(u, `/bases/${kb}/pages/search?q=zebra`)).data).toEqual([]);
+      expect((await call(h.app, 'GET', `${API}/bases/${kb}/pages/search`, as(u))).statusCode).toBe(422);
+    });
+  });
+
+  describe('compilation with a scripted model', () => {
+    const extraction = (pages: unknown[]) => ({ content: JSON.stringify({ pages }) });
+
+    it('"Acme Corp", "ACME Corporation" and "Acme" across three sources end as one page of high confidence', async () => {
+      const u = await createUser(h.app);
+      const kb = await defaultBase(u);
+      const add = async (name: string, text: string) => {
+        const res = await call(h.app, 'POST', `${API}/bases/${kb}/sources`, {
+          ...as(u),
+          body: { type: 'text', name, rawContent: text },
+        });
+        expect(res.statusCode, res.body).toBe(201);
+        expect(res.json()).toMatchObject({ status: 'pending', type: 'text', name });
+        return res.json().id as string;
+      };
+      const before = llm.requests.length;
+
+      const s1 = await add('press release', 'Acme Corp makes anvils. Jane Roe founded Acme Corp in 1950.');
+      llm.enqueue(
+        extraction([
+          {
+            name: 'Acme Corp',
+            pageType: 'entity',
+            summary: 'A maker of anvils.',
+            facts: ['Acme Corp makes anvils.'],
+            tags: ['Company'],
+            relationships: [],
+          },
+          {
+            name: 'Jane Roe',
+            pageType: 'entity',
+            summary: 'Founder of Acme Corp.',
+            facts: ['Founded Acme Corp in 1950.'],
+            relationships: [{ target: 'Acme Corp', type: 'founded' }],
+          },
+        ]),
+      );
+      expect(await compile(s1)).toMatchObject({
+        status: 'compiled',
+        modelCalls: 1,
+        created: ['acme-corp', 'jane-roe'],
+      });
+
+      await put(u, kb, 'zebra', { title: 'Zebra', content: 'A striped animal.' });
+      const s2 = await add('annual report', 'ACME Corporation sells rockets too.');
+      llm.enqueue(
+        extraction([
+          { name: 'ACME Corporation', aliases: ['Acme Corp'], pageType: 'entity', facts: ['Sells rockets.'] },
+        ]),
+        {
+          content: JSON.stringify({
+            content: 'A maker of anvils and rockets. Founded by [[Jane Roe]].',
+            summary: 'Anvils and rockets.',
+          }),
+        },
+      );
+      expect(await compile(s2)).toMatchObject({
+        status: 'compiled',
+        modelCalls: 2,
+        created: [],
+        updated: ['acme-corp'],
+      });
+      // The extraction call was shown the existing page as a candidate, never the whole wiki.
+      const shown = llm.requests.at(-2)?.messages[0]?.content ?? '';
+      expect(shown).toContain('- Acme Corp (aliases: acme-corp): A maker of anvils.');
+      expect(shown).not.toContain('Zebra');
+
+      const s3 = await add('news', 'Acme announced a new anvil.');
+      llm.enqueue(
+        extraction([
+          { name: 'Acme', aliases: ['ACME Corporation'], pageType: 'entity', facts: ['Announced a new anvil.'] },
+        ]),
+        { content: JSON.stringify({ content: 'Anvils, rockets, and a new anvil. Founded by [[Jane Roe]].' }) },
+      );
+      expect(await compile(s3)).toMatchObject({ status: 'compiled', modelCalls: 2, updated: ['acme-corp'] });
+      expect(llm.requests.length - before).toBe(5);
+
+      const page = await get(u, `/bases/${kb}/pages/acme-corp`);
+      expect(page).toMatchObject({
+        title: 'Acme Corp',
+        confidence: 'high',
+        sourceIds: [s1, s2, s3],
+        version: 3,
+        lastCompiledBy: 'compiler',
+        backlinks: ['jane-roe'],
+      });
+      expect(page.aliases).toEqual(expect.arrayContaining(['acme-corp', 'acme-corporation', 'acme']));
+      expect((await get(u, `/bases/${kb}/pages?pageType=entity`)).data.map((p: { slug: string }) => p.slug)).toEqual([
+        'acme-corp',
+        'jane-roe',
+      ]);
+      expect((await get(u, `/bases/${kb}/pages/jane-roe`)).relationships).toEqual([
+        { targetSlug: 'acme-corp', type: 'founded' },
+      ]);
+      expect((await get(u, `/bases/${kb}/sources/${s3}`)).status).toBe('compiled');
+      // Knowledge compilation is billed to the owner like any model call.
+      const ledger = await call(h.app, 'GET', '/api/v1/credit-transactions?limit=100', as(u));
+      const charges = (ledger.json().data as { type: string; amount: number }[]).filter((t) => t.type === 'knowledge');
+      expect(charges).toHaveLength(5);
+      expect(charges.every((t) => t.amount < 0)).toBe(true);
+
+      // An unchanged source is skipped by its hash; a hand edit is never overwritten, and the proposal is logged.
+      await put(u, kb, 'acme-corp', { content: 'Written by a person.' });
+      const again = await call(h.app, 'PUT', `${API}/bases/${kb}/sources/${s3}/reprocess`, as(u));
+      expect(again.json()).toMatchObject({ status: 'pending' });
+      llm.enqueue(extraction([{ name: 'Acme', aliases: ['Acme Corp'], facts: ['Changed.'] }]));
+      expect(await compile(s3)).toMatchObject({
+        status: 'compiled',
+        modelCalls: 1,
+        skipped: [{ slug: 'acme-corp', reason: 'user-edit' }],
+      });
+      expect((await get(u, `/bases/${kb}/pages/acme-corp`)).content).toBe('Written by a person.');
+      const lint = await call(h.app, 'POST', `${API}/bases/${kb}/lint`, as(u));
+      expect(lint.json().findings).toContainEqual(
+        expect.objectContaining({ rule: 'user-edit-conflict', pages: ['acme-corp'] }),
+      );
+    });
+
+    it('malformed model output fails the source with nothing written; the page limit holds', async () => {
+      const u = await createUser(h.app);
+      const kb = (
+        await call(h.app, 'POST', `${API}/bases`, { ...as(u), body: { name: 'Small', maxPagesLimit: 1 } })
+      ).json().id as string;
+      const src = (
+        await call(h.app, 'POST', `${API}/bases/${kb}/sources`, {
+          ...as(u),
+          body: { type: 'text', name: 'a', rawContent: 'Some text.' },
+        })
+      ).json().id as string;
+      llm.enqueue({ content: 'Sure! Here are the pages: none.' });
+      expect(await compile(src)).toMatchObject({ status: 'failed' });
+      expect(await get(u, `/bases/${kb}/sources/${src}`)).toMatchObject({
+        status: 'failed',
+        error: 'The model answered no JSON object',
+      });
+      expect((await get(u, `/bases/${kb}/pages`)).data).toEqual([]);
+
+      await call(h.app, 'PUT', `${API}/bases/${kb}/sources/${src}/reprocess`, as(u));
+      llm.enqueue(extraction([{ name: 'First' }, { name: 'Second' }]));
+      expect(await compile(src)).toMatchObject({
+        status: 'compiled',
+        created: ['first'],
+        skipped: [{ slug: 'second', reason: 'page-limit' }],
+      });
+      const logs = (await get(u, `/bases/${kb}/logs`)).data as { message: string }[];
+      expect(logs.map((l) => l.message)).toContain('No page made for second: the base holds its limit of 1 pages');
+    });
+  });
+
+  guardTests(
+    () => h,
+    [
+      { method: 'GET', url: `${API}/bases`, scopes: ['account'] },
+      { method: 'POST', url: `${API}/bases`, scopes: ['account'], body: { name: 'Guarded' } },
+      { method: 'GET', url: `${API}/config`, scopes: ['account'] },
+      { method: 'PUT', url: `${API}/config`, scopes: ['account'], body: { enabled: true } },
+      ...(
+        [
+          ['GET', ''],
+          ['PUT', '', { description: 'x' }],
+          ['POST', '/lint'],
+          ['GET', '/logs'],
+          ['GET', '/pages'],
+          ['GET', '/pages/index'],
+          ['GET', '/pages/search?q=x'],
+          ['GET', '/pages/p1'],
+          ['PUT', '/pages/p1', { content: 'x' }],
+          ['GET', '/pages/p1/versions'],
+          ['GET', '/pages/p1/versions/1'],
+          ['GET', '/sources'],
+          ['POST', '/sources', { type: 'text', name: 'n', rawContent: 'x' }],
+        ] as const
+      ).map(([method, path, body]) => ({
+        method,
+        url: `${API}/bases/kb_x${path}`,
+        scopes: ['account' as const],
+        ...(body ? { body } : {}),
+        ownedUrl: async (owner: TestUser) => {
+          const res = await call(h.app, 'POST', `${API}/bases`, {
+            token: owner.sessionToken,
+            body: { name: `guard ${Math.random()}` },
+          });
+          const kb = res.json().id as string;
+          await call(h.app, 'PUT', `${API}/bases/${kb}/pages/p1`, {
+            token: owner.sessionToken,
+            body: { title: 'P1', content: 'x' },
+          });
+          return `${API}/bases/${kb}${path}`;
+        },
+      })),
+    ],
+  );
+});

@@ -1,0 +1,112 @@
+import type { KnowledgeSourceRow } from '../../db/schema/index.ts';
+import type { ServiceContext } from '../../lib/context.ts';
+import { ConflictError, NotFoundError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { type Page, toPage } from '../../lib/pagination.ts';
+import { ownedBase } from './bases.service.ts';
+import { enqueueKnowledgeJob } from './jobs.ts';
+import * as repo from './repo.ts';
+import type { CreateSource, KnowledgeSource, SourceListQuery } from './schema.ts';
+
+/** Sources of a base (SPEC §4): creating one, or reprocessing it, queues its compilation. */
+
+export function toKnowledgeSource(row: KnowledgeSourceRow): KnowledgeSource {
+  return {
+    id: row.id,
+    kbId: row.kbId,
+    type: row.type,
+    name: row.name,
+    rawContent: row.rawContent,
+    url: row.url,
+    metadata: row.metadata,
+    status: row.status,
+    error: row.error,
+    compiledAt: row.compiledAt?.toISOString() ?? null,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+export async function listKnowledgeSources(
+  ctx: ServiceContext,
+  kbId: string,
+  q: SourceListQuery,
+): Promise<Page<KnowledgeSource>> {
+  await ownedBase(ctx, kbId);
+  const { rows, total } = await repo.listSources(ctx.db, kbId, q);
+  return toPage(rows.map(toKnowledgeSource), total, q);
+}
+
+async function ownedSource(ctx: ServiceContext, kbId: string, sourceId: string): Promise<KnowledgeSourceRow> {
+  await ownedBase(ctx, kbId);
+  const row = await repo.findSource(ctx.db, kbId, sourceId);
+  if (!row) throw new NotFoundError(`Source ${sourceId} not found in knowledge base ${kbId}`);
+  return row;
+}
+
+export async function getKnowledgeSource(
+  ctx: ServiceContext,
+  kbId: string,
+  sourceId: string,
+): Promise<KnowledgeSource> {
+  return toKnowledgeSource(await ownedSource(ctx, kbId, sourceId));
+}
+
+/** Stores the source as `pending` and queues its compilation in the same transaction: nothing is lost. */
+export async function createKnowledgeSource(
+  ctx: ServiceContext,
+  kbId: string,
+  input: CreateSource,
+): Promise<KnowledgeSource> {
+  await ownedBase(ctx, kbId);
+  const row = await ctx.db.transaction(async (tx) => {
+    const source = await repo.insertSource(tx, {
+      id: newId('knowledgeSource'),
+      kbId,
+      accountId: ctx.accountId,
+      type: input.type,
+      name: input.name,
+      rawContent: input.type === 'url' ? null : (input.rawContent ?? null),
+      url: input.type === 'url' ? (input.url ?? null) : null,
+      metadata: input.metadata ?? {},
+      status: 'pending',
+    });
+    await enqueueCompile(tx, source);
+    return source;
+  });
+  return toKnowledgeSource(row);
+}
+
+async function enqueueCompile(tx: ServiceContext['db'], source: KnowledgeSourceRow): Promise<void> {
+  await enqueueKnowledgeJob(
+    tx,
+    'knowledge.compile',
+    { sourceId: source.id },
+    { dedupeKey: `knowledge.compile:${source.id}`, accountId: source.accountId },
+  );
+}
+
+/** Queues the source's compilation again (SPEC §4 reprocess); an unchanged text is still skipped by its hash unless forced. */
+export async function reprocessKnowledgeSource(
+  ctx: ServiceContext,
+  kbId: string,
+  sourceId: string,
+): Promise<KnowledgeSource> {
+  const current = await ownedSource(ctx, kbId, sourceId);
+  if (current.status === 'processing') throw new ConflictError(`Source ${sourceId} is being compiled now`);
+  const row = await ctx.db.transaction(async (tx) => {
+    const updated = await repo.updateSource(tx, sourceId, { status: 'pending', error: null, compiledHash: null });
+    if (!updated) throw new NotFoundError(`Source ${sourceId} not found in knowledge base ${kbId}`);
+    await enqueueCompile(tx, updated);
+    return updated;
+  });
+  return toKnowledgeSource(row);
+}
+
+/** Deletes the source; the pages it fed keep what was compiled from it (their history says where it came from). */
+export async function deleteKnowledgeSource(ctx: ServiceContext, kbId: string, sourceId: string): Promise<void> {
+  await ownedBase(ctx, kbId);
+  if (!(await repo.deleteSource(ctx.db, kbId, sourceId))) {
+    throw new NotFoundError(`Source ${sourceId} not found in knowledge base ${kbId}`);
+  }
+}

@@ -270,6 +270,47 @@ describe('knowledge bases', () => {
     });
   });
 
+  describe('lint on a fixture wiki', () => {
+    it('finds every rule: stale, duplicate, consolidate, orphan, index drift and the page limit', async () => {
+      const u = await createUser(h.app);
+      const kb = (
+        await call(h.app, 'POST', `${API}/bases`, { ...as(u), body: { name: 'Fixture', maxPagesLimit: 4 } })
+      ).json().id as string;
+      const long = 'Lorem ipsum dolor sit amet. '.repeat(20);
+      await put(u, kb, 'acme-corporation', { title: 'Acme Corporation', content: `${long} See [[Widget]].` });
+      await put(u, kb, 'acme-corporations', { title: 'Acme Corporations', content: `${long} See [[Widget]].` });
+      await put(u, kb, 'widget', { title: 'Widget', content: `${long} Made by [[Acme Corporation]].` });
+      await put(u, kb, 'stub', { title: 'Stub', content: 'Too short.' });
+      // An old page, and an index someone's bad write left behind.
+      await h.database.db
+        .update(knowledgePages)
+        .set({ updatedAt: new Date(Date.now() - 100 * 86_400_000) })
+        .where(and(eq(knowledgePages.kbId, kb), eq(knowledgePages.slug, 'widget')));
+      await h.database.db
+        .update(knowledgePages)
+        .set({ content: 'stale index' })
+        .where(and(eq(knowledgePages.kbId, kb), eq(knowledgePages.slug, '_index')));
+
+      const res = await call(h.app, 'POST', `${API}/bases/${kb}/lint`, as(u));
+      expect(res.statusCode).toBe(200);
+      const findings = res.json().findings as { rule: string; pages: string[]; severity: string; repaired: boolean }[];
+      const of = (rule: string) => findings.filter((f) => f.rule === rule).map((f) => f.pages);
+      expect(of('stale')).toEqual([['widget']]);
+      expect(of('duplicate')).toEqual([['acme-corporation', 'acme-corporations']]);
+      expect(of('consolidate')).toEqual([['stub']]);
+      expect(of('orphan')).toEqual([['acme-corporations'], ['stub']]);
+      expect(of('index-drift')).toEqual([['_index']]);
+      expect(of('page-limit')).toEqual([[]]);
+      expect(of('broken-link')).toEqual([]);
+      expect(res.json().repaired).toBe(1);
+      expect((await get(u, `/bases/${kb}/pages/index`)).content).toContain('- [[widget|Widget]]');
+      // Repaired: a second run finds no drift.
+      const again = (await call(h.app, 'POST', `${API}/bases/${kb}/lint`, as(u))).json();
+      expect(again.findings.map((f: { rule: string }) => f.rule)).not.toContain('index-drift');
+      expect(again.repaired).toBe(0);
+    });
+  });
+
   describe('search', () => {
     it('ranks by relevance, lifts pages with backlinks, marks snippets, filters tags and relaxes all-words queries', async () => {
       const u = await createUser(h.app);

@@ -21,9 +21,55 @@ export function promptText(messages: ReadonlyArray<{ content?: unknown; tool_cal
 }
 
 /**
- * An upper bound on prompt tokens without tokenizing: a token is at least one character for the texts these
- * models read, so the serialized length bounds the count. Used only to size a credit hold.
+ * Room for what the upstream adds to the body we send (its model name, `stream`, `stream_options`) and for
+ * the chat template's own tokens (role markers, the tool preamble): the JSON framing of every message and
+ * tool is already longer than those markers, this covers the fixed part.
  */
-export function promptTokenBound(messages: unknown): number {
-  return JSON.stringify(messages).length;
+const FRAMING_TOKENS = 256;
+
+/**
+ * A non-text content part (an image, audio, a file) is billed far above the bytes of its URL: one high-detail
+ * image costs gpt-4o-mini up to 2,833 + 5,667 tokens per tile (about 48,000 tokens), the most of any model
+ * shipped in the catalog.
+ */
+const MEDIA_PART_TOKENS = 50_000;
+
+/** Upstreams cap `n` at 128 (OpenAI); the schema refuses more. */
+export const MAX_CHOICES = 128;
+
+export interface TokenBound {
+  prompt: number;
+  completion: number;
+}
+
+/**
+ * An upper bound on what one request can be billed, without tokenizing. The upstream bills as prompt every
+ * field it reads (messages, tool definitions, `response_format` schemas, anything an OpenAI-compatible server
+ * adds), so the whole serialized request counts, one token per UTF-8 byte: byte-level BPE tokenizers never
+ * make a token of less than one byte. Media parts get their own allowance. The completion bound is the output
+ * allowance times the choices asked for (`n`, or `best_of` where a server honours it), plus a `prediction`
+ * (its rejected tokens are billed as completion). Used only to size a credit hold: the gateway, MCP's agent
+ * and agent chats all hold this, so that concurrent requests overdraw by at most one request's real cost.
+ */
+export function requestTokenBound(
+  request: { messages: ReadonlyArray<{ content?: unknown }>; [field: string]: unknown },
+  maxOutputTokens: number,
+): TokenBound {
+  let media = 0;
+  for (const m of request.messages) {
+    if (!Array.isArray(m.content)) continue;
+    for (const part of m.content as unknown[]) {
+      if (typeof part === 'object' && part !== null && (part as { type?: unknown }).type !== 'text') media++;
+    }
+  }
+  const prompt = Buffer.byteLength(JSON.stringify(request)) + FRAMING_TOKENS + media * MEDIA_PART_TOKENS;
+
+  const asked = positiveInt(request.max_completion_tokens) ?? positiveInt(request.max_tokens) ?? maxOutputTokens;
+  const choices = Math.min(MAX_CHOICES, Math.max(positiveInt(request.n) ?? 1, positiveInt(request.best_of) ?? 1));
+  const predicted = request.prediction === undefined ? 0 : Buffer.byteLength(JSON.stringify(request.prediction));
+  return { prompt, completion: Math.min(asked, maxOutputTokens) * choices + predicted };
+}
+
+function positiveInt(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined;
 }

@@ -10,6 +10,11 @@ export interface FakeReply {
   toolCalls?: Array<{ name: string; arguments: Record<string, unknown> }>;
   /** Reported usage; default: 7 prompt tokens per message, one completion token per word or call. */
   usage?: { prompt: number; completion: number };
+  /**
+   * Bill as much as the request allows: one prompt token per byte received (every field counted) and the full
+   * output allowance for each of its `n` choices, as an upstream with the costliest tokenizer would.
+   */
+  billReceived?: boolean;
   /** Leave usage out of the answer (or the stream), as some servers do. */
   noUsage?: boolean;
   /** An HTTP fault instead of an answer. */
@@ -68,7 +73,8 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     }
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions'))
       return json(res, 404, { error: { message: 'not found' } });
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
+    const raw = Buffer.concat(chunks);
+    const body = JSON.parse(raw.toString('utf8') || '{}') as Record<string, unknown>;
     fake.requests.push({ messages: [], ...body, headers: req.headers } as FakeRequest);
     const reply = queue.shift() ?? { content: 'ok' };
     if (reply.delayMs) await sleep(reply.delayMs);
@@ -87,9 +93,12 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       function: { name: c.name, arguments: JSON.stringify(c.arguments) },
     }));
     const content = reply.content ?? (toolCalls.length ? null : 'ok');
+    const allowance = Number(body.max_completion_tokens ?? body.max_tokens ?? 0) * Number(body.n ?? 1);
     const usage = {
-      prompt_tokens: reply.usage?.prompt ?? 7 * messages.length,
-      completion_tokens: reply.usage?.completion ?? words(content ?? '').length + toolCalls.length,
+      prompt_tokens: reply.billReceived ? raw.length : (reply.usage?.prompt ?? 7 * messages.length),
+      completion_tokens: reply.billReceived
+        ? allowance
+        : (reply.usage?.completion ?? words(content ?? '').length + toolCalls.length),
       total_tokens: 0,
     };
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_CHOICES } from '../../llm/tokens.ts';
 
 const Message = z.looseObject({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
@@ -34,6 +35,8 @@ export const ChatCompletionRequest = z
     top_p: z.number().min(0).max(1).optional(),
     max_tokens: z.number().int().positive().optional(),
     max_completion_tokens: z.number().int().positive().optional(),
+    n: z.number().int().min(1).max(MAX_CHOICES).optional().describe('choices to generate; each is billed'),
+    best_of: z.number().int().min(1).max(MAX_CHOICES).optional(),
     stream: z.boolean().optional(),
     stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
     stop: z.union([z.string(), z.array(z.string()).max(4), z.null()]).optional(),

@@ -329,6 +329,66 @@ describe('LLM gateway', () => {
     );
   });
 
+  // Issue 10 item 2: the hold once counted only `messages` and one `max_tokens`, so 30 requests with large tool
+  // lists, or `n: 128`, all passed the guard and overdrew by thousands of credits each.
+  it.each([
+    {
+      what: 'large tool lists and a response_format schema',
+      body: {
+        messages: [{ role: 'user', content: 'q' }],
+        max_tokens: 10,
+        tools: Array.from({ length: 40 }, (_, i) => ({
+          type: 'function',
+          function: { name: `tool_${i}`, description: 'd'.repeat(1000), parameters: { type: 'object' } },
+        })),
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 'answer', schema: { type: 'object', description: 's'.repeat(5000) } },
+        },
+      },
+    },
+    { what: 'n: 128', body: { messages: [{ role: 'user', content: 'q' }], max_tokens: 100, n: 128 } },
+  ])('30 concurrent requests with $what overdraw by at most one request’s real cost', async ({ body }) => {
+    const start = 1000;
+    const u = await createUser(h.app);
+    const token = await u.pat(['llm-all']);
+    await db().update(accounts).set({ creditBalance: start }).where(eq(accounts.id, u.account.id));
+    fake.enqueue(...Array.from({ length: 30 }, () => ({ content: 'x', billReceived: true })));
+    const statuses = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        fetch(`${base}/api/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'fake-model', ...body, stream: i % 2 === 1 }),
+        }).then(async (r) => {
+          await r.text();
+          return r.status;
+        }),
+      ),
+    );
+    fake.reset();
+    expect(statuses.every((s) => s === 200 || s === 402)).toBe(true);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(1);
+    const final = (await balance(u.account.id)) ?? 0;
+    const rows = await llmRows(u.account.id);
+    const costs = rows.map((r) => -r.amount);
+    // The fake billed the full request: thousands of credits each, far above the starting balance.
+    expect(Math.min(...costs)).toBeGreaterThan(start);
+    expect(final).toBe(start - costs.reduce((a, b) => a + b, 0));
+    expect(final).toBeGreaterThanOrEqual(-Math.max(...costs));
+  });
+
+  it('refuses n and best_of outside 1..128 (422)', async () => {
+    for (const extra of [{ n: 129 }, { n: 0 }, { best_of: 1.5 }]) {
+      const res = await call(h.app, 'POST', '/api/v1/chat/completions', {
+        token: pat,
+        body: { model: 'fake-model', messages: [{ role: 'user', content: 'q' }], ...extra },
+      });
+      expect(res.statusCode).toBe(422);
+      expect(res.json().error).toBe('ValidationError');
+    }
+  });
+
   it('answers 504 when the upstream is too slow, and charges nothing', async () => {
     const slow = await extra({
       LLM_BASE_URL: fake.url,

@@ -10,7 +10,7 @@ import {
 } from '../../lib/errors.ts';
 import type { CatalogModel } from '../../llm/catalog.ts';
 import { creditsFor } from '../../llm/catalog.ts';
-import { countTokens, promptText, promptTokenBound } from '../../llm/tokens.ts';
+import { countTokens, promptText, requestTokenBound } from '../../llm/tokens.ts';
 import type { ChatChunk, ChatCompletion, ChatRequest, Upstream, Usage } from '../../llm/types.ts';
 import { UpstreamError } from '../../llm/types.ts';
 import type { CreditTransactionType } from '../credits/repo.ts';
@@ -74,17 +74,20 @@ export function upstreamFault(err: unknown): unknown {
   return faults[err.fault]();
 }
 
-/** The worst case of a request: every prompt character a token, and the full output allowance. */
-function worstCase(model: CatalogModel, request: ChatRequest): number {
-  const maxOut = request.max_completion_tokens ?? request.max_tokens ?? model.maxOutputTokens;
-  return creditsFor(model, promptTokenBound(request.messages), Math.min(maxOut, model.maxOutputTokens));
+/**
+ * The most a request can cost (see requestTokenBound): what every credit-consuming LLM call holds on admission,
+ * the gateway's own and those the agent runtime makes for MCP and agent chats.
+ */
+export function worstCaseCredits(model: CatalogModel, request: ChatRequest): number {
+  const bound = requestTokenBound(request, model.maxOutputTokens);
+  return creditsFor(model, bound.prompt, bound.completion);
 }
 
 async function admit(ctx: ServiceContext, request: ChatRequest) {
   const model = resolveModel(ctx, request.model);
   checkCapabilities(model, request);
   const upstream = upstreamOf(ctx, model);
-  const hold = await holdCredits(ctx, worstCase(model, request));
+  const hold = await holdCredits(ctx, worstCaseCredits(model, request));
   return { model, upstream, hold };
 }
 

@@ -1,6 +1,9 @@
 import { listActiveConnections } from '../modules/connections/service.ts';
 import { providerAgentTools } from '../modules/connections/tools.ts';
+import { knowledgeAgentTools } from '../modules/knowledge/tools.ts';
 import type { McpSources } from './server.ts';
+
+const KNOWLEDGE_CONNECTOR = 'knowledge-base';
 
 /** The MCP tools' data in production: the caller's active connections and their provider tools. */
 export const connectionSources: McpSources = {
@@ -11,5 +14,10 @@ export const connectionSources: McpSources = {
       connectedUserAccount: { email: c.metadata.email ?? null, displayName: c.metadata.displayName },
     }));
   },
-  agentTools: (ctx, opts) => providerAgentTools(ctx, opts),
+  // The caller's knowledge bases come along unless the call names another service (`connector: "knowledge-base"` names them).
+  async agentTools(ctx, opts) {
+    if (opts.connector === KNOWLEDGE_CONNECTOR) return knowledgeAgentTools(ctx);
+    const providers = await providerAgentTools(ctx, opts);
+    return opts.connector ? providers : [...providers, ...knowledgeAgentTools(ctx)];
+  },
 };

@@ -105,6 +105,14 @@ describe('MCP use-agent through real connections', () => {
   const toolMessages = (i: number) => llm.requests[i]?.messages.filter((m) => m.role === 'tool') ?? [];
   const ACME_TOOLS = ['acme_list_items', 'acme_get_item', 'acme_create_item', 'acme_whoami'];
   const GLOBEX_TOOLS = ['globex_list_items', 'globex_get_item', 'globex_create_item', 'globex_whoami'];
+  // The caller's knowledge bases come with every call that names no connector.
+  const KNOWLEDGE_TOOLS = [
+    'knowledge-list-bases',
+    'knowledge-search',
+    'knowledge-read-page',
+    'knowledge-read-index',
+    'knowledge-add-source',
+  ];
 
   it('one service: the agent reads through the connection with its provider token', async () => {
     const u = await createUser(app);
@@ -115,7 +123,7 @@ describe('MCP use-agent through real connections', () => {
     expect(result.isError).toBeFalsy();
     expect(result.content).toEqual([{ type: 'text', text: 'Item 3.' }]);
     expect(llm.requests).toHaveLength(2);
-    expect(toolNames(0)).toEqual(ACME_TOOLS);
+    expect(toolNames(0)).toEqual([...ACME_TOOLS, ...KNOWLEDGE_TOOLS]);
     expect(toolMessages(1)).toEqual([
       {
         role: 'tool',
@@ -151,7 +159,7 @@ describe('MCP use-agent through real connections', () => {
     });
     expect(result.isError).toBeFalsy();
     expect(result.content).toEqual([{ type: 'text', text: 'Copied Acme item 2 to Globex.' }]);
-    expect(toolNames(0)).toEqual([...ACME_TOOLS, ...GLOBEX_TOOLS]);
+    expect(toolNames(0)).toEqual([...ACME_TOOLS, ...GLOBEX_TOOLS, ...KNOWLEDGE_TOOLS]);
     expect(acme.apiRequests).toEqual([
       { method: 'GET', path: '/items/item-2', token: await tokenOf(acmeId), body: undefined },
     ]);
@@ -220,7 +228,13 @@ describe('MCP use-agent through real connections', () => {
     );
     const result = await useAgent(token, { prompt: 'Create a Globex item titled Sneaky' });
     expect(result.content).toEqual([{ type: 'text', text: 'I may only read Globex.' }]);
-    expect(toolNames(0)).toEqual([...ACME_TOOLS, 'globex_list_items', 'globex_get_item', 'globex_whoami']);
+    expect(toolNames(0)).toEqual([
+      ...ACME_TOOLS,
+      'globex_list_items',
+      'globex_get_item',
+      'globex_whoami',
+      ...KNOWLEDGE_TOOLS,
+    ]);
     expect(toolMessages(1).map((m) => m.content)).toEqual([
       '<tool_output tool="globex_create_item" trust="untrusted">\n{"error":"No tool named globex_create_item"}\n</tool_output>',
     ]);
@@ -439,10 +453,10 @@ describe('MCP use-agent through real connections', () => {
       content: [{ type: 'text', text: 'No services are connected yet. The user can connect services in Switchboard.' }],
       _meta: { active: [] },
     });
-    // And the agent is offered no tool of them.
+    // And the agent is offered no tool of them: only its knowledge tools.
     llm.enqueue({ content: 'Nothing is connected.' });
     await useAgent(token, { prompt: 'List my Acme items' });
-    expect(llm.requests[0]?.tools).toBeUndefined();
+    expect(llm.requests[0]?.tools?.map((t) => t.function.name)).toEqual(KNOWLEDGE_TOOLS);
   });
 
   it('with AUTH_CACHE_TTL_MS, an instance lists its own connection changes at once, another within the TTL', async () => {

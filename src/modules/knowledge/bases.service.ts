@@ -1,3 +1,4 @@
+import type { Scope } from '../../auth/scopes.ts';
 import type { KnowledgeBaseRow, KnowledgeConfigRow } from '../../db/schema/index.ts';
 import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { ConflictError, ForbiddenError, isUniqueViolation, NotFoundError } from '../../lib/errors.ts';
@@ -40,9 +41,16 @@ export function mayUseBase(ctx: ServiceContext, kbId: string): boolean {
   return !allowed || allowed.includes(kbId);
 }
 
-/** The caller's base, or 404 (another account's, or none) / 403 (outside the token's list of bases). */
-export async function ownedBase(ctx: ServiceContext, kbId: string): Promise<KnowledgeBaseRow> {
-  requireScope(ctx, 'account');
+/**
+ * The caller's base, or 404 (another account's, or none) / 403 (outside the token's list of bases). The REST
+ * API needs `account`; the agent's knowledge tools pass the scopes that may run them.
+ */
+export async function ownedBase(
+  ctx: ServiceContext,
+  kbId: string,
+  anyOf: readonly Scope[] = ['account'],
+): Promise<KnowledgeBaseRow> {
+  requireScope(ctx, ...anyOf);
   const row = await repo.findBase(ctx.db, ctx.accountId, kbId);
   if (!row) throw new NotFoundError(`Knowledge base ${kbId} not found`);
   if (!mayUseBase(ctx, kbId)) throw new ForbiddenError(`This token may not use knowledge base ${kbId}`);

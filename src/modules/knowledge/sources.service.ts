@@ -1,4 +1,5 @@
-import type { KnowledgeSourceRow } from '../../db/schema/index.ts';
+import type { Executor } from '../../db/client.ts';
+import type { KnowledgeBaseRow, KnowledgeSourceRow } from '../../db/schema/index.ts';
 import type { ServiceContext } from '../../lib/context.ts';
 import { ConflictError, NotFoundError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -58,12 +59,17 @@ export async function createKnowledgeSource(
   kbId: string,
   input: CreateSource,
 ): Promise<KnowledgeSource> {
-  await ownedBase(ctx, kbId);
-  const row = await ctx.db.transaction(async (tx) => {
+  const kb = await ownedBase(ctx, kbId);
+  return toKnowledgeSource(await addSource(ctx.db, kb, input));
+}
+
+/** Inserts a source of `kb` as pending and queues its compilation, in one transaction. */
+export async function addSource(db: Executor, kb: KnowledgeBaseRow, input: CreateSource): Promise<KnowledgeSourceRow> {
+  return db.transaction(async (tx) => {
     const source = await repo.insertSource(tx, {
       id: newId('knowledgeSource'),
-      kbId,
-      accountId: ctx.accountId,
+      kbId: kb.id,
+      accountId: kb.accountId,
       type: input.type,
       name: input.name,
       rawContent: input.type === 'url' ? null : (input.rawContent ?? null),
@@ -74,10 +80,9 @@ export async function createKnowledgeSource(
     await enqueueCompile(tx, source);
     return source;
   });
-  return toKnowledgeSource(row);
 }
 
-async function enqueueCompile(tx: ServiceContext['db'], source: KnowledgeSourceRow): Promise<void> {
+async function enqueueCompile(tx: Executor, source: KnowledgeSourceRow): Promise<void> {
   await enqueueKnowledgeJob(
     tx,
     'knowledge.compile',

@@ -1,7 +1,7 @@
 import type { ServiceContext } from '../lib/context.ts';
 import { redactSecrets } from '../lib/redact.ts';
 import type { ChatMessage, ChatTool, ChatToolCall } from '../llm/types.ts';
-import { type Billing, runCompletion } from '../modules/llm/service.ts';
+import { type Billing, type Credits, runCompletion } from '../modules/llm/service.ts';
 import { detectInjection } from './injection.ts';
 import { type AgentTool, CATALOG_TOOLS, DIRECT_TOOL_LIMIT, searchTools, toChatTool } from './tools.ts';
 
@@ -22,6 +22,8 @@ export interface RunAgentOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
   onProgress?: (p: { progress: number; total: number; message: string }) => void | Promise<void>;
+  /** Told each model call's bill as it happens, so a caller knows what a run cost even when it fails later. */
+  onCharge?: (credits: Credits) => void;
 }
 
 export interface AgentRun {
@@ -105,6 +107,7 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
     });
     run.steps = step;
     run.creditsConsumed += credits.consumed;
+    opts.onCharge?.(credits);
     run.promptTokens.push(completion.usage?.prompt_tokens ?? 0);
     const message = completion.choices[0]?.message;
     const calls = message?.tool_calls ?? [];

@@ -1,7 +1,9 @@
+import type { ServerResponse } from 'node:http';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
+import { type CreditFigures, creditHeaders, streamCreditHeaders, writeStreamCredits } from '../http/credits.ts';
 import type { App } from '../http/types.ts';
-import { AppError, CreditsExhaustedError, ForbiddenError, NotAcceptableError } from '../lib/errors.ts';
+import { AppError, ForbiddenError, NotAcceptableError } from '../lib/errors.ts';
 import { clientGone } from '../modules/llm/routes.ts';
 import { resolveModel } from '../modules/llm/service.ts';
 import { loadMcpSdk } from './sdk.ts';
@@ -69,12 +71,16 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
         summary: 'MCP endpoint (JSON-RPC 2.0 over Streamable HTTP): initialize, tools/list, tools/call',
         description:
           'Tools: `use-agent` and `list-connections`. `initialize` and `tools/list` need `universal-mcp-read`; ' +
-          '`tools/call` needs `universal-mcp-read-write` and a positive credit balance. JSON or SSE answer by ' +
-          '`Accept` (both `application/json` and `text/event-stream` required) or `X-Response-Format: json|sse`.',
+          '`tools/call` needs `universal-mcp-read-write`. Every request needs a positive credit balance (402). ' +
+          '`tools/call` answers carry `X-Credits-Consumed` and `X-Credits-Remaining` (SSE: the balance at ' +
+          'admission in the headers, the final figures as an SSE comment and HTTP trailers, as chat completions). ' +
+          'JSON or SSE answer by `Accept` (both `application/json` and `text/event-stream` required) or ' +
+          '`X-Response-Format: json|sse`.',
       },
       config: {
         auth: 'bearer',
         scopes: ['universal-mcp-read', readWrite],
+        creditGuard: true,
         rateLimit: { max: config.rateLimits.mcp, timeWindow: config.rateLimits.windowMs },
       },
       onSend: async (_req, reply, payload) => {
@@ -105,16 +111,21 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
           );
           throw new ForbiddenError(`Missing required scope: ${readWrite}`);
         }
-        if (ctx.actor.creditBalance <= 0) {
-          throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
-        }
       }
       const modelHeader = req.headers['x-llm-model'];
       const model = typeof modelHeader === 'string' && modelHeader ? resolveModel(ctx, modelHeader).id : undefined;
 
       const signal = clientGone(reply);
       const sdk = await loadMcpSdk();
-      const server = createMcpServer(sdk, { ctx, sources, version: config.version, model, signal });
+      const meter = method === 'tools/call' ? meterCredits(reply.raw, accept, ctx.actor.creditBalance) : undefined;
+      const server = createMcpServer(sdk, {
+        ctx,
+        sources,
+        version: config.version,
+        model,
+        signal,
+        onCharge: meter?.charge,
+      });
       const transport = new sdk.StreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         enableJsonResponse: accept === 'json',
@@ -122,6 +133,7 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
       reply.hijack();
       for (const [name, value] of Object.entries(reply.getHeaders()))
         if (value !== undefined) reply.raw.setHeader(name, value);
+      meter?.start();
       reply.raw.on('close', () => {
         void transport.close();
         void server.close();
@@ -144,6 +156,39 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
       },
     });
   }
+}
+
+/**
+ * `X-Credits-*` on a `tools/call` answer, whose response the SDK writes. JSON: the headers, set as each model call
+ * is billed (the SDK writes them with the answer). SSE: the headers go out at once with the balance at admission,
+ * and the final figures follow just before the stream ends, as chat-completion streams send them.
+ */
+function meterCredits(raw: ServerResponse, format: 'json' | 'sse', balance: number) {
+  let balanceBefore: number | undefined;
+  let consumed = 0;
+  const figures = (): CreditFigures => ({ consumed, remaining: (balanceBefore ?? balance) - consumed });
+  const setHeaders = (headers: Record<string, string>) => {
+    if (!raw.headersSent) for (const [name, value] of Object.entries(headers)) raw.setHeader(name, value);
+  };
+  return {
+    start() {
+      if (format === 'json') return setHeaders(creditHeaders(figures()));
+      setHeaders(streamCreditHeaders(balance));
+      const end = raw.end.bind(raw) as (...args: unknown[]) => ServerResponse;
+      raw.end = ((...args: unknown[]) => {
+        const streaming = String(raw.getHeader('content-type') ?? '').startsWith('text/event-stream');
+        if (streaming && raw.headersSent && !raw.destroyed && raw.statusCode === 200)
+          writeStreamCredits(raw, figures());
+        return end(...args);
+      }) as ServerResponse['end'];
+    },
+    charge(credits: CreditFigures) {
+      // The first call's balance before it is the balance at admission, fresher than the cached actor's.
+      balanceBefore ??= credits.remaining + credits.consumed;
+      consumed += credits.consumed;
+      if (format === 'json') setHeaders(creditHeaders(figures()));
+    },
+  };
 }
 
 /** SPEC §4: `X-Response-Format` wins; otherwise the client must accept both JSON and SSE (SSE is sent). */

@@ -1,9 +1,12 @@
+import { request as httpRequest } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../test/fakes/llm-upstream.ts';
 import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
 import type { AgentTool } from '../agent/tools.ts';
+import { accounts } from '../db/schema/index.ts';
 import type { App } from '../http/types.ts';
 import type { McpSources } from './server.ts';
 
@@ -74,15 +77,52 @@ describe('MCP endpoint', () => {
     await fake.close();
   });
 
+  /** Response headers of every POST the SDK client made, as a client's own fetch sees them. */
+  const seen: Array<{ status: number; headers: Headers }> = [];
   const connect = async (token: string, headers: Record<string, string> = {}) => {
     const client = new Client({ name: 'test-client', version: '1.0.0' });
     await client.connect(
       new StreamableHTTPClientTransport(url, {
         requestInit: { headers: { authorization: `Bearer ${token}`, ...headers } },
+        fetch: async (input, init) => {
+          const res = await fetch(input, init);
+          if (init?.method === 'POST') seen.push({ status: res.status, headers: res.headers });
+          return res;
+        },
       }),
     );
     return client;
   };
+  const setBalance = (accountId: string, creditBalance: number) =>
+    h.database.db.update(accounts).set({ creditBalance }).where(eq(accounts.id, accountId));
+
+  /** A raw POST /mcp over HTTP: the whole body as sent (SSE comments included) and the HTTP trailers. */
+  const rawPost = (token: string, body: unknown, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; headers: Record<string, unknown>; body: string; trailers: Record<string, unknown> }>(
+      (resolve, reject) => {
+        const req = httpRequest(url, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${token}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            ...headers,
+          },
+        });
+        req.on('response', (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => {
+            text += d;
+          });
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, trailers: res.trailers }),
+          );
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify(body));
+      },
+    );
 
   it('initializes and lists exactly use-agent and list-connections (SDK client, SSE and JSON)', async () => {
     const u = await createUser(app);
@@ -90,6 +130,8 @@ describe('MCP endpoint', () => {
     for (const format of ['sse', 'json']) {
       const client = await connect(token, { 'x-response-format': format });
       expect(client.getServerVersion()).toEqual({ name: 'switchboard', version: h.config.version });
+      // SPEC §5: no list-changed notifications are ever sent, so none are announced.
+      expect(client.getServerCapabilities()).toEqual({ tools: {} });
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual(['list-connections', 'use-agent']);
       const useAgent = tools.find((t) => t.name === 'use-agent');
@@ -147,6 +189,61 @@ describe('MCP endpoint', () => {
         .data.map((t: { amount: number }) => t.amount)
         .reduce((a: number, b: number) => a + b, 0),
     ).toBe(-218);
+    await client.close();
+  });
+
+  it('tools/call answers carry X-Credits-Consumed and X-Credits-Remaining (JSON: headers, SDK client)', async () => {
+    const u = await createUser(app);
+    await setBalance(u.account.id, 5_000);
+    const client = await connect(await u.pat(['universal-mcp-read-write']), { 'x-response-format': 'json' });
+    fake.enqueue({ content: 'Done.', usage: { prompt: 40, completion: 10 } });
+    seen.length = 0;
+    const result = await client.callTool({ name: 'use-agent', arguments: { prompt: 'Say done' } });
+    expect(result.content).toEqual([{ type: 'text', text: 'Done.' }]);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.headers.get('x-credits-consumed')).toBe('60');
+    expect(seen[0]?.headers.get('x-credits-remaining')).toBe('4940');
+
+    seen.length = 0;
+    await client.callTool({ name: 'list-connections', arguments: {} });
+    expect(seen[0]?.headers.get('x-credits-consumed')).toBe('0');
+    expect(seen[0]?.headers.get('x-credits-remaining')).toBe('4940');
+    // Discovery is not a credit-consuming answer.
+    seen.length = 0;
+    await client.listTools();
+    expect(seen[0]?.headers.get('x-credits-consumed')).toBeNull();
+    await client.close();
+  });
+
+  it('in SSE mode, tools/call sends the balance in the headers and the final figures as a comment and trailers', async () => {
+    const u = await createUser(app);
+    await setBalance(u.account.id, 5_000);
+    const token = await u.pat(['universal-mcp-read-write']);
+    fake.enqueue({ content: 'Done.', usage: { prompt: 40, completion: 10 } });
+    const res = await rawPost(token, {
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'use-agent', arguments: { prompt: 'Say done' } },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toContain('text/event-stream');
+    expect(res.headers['x-credits-consumed']).toBe('0');
+    expect(res.headers['x-credits-remaining']).toBe('5000');
+    expect(res.headers.trailer).toBe('X-Credits-Consumed, X-Credits-Remaining');
+    expect(res.trailers).toEqual({ 'x-credits-consumed': '60', 'x-credits-remaining': '4940' });
+    // The comment follows the JSON-RPC result, last thing on the stream.
+    const result = res.body.indexOf('"id":7');
+    const comment = res.body.indexOf(': x-credits-consumed=60; x-credits-remaining=4940\n\n');
+    expect(result).toBeGreaterThan(0);
+    expect(comment).toBeGreaterThan(result);
+    expect(res.body.endsWith(': x-credits-consumed=60; x-credits-remaining=4940\n\n')).toBe(true);
+
+    // The SDK client reads the same stream: the comment does not disturb it.
+    fake.enqueue({ content: 'Again.', usage: { prompt: 1, completion: 1 } });
+    const client = await connect(token);
+    const again = await client.callTool({ name: 'use-agent', arguments: { prompt: 'Say again' } });
+    expect(again.content).toEqual([{ type: 'text', text: 'Again.' }]);
     await client.close();
   });
 
@@ -212,6 +309,7 @@ describe('MCP endpoint', () => {
   describe('HTTP rules', () => {
     const rpc = (method: string, params: object = {}) => ({ jsonrpc: '2.0', id: '1', method, params });
     const both = { accept: 'application/json, text/event-stream' };
+    const init = { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } };
 
     it('401 with WWW-Authenticate pointing at the protected-resource metadata', async () => {
       const res = await call(app, 'POST', '/mcp', { headers: both, body: rpc('tools/list') });
@@ -261,9 +359,7 @@ describe('MCP endpoint', () => {
 
       const broke = await createUser(app);
       const token = await broke.pat(['universal-mcp-read-write']);
-      const { accounts } = await import('../db/schema/index.ts');
-      const { eq } = await import('drizzle-orm');
-      await h.database.db.update(accounts).set({ creditBalance: 0 }).where(eq(accounts.id, broke.account.id));
+      await setBalance(broke.account.id, 0);
       const res = await call(app, 'POST', '/mcp', {
         token,
         headers: both,
@@ -271,8 +367,17 @@ describe('MCP endpoint', () => {
       });
       expect(res.statusCode).toBe(402);
       expect(res.json()).toMatchObject({ error: 'CreditsExhaustedError', statusCode: 402 });
-      const list = await call(app, 'POST', '/mcp', { token, headers: both, body: rpc('tools/list') });
-      expect(list.statusCode).toBe(200);
+      // SPEC §8: the credit guard covers every POST /mcp, discovery included.
+      for (const body of [rpc('tools/list'), rpc('initialize', init)]) {
+        const refused = await call(app, 'POST', '/mcp', { token, headers: both, body });
+        expect(refused.statusCode).toBe(402);
+        expect(refused.json()).toEqual({
+          error: 'CreditsExhaustedError',
+          message: 'Insufficient credits: the balance is exhausted; add credits to continue',
+          statusCode: 402,
+        });
+      }
+      await expect(connect(token)).rejects.toThrow(/402/);
     });
 
     it('refuses a foreign Origin, batches, and GET/DELETE', async () => {

@@ -8,6 +8,7 @@ import type { AgentTool } from '../agent/tools.ts';
 import type { ServiceContext } from '../lib/context.ts';
 import { AppError, CreditsExhaustedError } from '../lib/errors.ts';
 import { redactSecrets } from '../lib/redact.ts';
+import type { Credits } from '../modules/llm/service.ts';
 import type { McpSdk } from './sdk.ts';
 
 /** What list-connections reports of one active connection (SPEC §4 `_meta.active`). */
@@ -30,6 +31,8 @@ export interface McpCallOptions {
   /** `X-LLM-Model`, already checked against the catalog. */
   model?: string | undefined;
   signal: AbortSignal;
+  /** Told the bill of each model call a tool makes (the endpoint reports the total in `X-Credits-*`). */
+  onCharge?: (credits: Credits) => void;
 }
 
 /** SPEC §7 MCP tool errors: a tool result with `isError` and the error's name in its text. */
@@ -114,6 +117,7 @@ export function createMcpServer(sdk: McpSdk, opts: McpCallOptions): McpServer {
           model: opts.model,
           tools,
           billing: { type: 'mcp', description: 'MCP use-agent' },
+          onCharge: opts.onCharge,
           signal: AbortSignal.any([opts.signal, extra.signal]),
           onProgress:
             progressToken === undefined
@@ -138,5 +142,8 @@ export function createMcpServer(sdk: McpSdk, opts: McpCallOptions): McpServer {
       }
     },
   );
+  // registerTool declared `tools.listChanged: true`, but a stateless server never sends list-changed
+  // notifications: say `tools: {}` (an undefined member is dropped from the JSON answer).
+  server.server.registerCapabilities({ tools: { listChanged: undefined } });
   return server;
 }

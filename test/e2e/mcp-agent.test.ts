@@ -353,7 +353,7 @@ describe('MCP use-agent through real connections', () => {
     expect(acme.apiRequests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /me']);
   });
 
-  it('credits running out mid-run: McpToolInsufficientCreditsError, then 402 on the next tools/call', async () => {
+  it('credits running out mid-run: McpToolInsufficientCreditsError, then 402 on the next request, initialize included', async () => {
     const u = await createUser(app);
     await connectAcme(app, u);
     const token = await u.pat(['universal-mcp-read-write']);
@@ -373,14 +373,11 @@ describe('MCP use-agent through real connections', () => {
     expect(rows.map((r) => [r.amount, r.balanceAfter, r.model])).toEqual([[-100_100, -100, 'pricey-model']]);
     expect(await balanceOf(u)).toBe(-100);
 
-    const client = await connect(token);
-    await expect(client.callTool({ name: 'list-connections', arguments: {} })).rejects.toMatchObject({
+    // SPEC §8: the credit guard covers every POST /mcp, so the SDK client cannot even initialize.
+    await expect(connect(token)).rejects.toMatchObject({
       code: 402,
       message: expect.stringContaining('"error":"CreditsExhaustedError"'),
     });
-    // Discovery still works at a negative balance.
-    expect((await client.listTools()).tools).toHaveLength(2);
-    await client.close();
   });
 
   it('list-connections lists the caller’s active connections only', async () => {

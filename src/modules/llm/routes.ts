@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';
+import { creditHeaders, streamCreditHeaders, writeStreamCredits } from '../../http/credits.ts';
 import { toAppError } from '../../http/error-handler.ts';
 import type { App } from '../../http/types.ts';
 import type { AppError } from '../../lib/errors.ts';
@@ -45,10 +46,7 @@ export async function llmRoutes(app: App, config: Config): Promise<void> {
       const billing = { type: 'llm' as const };
       if (!request.stream) {
         const { completion, credits } = await service.createCompletion(req.ctx, request, { signal, billing });
-        return reply
-          .header('X-Credits-Consumed', String(credits.consumed))
-          .header('X-Credits-Remaining', String(credits.remaining))
-          .send(completion);
+        return reply.headers(creditHeaders(credits)).send(completion);
       }
       const stream = await service.streamCompletion(req.ctx, request, { signal, billing });
       await writeSse(reply, stream);
@@ -88,9 +86,7 @@ async function writeSse(reply: FastifyReply, stream: service.CompletionStream): 
     'cache-control': 'no-cache',
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
-    'x-credits-consumed': '0',
-    'x-credits-remaining': String(stream.balanceBefore),
-    trailer: 'X-Credits-Consumed, X-Credits-Remaining',
+    ...streamCreditHeaders(stream.balanceBefore),
   });
   let fault: AppError | undefined;
   try {
@@ -108,13 +104,7 @@ async function writeSse(reply: FastifyReply, stream: service.CompletionStream): 
     });
     if (!raw.destroyed) {
       if (fault) raw.write(sseData({ error: { message: fault.message, type: fault.name, code: fault.statusCode } }));
-      if (credits) {
-        raw.write(`: x-credits-consumed=${credits.consumed}; x-credits-remaining=${credits.remaining}\n\n`);
-        raw.addTrailers({
-          'X-Credits-Consumed': String(credits.consumed),
-          'X-Credits-Remaining': String(credits.remaining),
-        });
-      }
+      if (credits) writeStreamCredits(raw, credits);
       raw.end('data: [DONE]\n\n');
     }
   }

@@ -1,6 +1,7 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { benchAgentPromptTokens } from './agent-prompt-tokens.ts';
 import { apiBenchmark } from './api.ts';
+import { knowledgeBenchmark } from './knowledge.ts';
 import { type Benchmark, formatResult } from './lib.ts';
 import { benchLlmGateway } from './llm-gateway.ts';
 import { mcpBenchmark } from './mcp.ts';
@@ -15,6 +16,11 @@ const BENCHMARKS: Benchmark[] = [
   apiBenchmark,
   startupBenchmark,
   mcpBenchmark,
+  {
+    name: 'knowledge',
+    summary: 'Knowledge search on 10,000 pages of a public corpus: p50/p95 and nDCG@10/recall@10 (held-out)',
+    run: knowledgeBenchmark,
+  },
   {
     name: 'llm-gateway',
     summary: 'LLM gateway against its upstream called directly (prints its own table)',

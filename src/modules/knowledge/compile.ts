@@ -106,9 +106,10 @@ interface Candidate {
 async function candidatesFor(ctx: ServiceContext, kbId: string, chunk: string): Promise<Candidate[]> {
   const words = keywordsOf(chunk);
   if (!words) return [];
+  const lexemes = await repo.queryLexemes(ctx.db, words, 12);
+  if (lexemes.length === 0) return [];
   const found = await repo.searchPages(ctx.db, kbId, {
-    text: words,
-    mode: 'any',
+    query: { lexemes, atLeast: 1 },
     tags: [],
     limit: CANDIDATES_PER_CHUNK,
     boost: 0,

@@ -174,23 +174,31 @@ export async function searchKnowledgePages(
 }
 
 /**
- * Searches with every word first; a query of several words that finds fewer than RELAX_BELOW pages is run
- * again accepting any word, and the all-words hits keep their lead.
+ * Searches with every word first. A query of several words that finds fewer than RELAX_BELOW pages is
+ * relaxed step by step (all words but one, then any two, then any one, stopping once enough is found), each
+ * step's new hits placed after the earlier ones: pages holding more of the words keep their lead, and the
+ * relaxed steps stay selective (a two-word step matches far fewer pages than any-word, which ranks them all).
  */
 export async function searchBase(
   db: ServiceContext['db'],
   kbId: string,
   q: { text: string; tags: string[]; limit: number; boost: number },
 ): Promise<{ data: SearchResult[]; relaxed: boolean }> {
-  const strict = await repo.searchPages(db, kbId, { ...q, mode: 'all' });
-  let rows = strict;
-  let relaxed = false;
-  if (strict.length < Math.min(RELAX_BELOW, q.limit) && /\S\s+\S/.test(q.text)) {
-    const seen = new Set(strict.map((r) => r.slug));
-    const any = await repo.searchPages(db, kbId, { ...q, mode: 'any' });
-    rows = [...strict, ...any.filter((r) => !seen.has(r.slug))].slice(0, q.limit);
-    relaxed = rows.length > strict.length;
+  const base = { tags: q.tags, limit: q.limit, boost: q.boost };
+  let rows = await repo.searchPages(db, kbId, { ...base, query: { text: q.text } });
+  const strict = rows.length;
+  const wanted = Math.min(RELAX_BELOW, q.limit);
+  if (rows.length < wanted) {
+    const lexemes = await repo.queryLexemes(db, q.text);
+    const steps = [...new Set([lexemes.length - 1, 2, 1])].filter((k) => k >= 1 && k < lexemes.length);
+    for (const atLeast of steps) {
+      if (rows.length >= wanted) break;
+      const seen = new Set(rows.map((r) => r.slug));
+      const more = await repo.searchPages(db, kbId, { ...base, query: { lexemes, atLeast } });
+      rows = [...rows, ...more.filter((r) => !seen.has(r.slug))].slice(0, q.limit);
+    }
   }
+  const relaxed = rows.length > strict;
   return {
     relaxed,
     data: rows.map((r) => ({

@@ -200,12 +200,26 @@ export type NewPage = Omit<typeof knowledgePages.$inferInsert, 'search' | 'creat
   Pick<KnowledgePageRow, 'title' | 'aliases' | 'tags' | 'content'>;
 
 export async function insertPage(db: Executor, row: NewPage): Promise<KnowledgePageRow> {
-  const [inserted] = await db
-    .insert(knowledgePages)
-    .values({ ...row, search: searchVector(row) })
-    .returning();
+  const [inserted] = await insertPages(db, [row]);
   if (!inserted) throw new Error('page insert returned nothing');
   return inserted;
+}
+
+/** Inserts pages in one statement (an import, the benchmark's corpus); links and versions are the caller's. */
+export async function insertPages(db: Executor, rows: NewPage[]): Promise<KnowledgePageRow[]> {
+  if (rows.length === 0) return [];
+  return db
+    .insert(knowledgePages)
+    .values(rows.map((row) => ({ ...row, search: searchVector(row) })))
+    .returning();
+}
+
+/** Inserts the links of many pages at once. */
+export async function insertLinks(
+  db: Executor,
+  rows: { kbId: string; fromPageId: string; toSlug: string; kind: string }[],
+): Promise<void> {
+  if (rows.length > 0) await db.insert(knowledgeLinks).values(rows).onConflictDoNothing();
 }
 
 export async function updatePage(
@@ -287,9 +301,10 @@ export async function replaceLinks(
   links: { toSlug: string; kind: string }[],
 ): Promise<void> {
   await db.delete(knowledgeLinks).where(eq(knowledgeLinks.fromPageId, pageId));
-  if (links.length > 0) {
-    await db.insert(knowledgeLinks).values(links.map((l) => ({ kbId, fromPageId: pageId, ...l })));
-  }
+  await insertLinks(
+    db,
+    links.map((l) => ({ kbId, fromPageId: pageId, ...l })),
+  );
 }
 
 /** Slugs of the pages linking to `slug` (wikilinks or relationships), each once, sorted. */
@@ -381,20 +396,50 @@ export interface SearchRow {
 }
 
 /**
- * Full-text search over one base: `all` words (websearch syntax: quotes, `-word`, `or`) or `any` word. The
- * rank is ts_rank_cd over the weighted vector, times `1 + boost * ln(1 + backlinks)`; snippets are made for
- * the returned rows only.
+ * What a search asks: the user's words in web-search syntax (every word, "phrases", -excluded), or, when
+ * relaxing, the query's lexemes of which at least `atLeast` must match.
+ */
+export type PageQuery = { text: string } | { lexemes: string[]; atLeast: number };
+
+/** Up to `max` lexemes of a text, in the order they appear (English stemming, stop words dropped). */
+export async function queryLexemes(db: Executor, text: string, max = 8): Promise<string[]> {
+  const rows = rowsOf(
+    await db.execute(
+      sql`SELECT lexeme FROM unnest(to_tsvector('english', ${text})) ORDER BY positions[1] LIMIT ${max}`,
+    ),
+  );
+  // Only plain lexemes go into a tsquery built from text; anything else is dropped, never escaped.
+  return rows.map((r) => String(r.lexeme)).filter((l) => /^[\p{L}\p{N}_]+$/u.test(l));
+}
+
+function combinations(items: string[], k: number): string[][] {
+  if (k === 0) return [[]];
+  if (items.length < k) return [];
+  const [first, ...rest] = items;
+  return [...combinations(rest, k - 1).map((c) => [first ?? '', ...c]), ...combinations(rest, k)];
+}
+
+/** `('a' & 'b') | ('a' & 'c') | ...`: pages holding at least `atLeast` of the lexemes. */
+export function atLeastQuery(lexemes: string[], atLeast: number): string {
+  const k = Math.max(1, Math.min(atLeast, lexemes.length));
+  return combinations(lexemes, k)
+    .map((c) => `(${c.map((l) => `'${l}'`).join(' & ')})`)
+    .join(' | ');
+}
+
+/**
+ * Full-text search over one base. The rank is ts_rank_cd over the weighted vector, times
+ * `1 + boost * ln(1 + backlinks)`; snippets are made for the returned rows only.
  */
 export async function searchPages(
   db: Executor,
   kbId: string,
-  q: { text: string; mode: 'all' | 'any'; tags: string[]; limit: number; boost: number },
+  q: { query: PageQuery; tags: string[]; limit: number; boost: number },
 ): Promise<SearchRow[]> {
   const query =
-    q.mode === 'all'
-      ? sql`websearch_to_tsquery('english', ${q.text})`
-      : sql`(CASE WHEN numnode(websearch_to_tsquery('english', ${q.text})) = 0 THEN websearch_to_tsquery('english', ${q.text})
-              ELSE replace(websearch_to_tsquery('english', ${q.text})::text, ' & ', ' | ')::tsquery END)`;
+    'text' in q.query
+      ? sql`websearch_to_tsquery('english', ${q.query.text})`
+      : sql`${atLeastQuery(q.query.lexemes, q.query.atLeast)}::tsquery`;
   const tagFilter = q.tags.length > 0 ? sql`AND p.tags @> ${sql.param(q.tags)}::text[]` : sql``;
   const rows = await db.execute(sql`
     SELECT r.slug, r.title, r.tags, r.page_type, r.source_count, r.updated_at, r.score,

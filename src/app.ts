@@ -12,6 +12,7 @@ import { frameworkErrorHandler, registerErrorHandler } from './http/error-handle
 import { registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
+import { requestTimeouts } from './http/request-timeout.ts';
 import type { App, RouteAuthConfig } from './http/types.ts';
 import { JOB_CATALOG } from './jobs/catalog.ts';
 import { type JobCatalog, validateCatalog } from './jobs/definition.ts';
@@ -76,6 +77,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   const { config, database } = opts;
   // The connector catalog is validated before anything starts: a bad provider file stops start-up.
   providerCatalog(config);
+  const timeouts = requestTimeouts(config);
   const fastify = Fastify({
     logger: opts.logger ?? loggerOptions(config.logLevel),
     // A hop count trusts that many proxies in front of us.
@@ -84,6 +86,14 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
         ? (_addr: string, hop: number) => hop < (config.trustProxy as number)
         : config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
+    requestTimeout: config.requestTimeoutMs,
+    // Node reads the time-out when the server is made (fastify's later assignment alone does not apply it), and
+    // checks it this often (its default, 30 s, would let a slow body run a minute).
+    http: {
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs),
+    },
+    clientErrorHandler: timeouts.clientErrorHandler,
     // One log line per request, written by our onResponse hook with secrets redacted.
     logController: new LogController({ disableRequestLogging: true }),
     requestIdHeader: false,
@@ -108,8 +118,10 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   app.decorate('deps', deps);
 
   let closing = false;
+  timeouts.watch(app.server);
   app.addHook('preClose', async () => {
     closing = true;
+    timeouts.closing();
   });
   app.addHook('onRequest', async (req, reply) => {
     reply.header('X-Request-Id', req.id);

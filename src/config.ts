@@ -70,6 +70,7 @@ const EnvSchema = z.object({
   PAT_MAX_EXPIRES_IN: positiveInt.default(365 * 24 * 3600),
   BODY_LIMIT_BYTES: positiveInt.default(1024 * 1024),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
+  REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
   RATE_LIMIT_ENABLED: bool.default(true),
   RATE_LIMIT_GLOBAL: positiveInt.default(100),
   RATE_LIMIT_AUTH: positiveInt.default(10),
@@ -187,6 +188,8 @@ export interface Config {
   patMaxExpiresIn: number;
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
+  /** The most a client may take to send a whole request, headers and body (slow clients get 408). */
+  requestTimeoutMs: number;
   rateLimits: RateLimits;
   oauth: OAuthConfig;
   signupEnabled: boolean;
@@ -250,6 +253,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     patMaxExpiresIn: e.PAT_MAX_EXPIRES_IN,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     rateLimits: {
       enabled: e.RATE_LIMIT_ENABLED,
       windowMs: e.RATE_LIMIT_WINDOW_MS,

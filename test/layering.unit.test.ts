@@ -18,9 +18,9 @@ const SRC = join(ROOT, 'src');
 const COMPOSITION_ROOTS = new Set(['src/app.ts', 'src/main.ts', 'src/cli.ts', 'src/runtime.ts']);
 // Besides routes, http/ and web/: the bearer guard and the MCP endpoint.
 const TRANSPORT_FILES = new Set(['src/auth/guard.ts', 'src/mcp/endpoint.ts']);
-/** HTML templates: plain functions from values to markup, which the OAuth server renders too. */
+/** HTML templates and their markdown renderer: plain functions from values to markup (the OAuth server renders them too). */
 const isView = (file: string) =>
-  file.startsWith('src/web/') && /(^|-)(pages|html)\.ts$/.test(file.split('/').pop() ?? '');
+  file.startsWith('src/web/') && /(^|-)(pages|html|markdown)\.ts$/.test(file.split('/').pop() ?? '');
 const FASTIFY = /^(fastify|@fastify\/.*|fastify-.*)$/;
 
 function isTransport(file: string): boolean {

@@ -9,6 +9,7 @@ import * as authService from '../modules/auth/service.ts';
 import * as authClientsService from '../modules/auth-clients/service.ts';
 import { type Form, localPath, many, one, pageHelpers, type SignedIn, send } from './common.ts';
 import { connectionPageRoutes } from './connection-routes.ts';
+import { knowledgePageRoutes } from './knowledge-routes.ts';
 import { appsPage, consentPage, errorPage, signInPage, signUpPage, tokensPage } from './pages.ts';
 import { clearSessionCookie, setSessionCookie } from './session.ts';
 
@@ -470,6 +471,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   });
 
   await connectionPageRoutes(app, oauth);
+  await knowledgePageRoutes(app, oauth);
 }
 
 class FormError extends AppError {

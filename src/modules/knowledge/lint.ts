@@ -149,7 +149,12 @@ export async function lintBase(tx: Executor, kb: KnowledgeBaseRow, now = new Dat
     'lint',
     findings.some((f) => f.severity !== 'info') ? 'warn' : 'info',
     `Lint: ${findings.length} finding${findings.length === 1 ? '' : 's'}, ${repaired} repaired`,
-    { findings: findings.length, repaired, rules: [...new Set(findings.map((f) => f.rule))] },
+    {
+      findings: findings.length,
+      repaired,
+      rules: [...new Set(findings.map((f) => f.rule))],
+      report: findings.slice(0, 50),
+    },
   );
   return { findings, repaired };
 }

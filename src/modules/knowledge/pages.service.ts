@@ -286,3 +286,30 @@ export async function listKnowledgeLogs(
     p,
   );
 }
+
+export interface KnowledgeGraph {
+  nodes: { slug: string; title: string; pageType: string; backlinkCount: number }[];
+  edges: { from: string; to: string }[];
+  /** Pages left out to keep the picture readable (the least linked). */
+  omitted: number;
+}
+
+/** The link graph of a base for the wiki page's picture: the `limit` most linked pages and the links among them. */
+export async function knowledgeGraph(ctx: ServiceContext, kbId: string, limit = 80): Promise<KnowledgeGraph> {
+  await ownedBase(ctx, kbId);
+  const outline = await repo.pageOutline(ctx.db, kbId);
+  const kept = [...outline]
+    .sort((a, b) => b.backlinkCount - a.backlinkCount || a.slug.localeCompare(b.slug))
+    .slice(0, limit)
+    .sort((a, b) => a.slug.localeCompare(b.slug));
+  const edges = await repo.linksAmong(
+    ctx.db,
+    kbId,
+    kept.map((p) => p.slug),
+  );
+  return {
+    nodes: kept.map((p) => ({ slug: p.slug, title: p.title, pageType: p.pageType, backlinkCount: p.backlinkCount })),
+    edges,
+    omitted: outline.length - kept.length,
+  };
+}

@@ -265,7 +265,7 @@ export async function countPages(db: Executor, kbId: string): Promise<number> {
   return row?.n ?? 0;
 }
 
-/** What the index and lint read of every page: no content. */
+/** What the index, lint and the graph read of every page: no content. */
 export async function pageOutline(db: Executor, kbId: string) {
   return db
     .select({
@@ -329,6 +329,20 @@ export async function recountBacklinks(db: Executor, kbId: string, slugs: string
       slugs.map((s) => sql`${s}`),
       sql`, `,
     )})`);
+}
+
+/** The links between the given pages (both ends among them), each pair once: the edges of the graph picture. */
+export async function linksAmong(db: Executor, kbId: string, slugs: string[]): Promise<{ from: string; to: string }[]> {
+  if (slugs.length === 0) return [];
+  const rows = await db
+    .selectDistinct({ from: knowledgePages.slug, to: knowledgeLinks.toSlug })
+    .from(knowledgeLinks)
+    .innerJoin(knowledgePages, eq(knowledgePages.id, knowledgeLinks.fromPageId))
+    .where(
+      and(eq(knowledgeLinks.kbId, kbId), inArray(knowledgePages.slug, slugs), inArray(knowledgeLinks.toSlug, slugs)),
+    )
+    .orderBy(asc(knowledgePages.slug), asc(knowledgeLinks.toSlug));
+  return rows;
 }
 
 /** Links whose target page does not exist: `[{fromSlug, fromPageId, toSlug, fromCompiledBy}]`. */

@@ -320,6 +320,17 @@ export const ProviderDefinition = z.strictObject({
   allowMultipleConnections: z.boolean().default(false),
   /** The provider's API reference, for whoever maintains the file. */
   docsUrl: z.url().optional(),
+  /**
+   * `generated`: written by `npm run providers:generate` from a published API description (`generatedFrom`
+   * names it; edit `catalog/curated/<id>.json`, not this file). `hand-written`: no usable description ships.
+   */
+  origin: z.enum(['generated', 'hand-written']).default('hand-written'),
+  generatedFrom: z.string().min(1).max(300).optional(),
+  /**
+   * The provider also takes a token the user holds (an API key, a personal access token) through
+   * `POST /connections/from-catalog` with `bearerToken`; `label` and `help` tell the user what to paste.
+   */
+  bearerToken: z.strictObject({ label: z.string().min(1).max(60), help: z.string().min(1).max(300) }).optional(),
   oauth: OAuthSettings,
   finalizeFields: z.array(FinalizeField).default([]),
   api: ApiSettings,

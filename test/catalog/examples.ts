@@ -1,0 +1,43 @@
+import type { JsonSchema } from '../../src/modules/providers/schema.ts';
+
+const FORMAT_EXAMPLES: Record<string, string> = {
+  'date-time': '2024-05-06T07:08:09Z',
+  date: '2024-05-06',
+  time: '07:08:09',
+  email: 'someone@example.com',
+  uri: 'https://example.com/x',
+  uuid: '123e4567-e89b-42d3-a456-426614174000',
+};
+
+/** A value the schema accepts; objects get their required properties (all of them at the top level). */
+export function exampleValue(schema: JsonSchema, all = false): unknown {
+  if (schema.default !== undefined) return schema.default;
+  if (schema.enum?.length) return schema.enum[0];
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case 'string': {
+      if (schema.format && FORMAT_EXAMPLES[schema.format]) return FORMAT_EXAMPLES[schema.format];
+      let s = 'example';
+      while (s.length < (schema.minLength ?? 0)) s += 'x';
+      return schema.maxLength !== undefined ? s.slice(0, Math.max(schema.maxLength, 1)) : s;
+    }
+    case 'integer':
+    case 'number': {
+      const min = schema.minimum ?? 1;
+      return schema.maximum !== undefined && schema.maximum < min ? schema.maximum : min;
+    }
+    case 'boolean':
+      return true;
+    case 'array':
+      return Array.from({ length: Math.max(schema.minItems ?? 1, 1) }, () => exampleValue(schema.items ?? {}));
+    case 'object': {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(schema.properties ?? {})) {
+        if (all || schema.required?.includes(k)) out[k] = exampleValue(v);
+      }
+      return out;
+    }
+    default:
+      return 'example';
+  }
+}

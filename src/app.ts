@@ -9,6 +9,7 @@ import type { BearerVerifier } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
 import { frameworkErrorHandler, registerErrorHandler } from './http/error-handler.ts';
+import { useJsonBodyParser } from './http/json-body.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
@@ -111,6 +112,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   fastify.setSerializerCompiler(serializerCompiler);
   // No route reads text/plain: such a body is a 415, not a string that fails the schema with a 422.
   fastify.removeContentTypeParser('text/plain');
+  useJsonBodyParser(fastify);
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);

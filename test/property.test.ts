@@ -68,6 +68,13 @@ describe('robustness under random requests', () => {
       fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('0', '-1', '101', '1e308', 'NaN', 'asc', 'createdAt')),
     ),
   );
+  // Strings as attackers write them: any text, and lone surrogates (JSON.stringify sends them as `\ud800`
+  // escapes), which no database column can store.
+  const text = fc.oneof(
+    fc.string(),
+    fc.constantFrom('\ud800', 'a\udfffb', 'x\ud83d', '\udc00\ud800', 'ok\u0000\ud800'),
+    fc.string({ unit: 'binary', maxLength: 20 }),
+  );
   const body = fc.oneof(
     fc.constant(undefined),
     fc.json({ maxDepth: 3 }),
@@ -75,14 +82,15 @@ describe('robustness under random requests', () => {
     fc.constantFrom('{', '{"a":', 'null', '[]', '"x"', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{}}}'),
     fc.record(
       {
-        email: fc.oneof(fc.string(), fc.emailAddress()),
-        password: fc.string(),
-        name: fc.string(),
-        avatar: fc.oneof(fc.string(), fc.webUrl(), fc.constant(null)),
-        scopes: fc.array(fc.oneof(fc.string(), fc.constantFrom('account', 'llm-all'))),
+        email: fc.oneof(text, fc.emailAddress()),
+        password: text,
+        name: text,
+        avatar: fc.oneof(text, fc.webUrl(), fc.constant(null)),
+        scopes: fc.array(fc.oneof(text, fc.constantFrom('account', 'llm-all'))),
+        provider_permissions: fc.dictionary(text, fc.constantFrom('read', 'read-write')),
         expires_in: fc.oneof(fc.integer(), fc.double(), fc.string()),
-        model: fc.string(),
-        messages: fc.array(fc.record({ role: fc.string(), content: fc.oneof(fc.string(), fc.integer()) })),
+        model: text,
+        messages: fc.array(fc.record({ role: text, content: fc.oneof(text, fc.integer()) })),
       },
       { requiredKeys: [] },
     ),

@@ -6,6 +6,7 @@ import type { Db } from '../../db/client.ts';
 import { oauthArtifacts } from '../../db/schema/index.ts';
 import type { Deps } from '../../lib/context.ts';
 import { newId } from '../../lib/ids.ts';
+import { hasLoneSurrogate, LONE_SURROGATE_MESSAGE } from '../../lib/text.ts';
 import * as accountsRepo from '../../modules/accounts/repo.ts';
 import { errorPage } from '../../web/pages.ts';
 import { SESSION_COOKIE, sessionAccountId } from '../browser-session.ts';
@@ -204,6 +205,8 @@ export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHo
       // Runs on every client, registered or loaded: checks redirect URIs and sorts scopes (see policy.ts).
       validator(ctx, key, value, metadata) {
         if (key !== ALLOWED_SCOPES_PROPERTY) return;
+        // oidc-provider parses registration bodies itself, past our JSON parser's check.
+        if (hasLoneSurrogate(metadata)) throw new errors.InvalidClientMetadata(LONE_SURROGATE_MESSAGE);
         const native = metadata.application_type === 'native';
         for (const uri of (metadata.redirect_uris as string[] | undefined) ?? []) {
           const problem = redirectUriProblem(uri, { allowCustomScheme: native });

@@ -1,0 +1,17 @@
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+export const LONE_SURROGATE_MESSAGE = 'Text must not contain unpaired surrogates (a lone \\uD800-\\uDFFF escape)';
+
+/**
+ * Whether a parsed JSON value holds an unpaired surrogate in any string, key or value. No database can store
+ * one: PostgreSQL refuses it in jsonb, and text columns would silently turn it into U+FFFD.
+ */
+export function hasLoneSurrogate(value: unknown): boolean {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value);
+  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
+  if (value !== null && typeof value === 'object') {
+    for (const [key, inner] of Object.entries(value)) if (hasLoneSurrogate(key) || hasLoneSurrogate(inner)) return true;
+  }
+  return false;
+}

@@ -71,6 +71,19 @@ const EnvSchema = z.object({
   BODY_LIMIT_BYTES: positiveInt.default(1024 * 1024),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
   REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
+  SSRF_ALLOW_HOSTS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((x) => x.trim().toLowerCase())
+        .filter(Boolean),
+    )
+    .refine(
+      (list) => list.every((x) => /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+):\d{1,5}$/.test(x)),
+      'must be a comma-separated list of host:port',
+    ),
   RATE_LIMIT_ENABLED: bool.default(true),
   RATE_LIMIT_GLOBAL: positiveInt.default(100),
   RATE_LIMIT_AUTH: positiveInt.default(10),
@@ -190,6 +203,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** The most a client may take to send a whole request, headers and body (slow clients get 408). */
   requestTimeoutMs: number;
+  /** `host:port` pairs user-given URLs may reach even on private addresses (`SSRF_ALLOW_HOSTS`; see lib/safe-fetch). */
+  ssrfAllowHosts: string[];
   rateLimits: RateLimits;
   oauth: OAuthConfig;
   signupEnabled: boolean;
@@ -254,6 +269,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+    ssrfAllowHosts: e.SSRF_ALLOW_HOSTS.map((h) => h.replace(/^\[|\]$/g, '').replace(/\]:/, ':')),
     rateLimits: {
       enabled: e.RATE_LIMIT_ENABLED,
       windowMs: e.RATE_LIMIT_WINDOW_MS,

@@ -3,6 +3,9 @@ import type { Executor } from '../../db/client.ts';
 import type { KnowledgeSourceRow } from '../../db/schema/index.ts';
 import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
 import { type EnqueueOptions, enqueue } from '../../jobs/queue.ts';
+import type { Deps } from '../../lib/context.ts';
+import { SafeFetchError, safeFetch } from '../../lib/safe-fetch.ts';
+import { readableText } from '../../lib/web-page.ts';
 import { CompileError, compileSource } from './compile.ts';
 import { lintBase } from './lint.ts';
 import * as repo from './repo.ts';
@@ -13,7 +16,8 @@ export const knowledgeJobs = {
   'knowledge.compile': defineJob({
     payload: z.object({ sourceId: z.string() }),
     retry: { maxAttempts: 4, baseDelayMs: 15_000 },
-    run: (deps, { sourceId }, job) => compileSource(deps, sourceId, job, sourceText),
+    run: (deps, { sourceId }, job) =>
+      compileSource(deps, sourceId, job, (source) => sourceText(deps, source, job.signal)),
   }),
   /** Repairs links after a page was deleted (and whatever else lint repairs). */
   'knowledge.lint': defineJob({
@@ -39,8 +43,39 @@ export function enqueueKnowledgeJob<T extends keyof typeof knowledgeJobs>(
   return enqueue(db, knowledgeJobs, type, payload, opts);
 }
 
-/** The text a source holds: its own for text and file sources; a URL source is read when compiled. */
-async function sourceText(source: KnowledgeSourceRow): Promise<string> {
-  if (source.type === 'url') throw new CompileError('URL sources cannot be read yet');
-  return source.rawContent ?? '';
+/** The most of a web page read for a URL source. */
+const URL_MAX_BYTES = 5 * 1024 * 1024;
+const URL_TIMEOUT_MS = 20_000;
+
+/**
+ * The text a source holds: its own for text and file sources; for a URL source, the page fetched through the
+ * SSRF guard and its readable text extracted (HTML) or taken as it is (plain text, markdown), stored as the
+ * source's `rawContent` so it can be read back. A refused or unreadable page fails the source; a network fault
+ * is retried by the job.
+ */
+async function sourceText(deps: Deps, source: KnowledgeSourceRow, signal: AbortSignal): Promise<string> {
+  if (source.type !== 'url') return source.rawContent ?? '';
+  let page: Awaited<ReturnType<typeof safeFetch>>;
+  try {
+    page = await safeFetch(source.url ?? '', {
+      allowHosts: deps.config.ssrfAllowHosts,
+      maxBytes: URL_MAX_BYTES,
+      timeoutMs: URL_TIMEOUT_MS,
+      signal,
+      headers: { accept: 'text/html, text/plain, text/markdown;q=0.9, */*;q=0.1' },
+    });
+  } catch (err) {
+    if (err instanceof SafeFetchError && (err.reason === 'network' || err.reason === 'timeout')) throw err;
+    throw new CompileError(`The page could not be read: ${(err as Error).message}`);
+  }
+  if (page.status >= 400) throw new CompileError(`The page answered HTTP ${page.status}`);
+  const type = (page.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  const body = page.body.toString('utf8');
+  let text: string;
+  if (type === 'text/html' || type === 'application/xhtml+xml') text = readableText(body, page.url).text;
+  else if (type.startsWith('text/') || type === '') text = body;
+  else throw new CompileError(`The page is ${type}, which is not readable as text`);
+  if (!text.trim()) throw new CompileError('The page has no readable text');
+  await repo.updateSource(deps.database.db, source.id, { rawContent: text });
+  return text;
 }

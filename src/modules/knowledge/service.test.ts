@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { and, eq } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,14 +16,33 @@ const API = '/api/v1/knowledge';
 describe('knowledge bases', () => {
   let h: TestHarness;
   let llm: FakeLlm;
+  /** A web site on loopback for URL sources, reachable only because SSRF_ALLOW_HOSTS names it. */
+  let site: Server;
+  let siteUrl = '';
 
   beforeAll(async () => {
     llm = await startFakeLlm();
-    h = await createHarness({ LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' });
+    site = createServer((req, res) => {
+      if (req.url === '/article') {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end(
+          `<html><head><title>Acme news</title><script>steal()</script></head><body><nav>Home | About</nav><article><h1>Anvils</h1><p>${'Acme Corp makes anvils in the desert. '.repeat(8)}</p></article></body></html>`,
+        );
+      } else res.writeHead(404).end('gone');
+    });
+    await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
+    const port = (site.address() as AddressInfo).port;
+    siteUrl = `http://127.0.0.1:${port}`;
+    h = await createHarness({
+      LLM_BASE_URL: llm.url,
+      LLM_MODELS: 'fake-model=1000000/2000000',
+      SSRF_ALLOW_HOSTS: `127.0.0.1:${port}`,
+    });
   });
   afterAll(async () => {
     await h?.close();
     await llm?.close();
+    await new Promise<void>((r) => site?.close(() => r()));
   });
 
   const as = (u: TestUser) => ({ token: u.sessionToken });
@@ -502,6 +523,45 @@ describe('knowledge bases', () => {
       });
       const logs = (await get(u, `/bases/${kb}/logs`)).data as { message: string }[];
       expect(logs.map((l) => l.message)).toContain('No page made for second: the base holds its limit of 1 pages');
+    });
+  });
+
+  describe('URL sources', () => {
+    it('reads the page through the SSRF guard and compiles its readable text; refused and missing pages fail', async () => {
+      const u = await createUser(h.app);
+      const kb = await defaultBase(u);
+      const add = async (url: string) => {
+        const res = await call(h.app, 'POST', `${API}/bases/${kb}/sources`, {
+          ...as(u),
+          body: { type: 'url', name: url, url },
+        });
+        expect(res.statusCode, res.body).toBe(201);
+        return res.json().id as string;
+      };
+      const ok = await add(`${siteUrl}/article`);
+      llm.enqueue({ content: JSON.stringify({ pages: [{ name: 'Acme Corp', facts: ['Makes anvils.'] }] }) });
+      expect(await compile(ok)).toMatchObject({ status: 'compiled', created: ['acme-corp'] });
+      const sent = llm.requests.at(-1)?.messages.at(-1)?.content ?? '';
+      expect(sent).toContain('# Anvils');
+      expect(sent).toContain('Acme Corp makes anvils in the desert.');
+      expect(sent).not.toMatch(/steal|Home \| About/);
+      expect((await get(u, `/bases/${kb}/sources/${ok}`)).rawContent).toBe(sent);
+
+      const calls = llm.requests.length;
+      for (const [url, error] of [
+        [`${siteUrl}/missing`, 'The page answered HTTP 404'],
+        [
+          'http://169.254.169.254/latest/meta-data/',
+          'The page could not be read: 169.254.169.254 is not a public address',
+        ],
+        ['http://127.0.0.1:9/', 'The page could not be read: 127.0.0.1 is not a public address'],
+        ['http://[::ffff:7f00:1]/', 'The page could not be read: ::ffff:7f00:1 is not a public address'],
+      ] as const) {
+        const id = await add(url);
+        expect(await compile(id)).toMatchObject({ status: 'failed' });
+        expect(await get(u, `/bases/${kb}/sources/${id}`)).toMatchObject({ status: 'failed', error });
+      }
+      expect(llm.requests.length).toBe(calls);
     });
   });
 

@@ -1,13 +1,14 @@
-import { Readability } from '@mozilla/readability';
-import { parseHTML } from 'linkedom';
-import TurndownService from 'turndown';
-
 /**
  * The readable text of a fetched web page, as markdown: Readability picks the article out of the page
  * (navigation, ads and scripts dropped), Turndown keeps its headings, lists and links. A page Readability
- * cannot read falls back to the body's text.
+ * cannot read falls back to the body's text. The three libraries load on first use, not at start-up.
  */
-export function readableText(html: string, url: string): { title: string; text: string } {
+export async function readableText(html: string, url: string): Promise<{ title: string; text: string }> {
+  const [{ Readability }, { parseHTML }, { default: TurndownService }] = await Promise.all([
+    import('@mozilla/readability'),
+    import('linkedom'),
+    import('turndown'),
+  ]);
   const { document } = parseHTML(html);
   for (const el of document.querySelectorAll('script, style, noscript, template, iframe')) el.remove();
   const title = (document.querySelector('title')?.textContent ?? '').trim();

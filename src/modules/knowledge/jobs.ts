@@ -72,7 +72,7 @@ async function sourceText(deps: Deps, source: KnowledgeSourceRow, signal: AbortS
   const type = (page.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   const body = page.body.toString('utf8');
   let text: string;
-  if (type === 'text/html' || type === 'application/xhtml+xml') text = readableText(body, page.url).text;
+  if (type === 'text/html' || type === 'application/xhtml+xml') text = (await readableText(body, page.url)).text;
   else if (type.startsWith('text/') || type === '') text = body;
   else throw new CompileError(`The page is ${type}, which is not readable as text`);
   if (!text.trim()) throw new CompileError('The page has no readable text');

@@ -50,6 +50,11 @@ export interface CuratedProvider {
   source: SourceRef;
   /** Parameters no tool offers (Google's `alt`, `prettyPrint`, `quotaUser` on every operation). */
   omitParameters?: string[];
+  /**
+   * Body properties the description marks required but the API does not need, left out everywhere (Microsoft
+   * Graph's OData export requires `@odata.type` on every object). The validation test relaxes the same names.
+   */
+  notRequired?: string[];
   provider: Omit<ProviderDefinition, 'tools' | 'origin' | 'generatedFrom'>;
   tools: CuratedTool[];
 }
@@ -153,6 +158,7 @@ export function findOperation(
 
 // ---- schemas ----
 
+const NONE: ReadonlySet<string> = new Set();
 const FORMATS = new Set(['date-time', 'date', 'time', 'email', 'uri', 'uuid']);
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'array', 'object']);
 /** Nested levels a parameter keeps; deeper objects are plain `object`s the model fills from the docs. */
@@ -187,10 +193,16 @@ function firstType(t: string | string[] | undefined): string | undefined {
 }
 
 /** An OpenAPI schema as the JSON Schema subset tool parameters use (schema.ts), bounded in depth and size. */
-export function toJsonSchema(doc: OpenApiDocument, input: OaSchema, depth = 0, seen: string[] = []): JsonSchema {
+export function toJsonSchema(
+  doc: OpenApiDocument,
+  input: OaSchema,
+  depth = 0,
+  seen: string[] = [],
+  drop: ReadonlySet<string> = NONE,
+): JsonSchema {
   if (input.$ref) {
     if (seen.includes(input.$ref) || seen.length > 8) return { type: 'object' };
-    return toJsonSchema(doc, deref(doc, input), depth, [...seen, input.$ref]);
+    return toJsonSchema(doc, deref(doc, input), depth, [...seen, input.$ref], drop);
   }
   let schema: OaSchema = input;
   if (schema.allOf?.length) {
@@ -199,8 +211,9 @@ export function toJsonSchema(doc: OpenApiDocument, input: OaSchema, depth = 0, s
     for (const part of schema.allOf) {
       const p = deref(doc, part);
       if (p.allOf || p.oneOf || p.anyOf) {
-        const inner = toJsonSchema(doc, part, depth, seen);
+        const inner = toJsonSchema(doc, part, depth, seen, drop);
         Object.assign(merged.properties ?? {}, inner.properties ?? {});
+        for (const r of inner.required ?? []) required.add(r);
         merged.type ??= typeof inner.type === 'string' ? inner.type : undefined;
         continue;
       }
@@ -220,7 +233,7 @@ export function toJsonSchema(doc: OpenApiDocument, input: OaSchema, depth = 0, s
   if (variants?.length && !schema.properties && !schema.type) {
     const first = variants.map((v) => deref(doc, v)).find((v) => firstType(v.type) !== undefined || v.properties);
     if (first) {
-      const out = toJsonSchema(doc, first, depth, seen);
+      const out = toJsonSchema(doc, first, depth, seen, drop);
       const description = shortText(schema.description);
       return description ? { ...out, description } : out;
     }
@@ -253,7 +266,7 @@ export function toJsonSchema(doc: OpenApiDocument, input: OaSchema, depth = 0, s
     if (Number.isInteger(schema.maxLength)) out.maxLength = schema.maxLength;
   }
   if (type === 'array') {
-    out.items = schema.items ? toJsonSchema(doc, schema.items, depth + 1, seen) : { type: 'string' };
+    out.items = schema.items ? toJsonSchema(doc, schema.items, depth + 1, seen, drop) : { type: 'string' };
     if (Number.isInteger(schema.minItems)) out.minItems = schema.minItems;
     if (Number.isInteger(schema.maxItems)) out.maxItems = schema.maxItems;
   }
@@ -261,10 +274,10 @@ export function toJsonSchema(doc: OpenApiDocument, input: OaSchema, depth = 0, s
     const props: Record<string, JsonSchema> = {};
     const required = new Set(schema.required ?? []);
     const names = Object.keys(schema.properties)
-      .filter((n) => !deref(doc, schema.properties?.[n] ?? {}).readOnly)
+      .filter((n) => !drop.has(n) && !deref(doc, schema.properties?.[n] ?? {}).readOnly)
       .sort((a, b) => Number(required.has(b)) - Number(required.has(a)))
       .slice(0, MAX_PROPERTIES);
-    for (const name of names) props[name] = toJsonSchema(doc, schema.properties[name] ?? {}, depth + 1, seen);
+    for (const name of names) props[name] = toJsonSchema(doc, schema.properties[name] ?? {}, depth + 1, seen, drop);
     if (names.length) {
       out.properties = props;
       const req = names.filter((n) => required.has(n));
@@ -315,7 +328,9 @@ export function generateTool(
   doc: OpenApiDocument,
   curated: CuratedTool,
   omitEverywhere: string[] = [],
+  notRequired: string[] = [],
 ): ToolDefinition {
+  const drop = new Set(notRequired);
   const { method, path, operation, parameters } = findOperation(doc, curated.operation);
   const wantedList = curated.parameters;
   // `query:parent` or `body:parent` picks one of two parameters of the same name.
@@ -357,7 +372,7 @@ export function generateTool(
   const body = bodySchemaOf(doc, operation);
   let bodyWhole: Param | undefined;
   if (body) {
-    const resolved = toJsonSchema(doc, body.schema, 0);
+    const resolved = toJsonSchema(doc, body.schema, 0, [], drop);
     if (resolved.type === 'object' && resolved.properties) {
       const required = new Set(resolved.required ?? []);
       for (const [prop, schema] of Object.entries(resolved.properties)) {
@@ -458,7 +473,7 @@ export function generateProvider(curated: CuratedProvider, doc: OpenApiDocument 
     generatedFrom: from,
     tools: curated.tools.map((t) => {
       try {
-        return generateTool(doc, t, curated.omitParameters);
+        return generateTool(doc, t, curated.omitParameters, curated.notRequired);
       } catch (err) {
         throw new Error(`${curated.provider.id}: ${(err as Error).message}`);
       }

@@ -116,7 +116,15 @@ function validatorFor(curated: CuratedProvider, doc: OpenApiDocument) {
   // OpenAPI 3.0 schemas: `nullable` is understood, vendor keywords (example, xml, x-*) ignored.
   const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false, coerceTypes: 'array' });
   const id = `https://description.invalid/${encodeURIComponent(curated.source.file)}`;
-  ajv.addSchema({ ...(doc as object), $id: id } as object);
+  // Examples are not schemas, and an example object holding `$id` (Box metadata) would confuse ajv's resolver.
+  // The names a curated file declares `notRequired` are taken out of every `required` list, as the generator does.
+  const notRequired = new Set(curated.notRequired ?? []);
+  const schemaOnly = JSON.parse(JSON.stringify(doc), (k, v) => {
+    if (k === 'example' || k === 'examples' || k === '$id') return undefined;
+    if (k === 'required' && Array.isArray(v)) return v.filter((r) => !notRequired.has(r));
+    return v;
+  }) as object;
+  ajv.addSchema({ ...schemaOnly, $id: id });
   const cache = new Map<string, ValidateFunction>();
   return (pointer: string): ValidateFunction => {
     let v = cache.get(pointer);

@@ -51,8 +51,12 @@ function sampleArgs(parameters: {
         return true;
       case 'array':
         return [s.items ? sample(s.items) : 'x'];
-      case 'object':
-        return { Name: 'x' };
+      case 'object': {
+        // Nested required properties (generated schemas: Box `parent: {id}`) are filled in too.
+        const out: Record<string, unknown> = { Name: 'x' };
+        for (const r of s.required ?? []) out[r] = sample(s.properties?.[r] ?? { type: 'string' });
+        return out;
+      }
       default:
         if (s.format === 'date-time') return '2024-05-01T10:00:00Z';
         if (s.format === 'date') return '2024-05-01';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RouteAuthConfig } from '../http/types.ts';
-import type { Actor, PublicContext, ServiceContext } from '../lib/context.ts';
+import { type Actor, type PublicContext, SESSION_ONLY_MESSAGE, type ServiceContext } from '../lib/context.ts';
 import { CreditsExhaustedError, ForbiddenError, UnauthorizedError } from '../lib/errors.ts';
 import { type BearerVerifier, bearerFrom, resolveBearer } from './tokens.ts';
 
@@ -74,7 +74,7 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
     const actor = await resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache, { path: req.url });
     req.actor = actor;
     if (mode === 'session' && actor.kind !== 'session') {
-      throw new ForbiddenError('This endpoint requires a session token (sign in), not an access token');
+      throw new ForbiddenError(SESSION_ONLY_MESSAGE);
     }
     const scopes = config.scopes ?? [];
     if (scopes.length && !scopes.some((s) => actor.scopes.has(s))) {

@@ -6,7 +6,8 @@ export const SCOPES = {
   'agents-use': 'Chat with existing agents; read agents, conversations, memories and linked tools',
   'agents-all': 'Create, manage and delete agents, tools, skills and scheduled tasks',
   connections: 'Manage your connections to external services',
-  account: 'Read and update your account details; use the knowledge-base API',
+  account:
+    'Read and update your account details; use the knowledge-base API (never your apps, access tokens or deleting the account: those need you signed in)',
   'messaging-channels': 'Manage messaging channels (Telegram, WhatsApp, web chat)',
   openid: 'OpenID Connect identity',
   profile: 'Your profile information',

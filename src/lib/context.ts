@@ -70,6 +70,20 @@ export function requireScope(ctx: ServiceContext, ...anyOf: Scope[]): void {
   throw new ForbiddenError(`Missing required scope: ${anyOf.join(' or ')}`);
 }
 
+/** The refusal the auth guard and `requireFirstParty` give a token that is not the account's own session. */
+export const SESSION_ONLY_MESSAGE = 'This endpoint requires a session token (sign in), not an access token';
+
+/**
+ * Credential management (auth clients, PATs, deleting the account) is first-party only: the account's own
+ * session (the API's session token or the pages' cookie) or the operator's CLI. A PAT or a token issued to an
+ * OAuth client never passes, whatever its scopes: a third-party app holding `account` could otherwise rotate
+ * the secret of the user's own clients or mint itself more tokens.
+ */
+export function requireFirstParty(ctx: ServiceContext): void {
+  if (ctx.actor.kind === 'session' || ctx.actor.kind === 'cli') return;
+  throw new ForbiddenError(SESSION_ONLY_MESSAGE);
+}
+
 /** A context acting for the account in work no request carries (background jobs), holding only `scopes`. */
 export function systemContext(deps: Deps, accountId: string, log: Logger, scopes: readonly Scope[]): ServiceContext {
   const held = new Set(scopes);

@@ -138,6 +138,7 @@ export function consentPage(v: ConsentView): string {
           ? html`<p class="muted">Already allowed: ${v.alreadyGranted.map(scopeText).join('; ')}.</p>`
           : html``
       }
+      <p class="muted">Apps never manage your sign-in credentials: creating or changing OAuth apps, access tokens and deleting your account stay with you, signed in to Switchboard.</p>
       <p>Allowing sends you back to <strong>${destination}</strong>.</p>
       <div class="actions">
         <form method="post" action="/interaction/${v.uid}/confirm">

@@ -100,11 +100,11 @@ describe('OAuth 2.1 code flow (openid-client)', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ id: user.account.id, email: user.account.email });
 
-    // Scopes come from the token: this one has no `connections`... and no PAT-only powers.
+    // An app's token never manages the account's credentials, whatever its scopes (session only).
     const forbidden = await fetch(`${base}/api/v1/auth/pats`, {
       headers: { authorization: `Bearer ${first.access_token}` },
     });
-    expect(forbidden.status).toBe(200);
+    expect(forbidden.status).toBe(403);
 
     const second = await client.refreshTokenGrant(config, first.refresh_token as string);
     expect(second.refresh_token).toBeTruthy();

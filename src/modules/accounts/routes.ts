@@ -47,11 +47,11 @@ export async function accountRoutes(app: App): Promise<void> {
     {
       schema: {
         tags,
-        summary: 'Delete an account and everything it owns',
+        summary: 'Delete an account and everything it owns (session token only)',
         params: AccountParams,
         response: { 204: z.undefined() },
       },
-      config: { scopes },
+      config: { auth: 'session' },
     },
     async (req, reply) => {
       await service.deleteAccount(req.ctx, req.params.accountId);

@@ -44,7 +44,8 @@ describe('accounts', () => {
       {
         method: 'DELETE',
         url: '/api/v1/accounts/acc_x',
-        scopes: ['account'],
+        scopes: [],
+        sessionOnly: true,
         ownedUrl: (o) => `/api/v1/accounts/${o.account.id}`,
       },
       {
@@ -208,7 +209,7 @@ describe('accounts', () => {
     expect(before).toMatchObject({ sessions: 2, personalAccessTokens: 1, creditTransactions: 1 });
     const bystanderBefore = await rowsOf(bystander.account.id);
 
-    const res = await call(h.app, 'DELETE', `/api/v1/accounts/${u.account.id}`, { token: pat });
+    const res = await call(h.app, 'DELETE', `/api/v1/accounts/${u.account.id}`, { token: u.sessionToken });
     expect(res.statusCode).toBe(204);
     expect(res.body).toBe('');
 

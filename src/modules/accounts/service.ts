@@ -1,5 +1,5 @@
 import type { AccountRow } from '../../db/schema/index.ts';
-import { type PublicContext, requireScope, type ServiceContext } from '../../lib/context.ts';
+import { type PublicContext, requireFirstParty, requireScope, type ServiceContext } from '../../lib/context.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { type AvatarImage, decodeDataUri, initialsSvg } from './avatar.ts';
 import * as repo from './repo.ts';
@@ -40,7 +40,7 @@ export async function updateAccount(ctx: ServiceContext, accountId: string, inpu
 
 /** Deletes the account and, by cascade, everything it owns (tokens, sessions, ledger ...). */
 export async function deleteAccount(ctx: ServiceContext, accountId: string): Promise<void> {
-  requireScope(ctx, 'account');
+  requireFirstParty(ctx);
   const deleted = await repo.deleteAccount(ctx.db, ownId(ctx, accountId));
   if (!deleted) throw new NotFoundError(`Account ${accountId} not found`);
   ctx.deps.actorCache.evict({ accountId: ctx.accountId });

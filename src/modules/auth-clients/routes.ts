@@ -11,22 +11,26 @@ import {
 } from './schema.ts';
 import * as service from './service.ts';
 
-/** SPEC §4 "Auth clients": the OAuth apps an account owns. Scope `account`. */
+/**
+ * SPEC §4 "Auth clients": the OAuth apps an account owns. Reading them takes `account`; changing them
+ * (create, update, delete, rotate the secret) takes the account's own session, never a PAT or an OAuth token.
+ */
 export async function authClientRoutes(app: App): Promise<void> {
   const tags = ['Auth clients'];
   const config = { scopes: ['account' as const] };
+  const sessionOnly = { auth: 'session' as const };
 
   app.post(
     '/auth-clients',
     {
       schema: {
         tags,
-        summary: 'Create an OAuth client',
+        summary: 'Create an OAuth client (session token only)',
         description: 'A confidential client gets a `clientSecret` in this answer only.',
         body: CreateAuthClient,
         response: { 201: CreatedAuthClient },
       },
-      config,
+      config: sessionOnly,
     },
     async (req, reply) => reply.code(201).send(await service.createAuthClient(req.ctx, req.body)),
   );
@@ -53,14 +57,14 @@ export async function authClientRoutes(app: App): Promise<void> {
     {
       schema: {
         tags,
-        summary: 'Update an OAuth client',
+        summary: 'Update an OAuth client (session token only)',
         description:
           'Any of name, roles, redirectUris, allowedScopes, branding. Issued tokens lose what is taken away at once.',
         params: ClientParams,
         body: UpdateAuthClient,
         response: { 200: AuthClient },
       },
-      config,
+      config: sessionOnly,
     },
     (req) => service.updateAuthClient(req.ctx, req.params.clientId, req.body),
   );
@@ -69,11 +73,11 @@ export async function authClientRoutes(app: App): Promise<void> {
     {
       schema: {
         tags,
-        summary: 'Delete an OAuth client and revoke everything issued to it',
+        summary: 'Delete an OAuth client and revoke everything issued to it (session token only)',
         params: ClientParams,
         response: { 204: z.undefined() },
       },
-      config,
+      config: sessionOnly,
     },
     async (req, reply) => {
       await service.deleteAuthClient(req.ctx, req.params.clientId);
@@ -85,12 +89,12 @@ export async function authClientRoutes(app: App): Promise<void> {
     {
       schema: {
         tags,
-        summary: 'Rotate the client secret (confidential clients)',
+        summary: 'Rotate the client secret (confidential clients; session token only)',
         description: 'The new secret is in this answer only; the old one stops working at once.',
         params: ClientParams,
         response: { 200: ClientSecret },
       },
-      config,
+      config: sessionOnly,
     },
     (req) => service.rotateAuthClientSecret(req.ctx, req.params.clientId),
   );

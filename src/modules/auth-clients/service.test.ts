@@ -32,7 +32,7 @@ describe('auth clients API', () => {
   guardTests(
     () => h,
     [
-      { method: 'POST', url: '/api/v1/auth-clients', scopes: ['account'], body: valid },
+      { method: 'POST', url: '/api/v1/auth-clients', scopes: [], sessionOnly: true, body: valid },
       { method: 'GET', url: '/api/v1/auth-clients', scopes: ['account'] },
       {
         method: 'GET',
@@ -43,20 +43,23 @@ describe('auth clients API', () => {
       {
         method: 'PUT',
         url: '/api/v1/auth-clients/app_x',
-        scopes: ['account'],
+        scopes: [],
+        sessionOnly: true,
         body: { name: 'Renamed' },
         ownedUrl: async (o) => `/api/v1/auth-clients/${await mine(o)}`,
       },
       {
         method: 'DELETE',
         url: '/api/v1/auth-clients/app_x',
-        scopes: ['account'],
+        scopes: [],
+        sessionOnly: true,
         ownedUrl: async (o) => `/api/v1/auth-clients/${await mine(o)}`,
       },
       {
         method: 'PUT',
         url: '/api/v1/auth-clients/app_x/secret',
-        scopes: ['account'],
+        scopes: [],
+        sessionOnly: true,
         ownedUrl: async (o) =>
           `/api/v1/auth-clients/${(await create(o, { ...valid, type: 'confidential' })).json().id}/secret`,
       },

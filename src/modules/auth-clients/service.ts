@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { effectiveClientScopes, scopesForRoles } from '../../auth/oauth/policy.ts';
 import { ALL_SCOPES, type Scope } from '../../auth/scopes.ts';
 import type { AuthClientRow } from '../../db/schema/index.ts';
-import { type PublicContext, requireScope, type ServiceContext } from '../../lib/context.ts';
+import { type PublicContext, requireFirstParty, requireScope, type ServiceContext } from '../../lib/context.ts';
 import { BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type ListParams, type Page, toPage } from '../../lib/pagination.ts';
@@ -66,7 +66,7 @@ function checkScopes(scopes: readonly string[] | undefined, roles: readonly stri
 }
 
 export async function createAuthClient(ctx: ServiceContext, input: CreateAuthClient): Promise<CreatedAuthClient> {
-  requireScope(ctx, 'account');
+  requireFirstParty(ctx);
   const roles = [...new Set(input.roles)];
   await checkRoles(ctx, roles);
   const allowedScopes = checkScopes(input.allowedScopes, roles);
@@ -110,7 +110,7 @@ export async function updateAuthClient(
   clientId: string,
   input: UpdateAuthClient,
 ): Promise<AuthClient> {
-  requireScope(ctx, 'account');
+  requireFirstParty(ctx);
   const existing = await repo.findOwnClient(ctx.db, ctx.accountId, clientId);
   if (!existing) throw new NotFoundError(`Auth client ${clientId} not found`);
   const roles = input.roles ? [...new Set(input.roles)] : existing.roles;
@@ -133,7 +133,7 @@ export async function updateAuthClient(
 
 /** Deletes the client and everything issued to it: its tokens stop working at once. */
 export async function deleteAuthClient(ctx: ServiceContext, clientId: string): Promise<void> {
-  requireScope(ctx, 'account');
+  requireFirstParty(ctx);
   const grants = await ctx.db.transaction(async (tx) => {
     const deleted = await repo.deleteClient(tx, ctx.accountId, clientId);
     if (!deleted) throw new NotFoundError(`Auth client ${clientId} not found`);
@@ -145,7 +145,7 @@ export async function deleteAuthClient(ctx: ServiceContext, clientId: string): P
 
 /** A new secret, shown once; the previous one stops working at once. */
 export async function rotateAuthClientSecret(ctx: ServiceContext, clientId: string): Promise<ClientSecret> {
-  requireScope(ctx, 'account');
+  requireFirstParty(ctx);
   const existing = await repo.findOwnClient(ctx.db, ctx.accountId, clientId);
   if (!existing) throw new NotFoundError(`Auth client ${clientId} not found`);
   if (existing.type !== 'confidential') throw new BadRequestError('Public clients have no secret (they use PKCE only)');

@@ -67,19 +67,24 @@ export async function authRoutes(app: App, config: Config): Promise<void> {
     {
       schema: {
         tags,
-        summary: 'List personal access tokens (metadata, never the token)',
+        summary: 'List personal access tokens (metadata, never the token; session token only)',
         querystring: listQuery(['createdAt']),
         response: { 200: paginated(Pat) },
       },
-      config: { scopes: ['account'] },
+      config: { auth: 'session' },
     },
     (req) => service.listPats(req.ctx, req.query),
   );
   app.delete(
     '/auth/pats/:id',
     {
-      schema: { tags, summary: 'Revoke a personal access token', params: PatParams, response: { 204: z.undefined() } },
-      config: { scopes: ['account'] },
+      schema: {
+        tags,
+        summary: 'Revoke a personal access token (session token only)',
+        params: PatParams,
+        response: { 204: z.undefined() },
+      },
+      config: { auth: 'session' },
     },
     async (req, reply) => {
       await service.revokePat(req.ctx, req.params.id);

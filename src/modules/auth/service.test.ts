@@ -50,11 +50,12 @@ describe('sign-up, sign-in, sessions and personal access tokens', () => {
         sessionOnly: true,
         body: { name: 't', scopes: ['account'] },
       },
-      { method: 'GET', url: '/api/v1/auth/pats', scopes: ['account'] },
+      { method: 'GET', url: '/api/v1/auth/pats', scopes: [], sessionOnly: true },
       {
         method: 'DELETE',
         url: '/api/v1/auth/pats/tok_x',
-        scopes: ['account'],
+        scopes: [],
+        sessionOnly: true,
         ownedUrl: async (owner) => `/api/v1/auth/pats/${(await mint(owner, { scopes: ['account'] })).json().id}`,
       },
       { method: 'GET', url: '/api/v1/auth-scopes', scopes: [] },
@@ -426,7 +427,7 @@ describe('sign-up, sign-in, sessions and personal access tokens', () => {
       const u = await createUser(h.app);
       const { id, personal_access_token: token } = (await mint(u, { scopes: ['account'] })).json();
       expect((await me(token)).statusCode).toBe(200);
-      const res = await call(h.app, 'DELETE', `/api/v1/auth/pats/${id}`, { token: await u.pat(['account']) });
+      const res = await call(h.app, 'DELETE', `/api/v1/auth/pats/${id}`, { token: u.sessionToken });
       expect(res.statusCode).toBe(204);
       expect(res.body).toBe('');
       expect((await me(token)).json()).toEqual({

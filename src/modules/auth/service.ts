@@ -2,7 +2,7 @@ import { hash, verify } from '@node-rs/argon2';
 import * as authRepo from '../../auth/repo.ts';
 import { ALL_SCOPES, type Scope } from '../../auth/scopes.ts';
 import type { PersonalAccessTokenRow } from '../../db/schema/index.ts';
-import { type PublicContext, requireScope, type ServiceContext } from '../../lib/context.ts';
+import { type PublicContext, requireFirstParty, type ServiceContext } from '../../lib/context.ts';
 import {
   ConflictError,
   ForbiddenError,
@@ -124,9 +124,7 @@ function toPat(row: PersonalAccessTokenRow): Pat {
  * and only the hash is stored: the token is in this answer and nowhere else.
  */
 export async function createPat(ctx: ServiceContext, input: CreatePat): Promise<CreatedPat> {
-  if (ctx.actor.kind !== 'session' && ctx.actor.kind !== 'cli') {
-    throw new ForbiddenError('Personal access tokens can only be created with a session token');
-  }
+  requireFirstParty(ctx);
   const { patDefaultExpiresIn, patMaxExpiresIn } = ctx.deps.config;
   const expiresIn = input.expires_in ?? patDefaultExpiresIn;
   if (expiresIn > patMaxExpiresIn) {
@@ -156,13 +154,13 @@ export async function listPats(
   ctx: ServiceContext,
   p: Pick<ListParams, 'page' | 'limit' | 'sortOrder'>,
 ): Promise<Page<Pat>> {
-  requireScope(ctx, 'account');
+  requireFirstParty(ctx);
   const { rows, total } = await authRepo.listPats(ctx.db, ctx.accountId, p);
   return toPage(rows.map(toPat), total, p);
 }
 
 export async function revokePat(ctx: ServiceContext, id: string): Promise<void> {
-  requireScope(ctx, 'account');
+  requireFirstParty(ctx);
   const revoked = await authRepo.revokePat(ctx.db, ctx.accountId, id, new Date());
   if (!revoked) throw new NotFoundError(`Personal access token ${id} not found`);
   ctx.deps.actorCache.evict({ tokenId: id });

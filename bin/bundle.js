@@ -5,7 +5,7 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildSync } from 'esbuild';
+import { buildSync, stop } from 'esbuild';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -24,6 +24,9 @@ export function bundle(name) {
     write: false,
     logLevel: 'warning',
   });
+  // buildSync runs esbuild's service (a child process, behind a worker thread) and keeps it for later calls:
+  // stopped here, it does not live on beside the server for the life of the process.
+  void stop();
   mkdirSync(dirname(outfile), { recursive: true });
   // Written aside and renamed: several processes starting at once never read a half-written file.
   for (const file of result.outputFiles) {

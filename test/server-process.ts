@@ -18,6 +18,8 @@ export interface ServerProcess {
   startToReadyMs: number;
   /** Every JSON log line so far. */
   logs: Array<Record<string, unknown>>;
+  /** What the process wrote to stderr so far, and any stdout line that was not JSON. */
+  stderr(): string;
   /** Resident memory now (Linux /proc), in MB. */
   rssMb(): number;
   /** Sends the signal and resolves with how the process ended. */
@@ -136,6 +138,7 @@ export async function startServer(
     port,
     startToReadyMs: Math.round(readyTime - started),
     logs,
+    stderr: () => stderr,
     rssMb() {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);

@@ -49,12 +49,23 @@ export async function registerRateLimit(app: FastifyInstance, config: Config): P
         enableOfflineQueue: false,
       })
     : undefined;
-  redis?.on('error', (err) => app.log.warn({ err: err.message }, 'redis error'));
+  // The client reconnects for ever and reports every failed attempt: say it once when Redis goes away and once
+  // when it is back, not every two seconds.
+  let down = false;
+  const wentDown = (err?: Error) => {
+    if (down) return;
+    down = true;
+    app.log.warn({ err: err?.message }, 'Redis is not reachable: rate limits are not enforced until it is');
+  };
+  redis?.on('error', wentDown);
+  redis?.on('ready', () => {
+    if (!down) return;
+    down = false;
+    app.log.info('Redis is reachable again: rate limits are enforced');
+  });
   // Shared counters from the first request: until the client is ready its commands fail, and the limits with
   // them (fail open). Start-up waits for it up to the connect timeout, then goes on (Redis down: fail open).
-  if (redis && !(await ready(redis, REDIS_CONNECT_TIMEOUT_MS))) {
-    app.log.warn('Redis is not reachable yet: rate limits are not enforced until it is');
-  }
+  if (redis && !(await ready(redis, REDIS_CONNECT_TIMEOUT_MS))) wentDown();
   await app.register(rateLimit, {
     global: true,
     max: rateLimits.global,

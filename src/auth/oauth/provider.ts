@@ -12,6 +12,7 @@ import { errorPage } from '../../web/pages.ts';
 import { SESSION_COOKIE, sessionAccountId } from '../browser-session.ts';
 import { ALL_SCOPES } from '../scopes.ts';
 import { createAdapterClass } from './adapter.ts';
+import { routeOidcConsole } from './console-bridge.ts';
 import type { KeySet } from './keys.ts';
 import {
   ALLOWED_SCOPES_PROPERTY,
@@ -68,6 +69,7 @@ export interface ProviderHooks {
  * loads it (about 200 ms of start-up and 15 MB of memory).
  */
 export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHooks): Promise<Provider> {
+  routeOidcConsole(deps.log);
   const { default: Provider, errors, interactionPolicy } = await import('oidc-provider');
   const { config } = deps;
   const db = deps.database.db;

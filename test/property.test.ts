@@ -38,6 +38,8 @@ describe('robustness under random requests', () => {
     '/api/v1/credit-transactions',
     '/api/v1/chat/completions',
     '/api/v1/models',
+    '/api/v1/providers',
+    '/api/v1/providers/github/tools',
     '/api/v1/knowledge/bases',
     '/api/v1/knowledge/bases/kb_x',
     '/api/v1/knowledge/bases/kb_x/pages',
@@ -64,7 +66,19 @@ describe('robustness under random requests', () => {
   );
   const query = fc.option(
     fc.dictionary(
-      fc.constantFrom('page', 'limit', 'sortBy', 'sortOrder', 'type', 'from', 'to', 'x', 'access_token'),
+      fc.constantFrom(
+        'page',
+        'limit',
+        'sortBy',
+        'sortOrder',
+        'type',
+        'from',
+        'to',
+        'x',
+        'access_token',
+        'q',
+        'category',
+      ),
       fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('0', '-1', '101', '1e308', 'NaN', 'asc', 'createdAt')),
     ),
   );

@@ -15,8 +15,7 @@ import {
   refreshConnection,
 } from '../modules/connections/service.ts';
 import { providerCredentialVariables } from '../modules/providers/catalog.ts';
-import type { Provider } from '../modules/providers/schema.ts';
-import { listProviders, logoPath } from '../modules/providers/service.ts';
+import { filterCatalog, listProviders, logoPath } from '../modules/providers/service.ts';
 import { type Form, one, pageHelpers, type SignedIn, send } from './common.ts';
 import {
   type CatalogItem,
@@ -32,16 +31,6 @@ const CONNECTION_ID = /^conn_[A-Za-z0-9_-]{1,96}$/;
 const PENDING_ID = /^pcn_[A-Za-z0-9_-]{1,96}$/;
 /** The most connections the page lists. */
 const MAX_LISTED = 100;
-
-/** The catalog narrowed by a search (every word in the label, description, id or category) and a category. */
-export function filterCatalog(providers: readonly Provider[], q: string, category: string): Provider[] {
-  const words = q.toLowerCase().split(/\s+/).filter(Boolean);
-  return providers.filter((p) => {
-    if (category && p.category !== category) return false;
-    const text = `${p.label} ${p.description} ${p.id} ${p.category}`.toLowerCase();
-    return words.every((w) => text.includes(w));
-  });
-}
 
 /** What the provider's `error` and `error_description` on the way back mean, in words (both are cut short). */
 export function callbackMessage(error: string, description: string): string {

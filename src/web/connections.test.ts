@@ -12,7 +12,9 @@ import { createHarness, createUser, type TestHarness, type TestUser } from '../.
 import { csrfOf, PageClient } from '../../test/web-client.ts';
 import { connections } from '../db/schema/index.ts';
 import { connectAcme } from '../modules/connections/test-support.ts';
-import { callbackMessage, filterCatalog } from './connection-routes.ts';
+import { loadProviderCatalog } from '../modules/providers/catalog.ts';
+import { filterCatalog } from '../modules/providers/service.ts';
+import { callbackMessage } from './connection-routes.ts';
 
 const PAGE = '/account/connections';
 const BACK = `http://localhost:8080${PAGE}`;
@@ -117,7 +119,11 @@ describe('connections page', () => {
     expect(search.body).toContain('value="acme"');
 
     const category = await browser.get(`${PAGE}?category=crm`);
-    expect(ids(category.body).sort()).toEqual(['hubspot', 'salesforce']);
+    const crm = loadProviderCatalog({ dirs: [], env: {} })
+      .providers.filter((p) => p.definition.category === 'crm')
+      .map((p) => p.definition.id);
+    expect(ids(category.body).sort()).toEqual(crm.sort());
+    expect(crm).toEqual(expect.arrayContaining(['hubspot', 'salesforce']));
     expect(category.body).toContain('<option value="crm" selected>CRM</option>');
 
     const both = await browser.get(`${PAGE}?q=team&category=testing`);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { App } from '../../http/types.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { listConnectionTools } from '../connections/tools.ts';
-import { Provider, ProviderParams, ProviderTool, ProviderToolsQuery } from './schema.ts';
+import { Provider, ProviderParams, ProvidersQuery, ProviderTool, ProviderToolsQuery } from './schema.ts';
 import * as service from './service.ts';
 
 /** `/api/v1/providers*` (SPEC §4 Providers). */
@@ -11,10 +11,15 @@ export async function providerRoutes(app: App): Promise<void> {
   app.get(
     '/providers',
     {
-      schema: { tags, summary: 'The connector catalog (public)', response: { 200: z.array(Provider) } },
+      schema: {
+        tags,
+        summary: 'The connector catalog (public), optionally one category or providers matching every word of q',
+        querystring: ProvidersQuery,
+        response: { 200: z.array(Provider) },
+      },
       config: { auth: 'public' },
     },
-    (req) => service.listProviders(req.publicCtx),
+    (req) => service.listProviders(req.publicCtx, req.query),
   );
   app.get(
     '/providers/:providerId',

@@ -367,6 +367,15 @@ export const ProviderTool = z
   .meta({ id: 'ProviderTool' });
 export type ProviderTool = z.infer<typeof ProviderTool>;
 
+export const ProvidersQuery = z.object({
+  category: z.string().max(50).optional().describe('Only providers of this category (e.g. storage, crm)'),
+  q: z
+    .string()
+    .max(200)
+    .optional()
+    .describe('Only providers whose label, description, id or category hold every word, case-insensitively'),
+});
+
 export const ProviderParams = z.object({ providerId: z.string().min(1).max(100) });
 
 export const ProviderToolsQuery = z.object({

@@ -70,6 +70,29 @@ describe('providers API', () => {
       }
     });
 
+    it('filters by category and by every word of q, case-insensitively', async () => {
+      const storage = await call(h.app, 'GET', '/api/v1/providers?category=storage');
+      expect(storage.statusCode).toBe(200);
+      const storageIds = (storage.json() as Array<{ id: string; category: string }>).map((p) => p.id).sort();
+      const expected = shipped.providers
+        .filter((p) => p.definition.category === 'storage')
+        .map((p) => p.definition.id)
+        .sort();
+      expect(storageIds).toEqual(expected);
+      expect(storageIds).toEqual(expect.arrayContaining(['box', 'dropbox']));
+
+      const q = await call(h.app, 'GET', '/api/v1/providers?q=MICROSOFT%20tasks');
+      expect((q.json() as Array<{ id: string }>).map((p) => p.id)).toEqual(['microsoft-todo']);
+      const both = await call(h.app, 'GET', '/api/v1/providers?q=github&category=developer-tools');
+      expect((both.json() as Array<{ id: string }>).map((p) => p.id)).toEqual(['github']);
+      const none = await call(h.app, 'GET', '/api/v1/providers?q=github&category=storage');
+      expect(none.statusCode).toBe(200);
+      expect(none.json()).toEqual([]);
+      const tooLong = await call(h.app, 'GET', `/api/v1/providers?q=${'x'.repeat(201)}`);
+      expect(tooLong.statusCode).toBe(422);
+      expect(tooLong.json().error).toBe('ValidationError');
+    });
+
     it('answers the same with a token, and ignores a bad one', async () => {
       const plain = (await call(h.app, 'GET', '/api/v1/providers')).json();
       const withToken = await call(h.app, 'GET', '/api/v1/providers', { token: user.sessionToken });
@@ -202,11 +225,17 @@ describe('providers API', () => {
       expect(res.body).toBe(readFileSync(join(SHIPPED_PROVIDERS_DIR, 'logos', 'github.svg'), 'utf8'));
     });
 
-    it('serves a letter mark for a provider that brings no logo', async () => {
+    it('serves a monogram for a provider that brings no logo', async () => {
       const res = await call(h.app, 'GET', '/providers/logos/acme-tracker.svg');
       expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toBe('image/svg+xml; charset=utf-8');
       expect(res.body).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
-      expect(res.body).toContain('>A</text>');
+      expect(res.body).toContain('>AT</text>');
+      // A generated provider without a shipped logo: its initials.
+      const sheets = await call(h.app, 'GET', '/providers/logos/google-sheets.svg');
+      expect(sheets.statusCode).toBe(200);
+      expect(sheets.body).toContain('>GS</text>');
+      expect(sheets.body).not.toMatch(/<script|on\w+=|href=/i);
     });
 
     it('answers 404 NotFoundError for unknown providers and other file names', async () => {

@@ -30,10 +30,24 @@ function entryOf(config: Pick<Config, 'providers'>, providerId: string): Catalog
   return entry;
 }
 
-/** The whole catalog, configured or not: a client shows what exists and what an operator still must set up. */
-export function listProviders(ctx: PublicContext): Provider[] {
+/** The catalog narrowed by a search (every word in the label, description, id or category) and a category. */
+export function filterCatalog(providers: readonly Provider[], q: string, category: string): Provider[] {
+  const words = q.toLowerCase().split(/\s+/).filter(Boolean);
+  return providers.filter((p) => {
+    if (category && p.category !== category) return false;
+    const text = `${p.label} ${p.description} ${p.id} ${p.category}`.toLowerCase();
+    return words.every((w) => text.includes(w));
+  });
+}
+
+/**
+ * The whole catalog, configured or not: a client shows what exists and what an operator still must set up.
+ * `category` keeps one category, `q` the providers whose label, description, id or category hold every word.
+ */
+export function listProviders(ctx: PublicContext, filter: { q?: string; category?: string } = {}): Provider[] {
   const config = ctx.deps.config;
-  return providerCatalog(config).providers.map((p) => toProvider(p, config));
+  const all = providerCatalog(config).providers.map((p) => toProvider(p, config));
+  return filter.q || filter.category ? filterCatalog(all, filter.q ?? '', filter.category ?? '') : all;
 }
 
 export function getProvider(ctx: ServiceContext, providerId: string): Provider {
@@ -56,15 +70,29 @@ export function listProviderTools(ctx: Pick<ServiceContext, 'deps'>, providerId:
 /** A logo: the SVG beside the provider file, or a letter mark made from the label. Unknown ids are 404. */
 export function getProviderLogo(ctx: PublicContext, providerId: string): string {
   const entry = entryOf(ctx.deps.config, providerId);
-  return entry.logoSvg ?? letterMark(entry.definition.label);
+  return entry.logoSvg ?? letterMark(entry.definition.label, entry.definition.id);
 }
 
-function letterMark(label: string): string {
-  const letter = (label.trim()[0] ?? '?').toUpperCase().replace(/[<>&"']/g, '?');
+/** Background colours of monograms, dark enough for white letters (contrast above 4.5:1). */
+const MONOGRAM_COLOURS = ['#4b5563', '#1d4ed8', '#047857', '#b91c1c', '#6d28d9', '#9a3412', '#0f766e', '#be185d'];
+
+/**
+ * A monogram for providers that ship no logo: up to two initials of the label ("Google Sheets" is GS, "Box"
+ * is B) on a colour picked from the id, so neighbours in the catalog differ.
+ */
+export function letterMark(label: string, id = label): string {
+  const words = label.match(/[A-Za-z0-9]+/g) ?? ['?'];
+  const initials = (words.length > 1 ? `${words[0]?.[0] ?? ''}${words[1]?.[0] ?? ''}` : (words[0]?.[0] ?? '?'))
+    .toUpperCase()
+    .replace(/[^A-Z0-9]/g, '?');
+  let hash = 0;
+  for (const ch of id) hash = (hash * 31 + (ch.codePointAt(0) ?? 0)) >>> 0;
+  const colour = MONOGRAM_COLOURS[hash % MONOGRAM_COLOURS.length];
+  const size = initials.length > 1 ? 26 : 30;
   return (
     '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" role="img">' +
-    '<rect width="64" height="64" rx="14" fill="#4b5563"/>' +
-    `<text x="32" y="43" font-family="Helvetica,Arial,sans-serif" font-size="30" font-weight="700" fill="#fff" text-anchor="middle">${letter}</text>` +
+    `<rect width="64" height="64" rx="14" fill="${colour}"/>` +
+    `<text x="32" y="42" font-family="Helvetica,Arial,sans-serif" font-size="${size}" font-weight="700" fill="#fff" text-anchor="middle">${initials}</text>` +
     '</svg>'
   );
 }

@@ -12,12 +12,24 @@ import { csrfToken, csrfValid } from './session.ts';
 
 export type Form = Record<string, string | string[] | undefined>;
 
-/** Only a path on this site: never an absolute or scheme-relative URL (no open redirect). */
-export function localPath(value: unknown, fallback = '/account/apps'): string {
-  if (typeof value !== 'string' || !value.startsWith('/') || value.startsWith('//') || value.includes('\\')) {
+/**
+ * Where a `return_to` may send the browser: resolved against `APP_URL`, accepted only when the origin stays
+ * ours, and answered as a path (`/a?b#c`). Anything else gives `fallback`: a value with control characters
+ * (a tab or newline that browsers strip, so `/%09/evil.example` becomes `//evil.example`), spaces or
+ * non-ASCII characters (a `Location` header cannot carry them), a scheme-relative or absolute URL elsewhere.
+ * Every page that reads `return_to` goes through here.
+ */
+export function returnTarget(value: unknown, appUrl: string, fallback = '/account/apps'): string {
+  if (typeof value !== 'string' || value === '' || value.length > 2048 || /[^\x21-\x7e]/.test(value)) return fallback;
+  const base = new URL(`${appUrl}/`);
+  let target: URL;
+  try {
+    target = new URL(value, base);
+  } catch {
     return fallback;
   }
-  return value;
+  if (target.origin !== base.origin || target.username || target.password) return fallback;
+  return `${target.pathname}${target.search}${target.hash}`;
 }
 
 export function one(form: Form, name: string): string {

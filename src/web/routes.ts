@@ -7,7 +7,7 @@ import type { App } from '../http/types.ts';
 import { AppError } from '../lib/errors.ts';
 import * as authService from '../modules/auth/service.ts';
 import * as authClientsService from '../modules/auth-clients/service.ts';
-import { type Form, localPath, many, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { type Form, many, one, pageHelpers, returnTarget, type SignedIn, send } from './common.ts';
 import { connectionPageRoutes } from './connection-routes.ts';
 import { knowledgePageRoutes } from './knowledge-routes.ts';
 import { appsPage, consentPage, errorPage, signInPage, signUpPage, tokensPage } from './pages.ts';
@@ -69,7 +69,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   // ---- Stand-alone sign-in, sign-up, sign-out -------------------------------------------------------------
 
   app.get('/signin', page, async (req, reply) => {
-    const returnTo = localPath((req.query as Form).return_to);
+    const returnTo = returnTarget((req.query as Form).return_to, config.appUrl);
     if (await currentUser(req)) return reply.redirect(returnTo, 303);
     return send(
       reply,
@@ -84,7 +84,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
 
   app.post('/signin', limited, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
-    const returnTo = localPath(one(form, 'return_to'));
+    const returnTo = returnTarget(one(form, 'return_to'), config.appUrl);
     if (!csrfOk(req, form)) return csrfFailed(reply);
     try {
       const session = await authService.authenticate(req.publicCtx, {
@@ -110,13 +110,13 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   });
 
   app.get('/signup', page, async (req, reply) => {
-    const returnTo = localPath((req.query as Form).return_to);
+    const returnTo = returnTarget((req.query as Form).return_to, config.appUrl);
     return send(reply, signUpPage({ action: '/signup', signinHref: '/signin', csrf: csrfOf(req, reply), returnTo }));
   });
 
   app.post('/signup', limited, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
-    const returnTo = localPath(one(form, 'return_to'));
+    const returnTo = returnTarget(one(form, 'return_to'), config.appUrl);
     if (!csrfOk(req, form)) return csrfFailed(reply);
     try {
       const session = await signupFromForm(req, form);
@@ -157,7 +157,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     const current = await currentUser(req);
     if (current) await authService.logout(serviceContextOf(req, current.actor));
     clearSessionCookie(reply, deps);
-    const returnTo = localPath(one(form, 'return_to'), '/signin');
+    const returnTo = returnTarget(one(form, 'return_to'), config.appUrl, '/signin');
     return reply.redirect(returnTo, 303);
   });
 

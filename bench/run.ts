@@ -6,6 +6,7 @@ import { type Benchmark, formatResult } from './lib.ts';
 import { benchLlmGateway } from './llm-gateway.ts';
 import { mcpBenchmark } from './mcp.ts';
 import { startupBenchmark } from './startup.ts';
+import { benchToolSearch } from './tool-search.ts';
 
 /**
  * `npm run bench [-- NAME ...] [--strict]`: runs the named benchmarks (default: all) one after another and
@@ -26,6 +27,15 @@ const BENCHMARKS: Benchmark[] = [
     summary: 'LLM gateway against its upstream called directly (prints its own table)',
     async run() {
       await benchLlmGateway();
+      return { title: '', baseline: '', figures: [] };
+    },
+  },
+  {
+    name: 'tool-search',
+    summary:
+      'Top-5 rate of the agent tool search on labelled requests with every provider connected (prints its own table)',
+    async run() {
+      await benchToolSearch();
       return { title: '', baseline: '', figures: [] };
     },
   },

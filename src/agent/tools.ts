@@ -8,6 +8,8 @@ export interface AgentTool {
   mode: 'read' | 'write';
   /** Where it comes from (a provider id, `built-in` ...): shown in progress messages. */
   source: string;
+  /** More words the tool search matches (a provider's label and category), never shown to the model. */
+  keywords?: string;
   run(args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
 }
 
@@ -23,17 +25,141 @@ export const DIRECT_TOOL_LIMIT = 16;
 
 const words = (s: string) => s.toLowerCase().match(/[a-z0-9]+/g) ?? [];
 
-/** Ranks tools by how many query words their name, source and description share. */
+/** Words that say nothing about which tool is meant. */
+const STOPWORDS = new Set(
+  "a an the my me i i'm im we our you your to of in on at for from with and or by is are be it its this that these those what whats which who when where how do does did can could would please about into all any some there their them s".split(
+    ' ',
+  ),
+);
+
+/**
+ * How people ask against how tools are named: each word on the left also counts as the words on the right.
+ * Verbs map to the tool-name verbs (list, search, create, update, delete, send), nouns to the API's nouns.
+ */
+const SYNONYMS: Record<string, string[]> = {
+  find: ['search'],
+  look: ['search', 'get'],
+  lookup: ['search'],
+  show: ['list', 'get'],
+  read: ['get', 'list'],
+  see: ['list', 'get'],
+  whats: ['list'],
+  add: ['create'],
+  new: ['create'],
+  make: ['create'],
+  schedule: ['create', 'meeting', 'event'],
+  open: ['create'],
+  write: ['update', 'create'],
+  overwrite: ['update'],
+  set: ['update'],
+  change: ['update'],
+  edit: ['update'],
+  rename: ['update', 'move'],
+  reschedule: ['update'],
+  mark: ['update'],
+  done: ['update', 'complete'],
+  complete: ['update'],
+  completed: ['update'],
+  close: ['update'],
+  remove: ['delete'],
+  cancel: ['delete'],
+  post: ['send', 'create'],
+  reply: ['send'],
+  email: ['mail', 'message'],
+  mail: ['email', 'message'],
+  emails: ['mail', 'message'],
+  inbox: ['message', 'mail'],
+  thread: ['thread'],
+  meeting: ['meeting', 'event'],
+  appointment: ['event'],
+  free: ['busy'],
+  busy: ['free'],
+  tab: ['sheet', 'spreadsheet'],
+  cell: ['range'],
+  row: ['append', 'row', 'record'],
+  server: ['guild'],
+  song: ['track'],
+  music: ['track'],
+  liked: ['saved'],
+  like: ['saved'],
+  listening: ['played'],
+  listened: ['played'],
+  lately: ['recently'],
+  playing: ['currently', 'playing'],
+  phone: ['contact'],
+  person: ['contact'],
+  people: ['contact', 'directory'],
+  colleague: ['directory'],
+  readme: ['file', 'contents'],
+  attended: ['participant'],
+  attendee: ['participant'],
+  register: ['registrant'],
+  ticket: ['issue'],
+  bug: ['issue'],
+  pr: ['pull', 'request'],
+  repo: ['repository'],
+  doc: ['document', 'page'],
+  note: ['note', 'page'],
+  todo: ['task'],
+};
+
+/** A crude stem: plural and verb endings off, so "meetings" finds "meeting" and "labelled" "label". */
+function stem(w: string): string {
+  if (w.length > 4 && w.endsWith('ies')) return `${w.slice(0, -3)}y`;
+  if (w.length > 5 && w.endsWith('ing')) return w.slice(0, -3);
+  if (w.length > 4 && w.endsWith('ed')) return w.slice(0, -2);
+  if (w.length > 3 && w.endsWith('s') && !w.endsWith('ss')) return w.slice(0, -1);
+  return w;
+}
+
+const terms = (s: string) => words(s).map(stem);
+
+interface Indexed {
+  tool: AgentTool;
+  name: Set<string>;
+  provider: Set<string>;
+  desc: Set<string>;
+}
+
+/**
+ * Ranks tools for a query: each query word (stemmed, with its synonyms) weighs by how rare it is among the
+ * tools (inverse document frequency), three times in a tool's name, twice in its provider's id, label or
+ * category, once in its description. A query naming a provider keeps its tools ahead of the others.
+ */
 export function searchTools(tools: readonly AgentTool[], query: string, limit = 8): AgentTool[] {
-  const q = new Set(words(query));
-  return tools
-    .map((t) => {
-      const name = words(`${t.source} ${t.name}`);
-      const desc = words(t.description);
-      const score = name.filter((w) => q.has(w)).length * 3 + desc.filter((w) => q.has(w)).length;
-      return { t, score };
+  const indexed: Indexed[] = tools.map((t) => ({
+    tool: t,
+    name: new Set(terms(t.name)),
+    provider: new Set(terms(`${t.source} ${t.keywords ?? ''}`)),
+    desc: new Set(terms(t.description)),
+  }));
+  const df = new Map<string, number>();
+  for (const x of indexed) {
+    for (const w of new Set([...x.name, ...x.provider, ...x.desc])) df.set(w, (df.get(w) ?? 0) + 1);
+  }
+  const idf = (w: string) => Math.log(1 + indexed.length / (1 + (df.get(w) ?? 0)));
+  // "to do" is one word to people and a provider (Microsoft To Do) to us.
+  const raw = words(query.replace(/\bto[\s-]?dos?\b/gi, 'todo')).filter((w) => !STOPWORDS.has(w));
+  // Each query word with its synonyms: the best-matching form counts once.
+  const groups = raw.map((w) => [...new Set([stem(w), ...(SYNONYMS[w] ?? SYNONYMS[stem(w)] ?? []).map(stem)])]);
+  const providerWords = new Set(indexed.flatMap((x) => [...x.provider]));
+  const named = new Set(groups.flat().filter((w) => providerWords.has(w) && (df.get(w) ?? 0) < indexed.length / 4));
+  return indexed
+    .map((x) => {
+      let score = 0;
+      for (const group of groups) {
+        let best = 0;
+        for (const [i, w] of group.entries()) {
+          const weight = (x.name.has(w) ? 3 : x.provider.has(w) ? 2 : x.desc.has(w) ? 1 : 0) * idf(w);
+          // The word as written counts fully, a synonym a little less.
+          best = Math.max(best, i === 0 ? weight : weight * 0.8);
+        }
+        score += best;
+      }
+      const mentioned = [...named].some((w) => x.provider.has(w));
+      return { t: x.tool, score: score + (mentioned ? 100 : 0), plain: score };
     })
-    .filter((x) => x.score > 0)
+    .filter((x) => x.plain > 0)
     .sort((a, b) => b.score - a.score || a.t.name.localeCompare(b.t.name))
     .slice(0, limit)
     .map((x) => x.t);

@@ -45,6 +45,7 @@ export async function findPatByHash(db: Executor, tokenHash: string) {
       scopes: personalAccessTokens.scopes,
       providerPermissions: personalAccessTokens.providerPermissions,
       defaultProviderPermission: personalAccessTokens.defaultProviderPermission,
+      knowledgeBaseIds: personalAccessTokens.knowledgeBaseIds,
       expiresAt: personalAccessTokens.expiresAt,
       revokedAt: personalAccessTokens.revokedAt,
       lastUsedAt: personalAccessTokens.lastUsedAt,

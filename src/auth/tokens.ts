@@ -81,6 +81,7 @@ async function lookupStored(db: Db, token: string, hash: string): Promise<{ acto
     scopes: new Set(row.scopes.filter(isScope)),
     providerPermissions: row.providerPermissions,
     defaultProviderPermission: row.defaultProviderPermission,
+    ...(row.knowledgeBaseIds ? { allowedKnowledgeBaseIds: row.knowledgeBaseIds } : {}),
     creditBalance: row.creditBalance,
   };
   return { actor, expiresAt: row.expiresAt };

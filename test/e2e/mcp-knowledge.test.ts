@@ -141,4 +141,52 @@ describe('knowledge bases through the agent', () => {
     const [first] = knowledgeAgentTools(noScope);
     await expect(first?.run({}, new AbortController().signal)).rejects.toThrow('Missing required scope');
   });
+
+  it('a PAT limited with knowledge_base_ids: enforced through MCP and the REST API alike', async () => {
+    const u = await createUser(h.app);
+    const { def, other } = await basesOf(u);
+    const stranger = await createUser(h.app);
+    const theirs = (await call(h.app, 'GET', '/api/v1/knowledge/bases', { token: stranger.sessionToken })).json()
+      .data[0].id;
+    const refused = await call(h.app, 'POST', '/api/v1/auth/pat', {
+      token: u.sessionToken,
+      body: { name: 'x', scopes: ['account'], knowledge_base_ids: [other, theirs, 'kb_nope'] },
+    });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.json().message).toBe(`Unknown knowledge bases: ${theirs}, kb_nope`);
+
+    const made = await call(h.app, 'POST', '/api/v1/auth/pat', {
+      token: u.sessionToken,
+      body: {
+        name: 'limited',
+        scopes: ['account', 'universal-mcp-read', 'universal-mcp-read-write'],
+        knowledge_base_ids: [other],
+      },
+    });
+    expect(made.statusCode, made.body).toBe(201);
+    expect(made.json().knowledge_base_ids).toEqual([other]);
+    const token = made.json().personal_access_token as string;
+
+    // REST: only the allowed base is listed, the other is 403.
+    const list = await call(h.app, 'GET', '/api/v1/knowledge/bases', { token });
+    expect(list.json().data.map((b: { id: string }) => b.id)).toEqual([other]);
+    const denied = await call(h.app, 'GET', `/api/v1/knowledge/bases/${def}/pages/search?q=anvils`, { token });
+    expect(denied.statusCode).toBe(403);
+    expect(denied.json().message).toBe(`This token may not use knowledge base ${def}`);
+
+    // MCP: the agent's read and write tools are refused the other base; the model is told why.
+    llm.enqueue(
+      { toolCalls: [{ name: 'knowledge-search', arguments: { query: 'anvils', kbId: def } }] },
+      { toolCalls: [{ name: 'knowledge-add-source', arguments: { name: 'n', text: 'secret', kbId: def } }] },
+      { toolCalls: [{ name: 'knowledge-search', arguments: { query: 'anvils' } }] },
+      { content: 'Only the Private base is open to me.' },
+    );
+    const result = await useAgent(token, { prompt: 'Search every base for anvils and file a note.' });
+    expect((result.content[0] as { text: string }).text).toBe('Only the Private base is open to me.');
+    const told = llm.requests.slice(1, 4).map((r) => r.messages.filter((m) => m.role === 'tool').at(-1)?.content ?? '');
+    expect(told[0]).toContain(`This token may not use knowledge base ${def}`);
+    expect(told[1]).toContain(`This token may not use knowledge base ${def}`);
+    expect(told[2]).toContain('"slug":"salaries"');
+    expect(await h.database.db.select().from(knowledgeSources).where(eq(knowledgeSources.kbId, def))).toEqual([]);
+  });
 });

@@ -48,6 +48,8 @@ export const personalAccessTokens = pgTable(
     scopes: text('scopes').array().notNull(),
     providerPermissions: jsonb('provider_permissions').$type<Record<string, 'read' | 'read-write'>>().notNull(),
     defaultProviderPermission: text('default_provider_permission').$type<'read' | 'read-write'>().notNull(),
+    /** Knowledge bases the token may touch; null means every base of the account. */
+    knowledgeBaseIds: text('knowledge_base_ids').array(),
     expiresAt: ts('expires_at').notNull(),
     lastUsedAt: ts('last_used_at'),
     revokedAt: ts('revoked_at'),

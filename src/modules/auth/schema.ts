@@ -36,6 +36,12 @@ export const CreatePat = z
     expires_in: z.number().int().positive().optional().describe('seconds; default and maximum in the README'),
     provider_permissions: z.record(z.string().min(1).max(100), Permission).optional(),
     default_provider_permission: Permission.optional(),
+    knowledge_base_ids: z
+      .array(z.string().min(1).max(100))
+      .min(1)
+      .max(50)
+      .optional()
+      .describe('limit the token to these knowledge bases (extension); default: every base of the account'),
   })
   // Strict: a misspelt field (`expiresIn`) must not silently mint a token that lives the default 90 days.
   .strict()
@@ -50,6 +56,7 @@ export const Pat = z
     scopes: z.array(z.string()),
     provider_permissions: z.record(z.string(), Permission),
     default_provider_permission: Permission,
+    knowledge_base_ids: z.array(z.string()).nullable().describe('null: every knowledge base of the account'),
     expires_at: z.iso.datetime(),
     last_used_at: z.iso.datetime().nullable(),
     created_at: z.iso.datetime(),

@@ -264,6 +264,7 @@ describe('sign-up, sign-in, sessions and personal access tokens', () => {
         scopes: ['connections', 'account'],
         provider_permissions: { github: 'read', slack: 'read-write' },
         default_provider_permission: 'read',
+        knowledge_base_ids: null,
         expires_at: expect.any(String),
         last_used_at: null,
         created_at: expect.any(String),

@@ -16,6 +16,7 @@ import { type ListParams, type Page, toPage } from '../../lib/pagination.ts';
 import * as accountsRepo from '../accounts/repo.ts';
 import { toAccount } from '../accounts/service.ts';
 import { insertCreditTransaction } from '../credits/repo.ts';
+import { unknownKnowledgeBases } from '../knowledge/bases.service.ts';
 import type { Authenticate, CreatedPat, CreatePat, Pat, SessionResponse, Signup } from './schema.ts';
 
 // OWASP's argon2id floor: 19 MiB, 2 passes, 1 lane.
@@ -113,6 +114,7 @@ function toPat(row: PersonalAccessTokenRow): Pat {
     scopes: row.scopes,
     provider_permissions: row.providerPermissions,
     default_provider_permission: row.defaultProviderPermission,
+    knowledge_base_ids: row.knowledgeBaseIds,
     expires_at: row.expiresAt.toISOString(),
     last_used_at: row.lastUsedAt?.toISOString() ?? null,
     created_at: row.createdAt.toISOString(),
@@ -135,6 +137,15 @@ export async function createPat(ctx: ServiceContext, input: CreatePat): Promise<
   const scopes = [...new Set(input.scopes)] as Scope[];
   const beyond = scopes.filter((s) => !ctx.scopes.has(s));
   if (beyond.length) throw new ForbiddenError(`Cannot grant scopes you do not hold: ${beyond.join(', ')}`);
+  const knowledgeBaseIds = input.knowledge_base_ids ? [...new Set(input.knowledge_base_ids)] : null;
+  if (knowledgeBaseIds) {
+    const unknown = await unknownKnowledgeBases(ctx, knowledgeBaseIds);
+    if (unknown.length) {
+      throw new ValidationError(`Unknown knowledge bases: ${unknown.join(', ')}`, [
+        { field: 'body.knowledge_base_ids', message: `not knowledge bases of this account: ${unknown.join(', ')}` },
+      ]);
+    }
+  }
   const token = newSecretToken('pat');
   const row = await authRepo.insertPat(ctx.db, {
     id: newId('pat'),
@@ -145,6 +156,7 @@ export async function createPat(ctx: ServiceContext, input: CreatePat): Promise<
     scopes: ALL_SCOPES.filter((s) => scopes.includes(s)),
     providerPermissions: input.provider_permissions ?? {},
     defaultProviderPermission: input.default_provider_permission ?? 'read-write',
+    knowledgeBaseIds,
     expiresAt: new Date(Date.now() + expiresIn * 1000),
   });
   return { ...toPat(row), personal_access_token: token };

@@ -173,3 +173,9 @@ export async function updateKnowledgeConfig(
   requireScope(ctx, 'account');
   return toConfig(await repo.updateConfig(ctx.db, ctx.accountId, input));
 }
+
+/** The ids among `ids` that are not knowledge bases of the caller's account (a token's allow-list is checked so). */
+export async function unknownKnowledgeBases(ctx: ServiceContext, ids: readonly string[]): Promise<string[]> {
+  const known = new Set((await repo.findBasesByIds(ctx.db, ctx.accountId, ids)).map((b) => b.id));
+  return ids.filter((id) => !known.has(id));
+}

@@ -57,6 +57,18 @@ export async function findBase(db: Executor, accountId: string, kbId: string): P
   return row;
 }
 
+export async function findBasesByIds(
+  db: Executor,
+  accountId: string,
+  ids: readonly string[],
+): Promise<KnowledgeBaseRow[]> {
+  if (ids.length === 0) return [];
+  return db
+    .select()
+    .from(knowledgeBases)
+    .where(and(eq(knowledgeBases.accountId, accountId), inArray(knowledgeBases.id, [...ids])));
+}
+
 /** Locks the base row: the compiler and lint of one base run one at a time. */
 export async function lockBase(db: Executor, kbId: string): Promise<KnowledgeBaseRow | undefined> {
   const [row] = await db.select().from(knowledgeBases).where(eq(knowledgeBases.id, kbId)).for('update');

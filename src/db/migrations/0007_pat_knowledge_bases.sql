@@ -1,0 +1,1 @@
+ALTER TABLE "personal_access_tokens" ADD COLUMN "knowledge_base_ids" text[];

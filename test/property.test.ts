@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, createUser, type TestHarness } from './harness.ts';
+import { csrfOf, PageClient } from './web-client.ts';
 
 const HANG_MS = 10_000;
 
@@ -182,6 +183,191 @@ describe('robustness under random requests', () => {
           }
           // A random DELETE /accounts/me may have removed the account behind the tokens: start a new one.
           if (method === 'DELETE' && res.statusCode === 204 && path.startsWith('/api/v1/accounts/')) await newUser();
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+});
+
+/**
+ * The OAuth endpoints and the pages (issue 10 item 6): oidc-provider answers RFC 6749 error bodies and the pages
+ * answer HTML, so the §7 shape does not apply; the rule is the same otherwise: an answer, never a 5xx, for any
+ * field an attacker controls (NUL, CR, LF, tabs, non-Latin-1, lone surrogates, non-array JSON where arrays go).
+ */
+describe('robustness of the OAuth endpoints and the pages', () => {
+  let h: TestHarness;
+  let clientId: string;
+  let cookie: string;
+  let csrf: string;
+  const redirectUri = 'https://app.example.test/cb';
+
+  beforeAll(async () => {
+    // Limits off in practice: a 429 would hide the handler behind it.
+    h = await createHarness({
+      RATE_LIMIT_AUTH: '1000000',
+      RATE_LIMIT_REGISTER: '1000000',
+      RATE_LIMIT_GLOBAL: '1000000',
+    });
+    const registered = await h.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/register',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({
+        redirect_uris: [redirectUri],
+        token_endpoint_auth_method: 'none',
+        client_name: 'Prop',
+      }),
+    });
+    expect(registered.statusCode, registered.body).toBe(201);
+    clientId = registered.json().client_id;
+    const u = await createUser(h.app);
+    const browser = new PageClient(h.app);
+    expect((await browser.signIn(u.account.email, u.password)).statusCode).toBe(303);
+    csrf = csrfOf((await browser.get('/account/tokens')).body);
+    cookie = browser.cookie;
+  });
+  afterAll(() => h.close());
+
+  const nasty = fc.oneof(
+    fc.string({ maxLength: 30 }),
+    fc.string({ unit: 'binary', maxLength: 20 }),
+    fc.constantFrom(
+      'a\u0000b',
+      '\u0000',
+      '/\t/evil.example',
+      '/%09/evil.example',
+      '/\r\nSet-Cookie: x=1',
+      '/\n',
+      '/Ω',
+      '/😀',
+      '\ud800',
+      '//evil.example',
+      'https://evil.example/',
+      '/account/tokens',
+      redirectUri,
+      'S256',
+      'code',
+      'account openid',
+    ),
+  );
+  const fields = fc.dictionary(
+    fc.constantFrom(
+      'client_id',
+      'return_to',
+      'redirect_uri',
+      'response_type',
+      'scope',
+      'state',
+      'code_challenge',
+      'code_challenge_method',
+      'resource',
+      'prompt',
+      'grant_type',
+      'code',
+      'code_verifier',
+      'refresh_token',
+      'token',
+      'token_type_hint',
+      'client_secret',
+      'email',
+      'password',
+      'name',
+      'q',
+      'category',
+      'csrf',
+    ),
+    fc.oneof(nasty, fc.constant('@client'), fc.constant('@csrf')),
+    { maxKeys: 8 },
+  );
+  const registration = fc.record(
+    {
+      redirect_uris: fc.oneof(
+        fc.array(nasty, { maxLength: 3 }),
+        nasty,
+        fc.json({ maxDepth: 2 }).map((j) => JSON.parse(j) as unknown),
+        fc.constant([redirectUri]),
+      ),
+      client_name: nasty,
+      logo_uri: nasty,
+      client_uri: nasty,
+      token_endpoint_auth_method: fc.constantFrom('none', 'client_secret_basic', 'x', '\u0000'),
+      grant_types: fc.oneof(fc.array(nasty, { maxLength: 2 }), nasty),
+      scope: nasty,
+      contacts: fc.oneof(fc.array(nasty, { maxLength: 2 }), nasty),
+    },
+    { requiredKeys: [] },
+  );
+  const target = fc.constantFrom(
+    ['GET', '/oauth/authorize'],
+    ['POST', '/oauth/authorize'],
+    ['POST', '/api/v1/auth/token'],
+    ['POST', '/api/v1/auth/revoke'],
+    ['POST', '/api/v1/auth/register'],
+    ['GET', '/signin'],
+    ['POST', '/signin'],
+    ['GET', '/signup'],
+    ['POST', '/signup'],
+    ['POST', '/signout'],
+    ['GET', '/interaction/x'],
+    ['GET', '/account/apps'],
+    ['GET', '/account/tokens'],
+    ['POST', '/account/tokens'],
+    ['GET', '/account/connections'],
+    ['GET', '/account/connections/pending/x'],
+  );
+
+  it('answers every request, never with a 5xx', { timeout: 180_000 }, async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        target,
+        fields,
+        registration,
+        fc.boolean(),
+        fc.option(fc.tuple(nasty, nasty)),
+        async ([method, path], form, reg, signedIn, basic) => {
+          const values = Object.fromEntries(
+            Object.entries(form).map(([k, v]) => [k, v === '@client' ? clientId : v === '@csrf' ? csrf : v]),
+          );
+          const encoded = new URLSearchParams(values as Record<string, string>).toString();
+          const headers: Record<string, string> = {};
+          if (signedIn) headers.cookie = cookie;
+          if (basic) headers.authorization = `Basic ${Buffer.from(`${basic[0]}:${basic[1]}`).toString('base64')}`;
+          let url = path as string;
+          let payload: string | undefined;
+          if (path === '/api/v1/auth/register') {
+            headers['content-type'] = 'application/json';
+            payload = JSON.stringify(reg);
+          } else if (method === 'GET') {
+            if (encoded) url = `${path}?${encoded}`;
+          } else {
+            headers['content-type'] = 'application/x-www-form-urlencoded';
+            payload = encoded;
+          }
+          const label = `${method} ${url} ${payload ?? ''} ${JSON.stringify(headers)}`;
+          let timer: NodeJS.Timeout | undefined;
+          const hang = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`no answer within ${HANG_MS} ms: ${label}`)), HANG_MS);
+          });
+          const res: LightMyRequestResponse = await Promise.race([
+            h.app.inject({ method: method as 'GET', url, headers, ...(payload !== undefined ? { payload } : {}) }),
+            hang,
+          ]).finally(() => clearTimeout(timer));
+          const where = `${label} -> ${res.statusCode} ${res.body.slice(0, 300)}`;
+          expect(res.statusCode, where).toBeLessThan(500);
+          const location = res.headers.location;
+          // A redirect of a page never leaves the site, whatever return_to said.
+          if (typeof location === 'string' && !path.startsWith('/oauth') && !path.startsWith('/api')) {
+            expect(location.startsWith('/') && !location.startsWith('//'), where).toBe(true);
+          }
+          // Signing out ends the shared session: sign in again for the next runs.
+          if (path === '/signout' && res.statusCode === 303 && signedIn) {
+            const u = await createUser(h.app);
+            const browser = new PageClient(h.app);
+            await browser.signIn(u.account.email, u.password);
+            csrf = csrfOf((await browser.get('/account/tokens')).body);
+            cookie = browser.cookie;
+          }
         },
       ),
       { numRuns: 400 },

@@ -15,3 +15,15 @@ export function hasLoneSurrogate(value: unknown): boolean {
   }
   return false;
 }
+
+export const NUL_MESSAGE = 'Text must not contain NUL (\\u0000) characters';
+
+/** Whether a parsed value holds a NUL in any string, key or value: PostgreSQL refuses NUL in text and jsonb. */
+export function hasNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\0');
+  if (Array.isArray(value)) return value.some(hasNul);
+  if (value !== null && typeof value === 'object') {
+    for (const [key, inner] of Object.entries(value)) if (hasNul(key) || hasNul(inner)) return true;
+  }
+  return false;
+}

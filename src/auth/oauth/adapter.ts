@@ -141,6 +141,8 @@ export function createAdapterClass(deps: AdapterDeps) {
         .onConflictDoNothing();
     }
     async find(id: string): Promise<Payload | undefined> {
+      // No client id holds a NUL, and PostgreSQL would refuse the look-up: unknown client, not a 500.
+      if (id.includes('\0')) return undefined;
       const [row] = await db.select().from(authClients).where(eq(authClients.id, id)).limit(1);
       return row ? clientMetadata(row, keyRing) : undefined;
     }

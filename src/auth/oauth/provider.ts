@@ -6,7 +6,7 @@ import type { Db } from '../../db/client.ts';
 import { oauthArtifacts } from '../../db/schema/index.ts';
 import type { Deps } from '../../lib/context.ts';
 import { newId } from '../../lib/ids.ts';
-import { hasLoneSurrogate, LONE_SURROGATE_MESSAGE } from '../../lib/text.ts';
+import { hasLoneSurrogate, hasNul, LONE_SURROGATE_MESSAGE, NUL_MESSAGE } from '../../lib/text.ts';
 import * as accountsRepo from '../../modules/accounts/repo.ts';
 import { errorPage } from '../../web/pages.ts';
 import { SESSION_COOKIE, sessionAccountId } from '../browser-session.ts';
@@ -209,8 +209,14 @@ export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHo
         if (key !== ALLOWED_SCOPES_PROPERTY) return;
         // oidc-provider parses registration bodies itself, past our JSON parser's check.
         if (hasLoneSurrogate(metadata)) throw new errors.InvalidClientMetadata(LONE_SURROGATE_MESSAGE);
+        if (hasNul(metadata)) throw new errors.InvalidClientMetadata(NUL_MESSAGE);
+        const uris = metadata.redirect_uris ?? [];
+        // Checked before iterating: a string would be read character by character, an object would throw (500).
+        if (!Array.isArray(uris) || !uris.every((u) => typeof u === 'string')) {
+          throw new errors.InvalidClientMetadata('redirect_uris must be an array of strings');
+        }
         const native = metadata.application_type === 'native';
-        for (const uri of (metadata.redirect_uris as string[] | undefined) ?? []) {
+        for (const uri of uris) {
           const problem = redirectUriProblem(uri, { allowCustomScheme: native });
           if (problem) throw new errors.InvalidRedirectUri(problem);
         }

@@ -140,10 +140,15 @@ export function searchTools(tools: readonly AgentTool[], query: string, limit = 
   const idf = (w: string) => Math.log(1 + indexed.length / (1 + (df.get(w) ?? 0)));
   // "to do" is one word to people and a provider (Microsoft To Do) to us.
   const raw = words(query.replace(/\bto[\s-]?dos?\b/gi, 'todo')).filter((w) => !STOPWORDS.has(w));
-  // Each query word with its synonyms: the best-matching form counts once.
+  // Each query word with its synonyms (the word as written first): the best-matching form counts once.
   const groups = raw.map((w) => [...new Set([stem(w), ...(SYNONYMS[w] ?? SYNONYMS[stem(w)] ?? []).map(stem)])]);
-  const providerWords = new Set(indexed.flatMap((x) => [...x.provider]));
-  const named = new Set(groups.flat().filter((w) => providerWords.has(w) && (df.get(w) ?? 0) < indexed.length / 4));
+  // A provider is named by a word as written (not a synonym) that belongs to at most two providers: "slack",
+  // "zoom", "todo"; not "google" or "microsoft", which name whole suites, nor category words.
+  const providersOf = new Map<string, Set<string>>();
+  for (const x of indexed) {
+    for (const w of x.provider) providersOf.set(w, (providersOf.get(w) ?? new Set()).add(x.tool.source));
+  }
+  const named = new Set(groups.map((g) => g[0] as string).filter((w) => (providersOf.get(w)?.size ?? 0) <= 2));
   return indexed
     .map((x) => {
       let score = 0;
@@ -156,8 +161,8 @@ export function searchTools(tools: readonly AgentTool[], query: string, limit = 
         }
         score += best;
       }
-      const mentioned = [...named].some((w) => x.provider.has(w));
-      return { t: x.tool, score: score + (mentioned ? 100 : 0), plain: score };
+      const mentions = [...named].filter((w) => x.provider.has(w)).length;
+      return { t: x.tool, score: score + 100 * mentions, plain: score };
     })
     .filter((x) => x.plain > 0)
     .sort((a, b) => b.score - a.score || a.t.name.localeCompare(b.t.name))

@@ -4,11 +4,13 @@ import type { KnowledgeSourceRow } from '../../db/schema/index.ts';
 import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
 import { type EnqueueOptions, enqueue } from '../../jobs/queue.ts';
 import type { Deps } from '../../lib/context.ts';
+import { documentText } from '../../lib/documents.ts';
 import { SafeFetchError, safeFetch } from '../../lib/safe-fetch.ts';
 import { readableText } from '../../lib/web-page.ts';
 import { CompileError, compileSource } from './compile.ts';
 import { lintBase } from './lint.ts';
 import * as repo from './repo.ts';
+import { fileDocument } from './sources.service.ts';
 
 /** Background work of the knowledge area. */
 export const knowledgeJobs = {
@@ -48,12 +50,20 @@ const URL_MAX_BYTES = 5 * 1024 * 1024;
 const URL_TIMEOUT_MS = 20_000;
 
 /**
- * The text a source holds: its own for text and file sources; for a URL source, the page fetched through the
+ * The text a source holds: its own for a text source; a file's text (PDF, DOCX, CSV read); for a URL source, the page fetched through the
  * SSRF guard and its readable text extracted (HTML) or taken as it is (plain text, markdown), stored as the
  * source's `rawContent` so it can be read back. A refused or unreadable page fails the source; a network fault
  * is retried by the job.
  */
 async function sourceText(deps: Deps, source: KnowledgeSourceRow, signal: AbortSignal): Promise<string> {
+  if (source.type === 'file') {
+    const { kind, bytes } = fileDocument(source.rawContent ?? '', source.name, source.metadata);
+    try {
+      return await documentText(bytes, kind);
+    } catch (err) {
+      throw new CompileError((err as Error).message);
+    }
+  }
   if (source.type !== 'url') return source.rawContent ?? '';
   let page: Awaited<ReturnType<typeof safeFetch>>;
   try {

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { and, eq } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dataUri, ELF_BYTES, makeDocx, makePdf } from '../../../test/documents.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
@@ -523,6 +524,40 @@ describe('knowledge bases', () => {
       });
       const logs = (await get(u, `/bases/${kb}/logs`)).data as { message: string }[];
       expect(logs.map((l) => l.message)).toContain('No page made for second: the base holds its limit of 1 pages');
+    });
+  });
+
+  describe('file sources', () => {
+    it('reads a PDF and a DOCX made here; a renamed executable is refused', async () => {
+      const u = await createUser(h.app);
+      const kb = await defaultBase(u);
+      const add = (name: string, rawContent: string) =>
+        call(h.app, 'POST', `${API}/bases/${kb}/sources`, { ...as(u), body: { type: 'file', name, rawContent } });
+      for (const [name, bytes, mime, text] of [
+        [
+          'report.pdf',
+          makePdf('Acme Corp makes anvils in Arizona'),
+          'application/pdf',
+          'Acme Corp makes anvils in Arizona',
+        ],
+        [
+          'memo.docx',
+          await makeDocx('Jane Roe founded Acme Corp'),
+          'application/octet-stream',
+          'Jane Roe founded Acme Corp',
+        ],
+      ] as const) {
+        const res = await add(name, dataUri(mime, bytes));
+        expect(res.statusCode, res.body).toBe(201);
+        llm.enqueue({ content: JSON.stringify({ pages: [] }) });
+        expect(await compile(res.json().id)).toMatchObject({ status: 'compiled', modelCalls: 1 });
+        expect(llm.requests.at(-1)?.messages.at(-1)?.content?.trim()).toBe(text);
+      }
+      const exe = await add('report.pdf', dataUri('application/pdf', ELF_BYTES));
+      expect(exe.statusCode).toBe(422);
+      expect(exe.json().message).toBe('A file source must be a PDF, DOCX, CSV, TXT or MD document');
+      // A file's text may also come as text.
+      expect((await add('notes.md', '# Notes\nPlain text.')).statusCode).toBe(201);
     });
   });
 

@@ -1,7 +1,8 @@
 import type { Executor } from '../../db/client.ts';
 import type { KnowledgeBaseRow, KnowledgeSourceRow } from '../../db/schema/index.ts';
 import type { ServiceContext } from '../../lib/context.ts';
-import { ConflictError, NotFoundError } from '../../lib/errors.ts';
+import { type DocumentKind, dataUriBytes, sniffDocument } from '../../lib/documents.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import { ownedBase } from './bases.service.ts';
@@ -60,6 +61,7 @@ export async function createKnowledgeSource(
   input: CreateSource,
 ): Promise<KnowledgeSource> {
   const kb = await ownedBase(ctx, kbId);
+  if (input.type === 'file') fileDocument(input.rawContent ?? '', input.name, input.metadata);
   return toKnowledgeSource(await addSource(ctx.db, kb, input));
 }
 
@@ -114,4 +116,30 @@ export async function deleteKnowledgeSource(ctx: ServiceContext, kbId: string, s
   if (!(await repo.deleteSource(ctx.db, kbId, sourceId))) {
     throw new NotFoundError(`Source ${sourceId} not found in knowledge base ${kbId}`);
   }
+}
+
+const READABLE: readonly DocumentKind[] = ['pdf', 'docx', 'csv', 'txt', 'md'];
+
+/**
+ * A file source's document: `rawContent` is the file's text, or the file itself as a base64 `data:` URI (a PDF,
+ * DOCX, CSV, TXT or MD file, told apart by its bytes; `metadata.filename` or the name tells markdown and CSV
+ * from plain text). Anything else is a 422 naming what is accepted.
+ */
+export function fileDocument(
+  rawContent: string,
+  name: string,
+  metadata: Record<string, unknown> | undefined,
+): { kind: DocumentKind; bytes: Buffer } {
+  const bytes = dataUriBytes(rawContent) ?? Buffer.from(rawContent, 'utf8');
+  const filename = typeof metadata?.filename === 'string' ? metadata.filename : name;
+  const kind = sniffDocument(bytes, filename);
+  if (!kind || !READABLE.includes(kind)) {
+    throw new ValidationError('A file source must be a PDF, DOCX, CSV, TXT or MD document', [
+      {
+        field: 'body.rawContent',
+        message: 'the text of the file, or the file as a base64 data: URI of a PDF, DOCX, CSV, TXT or MD document',
+      },
+    ]);
+  }
+  return { kind, bytes };
 }

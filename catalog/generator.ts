@@ -82,6 +82,8 @@ export interface OaSchema {
   maxItems?: number;
   readOnly?: boolean;
   nullable?: boolean;
+  pattern?: string;
+  example?: Json;
 }
 export interface OaParameter {
   $ref?: string;
@@ -262,6 +264,14 @@ export function toJsonSchema(
     if (typeof schema.maximum === 'number') out.maximum = schema.maximum;
   }
   if (type === 'string') {
+    // A pattern the API enforces (X's numeric ids) is kept when short and valid as a JavaScript `u` regex,
+    // with the description's example beside it so a model sees what fits.
+    if (schema.pattern && schema.pattern.length <= 200 && validRegex(schema.pattern)) {
+      out.pattern = schema.pattern;
+      if (typeof schema.example === 'string' && new RegExp(schema.pattern, 'u').test(schema.example)) {
+        out.examples = [schema.example];
+      }
+    }
     if (Number.isInteger(schema.minLength)) out.minLength = schema.minLength;
     if (Number.isInteger(schema.maxLength)) out.maxLength = schema.maxLength;
   }
@@ -285,6 +295,15 @@ export function toJsonSchema(
     }
   }
   return out;
+}
+
+function validRegex(source: string): boolean {
+  try {
+    new RegExp(source, 'u');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 // ---- tools ----

@@ -12,6 +12,7 @@ const FORMAT_EXAMPLES: Record<string, string> = {
 /** A value the schema accepts; objects get their required properties (all of them at the top level). */
 export function exampleValue(schema: JsonSchema, all = false): unknown {
   if (schema.default !== undefined) return schema.default;
+  if (schema.examples?.length) return schema.examples[0];
   if (schema.enum?.length) return schema.enum[0];
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
   switch (type) {

@@ -42,6 +42,7 @@ function sampleArgs(parameters: {
 }): Record<string, unknown> {
   const sample = (s: JsonSchema): unknown => {
     if (s.enum) return s.enum[0];
+    if (s.examples?.length) return s.examples[0];
     const type = Array.isArray(s.type) ? s.type[0] : s.type;
     switch (type) {
       case 'integer':
@@ -65,6 +66,7 @@ function sampleArgs(parameters: {
         if (s.pattern === '^[0-9]+$') return '123456';
         if (s.pattern === '^[A-Za-z0-9]{15,18}$') return '001000000000001AAA';
         if (s.pattern?.startsWith('^[A-Za-z]')) return 'Account';
+        if (s.pattern && new RegExp(s.pattern, 'u').test('sample')) return 'sample';
         return 'sample-value';
     }
   };

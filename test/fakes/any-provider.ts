@@ -1,0 +1,150 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setPath } from '../../src/modules/providers/json-path.ts';
+import type { ProviderDefinition } from '../../src/modules/providers/schema.ts';
+
+/**
+ * One fake that stands in for any provider of the catalog, on loopback. `pointAt` rewrites a provider file so
+ * every URL it names (authorization, token, user info, revocation, API base URLs) goes to the fake, the
+ * original host kept as the first path segment (`https://api.box.com/2.0` becomes
+ * `http://127.0.0.1:PORT/api.box.com/2.0`). The fake then answers by what a request is: an authorization
+ * request (`response_type=code`) is approved with a redirect, a token request (`grant_type`) gets tokens where
+ * the provider file says its token answer keeps them, the user-info URL answers the identity at the file's
+ * paths, and anything else is an API call, recorded and answered with `apiAnswer`.
+ */
+
+export interface AnyApiRequest {
+  method: string;
+  /** Path without the host segment, with the query. */
+  path: string;
+  host: string;
+  authorization: string | undefined;
+  body: string;
+}
+
+export interface AnyProviderFake {
+  url: string;
+  apiRequests: AnyApiRequest[];
+  /** The JSON the next API calls answer. */
+  apiAnswer: unknown;
+  pointAt(def: ProviderDefinition): ProviderDefinition;
+  close(): Promise<void>;
+}
+
+const firstPath = (p: string | string[]) => (Array.isArray(p) ? (p[0] as string) : p);
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+export async function startAnyProviderFake(): Promise<AnyProviderFake> {
+  // Per rewritten provider: its user-info path and where its token and identity fields go.
+  const userInfo = new Map<string, Set<ProviderDefinition>>();
+  const tokenShapes = new Map<string, Set<ProviderDefinition>>();
+  const issued = new Map<string, ProviderDefinition>();
+  const server: Server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://fake.invalid');
+    const body = await readBody(req);
+    const json = (status: number, value: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(value));
+    };
+    if (req.method === 'GET' && url.searchParams.get('response_type') === 'code') {
+      const back = new URL(url.searchParams.get('redirect_uri') ?? '');
+      back.searchParams.set('code', randomBytes(8).toString('hex'));
+      back.searchParams.set('state', url.searchParams.get('state') ?? '');
+      res.writeHead(302, { location: back.toString() });
+      res.end();
+      return;
+    }
+    // Suites share token and user-info URLs (Google, Microsoft): the client id says which provider asks,
+    // and the access token it gets says who asks for user info.
+    const clientId = clientIdOf(req, body);
+    const tokenDef = [...(tokenShapes.get(url.pathname) ?? [])].find((d) => `client-${d.id}` === clientId);
+    if (req.method === 'POST' && tokenDef && /grant_type/.test(body)) {
+      const answer: Record<string, unknown> = {};
+      const tr = tokenDef.oauth.tokenResponse;
+      const accessToken = `fake-access-${randomBytes(6).toString('hex')}`;
+      issued.set(accessToken, tokenDef);
+      setPath(answer, firstPath(tr.accessToken), accessToken);
+      setPath(answer, firstPath(tr.refreshToken), `fake-refresh-${randomBytes(6).toString('hex')}`);
+      setPath(answer, firstPath(tr.expiresIn), 3600);
+      if (!tokenDef.oauth.userInfo.url) setIdentity(answer, tokenDef);
+      json(200, answer);
+      return;
+    }
+    const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+    // A token the fake did not issue (pasted as bearerToken) is taken when one provider owns the URL.
+    const owners = [...(userInfo.get(url.pathname) ?? [])];
+    const infoDef = owners.length ? (issued.get(bearer) ?? (owners.length === 1 ? owners[0] : undefined)) : undefined;
+    if (infoDef) {
+      const answer: Record<string, unknown> = {};
+      setIdentity(answer, infoDef);
+      json(200, answer);
+      return;
+    }
+    const [, host = '', ...rest] = url.pathname.split('/');
+    fake.apiRequests.push({
+      method: req.method ?? 'GET',
+      host,
+      path: `/${rest.join('/')}${url.search}`,
+      authorization: req.headers.authorization,
+      body,
+    });
+    json(200, fake.apiAnswer);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const rewrite = (u: string) => u.replace(/^https?:\/\/([^/]+)/, (_m, host: string) => `${origin}/${host}`);
+
+  const fake: AnyProviderFake = {
+    url: origin,
+    apiRequests: [],
+    apiAnswer: {},
+    pointAt(def) {
+      const copy = structuredClone(def);
+      copy.oauth.authorizationUrl = rewrite(copy.oauth.authorizationUrl);
+      copy.oauth.tokenUrl = rewrite(copy.oauth.tokenUrl);
+      if (copy.oauth.revocationUrl) copy.oauth.revocationUrl = rewrite(copy.oauth.revocationUrl);
+      if (copy.oauth.userInfo.url) {
+        copy.oauth.userInfo.url = rewrite(copy.oauth.userInfo.url);
+        const infoPath = new URL(copy.oauth.userInfo.url).pathname;
+        userInfo.set(infoPath, (userInfo.get(infoPath) ?? new Set()).add(copy));
+      }
+      const tokenPath = new URL(copy.oauth.tokenUrl).pathname;
+      tokenShapes.set(tokenPath, (tokenShapes.get(tokenPath) ?? new Set()).add(copy));
+      copy.api.baseUrl = rewrite(copy.api.baseUrl);
+      for (const tool of copy.tools) if (tool.request.baseUrl) tool.request.baseUrl = rewrite(tool.request.baseUrl);
+      return copy;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+  return fake;
+}
+
+/** The client id of a token request: in the form body, or in HTTP Basic. */
+function clientIdOf(req: IncomingMessage, body: string): string | undefined {
+  const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+  if (basic) return decodeURIComponent(Buffer.from(basic, 'base64').toString('utf8').split(':')[0] ?? '');
+  const form = new URLSearchParams(body).get('client_id');
+  if (form) return form;
+  try {
+    return (JSON.parse(body) as { client_id?: string }).client_id;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The identity at the provider file's user-info paths (the first path of each list). */
+function setIdentity(answer: Record<string, unknown>, def: ProviderDefinition): void {
+  const f = def.oauth.userInfo.fields;
+  setPath(answer, firstPath(f.providerUserId), `user-${def.id}`);
+  if (f.email) setPath(answer, firstPath(f.email), `someone@${def.id}.example`);
+  if (f.displayName) setPath(answer, firstPath(f.displayName), `Someone at ${def.label}`);
+}

@@ -41,6 +41,8 @@ describe('robustness under random requests', () => {
     '/api/v1/models',
     '/api/v1/providers',
     '/api/v1/providers/github/tools',
+    '/api/v1/connections/authorize',
+    '/api/v1/connections/callback',
     '/api/v1/knowledge/bases',
     '/api/v1/knowledge/bases/kb_x',
     '/api/v1/knowledge/bases/kb_x/pages',

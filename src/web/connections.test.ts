@@ -47,14 +47,26 @@ describe('connections page', () => {
     return { user, browser };
   }
 
-  /** Follows Connect's redirect through the fake provider and the callback; answers where it lands. */
-  async function throughProvider(connectAnswer: { statusCode: number; headers: Record<string, unknown> }) {
+  /**
+   * Follows Connect's redirect as the browser does: our authorization URL (which sets the binding cookie), the
+   * fake provider (`inspect` sees its URL), then the callback with the browser's cookies; answers where it lands.
+   */
+  async function throughProvider(
+    browser: PageClient,
+    connectAnswer: { statusCode: number; headers: Record<string, unknown> },
+    inspect: (providerUrl: URL) => void = () => {},
+  ) {
     expect(connectAnswer.statusCode).toBe(303);
-    const approved = await fetch(String(connectAnswer.headers.location), { redirect: 'manual' });
+    const ours = new URL(String(connectAnswer.headers.location));
+    expect(ours.pathname).toBe('/api/v1/connections/authorize');
+    const opened = await browser.get(ours.pathname + ours.search);
+    expect(opened.statusCode, opened.body).toBe(302);
+    inspect(new URL(String(opened.headers.location)));
+    const approved = await fetch(String(opened.headers.location), { redirect: 'manual' });
     expect(approved.status).toBe(302);
     const cb = new URL(approved.headers.get('location') ?? '');
     expect(cb.pathname).toBe('/api/v1/connections/callback');
-    const back = await h.app.inject({ method: 'GET', url: cb.pathname + cb.search });
+    const back = await browser.get(cb.pathname + cb.search);
     expect(back.statusCode, back.body).toBe(302);
     return new URL(String(back.headers.location));
   }
@@ -140,10 +152,10 @@ describe('connections page', () => {
     const { user, browser } = await signedIn();
     const page = await browser.get(PAGE);
     const connect = await browser.post(`${PAGE}/connect`, { csrf: csrfOf(page.body), providerId: 'acme' });
-    const authorize = new URL(String(connect.headers.location));
-    expect(authorize.origin + authorize.pathname).toBe(`${fake.url}/authorize`);
-    expect(authorize.searchParams.get('redirect_uri')).toBe('http://localhost:8080/api/v1/connections/callback');
-    const back = await throughProvider(connect);
+    const back = await throughProvider(browser, connect, (authorize) => {
+      expect(authorize.origin + authorize.pathname).toBe(`${fake.url}/authorize`);
+      expect(authorize.searchParams.get('redirect_uri')).toBe('http://localhost:8080/api/v1/connections/callback');
+    });
     expect(back.origin + back.pathname).toBe(BACK);
     const connectionId = back.searchParams.get('connectionId') ?? '';
     expect(connectionId).toMatch(/^conn_/);
@@ -178,6 +190,7 @@ describe('connections page', () => {
     fake.fail('authorize', {});
     const page = await browser.get(PAGE);
     const back = await throughProvider(
+      browser,
       await browser.post(`${PAGE}/connect`, { csrf: csrfOf(page.body), providerId: 'acme' }),
     );
     expect(back.searchParams.get('error')).toBe('access_denied');
@@ -260,6 +273,7 @@ describe('connections page', () => {
 
     // Reconnect: a new authorization for the provider; the same provider user makes the connection active again.
     const back = await throughProvider(
+      browser,
       await browser.post(`${PAGE}/connect`, { csrf: csrfOf(dead.body), providerId: 'acme' }),
     );
     expect(back.searchParams.get('connectionId')).toBe(id);
@@ -320,6 +334,7 @@ describe('connections page', () => {
     const { user, browser } = await signedIn();
     const page = await browser.get(PAGE);
     const back = await throughProvider(
+      browser,
       await browser.post(`${PAGE}/connect`, { csrf: csrfOf(page.body), providerId: 'acme-team' }),
     );
     const pendingId = back.searchParams.get('pendingId') ?? '';
@@ -385,8 +400,9 @@ describe('connections page', () => {
     expect(fake.counts.authorize).toBe(0);
 
     const ok = await browser.post(`${PAGE}/connect`, { csrf, providerId: 'acme-regional', 'param.workspace': 'north' });
-    expect(new URL(String(ok.headers.location)).pathname).toBe('/w/north/authorize');
-    const back = await throughProvider(ok);
+    const back = await throughProvider(browser, ok, (authorize) => {
+      expect(authorize.pathname).toBe('/w/north/authorize');
+    });
     const connectionId = back.searchParams.get('connectionId') ?? '';
     expect(await rowOf(connectionId)).toMatchObject({
       accountId: user.account.id,

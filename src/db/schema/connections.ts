@@ -68,6 +68,11 @@ export const oauthStates = pgTable(
     redirectUrl: text('redirect_url').notNull(),
     /** Connection variables and authorization options given at initiation (`providerParams`). */
     params: jsonb('params').$type<Record<string, unknown>>().notNull(),
+    /**
+     * SHA-256 of the nonce in the cookie of the browser that opened the authorization URL (set then, once):
+     * the callback completes only in that browser, so a state cannot be carried into someone else's.
+     */
+    browserBindingHash: text('browser_binding_hash'),
     expiresAt: ts('expires_at').notNull(),
     usedAt: ts('used_at'),
     createdAt: ts('created_at').notNull().defaultNow(),

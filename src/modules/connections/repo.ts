@@ -305,6 +305,31 @@ export async function consumeOAuthState(
   return row;
 }
 
+/**
+ * Binds an unused, unexpired state to the browser that opened its authorization URL, once: a second opening
+ * (the URL forwarded, replayed) gets nothing.
+ */
+export async function bindOAuthState(
+  db: Executor,
+  stateHash: string,
+  browserBindingHash: string,
+  now: Date,
+): Promise<OAuthStateRow | undefined> {
+  const [row] = await db
+    .update(oauthStates)
+    .set({ browserBindingHash })
+    .where(
+      and(
+        eq(oauthStates.stateHash, stateHash),
+        isNull(oauthStates.browserBindingHash),
+        isNull(oauthStates.usedAt),
+        gt(oauthStates.expiresAt, now),
+      ),
+    )
+    .returning();
+  return row;
+}
+
 export async function findOAuthState(db: Executor, stateHash: string): Promise<OAuthStateRow | undefined> {
   const [row] = await db.select().from(oauthStates).where(eq(oauthStates.stateHash, stateHash)).limit(1);
   return row;

@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import type { App } from '../../http/types.ts';
+import { sha256Hex } from '../../lib/ids.ts';
 import { paginated } from '../../lib/pagination.ts';
+import { BINDING_COOKIE_PATH, bindingCookieName } from './browser-binding.ts';
 import {
+  AuthorizeQuery,
   CallbackQuery,
   Connection,
   ConnectionParams,
@@ -58,16 +61,51 @@ export async function connectionRoutes(app: App): Promise<void> {
   );
 
   app.get(
+    '/connections/authorize',
+    {
+      schema: {
+        tags,
+        summary: "Open in the user's browser: binds the authorization to it (a cookie), then redirects to the provider",
+        description:
+          'The `authorizationUrl` of the initiate answers. Works once per state: the browser that opens it is the only ' +
+          'one whose callback completes the connection. 400 for an unknown, expired, used or already opened state.',
+        querystring: AuthorizeQuery,
+      },
+      config: { auth: 'public' },
+    },
+    async (req, reply) => {
+      const { providerUrl, cookie } = await service.beginAuthorization(req.publicCtx, req.query.state);
+      reply.setCookie(cookie.name, cookie.value, {
+        path: BINDING_COOKIE_PATH,
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: app.deps.config.baseUrl.startsWith('https:'),
+        maxAge: cookie.maxAgeSeconds,
+      });
+      return reply.redirect(providerUrl, 302);
+    },
+  );
+
+  app.get(
     '/connections/callback',
     {
       schema: {
         tags,
         summary: 'OAuth redirect target of the providers (public): redirects to the redirectUrl given at initiate',
+        description:
+          'Completes the connection only in the browser that opened the `authorizationUrl` (its cookie); otherwise it ' +
+          'redirects with `error=access_denied` and makes no connection.',
         querystring: CallbackQuery,
       },
       config: { auth: 'public' },
     },
-    async (req, reply) => reply.redirect(await service.completeAuthorization(req.publicCtx, req.query), 302),
+    async (req, reply) => {
+      const target = await service.completeAuthorization(req.publicCtx, req.query, req.cookies);
+      if (req.query.state) {
+        reply.clearCookie(bindingCookieName(sha256Hex(req.query.state)), { path: BINDING_COOKIE_PATH });
+      }
+      return reply.redirect(target, 302);
+    },
   );
 
   app.get(

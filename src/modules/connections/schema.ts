@@ -68,11 +68,17 @@ export type InitiateConnection = z.infer<typeof InitiateConnection>;
 
 export const InitiateResponse = z
   .object({
-    authorizationUrl: z.string(),
+    authorizationUrl: z
+      .string()
+      .describe(
+        "Ours (GET /api/v1/connections/authorize?state=...): open it in the user's browser, once; it binds the flow to that browser and redirects to the provider",
+      ),
     providerMetadata: z.object({ name: z.string(), logoUrl: z.string(), description: z.string() }),
   })
   .meta({ id: 'InitiateConnectionResponse' });
 export type InitiateResponse = z.infer<typeof InitiateResponse>;
+
+export const AuthorizeQuery = z.object({ state: z.string().min(1).max(200) });
 
 export const CallbackQuery = z.object({
   code: z.string().max(4000).optional(),

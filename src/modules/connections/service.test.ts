@@ -8,7 +8,7 @@ import {
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
 import { connections, oauthStates, pendingConnections } from '../../db/schema/index.ts';
-import { APP_REDIRECT, authorize, connectAcme, execute } from './test-support.ts';
+import { APP_REDIRECT, authorize, connectAcme, execute, openAuthorizationUrl } from './test-support.ts';
 
 describe('connections', () => {
   let h: TestHarness;
@@ -39,7 +39,20 @@ describe('connections', () => {
         logoUrl: 'http://localhost:8080/providers/logos/acme.svg',
         description: 'A fake provider for the tests: items, a profile and OAuth with PKCE.',
       });
-      const authUrl = new URL(body.authorizationUrl);
+      // Ours first: opening it binds the flow to this browser, then redirects to the provider.
+      const ours = new URL(body.authorizationUrl);
+      expect(ours.origin + ours.pathname).toBe('http://localhost:8080/api/v1/connections/authorize');
+      const opened = await h.app.inject({ method: 'GET', url: ours.pathname + ours.search });
+      expect(opened.statusCode).toBe(302);
+      const [binding] = opened.cookies as { name: string; path?: string; httpOnly?: boolean; sameSite?: string }[];
+      expect(binding).toMatchObject({
+        name: expect.stringMatching(/^sb_conn_[0-9a-f]{16}$/),
+        path: '/api/v1/connections/callback',
+        httpOnly: true,
+        sameSite: 'Lax',
+        maxAge: 600,
+      });
+      const authUrl = new URL(String(opened.headers.location));
       expect(authUrl.origin + authUrl.pathname).toBe(`${fake.url}/authorize`);
       expect(Object.fromEntries(authUrl.searchParams)).toMatchObject({
         response_type: 'code',
@@ -115,14 +128,15 @@ describe('connections', () => {
         token: u.sessionToken,
         body: { providerId: 'acme', redirectUrl: `${APP_REDIRECT}?tab=mine` },
       });
-      const approved = await fetch(init.json().authorizationUrl, { redirect: 'manual' });
+      const { providerUrl, cookie } = await openAuthorizationUrl(h.app, init.json().authorizationUrl);
+      const approved = await fetch(providerUrl, { redirect: 'manual' });
       const cbUrl = new URL(approved.headers.get('location') ?? '');
-      const first = await h.app.inject({ method: 'GET', url: cbUrl.pathname + cbUrl.search });
+      const first = await h.app.inject({ method: 'GET', url: cbUrl.pathname + cbUrl.search, headers: { cookie } });
       const back = new URL(String(first.headers.location));
       expect(back.searchParams.get('tab')).toBe('mine');
       expect(back.searchParams.get('connectionId')).toMatch(/^conn_/);
 
-      const replay = await h.app.inject({ method: 'GET', url: cbUrl.pathname + cbUrl.search });
+      const replay = await h.app.inject({ method: 'GET', url: cbUrl.pathname + cbUrl.search, headers: { cookie } });
       expect(replay.statusCode).toBe(302);
       const replayed = new URL(String(replay.headers.location));
       expect(replayed.searchParams.get('error')).toBe('invalid_request');
@@ -138,6 +152,67 @@ describe('connections', () => {
       });
     });
 
+    it('login CSRF: a callback from a browser other than the one that opened the authorizationUrl makes no connection', async () => {
+      const attacker = await createUser(h.app);
+      const init = await call(h.app, 'POST', '/api/v1/connections/initiate', {
+        token: attacker.sessionToken,
+        body: { providerId: 'acme', redirectUrl: APP_REDIRECT },
+      });
+      const { authorizationUrl } = init.json() as { authorizationUrl: string };
+      // The attacker opens it (their browser gets the cookie) and forwards the provider's URL to the victim.
+      const { providerUrl, cookie } = await openAuthorizationUrl(h.app, authorizationUrl);
+      // Forwarding our URL instead does not work either: it opens once.
+      const ours = new URL(authorizationUrl);
+      const again = await h.app.inject({ method: 'GET', url: ours.pathname + ours.search });
+      expect(again.statusCode).toBe(400);
+      expect(again.json()).toEqual({
+        error: 'BadRequestError',
+        message:
+          'This authorization URL was already opened in a browser; it works once. Start again with POST /connections/initiate',
+        statusCode: 400,
+      });
+      // The victim approves at the provider; their browser (no cookie, or another flow's) brings the state back.
+      const approved = await fetch(providerUrl, { redirect: 'manual' });
+      const cbUrl = new URL(approved.headers.get('location') ?? '');
+      const otherFlow = `${cookie.split('=')[0]?.slice(0, -4)}abcd=${'x'.repeat(43)}`;
+      for (const headers of [{}, { cookie: otherFlow }]) {
+        const res = await h.app.inject({ method: 'GET', url: cbUrl.pathname + cbUrl.search, headers });
+        expect(res.statusCode).toBe(302);
+        const back = new URL(String(res.headers.location));
+        expect(back.origin + back.pathname).toBe(APP_REDIRECT);
+        expect(Object.fromEntries(back.searchParams)).toEqual({
+          error: Object.keys(headers).length ? 'invalid_request' : 'access_denied',
+          error_description: Object.keys(headers).length
+            ? 'This authorization was already completed; start again to reconnect'
+            : 'This authorization was not started in this browser (its authorizationUrl was opened elsewhere, or not at all): no connection was made; start again from this browser',
+        });
+      }
+      expect(fake.counts.token).toBe(0);
+      expect(
+        await h.database.db.select().from(connections).where(eq(connections.accountId, attacker.account.id)),
+      ).toEqual([]);
+
+      // A wrong nonce under the right cookie name is refused too; the right one completes.
+      const second = await call(h.app, 'POST', '/api/v1/connections/initiate', {
+        token: attacker.sessionToken,
+        body: { providerId: 'acme', redirectUrl: APP_REDIRECT },
+      });
+      const opened = await openAuthorizationUrl(h.app, second.json().authorizationUrl);
+      const cb2 = new URL((await fetch(opened.providerUrl, { redirect: 'manual' })).headers.get('location') ?? '');
+      const forged = `${opened.cookie.split('=')[0]}=${'y'.repeat(43)}`;
+      const refused = await h.app.inject({
+        method: 'GET',
+        url: cb2.pathname + cb2.search,
+        headers: { cookie: forged },
+      });
+      expect(new URL(String(refused.headers.location)).searchParams.get('error')).toBe('access_denied');
+      expect(fake.counts.token).toBe(0);
+
+      const third = await authorize(h.app, attacker.sessionToken);
+      expect(third.searchParams.get('connectionId')).toMatch(/^conn_/);
+      expect(fake.counts.token).toBe(1);
+    });
+
     it('an expired state redirects back with an error', async () => {
       const u = await createUser(h.app);
       const init = await call(h.app, 'POST', '/api/v1/connections/initiate', {
@@ -148,9 +223,13 @@ describe('connections', () => {
         .update(oauthStates)
         .set({ expiresAt: new Date(Date.now() - 1000) })
         .where(eq(oauthStates.accountId, u.account.id));
-      const approved = await fetch(init.json().authorizationUrl, { redirect: 'manual' });
-      const cbUrl = new URL(approved.headers.get('location') ?? '');
-      const res = await h.app.inject({ method: 'GET', url: cbUrl.pathname + cbUrl.search });
+      // Opening the authorization URL of an expired state is refused before the provider is involved.
+      const ours = new URL(init.json().authorizationUrl);
+      const opened = await h.app.inject({ method: 'GET', url: ours.pathname + ours.search });
+      expect(opened.statusCode).toBe(400);
+      expect(opened.json().message).toBe('This authorization expired; start again');
+      const state = ours.searchParams.get('state') ?? '';
+      const res = await h.app.inject({ method: 'GET', url: `/api/v1/connections/callback?code=x&state=${state}` });
       const back = new URL(String(res.headers.location));
       expect(back.searchParams.get('error')).toBe('invalid_request');
       expect(back.searchParams.get('error_description')).toBe('This authorization expired; start again');
@@ -385,7 +464,7 @@ describe('connections', () => {
         },
       });
       expect(ok.statusCode, ok.body).toBe(200);
-      const url = new URL(ok.json().authorizationUrl);
+      const url = new URL((await openAuthorizationUrl(h.app, ok.json().authorizationUrl)).providerUrl);
       expect(url.searchParams.get('scope')).toBe('items.read items.write admin');
       expect(url.searchParams.get('login_hint')).toBe('ada');
 

@@ -18,6 +18,7 @@ import type { FinalizeField, ProviderDefinition } from '../providers/schema.ts';
 import { URL_PLACEHOLDER } from '../providers/schema.ts';
 import { logoPath } from '../providers/service.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
+import { bindingCookieName, bindingMatches, newBinding, startUrl } from './browser-binding.ts';
 import { connectionFilterOf } from './filter.ts';
 import {
   authorizationUrl,
@@ -272,7 +273,7 @@ export async function initiateConnection(ctx: ServiceContext, input: InitiateCon
   const config = ctx.deps.config;
   const entry = catalogProvider(config, input.providerId);
   const def = entry.definition;
-  const creds = requireCredentials(config, def, 'body.providerId');
+  requireCredentials(config, def, 'body.providerId');
   const redirectUrl = await checkRedirectUrl(ctx, input.redirectUrl, 'body.redirectUrl');
   const params = readProviderParams(def, input.providerParams ?? {});
 
@@ -289,15 +290,49 @@ export async function initiateConnection(ctx: ServiceContext, input: InitiateCon
     params: { ...params },
     expiresAt: new Date(now + AUTHORIZATION_TTL_MS),
   });
-  const url = authorizationUrl(def, creds, {
+  // The provider's URL is given only by `beginAuthorization`, to the browser that opens this one.
+  return { authorizationUrl: startUrl(config, state), providerMetadata: providerMetadata(entry, config) };
+}
+
+/**
+ * `GET /connections/authorize?state=` (public, opened by the user's browser): binds the state to this browser,
+ * once, and answers the provider's authorization URL and the cookie to set. A state already opened, used,
+ * expired or unknown is refused: nothing is sent to the provider.
+ */
+export async function beginAuthorization(
+  ctx: PublicContext,
+  state: string,
+): Promise<{ providerUrl: string; cookie: { name: string; value: string; maxAgeSeconds: number } }> {
+  const stateHash = sha256Hex(state);
+  const binding = newBinding();
+  const now = new Date();
+  const row = await repo.bindOAuthState(ctx.db, stateHash, binding.hash, now);
+  if (!row) {
+    const old = await repo.findOAuthState(ctx.db, stateHash);
+    if (!old) throw new BadRequestError('Unknown authorization state; start again with POST /connections/initiate');
+    throw new BadRequestError(
+      old.usedAt
+        ? 'This authorization was already completed; start again to reconnect'
+        : old.expiresAt <= now
+          ? 'This authorization expired; start again'
+          : 'This authorization URL was already opened in a browser; it works once. Start again with POST /connections/initiate',
+    );
+  }
+  const config = ctx.deps.config;
+  const def = providerCatalog(config).get(row.providerId)?.definition;
+  const creds = providerCredentials(config, row.providerId);
+  if (!def || !creds) throw new BadRequestError(`Provider ${row.providerId} is not available`);
+  const params = row.params as unknown as StateParams;
+  const providerUrl = authorizationUrl(def, creds, {
     state,
     redirectUri: callbackUrl(config),
-    codeVerifier,
+    codeVerifier: ctx.deps.keyRing.decrypt(row.codeVerifierEnc, stateHash),
     scopes: params.scopes,
     vars: params.vars,
     extra: params.extra,
   });
-  return { authorizationUrl: url, providerMetadata: providerMetadata(entry, config) };
+  const maxAgeSeconds = Math.max(1, Math.ceil((row.expiresAt.getTime() - now.getTime()) / 1000));
+  return { providerUrl, cookie: { name: bindingCookieName(stateHash), value: binding.nonce, maxAgeSeconds } };
 }
 
 export function initiateFromCatalog(ctx: ServiceContext, input: FromCatalogInitiate): Promise<InitiateResponse> {
@@ -392,7 +427,11 @@ function describeFailure(err: unknown): { error: string; description: string } {
  * `redirectUrl` with `connectionId`, with `pendingId` when the provider still needs fields, or with
  * `error` and `error_description`. Only a state we never issued is a 400 (there is nowhere safe to go).
  */
-export async function completeAuthorization(ctx: PublicContext, q: CallbackQuery): Promise<string> {
+export async function completeAuthorization(
+  ctx: PublicContext,
+  q: CallbackQuery,
+  cookies: Readonly<Record<string, string | undefined>>,
+): Promise<string> {
   if (!q.state) throw new BadRequestError('Missing state: this URL is for the provider to call after authorization');
   const deps = ctx.deps;
   const stateHash = sha256Hex(q.state);
@@ -409,6 +448,15 @@ export async function completeAuthorization(ctx: PublicContext, q: CallbackQuery
     });
   }
   const back = (params: Record<string, string>) => withParams(state.redirectUrl, params);
+  // The state is spent either way: a callback from another browser must not leave it for a later one.
+  if (!bindingMatches(stateHash, state.browserBindingHash, cookies)) {
+    ctx.log.warn({ providerId: state.providerId }, 'connection callback refused: not the browser that started it');
+    return back({
+      error: 'access_denied',
+      error_description:
+        'This authorization was not started in this browser (its authorizationUrl was opened elsewhere, or not at all): no connection was made; start again from this browser',
+    });
+  }
   if (q.error) {
     return back({ error: q.error, error_description: q.error_description ?? 'The provider refused the authorization' });
   }

@@ -20,13 +20,36 @@ export async function authorize(
   const init = await call(app, 'POST', path, { token, body });
   expect(init.statusCode, init.body).toBe(200);
   const { authorizationUrl } = init.json() as { authorizationUrl: string };
-  const approved = await fetch(authorizationUrl, { redirect: 'manual' });
+  const { providerUrl, cookie } = await openAuthorizationUrl(app, authorizationUrl);
+  const approved = await fetch(providerUrl, { redirect: 'manual' });
   expect(approved.status).toBe(302);
   const toCallback = new URL(approved.headers.get('location') ?? '');
   expect(toCallback.pathname).toBe('/api/v1/connections/callback');
-  const cb = await app.inject({ method: 'GET', url: `${toCallback.pathname}${toCallback.search}` });
+  const cb = await app.inject({
+    method: 'GET',
+    url: `${toCallback.pathname}${toCallback.search}`,
+    headers: { cookie },
+  });
   expect(cb.statusCode, cb.body).toBe(302);
   return new URL(String(cb.headers.location));
+}
+
+/**
+ * What the user's browser does with an initiate answer's `authorizationUrl` (ours): opens it, keeps the
+ * binding cookie it sets, and is sent on to the provider. Answers the provider's URL and a Cookie header.
+ */
+export async function openAuthorizationUrl(
+  app: App,
+  authorizationUrl: string,
+): Promise<{ providerUrl: string; cookie: string }> {
+  const url = new URL(authorizationUrl);
+  expect(url.pathname).toBe('/api/v1/connections/authorize');
+  const res = await app.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
+  expect(res.statusCode, res.body).toBe(302);
+  const set = res.cookies as { name: string; value: string }[];
+  expect(set).toHaveLength(1);
+  const cookie = set.map((c) => `${c.name}=${c.value}`).join('; ');
+  return { providerUrl: String(res.headers.location), cookie };
 }
 
 /** Connects `acme` for the user and answers the connection id. */

@@ -68,11 +68,18 @@ describe('MCP use-agent through real connections', () => {
     globex.reset();
   });
 
+  /** Response headers of the SDK client's POSTs, as its own fetch sees them. */
+  const answers: Headers[] = [];
   const connect = async (token: string, headers: Record<string, string> = {}) => {
     const client = new Client({ name: 'mcp-agent-test', version: '1.0.0' });
     await client.connect(
       new StreamableHTTPClientTransport(url, {
         requestInit: { headers: { authorization: `Bearer ${token}`, ...headers } },
+        fetch: async (input, init) => {
+          const res = await fetch(input, init);
+          if (init?.method === 'POST') answers.push(res.headers);
+          return res;
+        },
       }),
     );
     return client;
@@ -154,11 +161,17 @@ describe('MCP use-agent through real connections', () => {
       { content: 'Copied Acme item 2 to Globex.', usage: { prompt: 80, completion: 6 } },
     );
 
+    answers.length = 0;
     const result = await useAgent(await u.pat(['universal-mcp-read-write']), {
       prompt: 'Copy Acme item 2 to Globex',
     });
     expect(result.isError).toBeFalsy();
     expect(result.content).toEqual([{ type: 'text', text: 'Copied Acme item 2 to Globex.' }]);
+    // The SSE answer of tools/call (the last POST): the balance at admission, final figures as trailers.
+    const callAnswer = answers.at(-1);
+    expect(callAnswer?.get('x-credits-consumed')).toBe('0');
+    expect(callAnswer?.get('x-credits-remaining')).toBe(String(before));
+    expect(callAnswer?.get('trailer')).toBe('X-Credits-Consumed, X-Credits-Remaining');
     expect(toolNames(0)).toEqual([...ACME_TOOLS, ...GLOBEX_TOOLS, ...KNOWLEDGE_TOOLS]);
     expect(acme.apiRequests).toEqual([
       { method: 'GET', path: '/items/item-2', token: await tokenOf(acmeId), body: undefined },

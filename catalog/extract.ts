@@ -61,9 +61,10 @@ export function extract(doc: OpenApiDocument, operations: string[]): OpenApiDocu
   for (const ref of pending) {
     if (done.has(ref)) continue;
     done.add(ref);
-    const m = /^#\/components\/([^/]+)\/([^/]+)$/.exec(ref);
+    // A reference into a component (`#/components/schemas/X/properties/page`) keeps the whole component.
+    const m = /^#\/components\/([^/]+)\/([^/]+)(\/.*)?$/.exec(ref);
     if (!m?.[1] || !m[2]) throw new Error(`unsupported reference ${ref}`);
-    const value = pointer(doc, ref);
+    const value = pointer(doc, `#/components/${m[1]}/${m[2]}`);
     if (value === undefined) throw new Error(`reference ${ref} not found`);
     const group = components[m[1]] ?? {};
     group[m[2].replace(/~1/g, '/').replace(/~0/g, '~')] = value;

@@ -388,7 +388,8 @@ export function generateTool(
     });
   }
 
-  const body = bodySchemaOf(doc, operation);
+  // Some descriptions give GETs an (empty) form body (Stripe); a GET sends none.
+  const body = method === 'GET' ? undefined : bodySchemaOf(doc, operation);
   let bodyWhole: Param | undefined;
   if (body) {
     const resolved = toJsonSchema(doc, body.schema, 0, [], drop);

@@ -18,6 +18,8 @@ export interface CatalogItem {
   missing?: { clientId: string; clientSecret: string } | undefined;
   /** Fields the user gives before authorization (a subdomain the provider's URLs are built from). */
   fields: FinalizeField[];
+  /** The token the provider also takes instead of OAuth (an API key, a personal access token). */
+  bearerToken?: { label: string; help: string } | undefined;
 }
 
 /** A connection as the page shows it. */
@@ -148,6 +150,13 @@ function catalogRow(item: CatalogItem, csrf: string, connectedCount: number): Ht
       <strong>${p.label}</strong> <span class="muted small">${categoryLabel(p.category)}</span>
       ${connectedCount ? html` <span class="badge badge-active">connected</span>` : html``}
       <div>${p.description}</div>
+      ${
+        item.bearerToken
+          ? html`<p class="muted small" data-bearer-token>Also connects with a ${item.bearerToken.label} instead of
+            OAuth: ${item.bearerToken.help} Send it to <code>POST /api/v1/connections/from-catalog</code> as
+            <code>bearerToken</code>.</p>`
+          : html``
+      }
       ${
         item.missing
           ? html`<p class="muted small" id="setup-${p.id}">Not configured on this server: the operator sets

@@ -15,7 +15,7 @@ import {
   refreshConnection,
 } from '../modules/connections/service.ts';
 import { providerCredentialVariables } from '../modules/providers/catalog.ts';
-import { filterCatalog, listProviders, logoPath } from '../modules/providers/service.ts';
+import { filterCatalog, listProviders, logoPath, providerBearerToken } from '../modules/providers/service.ts';
 import { type Form, one, pageHelpers, type SignedIn, send } from './common.ts';
 import {
   type CatalogItem,
@@ -98,6 +98,7 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
       logo: logoOf(provider.id),
       missing: provider.configured ? undefined : providerCredentialVariables(provider.id),
       fields: authorizationFields(ctx, provider.id),
+      bearerToken: providerBearerToken(ctx, provider.id),
     }));
     let notice = opts.notice;
     const connected = opts.connectedId ? list.data.find((c) => c.id === opts.connectedId) : undefined;

@@ -138,6 +138,15 @@ describe('connections page', () => {
     expect(crm).toEqual(expect.arrayContaining(['hubspot', 'salesforce']));
     expect(category.body).toContain('<option value="crm" selected>CRM</option>');
 
+    // A provider that also takes a pasted token says so, and one that does not says nothing.
+    const stripe = await browser.get(`${PAGE}?q=stripe`);
+    expect(ids(stripe.body)).toEqual(['stripe']);
+    expect(stripe.body).toContain('Also connects with a Secret or restricted key instead of');
+    expect(stripe.body).toContain('<code>bearerToken</code>');
+    const zoom = await browser.get(`${PAGE}?q=zoom`);
+    expect(ids(zoom.body)).toEqual(['zoom']);
+    expect(zoom.body).not.toContain('data-bearer-token');
+
     const both = await browser.get(`${PAGE}?q=team&category=testing`);
     expect(ids(both.body)).toEqual(['acme-team']);
     const none = await browser.get(`${PAGE}?q=${encodeURIComponent('<script>')}`);

@@ -67,6 +67,14 @@ export function listProviderTools(ctx: Pick<ServiceContext, 'deps'>, providerId:
   }));
 }
 
+/** What a provider that also takes a pasted token (`POST /connections/from-catalog`) asks for, if it does. */
+export function providerBearerToken(
+  ctx: Pick<PublicContext, 'deps'>,
+  providerId: string,
+): { label: string; help: string } | undefined {
+  return providerCatalog(ctx.deps.config).get(providerId)?.definition.bearerToken;
+}
+
 /** A logo: the SVG beside the provider file, or a letter mark made from the label. Unknown ids are 404. */
 export function getProviderLogo(ctx: PublicContext, providerId: string): string {
   const entry = entryOf(ctx.deps.config, providerId);

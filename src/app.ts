@@ -27,6 +27,7 @@ import { mcpRoutes } from './mcp/endpoint.ts';
 import type { McpSources } from './mcp/server.ts';
 import { connectionSources } from './mcp/sources.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
+import { agentRoutes } from './modules/agents/routes.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { authClientRoutes } from './modules/auth-clients/routes.ts';
 import { connectionRoutes } from './modules/connections/routes.ts';
@@ -171,6 +172,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await scopeRoutes(v1);
       await creditRoutes(v1);
       await knowledgeRoutes(v1);
+      await agentRoutes(v1, config);
       await llmRoutes(v1, config);
       await authClientRoutes(v1);
       await providerRoutes(v1);

@@ -17,7 +17,7 @@ describe('robustness under random requests', () => {
   const newUser = async () => {
     const u = await createUser(h.app);
     session = u.sessionToken;
-    pat = await u.pat(['account', 'llm-all']);
+    pat = await u.pat(['account', 'llm-all', 'agents-all']);
   };
   beforeAll(async () => {
     h = await createHarness();
@@ -43,6 +43,11 @@ describe('robustness under random requests', () => {
     '/api/v1/providers/github/tools',
     '/api/v1/connections/authorize',
     '/api/v1/connections/callback',
+    '/api/v1/agents',
+    '/api/v1/agents/default',
+    '/api/v1/agents/agt_x/chat/completions',
+    '/api/v1/agents/agt_x/conversations',
+    '/api/v1/agents/agt_x/conversations/conv_x/messages',
     '/api/v1/knowledge/bases',
     '/api/v1/knowledge/bases/kb_x',
     '/api/v1/knowledge/bases/kb_x/pages',

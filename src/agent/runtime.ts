@@ -23,7 +23,15 @@ export interface RunAgentOptions {
   signal?: AbortSignal;
   onProgress?: (p: { progress: number; total: number; message: string }) => void | Promise<void>;
   /** Told each model call's bill as it happens, so a caller knows what a run cost even when it fails later. */
-  onCharge?: (credits: Credits) => void;
+  onCharge?: (credits: Credits) => void | Promise<void>;
+  /** The conversation so far (agent chat): placed between the system prompt and `prompt`. */
+  history?: readonly ChatMessage[];
+  temperature?: number | undefined;
+  maxTokens?: number | undefined;
+  /** Asked before every model call after the first: a string stops the run with that answer (usage limits). */
+  beforeStep?: () => Promise<string | undefined>;
+  /** Told each message the run adds (the assistant's tool calls, each tool's result), as it happens. */
+  onMessage?: (message: ChatMessage & { toolName?: string }) => void | Promise<void>;
 }
 
 export interface AgentRun {
@@ -33,7 +41,7 @@ export interface AgentRun {
   toolCalls: Array<{ name: string; ok: boolean; quarantined: boolean }>;
   /** The prompt tokens of each model call, as the upstream reported them. */
   promptTokens: number[];
-  stoppedBy: 'answer' | 'max-steps';
+  stoppedBy: 'answer' | 'max-steps' | 'limit';
 }
 
 export const DEFAULT_MAX_STEPS = 8;
@@ -66,13 +74,12 @@ export function offeredTools(tools: readonly AgentTool[], loaded: ReadonlySet<st
 }
 
 /** The system and user messages the run starts from. */
-export function openingMessages(opts: Pick<RunAgentOptions, 'prompt' | 'instructions' | 'tools'>): ChatMessage[] {
+export function openingMessages(
+  opts: Pick<RunAgentOptions, 'prompt' | 'instructions' | 'tools' | 'history'>,
+): ChatMessage[] {
   const useCatalog = opts.tools.length > DIRECT_TOOL_LIMIT;
   const system = [SYSTEM_PROMPT, useCatalog ? CATALOG_HINT : '', opts.instructions ?? ''].filter(Boolean).join('\n\n');
-  return [
-    { role: 'system', content: system },
-    { role: 'user', content: opts.prompt },
-  ];
+  return [{ role: 'system', content: system }, ...(opts.history ?? []), { role: 'user', content: opts.prompt }];
 }
 
 export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Promise<AgentRun> {
@@ -96,10 +103,24 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
 
   for (let step = 1; step <= maxSteps; step++) {
     if (signal.aborted) throw new AgentError('The agent ran out of time');
+    if (step > 1 && opts.beforeStep) {
+      const stop = await opts.beforeStep();
+      if (stop !== undefined) {
+        run.stoppedBy = 'limit';
+        run.text = stop;
+        return run;
+      }
+    }
     const tools = offeredTools(opts.tools, loaded);
     const { completion, credits } = await runCompletion(
       ctx,
-      { model: opts.model ?? '', messages, ...(tools.length ? { tools, tool_choice: 'auto' } : {}) },
+      {
+        model: opts.model ?? '',
+        messages,
+        ...(tools.length ? { tools, tool_choice: 'auto' } : {}),
+        ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
+        ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}),
+      },
       { signal, billing: opts.billing },
     ).catch((err: unknown) => {
       if (signal.aborted) throw new AgentError('The agent ran out of time');
@@ -107,7 +128,7 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
     });
     run.steps = step;
     run.creditsConsumed += credits.consumed;
-    opts.onCharge?.(credits);
+    await opts.onCharge?.(credits);
     run.promptTokens.push(completion.usage?.prompt_tokens ?? 0);
     const message = completion.choices[0]?.message;
     const calls = message?.tool_calls ?? [];
@@ -116,13 +137,20 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
       await opts.onProgress?.({ progress: step, total: step, message: 'Answer ready' });
       return run;
     }
-    messages.push({ role: 'assistant', content: message?.content ?? null, tool_calls: calls });
-    for (const call of calls) {
-      const label = describeCall(call, byName);
-      await opts.onProgress?.({ progress: step, total: maxSteps, message: label });
-      const result = await runToolCall(call, { byName, loaded, useCatalog, signal });
+    const asked: ChatMessage = { role: 'assistant', content: message?.content ?? null, tool_calls: calls };
+    messages.push(asked);
+    await opts.onMessage?.(asked);
+    for (const call of calls)
+      await opts.onProgress?.({ progress: step, total: maxSteps, message: describeCall(call, byName) });
+    // The calls of one step do not depend on each other: they run at once, and their results keep their order.
+    const results = await Promise.all(calls.map((call) => runToolCall(call, { byName, loaded, useCatalog, signal })));
+    for (const [i, result] of results.entries()) {
+      const call = calls[i];
+      if (!call) continue;
       run.toolCalls.push({ name: result.toolName, ok: result.ok, quarantined: result.quarantined });
-      messages.push({ role: 'tool', tool_call_id: call.id, content: result.content });
+      const answer: ChatMessage = { role: 'tool', tool_call_id: call.id, content: result.content };
+      messages.push(answer);
+      await opts.onMessage?.({ ...answer, toolName: result.toolName });
     }
   }
   run.stoppedBy = 'max-steps';

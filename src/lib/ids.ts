@@ -17,6 +17,9 @@ export const ID_PREFIX = {
   /** Id of a connection awaiting its finalize fields (a secret: only its hash is stored). */
   pendingConnection: 'pcn',
   job: 'job',
+  agent: 'agt',
+  conversation: 'conv',
+  message: 'msg',
   knowledgeBase: 'kb',
   knowledgePage: 'kpg',
   knowledgePageVersion: 'kpv',

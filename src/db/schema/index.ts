@@ -1,4 +1,5 @@
 export * from './accounts.ts';
+export * from './agents.ts';
 export * from './connections.ts';
 export * from './credits.ts';
 export * from './jobs.ts';

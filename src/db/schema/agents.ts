@@ -1,0 +1,127 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigserial,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  real,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
+import { accounts } from './accounts.ts';
+
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+
+/** SPEC §2 Agent `usageLimits`; every field optional (absent: no limit). */
+export interface AgentUsageLimits {
+  dailyMessagesPerUser?: number | undefined;
+  monthlyCreditsCap?: number | undefined;
+  limitReachedMessage?: string | undefined;
+}
+
+/** An account's agent (SPEC §2). One per account may be its default (partial unique index). */
+export const agents = pgTable(
+  'agents',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    llm: text('llm').notNull(),
+    personality: text('personality').notNull().default(''),
+    description: text('description').notNull().default(''),
+    temperature: real('temperature').notNull().default(0.7),
+    firstPrompt: text('first_prompt').notNull().default(''),
+    enabledBuiltInTools: text('enabled_built_in_tools').array().notNull(),
+    billingAccountType: text('billing_account_type').notNull().default('owner'),
+    usageLimits: jsonb('usage_limits').$type<AgentUsageLimits>().notNull().default({}),
+    isDefault: boolean('is_default').notNull().default(false),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('agents_account_created_idx').on(t.accountId, t.createdAt),
+    uniqueIndex('agents_account_default_idx').on(t.accountId).where(sql`${t.isDefault}`),
+  ],
+);
+
+/** A conversation with an agent, of one end user (`owner` for the account's own chats). */
+export const conversations = pgTable(
+  'conversations',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    agentId: text('agent_id')
+      .notNull()
+      .references(() => agents.id, { onDelete: 'cascade' }),
+    endUserId: text('end_user_id').notNull(),
+    title: text('title').notNull().default(''),
+    metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull().default({}),
+    lastActivityAt: ts('last_activity_at').notNull().defaultNow(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [index('conversations_agent_activity_idx').on(t.agentId, t.lastActivityAt)],
+);
+
+export type MessageRole = 'system' | 'user' | 'assistant' | 'tool';
+
+/** Every message of a conversation in order (`seq`): what users, the agent and its tools said. */
+export const messages = pgTable(
+  'messages',
+  {
+    id: text('id').primaryKey(),
+    seq: bigserial('seq', { mode: 'number' }).notNull(),
+    conversationId: text('conversation_id')
+      .notNull()
+      .references(() => conversations.id, { onDelete: 'cascade' }),
+    role: text('role').$type<MessageRole>().notNull(),
+    content: text('content'),
+    /** An assistant message's tool calls, in OpenAI's shape. */
+    toolCalls:
+      jsonb('tool_calls').$type<{ id: string; type: 'function'; function: { name: string; arguments: string } }[]>(),
+    /** A tool message: the call it answers and the tool's name. */
+    toolCallId: text('tool_call_id'),
+    toolName: text('tool_name'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [index('messages_conversation_seq_idx').on(t.conversationId, t.seq)],
+);
+
+/** Messages per agent, end user and UTC day: one atomic counter row each (`dailyMessagesPerUser`). */
+export const agentDailyUsage = pgTable(
+  'agent_daily_usage',
+  {
+    agentId: text('agent_id')
+      .notNull()
+      .references(() => agents.id, { onDelete: 'cascade' }),
+    endUserId: text('end_user_id').notNull(),
+    day: text('day').notNull(),
+    messages: integer('messages').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.endUserId, t.day] })],
+);
+
+/** Credits an agent spent per calendar month (UTC), against `monthlyCreditsCap`. */
+export const agentMonthlySpend = pgTable(
+  'agent_monthly_spend',
+  {
+    agentId: text('agent_id')
+      .notNull()
+      .references(() => agents.id, { onDelete: 'cascade' }),
+    month: text('month').notNull(),
+    credits: integer('credits').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.month] })],
+);
+
+export type AgentRow = typeof agents.$inferSelect;
+export type ConversationRow = typeof conversations.$inferSelect;
+export type MessageRow = typeof messages.$inferSelect;

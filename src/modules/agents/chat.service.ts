@@ -1,0 +1,242 @@
+import { AgentError, runAgent } from '../../agent/runtime.ts';
+import type { AgentTool } from '../../agent/tools.ts';
+import type { AgentRow, ConversationRow, MessageRow } from '../../db/schema/index.ts';
+import type { ServiceContext } from '../../lib/context.ts';
+import { BadRequestError, GatewayTimeoutError, NotFoundError, ValidationError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { countTokens } from '../../llm/tokens.ts';
+import type { ChatMessage } from '../../llm/types.ts';
+import * as accountsRepo from '../accounts/repo.ts';
+import { providerAgentTools } from '../connections/tools.ts';
+import { knowledgeAgentTools } from '../knowledge/tools.ts';
+import { resolveModel } from '../llm/service.ts';
+import { OWNER } from './conversations.service.ts';
+import * as repo from './repo.ts';
+import type { AgentChatRequest } from './schema.ts';
+import { ownedAgent } from './service.ts';
+
+/**
+ * Agent chat (SPEC §4 POST /agents/:agentId/chat/completions), callable from code too: scheduled tasks and
+ * messaging channels run an agent through `chatWithAgent`. A conversation is created or continued; the usage
+ * limits are checked before any model call (a limit answers `limitReachedMessage`, with no model call and no
+ * charge) and the monthly cap again between steps; the agent's personality, model, temperature and enabled
+ * tool groups drive the ReAct runtime; every message, tool call and tool result is stored as it happens.
+ */
+
+export const DEFAULT_LIMIT_MESSAGE = 'This agent has reached its usage limit for now. Please try again later.';
+/** The most stored messages a chat reads back before trimming to the model's context window. */
+const HISTORY_MESSAGES = 200;
+
+export interface ChatOutcome {
+  id: string;
+  created: number;
+  model: string;
+  conversationId: string;
+  content: string;
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  credits: { consumed: number; remaining: number };
+  /** The answer is the agent's `limitReachedMessage`: a usage limit stopped it. */
+  limited: boolean;
+}
+
+export interface ChatOptions {
+  signal: AbortSignal;
+  /** Who the chat is for (usage limits count per end user); default the account itself (`owner`). */
+  endUserId?: string;
+  /** Told the conversation id as soon as it is known (a stream sends it as a header before the answer). */
+  onConversation?: (conversationId: string) => void | Promise<void>;
+}
+
+const utcDay = (d: Date) => d.toISOString().slice(0, 10);
+const utcMonth = (d: Date) => d.toISOString().slice(0, 7);
+
+function textOf(content: AgentChatRequest['messages'][number]['content']): string {
+  return typeof content === 'string' ? content : content.map((p) => p.text).join('\n');
+}
+
+/** Stored messages as the model reads them (tool calls and their results included). */
+function toChatMessage(row: MessageRow): ChatMessage {
+  if (row.role === 'tool') return { role: 'tool', tool_call_id: row.toolCallId ?? '', content: row.content ?? '' };
+  if (row.role === 'assistant' && row.toolCalls?.length) {
+    return { role: 'assistant', content: row.content, tool_calls: row.toolCalls };
+  }
+  return { role: row.role, content: row.content ?? '' };
+}
+
+/** The newest messages that fit in `budget` tokens, never starting on a tool result cut from its call. */
+async function trimToWindow(history: ChatMessage[], budget: number): Promise<ChatMessage[]> {
+  const kept: ChatMessage[] = [];
+  let used = 0;
+  for (let i = history.length - 1; i >= 0; i--) {
+    const m = history[i];
+    if (!m) continue;
+    used += await countTokens(
+      `${typeof m.content === 'string' ? m.content : ''}${m.tool_calls ? JSON.stringify(m.tool_calls) : ''}`,
+    );
+    if (used > budget) break;
+    kept.unshift(m);
+  }
+  while (kept[0]?.role === 'tool') kept.shift();
+  return kept;
+}
+
+function toolsOf(ctx: ServiceContext, agent: AgentRow): Promise<AgentTool[]> {
+  const groups = new Set(agent.enabledBuiltInTools);
+  return (async () => [
+    ...(groups.has('provider-tools') ? await providerAgentTools(ctx, {}) : []),
+    ...(groups.has('knowledge-base') ? knowledgeAgentTools(ctx) : []),
+  ])();
+}
+
+async function balanceOf(ctx: ServiceContext): Promise<number> {
+  return (await accountsRepo.findAccountById(ctx.db, ctx.accountId))?.creditBalance ?? 0;
+}
+
+export async function chatWithAgent(
+  ctx: ServiceContext,
+  agentId: string,
+  request: AgentChatRequest,
+  opts: ChatOptions,
+): Promise<ChatOutcome> {
+  const agent = await ownedAgent(ctx, agentId);
+  const model = resolveModel(ctx, agent.llm);
+  const endUserId = opts.endUserId ?? OWNER;
+
+  // With a conversation, only what follows the request's last assistant message is new (clients that resend
+  // the whole history do not store it twice).
+  let incoming = request.messages;
+  let conversation: ConversationRow | undefined;
+  if (request.conversationId) {
+    conversation = await repo.findConversation(ctx.db, ctx.accountId, agent.id, request.conversationId);
+    if (!conversation) throw new NotFoundError(`Conversation ${request.conversationId} not found`);
+    const lastAssistant = incoming.map((m) => m.role).lastIndexOf('assistant');
+    incoming = incoming.slice(lastAssistant + 1);
+  }
+  const last = incoming.at(-1);
+  if (!last || last.role !== 'user') {
+    throw new ValidationError("The last message must be the user's", [
+      { field: 'body.messages', message: 'must end with a user message' },
+    ]);
+  }
+  const prompt = textOf(last.content);
+  if (!prompt.trim()) throw new BadRequestError('The user message is empty');
+
+  if (!conversation) {
+    conversation = await ctx.db.transaction(async (tx) => {
+      const row = await repo.insertConversation(tx, {
+        id: newId('conversation'),
+        accountId: ctx.accountId,
+        agentId: agent.id,
+        endUserId,
+        title: prompt.replace(/\s+/g, ' ').trim().slice(0, 80),
+      });
+      if (agent.firstPrompt) {
+        await repo.insertMessages(tx, [
+          { id: newId('message'), conversationId: row.id, role: 'assistant', content: agent.firstPrompt },
+        ]);
+      }
+      return row;
+    });
+  }
+  const conversationId = conversation.id;
+  const history = (await repo.recentMessages(ctx.db, conversationId, HISTORY_MESSAGES)).map(toChatMessage);
+  await repo.insertMessages(
+    ctx.db,
+    incoming.map((m) => ({ id: newId('message'), conversationId, role: m.role, content: textOf(m.content) })),
+  );
+  await repo.touchConversation(ctx.db, conversationId);
+  await opts.onConversation?.(conversationId);
+
+  const limits = agent.usageLimits;
+  const limitMessage = limits.limitReachedMessage || DEFAULT_LIMIT_MESSAGE;
+  const month = utcMonth(new Date());
+  const overCap = async () =>
+    limits.monthlyCreditsCap !== undefined &&
+    (await repo.monthlySpend(ctx.db, agent.id, month)) >= limits.monthlyCreditsCap;
+  const answer = async (
+    content: string,
+    usage: ChatOutcome['usage'],
+    credits: ChatOutcome['credits'],
+    limited: boolean,
+  ) => {
+    await repo.insertMessages(ctx.db, [{ id: newId('message'), conversationId, role: 'assistant', content }]);
+    await repo.touchConversation(ctx.db, conversationId);
+    return {
+      id: newId('completion'),
+      created: Math.floor(Date.now() / 1000),
+      model: model.id,
+      conversationId,
+      content,
+      usage,
+      credits,
+      limited,
+    };
+  };
+  const noUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+
+  const withinDay =
+    limits.dailyMessagesPerUser === undefined ||
+    (await repo.countDailyMessage(ctx.db, agent.id, endUserId, utcDay(new Date()), limits.dailyMessagesPerUser));
+  if (!withinDay || (await overCap())) {
+    return answer(limitMessage, noUsage, { consumed: 0, remaining: await balanceOf(ctx) }, true);
+  }
+
+  // Earlier messages of the request itself (a client sending a whole new conversation) join the history.
+  const earlier: ChatMessage[] = incoming.slice(0, -1).map((m) => ({ role: m.role, content: textOf(m.content) }));
+  const budget = Math.floor(model.contextWindow * 0.75) - (request.max_tokens ?? Math.min(model.maxOutputTokens, 4096));
+  const trimmed = await trimToWindow([...history, ...earlier], Math.max(1000, budget));
+
+  let remaining: number | undefined;
+  let usage = { ...noUsage };
+  try {
+    const run = await runAgent(ctx, {
+      prompt,
+      history: trimmed,
+      instructions: agent.personality || undefined,
+      model: model.id,
+      tools: await toolsOf(ctx, agent),
+      temperature: request.temperature ?? agent.temperature,
+      maxTokens: request.max_tokens,
+      billing: { type: 'agent', description: `Agent ${agent.name}` },
+      signal: opts.signal,
+      beforeStep: async () => ((await overCap()) ? limitMessage : undefined),
+      onCharge: async (credits) => {
+        remaining = credits.remaining;
+        await repo.addMonthlySpend(ctx.db, agent.id, month, credits.consumed);
+      },
+      onMessage: async (m) => {
+        await repo.insertMessages(ctx.db, [
+          {
+            id: newId('message'),
+            conversationId,
+            role: m.role === 'tool' ? 'tool' : 'assistant',
+            content: typeof m.content === 'string' ? m.content : null,
+            toolCalls: m.tool_calls ?? null,
+            toolCallId: m.tool_call_id ?? null,
+            toolName: m.toolName ?? null,
+          },
+        ]);
+      },
+    });
+    usage = {
+      prompt_tokens: run.promptTokens.reduce((a, b) => a + b, 0),
+      completion_tokens: 0,
+      total_tokens: 0,
+    };
+    usage.completion_tokens = await countTokens(run.text);
+    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    return answer(
+      run.text,
+      usage,
+      { consumed: run.creditsConsumed, remaining: remaining ?? (await balanceOf(ctx)) },
+      run.stoppedBy === 'limit',
+    );
+  } catch (err) {
+    if (err instanceof AgentError && opts.signal.aborted) {
+      // The client went away: the run stopped, and what was generated is billed (runCompletion settled it).
+      throw new BadRequestError('The client closed the request; the run was stopped');
+    }
+    if (err instanceof AgentError) throw new GatewayTimeoutError(err.message);
+    throw err;
+  }
+}

@@ -1,0 +1,278 @@
+import type { FastifyReply } from 'fastify';
+import { z } from 'zod';
+import type { Config } from '../../config.ts';
+import { creditHeaders, streamCreditHeaders, writeStreamCredits } from '../../http/credits.ts';
+import { toAppError } from '../../http/error-handler.ts';
+import type { App } from '../../http/types.ts';
+import { listQuery, paginated } from '../../lib/pagination.ts';
+import { sseData } from '../../lib/sse.ts';
+import { clientGone } from '../llm/routes.ts';
+import { type ChatOutcome, chatWithAgent } from './chat.service.ts';
+import * as conversations from './conversations.service.ts';
+import {
+  Agent,
+  AgentChatRequest,
+  AgentParams,
+  Conversation,
+  ConversationParams,
+  CreateAgent,
+  CreateConversation,
+  ListQuery,
+  Message,
+  UpdateAgent,
+} from './schema.ts';
+import * as service from './service.ts';
+
+/** The OpenAI chat.completion body of an agent's answer. */
+function completionBody(o: ChatOutcome) {
+  return {
+    id: o.id,
+    object: 'chat.completion' as const,
+    created: o.created,
+    model: o.model,
+    choices: [{ index: 0, message: { role: 'assistant' as const, content: o.content }, finish_reason: 'stop' }],
+    usage: o.usage,
+  };
+}
+
+/** SPEC §4 "Agents" and "Conversations and memory". */
+export async function agentRoutes(app: App, config: Config): Promise<void> {
+  const tags = ['Agents'];
+  const read = { scopes: ['agents-all' as const, 'agents-use' as const] };
+  const write = { scopes: ['agents-all' as const] };
+
+  app.post(
+    '/agents',
+    {
+      schema: {
+        tags,
+        summary: 'Create an agent',
+        description:
+          "`llm` must be a model of GET /models (default: the default model). An account's first agent is its default.",
+        body: CreateAgent,
+        response: { 201: Agent },
+      },
+      config: write,
+    },
+    async (req, reply) => reply.code(201).send(await service.createAgent(req.ctx, req.body)),
+  );
+  app.get(
+    '/agents',
+    {
+      schema: {
+        tags,
+        summary: 'List agents',
+        querystring: listQuery(['createdAt', 'updatedAt', 'name']),
+        response: { 200: paginated(Agent) },
+      },
+      config: read,
+    },
+    (req) => service.listAgents(req.ctx, req.query),
+  );
+  app.get(
+    '/agents/:agentId',
+    {
+      schema: {
+        tags,
+        summary: 'Get an agent (`default`: the default agent)',
+        params: AgentParams,
+        response: { 200: Agent },
+      },
+      config: read,
+    },
+    (req) => service.getAgent(req.ctx, req.params.agentId),
+  );
+  app.put(
+    '/agents/:agentId',
+    {
+      schema: {
+        tags,
+        summary: 'Update an agent (the fields given)',
+        params: AgentParams,
+        body: UpdateAgent,
+        response: { 200: Agent },
+      },
+      config: write,
+    },
+    (req) => service.updateAgent(req.ctx, req.params.agentId, req.body),
+  );
+  app.post(
+    '/agents/:agentId/set-default',
+    {
+      schema: {
+        tags,
+        summary: 'Make the agent the default (extension)',
+        params: AgentParams,
+        response: { 200: Agent },
+      },
+      config: write,
+    },
+    (req) => service.setDefaultAgent(req.ctx, req.params.agentId),
+  );
+  app.delete(
+    '/agents/:agentId',
+    {
+      schema: {
+        tags,
+        summary: 'Delete an agent and its conversations (the default is cleared if it was it)',
+        params: AgentParams,
+        response: { 204: z.undefined() },
+      },
+      config: write,
+    },
+    async (req, reply) => {
+      await service.deleteAgent(req.ctx, req.params.agentId);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/agents/:agentId/chat/completions',
+    {
+      schema: {
+        tags,
+        summary: 'Chat with an agent (OpenAI chat completion, JSON or SSE)',
+        description:
+          "Without `conversationId` a conversation is created; with one, its history is loaded and only the messages after the last assistant message of the request are new. Headers `X-Credits-Consumed`, `X-Credits-Remaining`, `X-Conversation-Id`; streams carry the final credits as an SSE comment and trailers before `data: [DONE]`. A usage limit answers the agent's `limitReachedMessage` with no model call and no charge.",
+        params: AgentParams,
+        body: AgentChatRequest,
+        response: { 200: z.unknown() },
+      },
+      config: {
+        ...read,
+        creditGuard: true,
+        rateLimit: { max: config.rateLimits.llm, timeWindow: config.rateLimits.windowMs },
+      },
+    },
+    async (req, reply) => {
+      const signal = clientGone(reply);
+      if (!req.body.stream) {
+        const outcome = await chatWithAgent(req.ctx, req.params.agentId, req.body, { signal });
+        return reply
+          .headers({ ...creditHeaders(outcome.credits), 'X-Conversation-Id': outcome.conversationId })
+          .send(completionBody(outcome));
+      }
+      await streamChat(
+        reply,
+        (onConversation) => chatWithAgent(req.ctx, req.params.agentId, req.body, { signal, onConversation }),
+        req.ctx.actor.creditBalance,
+      );
+    },
+  );
+
+  app.get(
+    '/agents/:agentId/conversations',
+    {
+      schema: {
+        tags,
+        summary: 'List conversations, newest activity first',
+        params: AgentParams,
+        querystring: ListQuery,
+        response: { 200: paginated(Conversation) },
+      },
+      config: read,
+    },
+    (req) => conversations.listConversations(req.ctx, req.params.agentId, req.query),
+  );
+  app.post(
+    '/agents/:agentId/conversations',
+    {
+      schema: {
+        tags,
+        summary: 'Create a conversation (optional title and metadata)',
+        params: AgentParams,
+        body: CreateConversation,
+        response: { 201: Conversation },
+      },
+      config: read,
+    },
+    async (req, reply) =>
+      reply.code(201).send(await conversations.createConversation(req.ctx, req.params.agentId, req.body ?? {})),
+  );
+  app.get(
+    '/agents/:agentId/conversations/:conversationId/messages',
+    {
+      schema: {
+        tags,
+        summary: 'Messages in order: role, content, tool calls and results, timestamps',
+        params: ConversationParams,
+        querystring: ListQuery,
+        response: { 200: paginated(Message) },
+      },
+      config: read,
+    },
+    (req) => conversations.listMessages(req.ctx, req.params.agentId, req.params.conversationId, req.query),
+  );
+  app.delete(
+    '/agents/:agentId/conversations/:conversationId',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a conversation and its messages',
+        params: ConversationParams,
+        response: { 204: z.undefined() },
+      },
+      config: read,
+    },
+    async (req, reply) => {
+      await conversations.deleteConversation(req.ctx, req.params.agentId, req.params.conversationId);
+      return reply.code(204).send();
+    },
+  );
+}
+
+/**
+ * The agent's answer as an OpenAI stream: headers (with the conversation id) as soon as the conversation is
+ * known, a role chunk, the answer's text in word-sized deltas, a final chunk, the credits, `[DONE]`. Faults
+ * before the headers are ordinary error answers.
+ */
+async function streamChat(
+  reply: FastifyReply,
+  run: (onConversation: (id: string) => void) => Promise<ChatOutcome>,
+  balanceBefore: number,
+): Promise<void> {
+  const raw = reply.raw;
+  let started = false;
+  const id = `chatcmpl_${Date.now().toString(36)}`;
+  const created = Math.floor(Date.now() / 1000);
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null, model = '') =>
+    sseData({
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    });
+  const start = (conversationId: string) => {
+    started = true;
+    reply.hijack();
+    raw.writeHead(200, {
+      ...(reply.getHeaders() as Record<string, string>),
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'X-Conversation-Id': conversationId,
+      ...streamCreditHeaders(balanceBefore),
+    });
+    raw.write(chunk({ role: 'assistant', content: '' }));
+  };
+  let outcome: ChatOutcome;
+  try {
+    outcome = await run(start);
+  } catch (err) {
+    if (!started) throw err;
+    const fault = toAppError(err);
+    if (!raw.destroyed) {
+      raw.write(sseData({ error: { message: fault.message, type: fault.name, code: fault.statusCode } }));
+      raw.end('data: [DONE]\n\n');
+    }
+    return;
+  }
+  if (raw.destroyed) return;
+  for (const piece of outcome.content.match(/\S+\s*|\s+/g) ?? [])
+    raw.write(chunk({ content: piece }, null, outcome.model));
+  raw.write(chunk({}, 'stop', outcome.model));
+  writeStreamCredits(raw, outcome.credits);
+  raw.end('data: [DONE]\n\n');
+}

@@ -1,0 +1,162 @@
+import { z } from 'zod';
+
+/**
+ * SPEC §2 built-in tool groups, plus `knowledge-base` (the account's wikis; an extension). A group whose
+ * feature has not landed is refused when enabled, with a 422 that says so: `AVAILABLE_GROUPS` is the one list
+ * that later features extend.
+ */
+export const BUILT_IN_TOOL_GROUPS = [
+  'provider-tools',
+  'skills',
+  'agent-memory',
+  'account-tasks',
+  'execute-code',
+  'knowledge-base',
+] as const;
+export type BuiltInToolGroup = (typeof BUILT_IN_TOOL_GROUPS)[number];
+export const AVAILABLE_GROUPS: ReadonlySet<BuiltInToolGroup> = new Set(['provider-tools', 'knowledge-base']);
+export const DEFAULT_GROUPS: BuiltInToolGroup[] = ['provider-tools'];
+
+const Timestamp = z.iso.datetime().meta({ examples: ['2026-11-23T09:30:00.000Z'] });
+
+export const UsageLimits = z
+  .object({
+    dailyMessagesPerUser: z.number().int().min(1).max(1_000_000).optional(),
+    monthlyCreditsCap: z.number().int().min(1).max(1_000_000_000).optional(),
+    limitReachedMessage: z.string().max(2000).optional(),
+  })
+  .strict()
+  .meta({ id: 'AgentUsageLimits' });
+
+const fields = {
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(100)
+    .meta({ examples: ['Support bot'] }),
+  llm: z.string().min(1).max(200).describe('a model id of GET /models; default: the default model'),
+  personality: z.string().max(20_000).describe('system-style instructions'),
+  description: z.string().max(2000),
+  temperature: z.number().min(0).max(2),
+  firstPrompt: z.string().max(4000).describe("the conversation's opening assistant message"),
+  enabledBuiltInTools: z.array(z.enum(BUILT_IN_TOOL_GROUPS)).max(BUILT_IN_TOOL_GROUPS.length),
+  billingAccountType: z.enum(['owner']),
+  usageLimits: UsageLimits,
+};
+
+export const CreateAgent = z
+  .object({
+    name: fields.name,
+    llm: fields.llm.optional(),
+    personality: fields.personality.default(''),
+    description: fields.description.default(''),
+    temperature: fields.temperature.default(0.7),
+    firstPrompt: fields.firstPrompt.default(''),
+    enabledBuiltInTools: fields.enabledBuiltInTools.default(DEFAULT_GROUPS),
+    billingAccountType: fields.billingAccountType.default('owner'),
+    usageLimits: fields.usageLimits.default({}),
+  })
+  .strict();
+export type CreateAgent = z.infer<typeof CreateAgent>;
+
+export const UpdateAgent = z
+  .object({
+    name: fields.name.optional(),
+    llm: fields.llm.optional(),
+    personality: fields.personality.optional(),
+    description: fields.description.optional(),
+    temperature: fields.temperature.optional(),
+    firstPrompt: fields.firstPrompt.optional(),
+    enabledBuiltInTools: fields.enabledBuiltInTools.optional(),
+    billingAccountType: fields.billingAccountType.optional(),
+    usageLimits: fields.usageLimits.optional(),
+  })
+  .strict();
+export type UpdateAgent = z.infer<typeof UpdateAgent>;
+
+export const Agent = z
+  .object({
+    id: z.string().meta({ examples: ['agt_5kY0bq9xTnq1y8Wv3mDgZA'] }),
+    accountId: z.string(),
+    name: z.string(),
+    llm: z.string(),
+    personality: z.string(),
+    description: z.string(),
+    temperature: z.number(),
+    firstPrompt: z.string(),
+    enabledBuiltInTools: z.array(z.string()),
+    billingAccountType: z.string(),
+    usageLimits: UsageLimits,
+    isDefault: z.boolean(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Agent' });
+export type Agent = z.infer<typeof Agent>;
+
+export const AgentParams = z.object({ agentId: z.string().min(1).max(100) });
+export const ConversationParams = AgentParams.extend({ conversationId: z.string().min(1).max(100) });
+
+const ChatContentPart = z.object({ type: z.literal('text'), text: z.string().max(200_000) });
+export const ChatMessageInput = z.object({
+  role: z.enum(['system', 'user', 'assistant']),
+  content: z.union([z.string().max(200_000), z.array(ChatContentPart).min(1).max(50)]),
+});
+
+export const AgentChatRequest = z
+  .object({
+    messages: z.array(ChatMessageInput).min(1).max(200),
+    stream: z.boolean().optional(),
+    temperature: z.number().min(0).max(2).optional(),
+    max_tokens: z.number().int().min(1).max(200_000).optional(),
+    conversationId: z.string().min(1).max(100).optional(),
+    model: z.string().max(200).optional().describe('ignored: the agent decides its model'),
+    user: z.string().max(200).optional().describe('the end user this chat is for (usage limits count per end user)'),
+  })
+  .meta({ id: 'AgentChatRequest' });
+export type AgentChatRequest = z.infer<typeof AgentChatRequest>;
+
+export const Conversation = z
+  .object({
+    id: z.string().meta({ examples: ['conv_Qm3v0bq9xTnq1y8Wv3mDgZ'] }),
+    agentId: z.string(),
+    title: z.string(),
+    metadata: z.record(z.string(), z.unknown()),
+    lastActivityAt: Timestamp,
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Conversation' });
+export type Conversation = z.infer<typeof Conversation>;
+
+export const CreateConversation = z
+  .object({ title: z.string().max(300).optional(), metadata: z.record(z.string(), z.unknown()).optional() })
+  .strict();
+export type CreateConversation = z.infer<typeof CreateConversation>;
+
+export const Message = z
+  .object({
+    id: z.string(),
+    role: z.enum(['system', 'user', 'assistant', 'tool']),
+    content: z.string().nullable(),
+    toolCalls: z
+      .array(
+        z.object({
+          id: z.string(),
+          type: z.literal('function'),
+          function: z.object({ name: z.string(), arguments: z.string() }),
+        }),
+      )
+      .nullable(),
+    toolCallId: z.string().nullable(),
+    toolName: z.string().nullable(),
+    createdAt: Timestamp,
+  })
+  .meta({ id: 'ConversationMessage' });
+export type Message = z.infer<typeof Message>;
+
+export const ListQuery = z.object({
+  page: z.coerce.number().int().min(1).default(1),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+});

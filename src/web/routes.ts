@@ -66,6 +66,11 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     throw err;
   }
 
+  /** A refused sign-in form: 429 when the shared sign-in budget is spent (with its Retry-After), else 401. */
+  function signInRefusalStatus(err: unknown): number {
+    return err instanceof AppError && err.statusCode === 429 ? 429 : 401;
+  }
+
   // ---- Stand-alone sign-in, sign-up, sign-out -------------------------------------------------------------
 
   app.get('/signin', page, async (req, reply) => {
@@ -104,7 +109,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
           error: formError(err),
           signupHref: config.signupEnabled ? '/signup' : undefined,
         }),
-        401,
+        signInRefusalStatus(err),
       );
     }
   });
@@ -270,7 +275,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
           clientName: client?.name,
           signupHref: config.signupEnabled ? `/interaction/${uid}/signup` : undefined,
         }),
-        401,
+        signInRefusalStatus(err),
       );
     }
   });

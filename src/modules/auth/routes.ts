@@ -29,7 +29,8 @@ export async function authRoutes(app: App, config: Config): Promise<void> {
       schema: {
         tags,
         summary: 'Sign in with e-mail and password',
-        description: 'Answers 401 without saying whether the e-mail or the password was wrong. 10 a minute per IP.',
+        description:
+          'Answers 401 without saying whether the e-mail or the password was wrong. Sign-in attempts (this route, the sign-in page and the OAuth sign-in together) are limited to 10 a minute per address and per account.',
         body: Authenticate,
         response: { 200: SessionResponse },
       },

@@ -18,6 +18,7 @@ import { toAccount } from '../accounts/service.ts';
 import { insertCreditTransaction } from '../credits/repo.ts';
 import { unknownKnowledgeBases } from '../knowledge/bases.service.ts';
 import type { Authenticate, CreatedPat, CreatePat, Pat, SessionResponse, Signup } from './schema.ts';
+import { countSignInAttempt } from './sign-in-limit.ts';
 
 // OWASP's argon2id floor: 19 MiB, 2 passes, 1 lane.
 const ARGON2 = { memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
@@ -71,6 +72,7 @@ export async function createAccount(
 
 /** 401 without saying whether the e-mail or the password was wrong. */
 export async function authenticate(ctx: PublicContext, input: Authenticate): Promise<SessionResponse> {
+  countSignInAttempt(ctx, input.email);
   const row = await accountsRepo.findAccountByEmail(ctx.db, input.email);
   dummyHash ??= hashPassword('not-a-real-password');
   const ok = await verify(row?.passwordHash ?? (await dummyHash), input.password).catch(() => false);

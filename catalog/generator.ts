@@ -422,7 +422,8 @@ export function generateTool(
     const p = params.find((x) => x.original === name);
     if (!p) throw new Error(`${curated.operation}: default for unknown parameter ${name}`);
     if (p.required) throw new Error(`${curated.operation}: default for required parameter ${name}`);
-    p.schema = { ...p.schema, default: value };
+    // Descriptions that type numbers as strings (eBay's `limit`) get the default as text.
+    p.schema = { ...p.schema, default: p.schema.type === 'string' ? String(value) : value };
   }
 
   // Required first, then the description's order; optional ones beyond the bounds are left out.

@@ -59,7 +59,7 @@ describe('generated providers connect and run a read tool end to end', () => {
   it.each(generated.map((d) => [d.id, d] as const))('%s', async (_id, def) => {
     const back = await authorize(h.app, user.sessionToken, { providerId: def.id, redirectUrl: APP_REDIRECT });
     const connectionId = back.searchParams.get('connectionId');
-    expect(connectionId, back.toString()).toMatch(/^conn_/);
+    expect(String(connectionId), back.toString()).toMatch(/^conn_/);
     const conn = await call(h.app, 'GET', `/api/v1/connections/${connectionId}`, { token: user.sessionToken });
     expect(conn.statusCode).toBe(200);
     expect(conn.json()).toMatchObject({ providerId: def.id, providerUserId: `user-${def.id}`, status: 'active' });

@@ -22,7 +22,7 @@ import type { Deps } from './lib/context.ts';
 import type { KeyRing } from './lib/crypto.ts';
 import { NotFoundError, ServiceUnavailableError } from './lib/errors.ts';
 import { newId } from './lib/ids.ts';
-import { redactSecrets } from './lib/redact.ts';
+import { redactUrl } from './lib/redact.ts';
 import { mcpRoutes } from './mcp/endpoint.ts';
 import type { McpSources } from './mcp/server.ts';
 import { connectionSources } from './mcp/sources.ts';
@@ -67,7 +67,7 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
     serializers: {
       req: (req: { method: string; url: string; ip?: string }) => ({
         method: req.method,
-        url: redactSecrets(req.url),
+        url: redactUrl(req.url),
         ip: req.ip,
       }),
     },
@@ -139,7 +139,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     req.log.info(
       {
         method: req.method,
-        url: redactSecrets(req.url),
+        url: redactUrl(req.url),
         statusCode: reply.statusCode,
         ms: Math.round(reply.elapsedTime * 10) / 10,
         accountId: req.actor?.accountId,

@@ -25,3 +25,40 @@ export function redactSecrets(text: string): string {
   for (const re of PATTERNS) out = out.replace(re, REDACTED);
   return out;
 }
+
+/**
+ * Query parameters whose values are credentials whatever they look like: an OAuth authorization `code` and
+ * `state` (a provider's callback, our authorization endpoint), tokens and secrets sent in a URL.
+ */
+const SECRET_QUERY_PARAMS = new Set([
+  'code',
+  'state',
+  'code_verifier',
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'token',
+  'client_secret',
+]);
+
+/** A request URL for the logs: the values of credential parameters replaced, then `redactSecrets`. */
+export function redactUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return redactSecrets(url);
+  const query = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq < 0) return pair;
+      let name = pair.slice(0, eq);
+      try {
+        name = decodeURIComponent(name.replace(/\+/g, ' '));
+      } catch {
+        // A malformed escape: compare the name as sent.
+      }
+      return SECRET_QUERY_PARAMS.has(name.toLowerCase()) ? `${pair.slice(0, eq)}=${REDACTED}` : pair;
+    })
+    .join('&');
+  return redactSecrets(`${url.slice(0, q)}?${query}`);
+}

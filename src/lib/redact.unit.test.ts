@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REDACTED, redactSecrets } from './redact.ts';
+import { REDACTED, redactSecrets, redactUrl } from './redact.ts';
 
 describe('redactSecrets', () => {
   const secrets = {
@@ -41,5 +41,22 @@ describe('redactSecrets', () => {
     ]) {
       expect(redactSecrets(text)).toBe(text);
     }
+  });
+});
+
+describe('redactUrl', () => {
+  it('replaces the values of code, state and other credential parameters, whatever they look like', () => {
+    expect(redactUrl('/api/v1/connections/callback?code=abc123&state=ost_xyz&x=1')).toBe(
+      `/api/v1/connections/callback?code=${REDACTED}&state=${REDACTED}&x=1`,
+    );
+    expect(redactUrl('/oauth/authorize?client_id=app_1&STATE=s&code_challenge=ch&redirect_uri=https%3A%2F%2Fa')).toBe(
+      `/oauth/authorize?client_id=app_1&STATE=${REDACTED}&code_challenge=ch&redirect_uri=https%3A%2F%2Fa`,
+    );
+    expect(redactUrl('/cb?%63ode=zz&refresh_token=r&client_secret=s&flag')).toBe(
+      `/cb?%63ode=${REDACTED}&refresh_token=${REDACTED}&client_secret=${REDACTED}&flag`,
+    );
+    expect(redactUrl('/healthz')).toBe('/healthz');
+    expect(redactUrl('/x?q=%E0%A4%A&code=1')).toBe(`/x?q=%E0%A4%A&code=${REDACTED}`);
+    expect(redactUrl('/x?q=pat_AbCdEfGhIjKlMnOpQrStUvWxYz012345')).toBe(`/x?q=${REDACTED}`);
   });
 });

@@ -733,10 +733,10 @@ describe('connections', () => {
         mode: 'write',
       });
 
-      const byDefault = await u.pat(['account'], { default_provider_permission: 'read' });
-      const byProvider = await u.pat(['account'], { provider_permissions: { acme: 'read' } });
-      const otherProviderRead = await u.pat(['account'], { provider_permissions: { github: 'read' } });
-      const readButAcme = await u.pat(['account'], {
+      const byDefault = await u.pat(['connections'], { default_provider_permission: 'read' });
+      const byProvider = await u.pat(['connections'], { provider_permissions: { acme: 'read' } });
+      const otherProviderRead = await u.pat(['connections'], { provider_permissions: { github: 'read' } });
+      const readButAcme = await u.pat(['connections'], {
         default_provider_permission: 'read',
         provider_permissions: { acme: 'read-write' },
       });
@@ -756,6 +756,27 @@ describe('connections', () => {
       expect((await execute(h.app, connectionsRead, id, 'create_item', { title: 'x' })).statusCode).toBe(403);
       // Without a connection the catalog answers every tool, whatever the permission.
       expect(names(await tools(h.app, byDefault, '/api/v1/providers/acme/tools'))).toEqual(ALL);
+    });
+
+    it('with connectionId it takes the connections scope (403 without it); the catalog alone does not', async () => {
+      const u = await createUser(h.app);
+      const id = await connectAcme(h.app, u);
+      const accountOnly = await u.pat(['account']);
+      const refused = await tools(h.app, accountOnly, `/api/v1/providers/acme/tools?connectionId=${id}`);
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json()).toEqual({
+        error: 'ForbiddenError',
+        message: 'Missing required scope: connections',
+        statusCode: 403,
+      });
+      // Not even whether the id exists is told without the scope.
+      const unknown = await tools(h.app, accountOnly, '/api/v1/providers/acme/tools?connectionId=conn_AbC123_-xyz789Q');
+      expect(unknown.statusCode).toBe(403);
+      expect(names(await tools(h.app, accountOnly, '/api/v1/providers/acme/tools'))).toEqual(ALL);
+      expect(
+        (await tools(h.app, await u.pat(['connections']), `/api/v1/providers/acme/tools?connectionId=${id}`))
+          .statusCode,
+      ).toBe(200);
     });
 
     it("answers 404 for another account's connection, another provider's and an unknown one", async () => {
@@ -829,7 +850,8 @@ describe('connections', () => {
         {
           method: 'GET',
           url: '/api/v1/providers/acme/tools?connectionId=conn_xxxxxxxxxxxx',
-          scopes: [],
+          // With connectionId the route reads a connection: `connections` (checked in the service).
+          scopes: ['connections'],
           ownedUrl: async (owner) => `/api/v1/providers/acme/tools?connectionId=${await connectAcme(h.app, owner)}`,
         },
         {

@@ -69,6 +69,8 @@ export async function listConnectionTools(
   providerId: string,
   connectionId: string,
 ): Promise<ProviderTool[]> {
+  // The catalog is open to any bearer; a connection of the account is not.
+  requireScope(ctx, 'connections');
   const tools = listProviderTools(ctx, providerId);
   const row = await repo.findConnection(ctx.db, ctx.accountId, connectionId);
   if (!row) throw new NotFoundError(`Connection ${connectionId} not found`);

@@ -32,8 +32,9 @@ export async function providerRoutes(app: App): Promise<void> {
       schema: {
         tags,
         summary:
-          "A provider's tools: name, description for an LLM, JSON Schema parameters, mode. With connectionId (one of " +
-          'yours, of this provider, else 404): only the tools you may run on it (no write tools with a read permission)',
+          "A provider's tools: name, description for an LLM, JSON Schema parameters, mode. With connectionId (scope " +
+          '`connections`; one of yours, of this provider, else 404): only the tools you may run on it (no write tools ' +
+          'with a read permission)',
         params: ProviderParams,
         querystring: ProviderToolsQuery,
         response: { 200: z.array(ProviderTool) },

@@ -35,7 +35,7 @@ export interface CuratedTool {
   /** Parameters left out although the description has them. */
   omit?: string[];
   /** Defaults the engine sends when the model gives nothing (page sizes). */
-  defaults?: Record<string, string | number | boolean>;
+  defaults?: Record<string, string | number | boolean | string[]>;
   /** Query values always sent, not offered to the model (`fields=...`). */
   fixedQuery?: Record<string, string | number | boolean>;
   /** Path parameters whose value may hold `/` (Google's `people/c123` resource names): `{+name}`. */
@@ -423,7 +423,7 @@ export function generateTool(
     if (!p) throw new Error(`${curated.operation}: default for unknown parameter ${name}`);
     if (p.required) throw new Error(`${curated.operation}: default for required parameter ${name}`);
     // Descriptions that type numbers as strings (eBay's `limit`) get the default as text.
-    p.schema = { ...p.schema, default: p.schema.type === 'string' ? String(value) : value };
+    p.schema = { ...p.schema, default: p.schema.type === 'string' && !Array.isArray(value) ? String(value) : value };
   }
 
   // Required first, then the description's order; optional ones beyond the bounds are left out.

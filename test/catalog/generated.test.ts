@@ -122,6 +122,11 @@ function validatorFor(curated: CuratedProvider, doc: OpenApiDocument) {
   const schemaOnly = JSON.parse(JSON.stringify(doc), (k, v) => {
     if (k === 'example' || k === 'examples' || k === '$id') return undefined;
     if (k === 'required' && Array.isArray(v)) return v.filter((r) => !notRequired.has(r));
+    // `nullable` without `type` (Graph's anyOf members) says nothing, and ajv refuses it.
+    if (v && typeof v === 'object' && 'nullable' in v && !('type' in v)) {
+      const { nullable: _n, ...rest } = v as Record<string, unknown>;
+      return rest;
+    }
     return v;
   }) as object;
   ajv.addSchema({ ...schemaOnly, $id: id });

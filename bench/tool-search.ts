@@ -29,7 +29,7 @@ export function catalogAgentTools(): AgentTool[] {
       parameters: t.parameters as unknown as Record<string, unknown>,
       mode: t.mode,
       source: def.id,
-      keywords: providerKeywords(def),
+      ...providerKeywords(def),
       run: async () => null,
     })),
   );

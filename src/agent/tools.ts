@@ -8,8 +8,10 @@ export interface AgentTool {
   mode: 'read' | 'write';
   /** Where it comes from (a provider id, `built-in` ...): shown in progress messages. */
   source: string;
-  /** More words the tool search matches (a provider's label and category), never shown to the model. */
+  /** More words the tool search matches (a provider's label), never shown to the model. */
   keywords?: string;
+  /** The provider's category (`video-meetings`): matched as loosely as a description. */
+  category?: string;
   run(args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
 }
 
@@ -123,15 +125,15 @@ interface Indexed {
 
 /**
  * Ranks tools for a query: each query word (stemmed, with its synonyms) weighs by how rare it is among the
- * tools (inverse document frequency), three times in a tool's name, twice in its provider's id, label or
- * category, once in its description. A query naming a provider keeps its tools ahead of the others.
+ * tools (inverse document frequency), three times in a tool's name, twice in its provider's id or label, once in
+ * its description or its provider's category. A query naming a provider keeps its tools ahead of the others.
  */
 export function searchTools(tools: readonly AgentTool[], query: string, limit = 8): AgentTool[] {
   const indexed: Indexed[] = tools.map((t) => ({
     tool: t,
     name: new Set(terms(t.name)),
     provider: new Set(terms(`${t.source} ${t.keywords ?? ''}`)),
-    desc: new Set(terms(t.description)),
+    desc: new Set(terms(`${t.description} ${t.category ?? ''}`)),
   }));
   const df = new Map<string, number>();
   for (const x of indexed) {

@@ -222,9 +222,12 @@ async function retryAfterUnauthorized(
 const MAX_TOOL_NAME = 64;
 
 /** `github_create_issue`: the tool name prefixed with the provider id (once), at most 64 characters. */
-/** Words a provider's tools are also found by: its label and category (`video-meetings` as two words). */
-export function providerKeywords(def: Pick<ProviderDefinition, 'label' | 'category'>): string {
-  return `${def.label} ${def.category.replace(/[-_]/g, ' ')}`;
+/** Words a provider's tools are also found by: its label, and its category (`video-meetings` as two words). */
+export function providerKeywords(def: Pick<ProviderDefinition, 'label' | 'category'>): {
+  keywords: string;
+  category: string;
+} {
+  return { keywords: def.label, category: def.category.replace(/[-_]/g, ' ') };
 }
 
 export function agentToolName(providerId: string, toolName: string, suffix = ''): string {
@@ -267,7 +270,7 @@ export async function providerAgentTools(
           parameters: tool.parameters as unknown as Record<string, unknown>,
           mode: tool.mode,
           source: providerId,
-          keywords: providerKeywords(def),
+          ...providerKeywords(def),
           run: (args, signal) =>
             executeProviderTool(ctx, {
               providerId,

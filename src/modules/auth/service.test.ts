@@ -331,6 +331,34 @@ describe('sign-up, sign-in, sessions and personal access tokens', () => {
       }
     });
 
+    it('refuses provider_permissions for unknown provider ids with 422 naming each', async () => {
+      const u = await createUser(h.app);
+      const res = await mint(u, {
+        scopes: ['account'],
+        provider_permissions: { github: 'read', githb: 'read', 'no-such-provider': 'read-write' },
+      });
+      expect(res.statusCode).toBe(422);
+      expect(res.json()).toEqual({
+        error: 'ValidationError',
+        message: 'Unknown provider ids in provider_permissions: githb, no-such-provider',
+        statusCode: 422,
+        details: [
+          {
+            field: 'body.provider_permissions.githb',
+            message: 'unknown provider id "githb" (see GET /api/v1/providers)',
+          },
+          {
+            field: 'body.provider_permissions.no-such-provider',
+            message: 'unknown provider id "no-such-provider" (see GET /api/v1/providers)',
+          },
+        ],
+      });
+      expect(
+        await db().select().from(personalAccessTokens).where(eq(personalAccessTokens.accountId, u.account.id)),
+      ).toEqual([]);
+      expect((await mint(u, { scopes: ['account'], provider_permissions: { github: 'read' } })).statusCode).toBe(201);
+    });
+
     it('cannot grant scopes the caller does not hold', async () => {
       const u = await createUser(h.app);
       const narrow = { ...u.ctx, scopes: new Set(['account', 'connections'] as const) };

@@ -17,6 +17,7 @@ import * as accountsRepo from '../accounts/repo.ts';
 import { toAccount } from '../accounts/service.ts';
 import { insertCreditTransaction } from '../credits/repo.ts';
 import { unknownKnowledgeBases } from '../knowledge/bases.service.ts';
+import { providerCatalog } from '../providers/catalog.ts';
 import type { Authenticate, CreatedPat, CreatePat, Pat, SessionResponse, Signup } from './schema.ts';
 import { countSignInAttempt } from './sign-in-limit.ts';
 
@@ -135,6 +136,18 @@ export async function createPat(ctx: ServiceContext, input: CreatePat): Promise<
     throw new ValidationError('Validation failed', [
       { field: 'body.expires_in', message: `must be at most ${patMaxExpiresIn} seconds` },
     ]);
+  }
+  // A permission for a provider that does not exist is a typo the token would carry silently (`githb`).
+  const catalog = providerCatalog(ctx.deps.config);
+  const unknownProviders = Object.keys(input.provider_permissions ?? {}).filter((id) => !catalog.get(id));
+  if (unknownProviders.length) {
+    throw new ValidationError(
+      `Unknown provider ids in provider_permissions: ${unknownProviders.join(', ')}`,
+      unknownProviders.map((id) => ({
+        field: `body.provider_permissions.${id}`,
+        message: `unknown provider id ${JSON.stringify(id)} (see GET /api/v1/providers)`,
+      })),
+    );
   }
   const scopes = [...new Set(input.scopes)] as Scope[];
   const beyond = scopes.filter((s) => !ctx.scopes.has(s));

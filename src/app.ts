@@ -195,6 +195,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     await jobs?.stop(config.shutdownTimeoutMs);
     oauth.close();
     await deps.background.drain();
+    await deps.notifications.close();
     redis?.disconnect();
   });
   return app;

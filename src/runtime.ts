@@ -5,6 +5,7 @@ import { BackgroundTasks } from './lib/background.ts';
 import type { Deps } from './lib/context.ts';
 import { type KeyRing, loadKeyRing } from './lib/crypto.ts';
 import type { Logger } from './lib/logger.ts';
+import { NotificationHub } from './lib/notifications.ts';
 import { createLlmGateway } from './llm/gateway.ts';
 
 export interface Runtime {
@@ -41,5 +42,6 @@ export function createDeps(config: Config, runtime: Pick<Runtime, 'database' | '
     llm: createLlmGateway(config),
     actorCache: new ActorCache(config.authCacheTtlMs),
     background: new BackgroundTasks(log),
+    notifications: new NotificationHub(runtime.database),
   };
 }

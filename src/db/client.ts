@@ -26,6 +26,12 @@ export interface Database {
   ping(): Promise<void>;
   /** Pool figures for /metrics. */
   poolStats(): { total: number; idle: number; waiting: number };
+  /**
+   * Calls `onPayload` with every `pg_notify(channel, payload)` committed by any process on this database (on
+   * PostgreSQL one held connection per database handle listens, and listens again after it drops); answers the
+   * function that stops listening.
+   */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -122,6 +128,10 @@ async function openPglite(dir: string): Promise<Database> {
       await client.query('SELECT 1');
     },
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
+    async listen(channel, onPayload) {
+      const stop = await client.listen(channel, onPayload);
+      return () => stop();
+    },
     async close() {
       try {
         await client.close();
@@ -151,6 +161,7 @@ async function openPostgres(url: string, max: number): Promise<Database> {
   });
   asyncPool.on('error', () => {});
   asyncPool.on('connect', (client) => client.on('error', () => {}));
+  const listener = notificationListener(() => new pg.Client({ connectionString: url }));
   return {
     db,
     asyncCommitDb: drizzlePg({ client: asyncPool, schema }) as unknown as Db,
@@ -173,8 +184,78 @@ async function openPostgres(url: string, max: number): Promise<Database> {
       await db.execute(sql`SELECT 1`);
     },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    listen: (channel, onPayload) => listener.add(channel, onPayload),
     close: async () => {
+      await listener.close();
       await Promise.all([pool.end(), asyncPool.end()]);
+    },
+  };
+}
+
+interface ListenClient {
+  connect(): Promise<unknown>;
+  query(text: string): Promise<unknown>;
+  end(): Promise<void>;
+  on(event: 'notification', cb: (n: { channel: string; payload?: string }) => void): unknown;
+  on(event: 'error' | 'end', cb: () => void): unknown;
+}
+
+/**
+ * LISTEN on PostgreSQL: one connection, made on the first `add`, shared by every channel and handler; when it
+ * drops it is made again (after a second) and listens to the same channels. Notifications sent while it was
+ * down are lost: subscribers read what they missed from the database (events carry ids).
+ */
+function notificationListener(makeClient: () => ListenClient) {
+  const handlers = new Map<string, Set<(payload: string) => void>>();
+  let client: ListenClient | undefined;
+  let connecting: Promise<ListenClient> | undefined;
+  let closed = false;
+  const quote = (channel: string) => `"${channel.replace(/"/g, '""')}"`;
+  const connect = (): Promise<ListenClient> => {
+    connecting ??= (async () => {
+      const c = makeClient();
+      c.on('notification', (n) => {
+        for (const h of handlers.get(n.channel) ?? []) h(n.payload ?? '');
+      });
+      const lost = () => {
+        if (client !== c) return;
+        client = undefined;
+        connecting = undefined;
+        if (!closed && handlers.size > 0) setTimeout(() => void connect().catch(() => {}), 1000).unref();
+      };
+      c.on('error', lost);
+      c.on('end', lost);
+      await c.connect();
+      for (const channel of handlers.keys()) await c.query(`LISTEN ${quote(channel)}`);
+      client = c;
+      return c;
+    })().catch((err: unknown) => {
+      connecting = undefined;
+      throw err;
+    });
+    return connecting;
+  };
+  return {
+    async add(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
+      const set = handlers.get(channel) ?? new Set();
+      const first = set.size === 0;
+      set.add(onPayload);
+      handlers.set(channel, set);
+      const c = await connect();
+      if (first) await c.query(`LISTEN ${quote(channel)}`);
+      return async () => {
+        set.delete(onPayload);
+        if (set.size === 0) {
+          handlers.delete(channel);
+          await client?.query(`UNLISTEN ${quote(channel)}`).catch(() => {});
+        }
+      };
+    },
+    async close(): Promise<void> {
+      closed = true;
+      const c = client;
+      client = undefined;
+      await c?.end().catch(() => {});
     },
   };
 }

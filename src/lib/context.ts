@@ -8,6 +8,7 @@ import type { KeyRing } from './crypto.ts';
 import { ForbiddenError } from './errors.ts';
 import { newId } from './ids.ts';
 import type { Logger } from './logger.ts';
+import type { NotificationHub } from './notifications.ts';
 
 /** What every service may use; built once per process (or per test app). */
 export interface Deps {
@@ -21,6 +22,8 @@ export interface Deps {
   actorCache: ActorCache;
   /** Work that outlives a request; drained on shutdown. */
   background: BackgroundTasks;
+  /** The database's notifications, fanned out in this process (conversation events). */
+  notifications: NotificationHub;
 }
 
 export type ProviderPermission = 'read' | 'read-write';

@@ -95,6 +95,21 @@ export const messages = pgTable(
   (t) => [index('messages_conversation_seq_idx').on(t.conversationId, t.seq)],
 );
 
+/** What happened in a conversation, in order (`id`), for its SSE stream and its replay (`Last-Event-ID`). */
+export const conversationEvents = pgTable(
+  'conversation_events',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    conversationId: text('conversation_id')
+      .notNull()
+      .references(() => conversations.id, { onDelete: 'cascade' }),
+    type: text('type').notNull(),
+    data: jsonb('data').$type<Record<string, unknown>>().notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [index('conversation_events_conversation_idx').on(t.conversationId, t.id)],
+);
+
 /** Messages per agent, end user and UTC day: one atomic counter row each (`dailyMessagesPerUser`). */
 export const agentDailyUsage = pgTable(
   'agent_daily_usage',
@@ -125,3 +140,4 @@ export const agentMonthlySpend = pgTable(
 export type AgentRow = typeof agents.$inferSelect;
 export type ConversationRow = typeof conversations.$inferSelect;
 export type MessageRow = typeof messages.$inferSelect;
+export type ConversationEventRow = typeof conversationEvents.$inferSelect;

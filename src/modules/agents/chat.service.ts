@@ -11,6 +11,7 @@ import { providerAgentTools } from '../connections/tools.ts';
 import { knowledgeAgentTools } from '../knowledge/tools.ts';
 import { resolveModel } from '../llm/service.ts';
 import { OWNER } from './conversations.service.ts';
+import { emitEvent, recordMessage } from './events.service.ts';
 import * as repo from './repo.ts';
 import type { AgentChatRequest } from './schema.ts';
 import { ownedAgent } from './service.ts';
@@ -130,20 +131,14 @@ export async function chatWithAgent(
         endUserId,
         title: prompt.replace(/\s+/g, ' ').trim().slice(0, 80),
       });
-      if (agent.firstPrompt) {
-        await repo.insertMessages(tx, [
-          { id: newId('message'), conversationId: row.id, role: 'assistant', content: agent.firstPrompt },
-        ]);
-      }
+      if (agent.firstPrompt)
+        await recordMessage(tx, { conversationId: row.id, role: 'assistant', content: agent.firstPrompt });
       return row;
     });
   }
   const conversationId = conversation.id;
   const history = (await repo.recentMessages(ctx.db, conversationId, HISTORY_MESSAGES)).map(toChatMessage);
-  await repo.insertMessages(
-    ctx.db,
-    incoming.map((m) => ({ id: newId('message'), conversationId, role: m.role, content: textOf(m.content) })),
-  );
+  for (const m of incoming) await recordMessage(ctx.db, { conversationId, role: m.role, content: textOf(m.content) });
   await repo.touchConversation(ctx.db, conversationId);
   await opts.onConversation?.(conversationId);
 
@@ -159,8 +154,14 @@ export async function chatWithAgent(
     credits: ChatOutcome['credits'],
     limited: boolean,
   ) => {
-    await repo.insertMessages(ctx.db, [{ id: newId('message'), conversationId, role: 'assistant', content }]);
+    await emitEvent(ctx.db, conversationId, 'message.delta', { content });
+    const stored = await recordMessage(ctx.db, { conversationId, role: 'assistant', content });
     await repo.touchConversation(ctx.db, conversationId);
+    await emitEvent(ctx.db, conversationId, 'run.completed', {
+      messageId: stored.id,
+      creditsConsumed: credits.consumed,
+      limited,
+    });
     return {
       id: newId('completion'),
       created: Math.floor(Date.now() / 1000),
@@ -205,17 +206,28 @@ export async function chatWithAgent(
         await repo.addMonthlySpend(ctx.db, agent.id, month, credits.consumed);
       },
       onMessage: async (m) => {
-        await repo.insertMessages(ctx.db, [
-          {
-            id: newId('message'),
-            conversationId,
-            role: m.role === 'tool' ? 'tool' : 'assistant',
-            content: typeof m.content === 'string' ? m.content : null,
-            toolCalls: m.tool_calls ?? null,
-            toolCallId: m.tool_call_id ?? null,
-            toolName: m.toolName ?? null,
-          },
-        ]);
+        await recordMessage(ctx.db, {
+          conversationId,
+          role: m.role === 'tool' ? 'tool' : 'assistant',
+          content: typeof m.content === 'string' ? m.content : null,
+          toolCalls: m.tool_calls ?? null,
+          toolCallId: m.tool_call_id ?? null,
+          toolName: m.toolName ?? null,
+        });
+        for (const call of m.tool_calls ?? []) {
+          await emitEvent(ctx.db, conversationId, 'tool.called', {
+            toolCallId: call.id,
+            name: call.function.name,
+            arguments: call.function.arguments,
+          });
+        }
+        if (m.role === 'tool') {
+          await emitEvent(ctx.db, conversationId, 'tool.result', {
+            toolCallId: m.tool_call_id,
+            name: m.toolName,
+            content: typeof m.content === 'string' ? m.content.slice(0, 4000) : '',
+          });
+        }
       },
     });
     usage = {
@@ -232,6 +244,7 @@ export async function chatWithAgent(
       run.stoppedBy === 'limit',
     );
   } catch (err) {
+    await emitEvent(ctx.db, conversationId, 'run.failed', { error: (err as Error).message }).catch(() => {});
     if (err instanceof AgentError && opts.signal.aborted) {
       // The client went away: the run stopped, and what was generated is billed (runCompletion settled it).
       throw new BadRequestError('The client closed the request; the run was stopped');

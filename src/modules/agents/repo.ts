@@ -1,15 +1,18 @@
-import { and, asc, count, desc, eq, ne, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, ne, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
 import {
   type AgentRow,
   agentDailyUsage,
   agentMonthlySpend,
   agents,
+  type ConversationEventRow,
   type ConversationRow,
+  conversationEvents,
   conversations,
   type MessageRow,
   messages,
 } from '../../db/schema/index.ts';
+import { NOTIFY_CHANNEL } from '../../lib/notifications.ts';
 import { offsetOf } from '../../lib/pagination.ts';
 
 /** All SQL of agents, their conversations and messages, and their usage counters; scoped by account. */
@@ -181,6 +184,45 @@ export async function recentMessages(db: Executor, conversationId: string, limit
     .orderBy(desc(messages.seq))
     .limit(limit);
   return rows.reverse();
+}
+
+// ---- Events -------------------------------------------------------------------------------------------
+
+/**
+ * Records an event of a conversation and notifies its subscribers on every instance, in one statement (the
+ * notification is sent when the statement's transaction commits).
+ */
+export async function insertEvent(
+  db: Executor,
+  conversationId: string,
+  type: string,
+  data: Record<string, unknown>,
+): Promise<number> {
+  const rows = (await db.execute(sql`
+    WITH e AS (
+      INSERT INTO conversation_events (conversation_id, type, data)
+      VALUES (${conversationId}, ${type}, ${JSON.stringify(data)}::jsonb)
+      RETURNING id
+    )
+    SELECT e.id::text AS id, pg_notify(${NOTIFY_CHANNEL}, ${conversationId}) FROM e`)) as unknown as {
+    rows: { id: string }[];
+  };
+  return Number(rows.rows[0]?.id ?? 0);
+}
+
+/** Events after `afterId`, oldest first, at most `limit`. */
+export async function eventsAfter(
+  db: Executor,
+  conversationId: string,
+  afterId: number,
+  limit: number,
+): Promise<ConversationEventRow[]> {
+  return db
+    .select()
+    .from(conversationEvents)
+    .where(and(eq(conversationEvents.conversationId, conversationId), gt(conversationEvents.id, afterId)))
+    .orderBy(asc(conversationEvents.id))
+    .limit(limit);
 }
 
 // ---- Usage limits -------------------------------------------------------------------------------------

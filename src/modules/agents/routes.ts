@@ -9,6 +9,7 @@ import { sseData } from '../../lib/sse.ts';
 import { clientGone } from '../llm/routes.ts';
 import { type ChatOutcome, chatWithAgent } from './chat.service.ts';
 import * as conversations from './conversations.service.ts';
+import { conversationFeed, type EventFeed } from './events.service.ts';
 import {
   Agent,
   AgentChatRequest,
@@ -203,6 +204,27 @@ export async function agentRoutes(app: App, config: Config): Promise<void> {
     },
     (req) => conversations.listMessages(req.ctx, req.params.agentId, req.params.conversationId, req.query),
   );
+  app.get(
+    '/agents/:agentId/conversations/:conversationId/events',
+    {
+      schema: {
+        tags,
+        summary: "The conversation's events (Server-Sent Events)",
+        description:
+          'Events `message.created`, `message.delta`, `tool.called`, `tool.result`, `run.completed`, `run.failed`, each with its `id:` (send `Last-Event-ID`, or `?lastEventId=`, to replay what came after it) and a JSON `data:`; a `: ping` comment every SSE_HEARTBEAT_MS. Events from a run on any instance arrive.',
+        params: ConversationParams,
+        querystring: z.object({ lastEventId: z.coerce.number().int().min(0).optional() }),
+        response: { 200: z.unknown() },
+      },
+      config: read,
+    },
+    async (req, reply) => {
+      const feed = await conversationFeed(req.ctx, req.params.agentId, req.params.conversationId);
+      const header = Number(req.headers['last-event-id']);
+      const from = Number.isInteger(header) && header >= 0 ? header : (req.query.lastEventId ?? 0);
+      await streamEvents(reply, feed, from, config.sseHeartbeatMs);
+    },
+  );
   app.delete(
     '/agents/:agentId/conversations/:conversationId',
     {
@@ -275,4 +297,54 @@ async function streamChat(
   raw.write(chunk({}, 'stop', outcome.model));
   writeStreamCredits(raw, outcome.credits);
   raw.end('data: [DONE]\n\n');
+}
+
+/**
+ * An event stream: subscribed first, then what came after `from` replayed from the database, then every new
+ * event as it is announced (read from the database, so none is skipped or sent twice), with a heartbeat.
+ */
+async function streamEvents(reply: FastifyReply, feed: EventFeed, from: number, heartbeatMs: number): Promise<void> {
+  const raw = reply.raw;
+  let last = from;
+  let reading = false;
+  let again = false;
+  const pump = async () => {
+    if (reading) {
+      again = true;
+      return;
+    }
+    reading = true;
+    try {
+      do {
+        again = false;
+        for (const e of await feed.after(last)) {
+          if (raw.destroyed) return;
+          raw.write(
+            `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ ...e.data, createdAt: e.createdAt })}\n\n`,
+          );
+          last = e.id;
+        }
+      } while (again && !raw.destroyed);
+    } catch (err) {
+      reply.log.warn({ err }, 'reading conversation events failed');
+    } finally {
+      reading = false;
+    }
+  };
+  const unsubscribe = await feed.subscribe(() => void pump());
+  reply.hijack();
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  raw.write(': connected\n\n');
+  const heartbeat = setInterval(() => raw.write(': ping\n\n'), heartbeatMs);
+  raw.once('close', () => {
+    clearInterval(heartbeat);
+    unsubscribe();
+  });
+  await pump();
 }

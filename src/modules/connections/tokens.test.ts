@@ -489,6 +489,7 @@ async function crashablePostgres(url: string): Promise<Database> {
     migrate: async () => {},
     ping: async () => {},
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    listen: async () => async () => {},
     close: () => pool.end(),
   };
 }

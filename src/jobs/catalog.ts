@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { oauthJobs } from '../auth/oauth/jobs.ts';
 import type { Executor } from '../db/client.ts';
+import { agentJobs } from '../modules/agents/jobs.ts';
 import { connectionJobs } from '../modules/connections/jobs.ts';
 import { creditJobs } from '../modules/credits/jobs.ts';
 import { knowledgeJobs } from '../modules/knowledge/jobs.ts';
@@ -27,6 +28,7 @@ const jobUpkeep = {
  * does not know.
  */
 export const JOB_CATALOG = {
+  ...agentJobs,
   ...connectionJobs,
   ...creditJobs,
   ...knowledgeJobs,

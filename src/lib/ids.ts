@@ -20,6 +20,7 @@ export const ID_PREFIX = {
   agent: 'agt',
   conversation: 'conv',
   message: 'msg',
+  memory: 'mem',
   knowledgeBase: 'kb',
   knowledgePage: 'kpg',
   knowledgePageVersion: 'kpv',

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import {
   bigserial,
   boolean,
+  customType,
   index,
   integer,
   jsonb,
@@ -15,6 +16,7 @@ import {
 import { accounts } from './accounts.ts';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 
 /** SPEC §2 Agent `usageLimits`; every field optional (absent: no limit). */
 export interface AgentUsageLimits {
@@ -110,6 +112,35 @@ export const conversationEvents = pgTable(
   (t) => [index('conversation_events_conversation_idx').on(t.conversationId, t.id)],
 );
 
+/**
+ * What an agent remembers of an end user across conversations: short facts, searched by full text (`search`,
+ * written by the repo) and trigram similarity.
+ */
+export const agentMemories = pgTable(
+  'agent_memories',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    agentId: text('agent_id')
+      .notNull()
+      .references(() => agents.id, { onDelete: 'cascade' }),
+    endUserId: text('end_user_id').notNull(),
+    content: text('content').notNull(),
+    search: tsvector('search'),
+    /** The conversation it was learnt in, if any. */
+    conversationId: text('conversation_id'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('agent_memories_agent_user_idx').on(t.agentId, t.endUserId, t.updatedAt),
+    index('agent_memories_search_idx').using('gin', t.search),
+    index('agent_memories_content_trgm_idx').using('gin', t.content.op('gin_trgm_ops')),
+  ],
+);
+
 /** Messages per agent, end user and UTC day: one atomic counter row each (`dailyMessagesPerUser`). */
 export const agentDailyUsage = pgTable(
   'agent_daily_usage',
@@ -141,3 +172,4 @@ export type AgentRow = typeof agents.$inferSelect;
 export type ConversationRow = typeof conversations.$inferSelect;
 export type MessageRow = typeof messages.$inferSelect;
 export type ConversationEventRow = typeof conversationEvents.$inferSelect;
+export type AgentMemoryRow = typeof agentMemories.$inferSelect;

@@ -12,6 +12,8 @@ import { knowledgeAgentTools } from '../knowledge/tools.ts';
 import { resolveModel } from '../llm/service.ts';
 import { OWNER } from './conversations.service.ts';
 import { emitEvent, recordMessage } from './events.service.ts';
+import { enqueueAgentJob } from './jobs.ts';
+import { memoryTools, recallForPrompt } from './memories.service.ts';
 import * as repo from './repo.ts';
 import type { AgentChatRequest } from './schema.ts';
 import { ownedAgent } from './service.ts';
@@ -81,12 +83,19 @@ async function trimToWindow(history: ChatMessage[], budget: number): Promise<Cha
   return kept;
 }
 
-function toolsOf(ctx: ServiceContext, agent: AgentRow): Promise<AgentTool[]> {
+/** The tools of the agent's enabled built-in groups (the one place a group becomes tools). */
+async function toolsOf(
+  ctx: ServiceContext,
+  agent: AgentRow,
+  endUserId: string,
+  conversationId: string,
+): Promise<AgentTool[]> {
   const groups = new Set(agent.enabledBuiltInTools);
-  return (async () => [
+  return [
     ...(groups.has('provider-tools') ? await providerAgentTools(ctx, {}) : []),
     ...(groups.has('knowledge-base') ? knowledgeAgentTools(ctx) : []),
-  ])();
+    ...(groups.has('agent-memory') ? memoryTools(ctx, agent, endUserId, conversationId) : []),
+  ];
 }
 
 async function balanceOf(ctx: ServiceContext): Promise<number> {
@@ -187,15 +196,17 @@ export async function chatWithAgent(
   const budget = Math.floor(model.contextWindow * 0.75) - (request.max_tokens ?? Math.min(model.maxOutputTokens, 4096));
   const trimmed = await trimToWindow([...history, ...earlier], Math.max(1000, budget));
 
+  const remembers = agent.enabledBuiltInTools.includes('agent-memory');
+  const remembered = remembers ? await recallForPrompt(ctx, agent, endUserId, prompt) : '';
   let remaining: number | undefined;
   let usage = { ...noUsage };
   try {
     const run = await runAgent(ctx, {
       prompt,
       history: trimmed,
-      instructions: agent.personality || undefined,
+      instructions: [agent.personality, remembered].filter(Boolean).join('\n\n') || undefined,
       model: model.id,
-      tools: await toolsOf(ctx, agent),
+      tools: await toolsOf(ctx, agent, endUserId, conversationId),
       temperature: request.temperature ?? agent.temperature,
       maxTokens: request.max_tokens,
       billing: { type: 'agent', description: `Agent ${agent.name}` },
@@ -237,6 +248,15 @@ export async function chatWithAgent(
     };
     usage.completion_tokens = await countTokens(run.text);
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    if (remembers && run.stoppedBy === 'answer') {
+      // What the exchange teaches is decided off the request path.
+      await enqueueAgentJob(
+        ctx.db,
+        'agents.extract-memories',
+        { conversationId },
+        { accountId: ctx.accountId, dedupeKey: `agents.extract-memories:${conversationId}` },
+      );
+    }
     return answer(
       run.text,
       usage,

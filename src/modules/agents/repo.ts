@@ -107,6 +107,12 @@ export async function insertConversation(
   return inserted;
 }
 
+/** A conversation by id alone, for jobs acting for whichever account owns it. */
+export async function findConversationById(db: Executor, conversationId: string): Promise<ConversationRow | undefined> {
+  const [row] = await db.select().from(conversations).where(eq(conversations.id, conversationId));
+  return row;
+}
+
 export async function findConversation(
   db: Executor,
   accountId: string,

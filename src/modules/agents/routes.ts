@@ -10,6 +10,7 @@ import { clientGone } from '../llm/routes.ts';
 import { type ChatOutcome, chatWithAgent } from './chat.service.ts';
 import * as conversations from './conversations.service.ts';
 import { conversationFeed, type EventFeed } from './events.service.ts';
+import * as memories from './memories.service.ts';
 import {
   Agent,
   AgentChatRequest,
@@ -19,6 +20,10 @@ import {
   CreateAgent,
   CreateConversation,
   ListQuery,
+  MemoryListQuery,
+  MemoryParams,
+  Memory as MemorySchema,
+  MemorySearchQuery,
   Message,
   UpdateAgent,
 } from './schema.ts';
@@ -203,6 +208,50 @@ export async function agentRoutes(app: App, config: Config): Promise<void> {
       config: read,
     },
     (req) => conversations.listMessages(req.ctx, req.params.agentId, req.params.conversationId, req.query),
+  );
+  app.get(
+    '/agents/:agentId/memories',
+    {
+      schema: {
+        tags,
+        summary: "The agent's memories, newest first",
+        params: AgentParams,
+        querystring: MemoryListQuery,
+        response: { 200: paginated(MemorySchema) },
+      },
+      config: read,
+    },
+    (req) => memories.listMemories(req.ctx, req.params.agentId, req.query),
+  );
+  app.get(
+    '/agents/:agentId/memories/search',
+    {
+      schema: {
+        tags,
+        summary: 'Memories closest to `query` (full text and trigram similarity)',
+        params: AgentParams,
+        querystring: MemorySearchQuery,
+        response: { 200: z.object({ data: z.array(MemorySchema) }) },
+      },
+      config: read,
+    },
+    (req) => memories.searchMemories(req.ctx, req.params.agentId, req.query),
+  );
+  app.delete(
+    '/agents/:agentId/memories/:memoryId',
+    {
+      schema: {
+        tags,
+        summary: 'Make the agent forget a memory (extension)',
+        params: MemoryParams,
+        response: { 204: z.undefined() },
+      },
+      config: read,
+    },
+    async (req, reply) => {
+      await memories.deleteMemory(req.ctx, req.params.agentId, req.params.memoryId);
+      return reply.code(204).send();
+    },
   );
   app.get(
     '/agents/:agentId/conversations/:conversationId/events',

@@ -14,7 +14,11 @@ export const BUILT_IN_TOOL_GROUPS = [
   'knowledge-base',
 ] as const;
 export type BuiltInToolGroup = (typeof BUILT_IN_TOOL_GROUPS)[number];
-export const AVAILABLE_GROUPS: ReadonlySet<BuiltInToolGroup> = new Set(['provider-tools', 'knowledge-base']);
+export const AVAILABLE_GROUPS: ReadonlySet<BuiltInToolGroup> = new Set([
+  'provider-tools',
+  'knowledge-base',
+  'agent-memory',
+]);
 export const DEFAULT_GROUPS: BuiltInToolGroup[] = ['provider-tools'];
 
 const Timestamp = z.iso.datetime().meta({ examples: ['2026-11-23T09:30:00.000Z'] });
@@ -160,3 +164,24 @@ export const ListQuery = z.object({
   page: z.coerce.number().int().min(1).default(1),
   limit: z.coerce.number().int().min(1).max(100).default(20),
 });
+
+export const MemoryParams = AgentParams.extend({ memoryId: z.string().min(1).max(100) });
+export const MemoryListQuery = ListQuery.extend({
+  endUserId: z.string().max(200).optional().describe("one end user's memories (the account's own: owner)"),
+});
+export const MemorySearchQuery = z.object({
+  query: z.string().trim().min(1).max(2000),
+  endUserId: z.string().max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(50).default(10),
+});
+export const Memory = z
+  .object({
+    id: z.string().meta({ examples: ['mem_Xq3v9dH2TQm0bq1yWzY8cA'] }),
+    endUserId: z.string(),
+    content: z.string(),
+    conversationId: z.string().nullable(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    score: z.number().optional().describe('search only: how close it is'),
+  })
+  .meta({ id: 'AgentMemory' });

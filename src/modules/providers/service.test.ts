@@ -81,7 +81,7 @@ describe('providers API', () => {
       expect(storageIds).toEqual(expected);
       expect(storageIds).toEqual(expect.arrayContaining(['box', 'dropbox']));
 
-      const q = await call(h.app, 'GET', '/api/v1/providers?q=MICROSOFT%20tasks');
+      const q = await call(h.app, 'GET', '/api/v1/providers?q=MICROSOFT%20ToDo');
       expect((q.json() as Array<{ id: string }>).map((p) => p.id)).toEqual(['microsoft-todo']);
       const both = await call(h.app, 'GET', '/api/v1/providers?q=github&category=developer-tools');
       expect((both.json() as Array<{ id: string }>).map((p) => p.id)).toEqual(['github']);

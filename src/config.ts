@@ -72,6 +72,7 @@ const EnvSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
   REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
   SSE_HEARTBEAT_MS: positiveInt.default(15_000),
+  CHAT_FILE_MAX_BYTES: positiveInt.default(10 * 1024 * 1024),
   SSRF_ALLOW_HOSTS: z
     .string()
     .default('')
@@ -204,6 +205,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** The most a client may take to send a whole request, headers and body (slow clients get 408). */
   requestTimeoutMs: number;
+  /** The largest chat file upload (`CHAT_FILE_MAX_BYTES`); larger: 413. */
+  chatFileMaxBytes: number;
   /** How often an idle event stream sends a comment, so proxies keep it open (`SSE_HEARTBEAT_MS`). */
   sseHeartbeatMs: number;
   /** `host:port` pairs user-given URLs may reach even on private addresses (`SSRF_ALLOW_HOSTS`; see lib/safe-fetch). */
@@ -273,6 +276,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
+    chatFileMaxBytes: e.CHAT_FILE_MAX_BYTES,
     ssrfAllowHosts: e.SSRF_ALLOW_HOSTS.map((h) => h.replace(/^\[|\]$/g, '').replace(/\]:/, ':')),
     rateLimits: {
       enabled: e.RATE_LIMIT_ENABLED,

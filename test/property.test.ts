@@ -48,6 +48,7 @@ describe('robustness under random requests', () => {
     '/api/v1/agents/agt_x/chat/completions',
     '/api/v1/agents/agt_x/conversations',
     '/api/v1/agents/agt_x/memories',
+    '/api/v1/agents/agt_x/chat/files',
     '/api/v1/agents/agt_x/memories/search',
     '/api/v1/agents/agt_x/conversations/conv_x/messages',
     '/api/v1/knowledge/bases',

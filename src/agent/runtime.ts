@@ -10,7 +10,8 @@ import { type AgentTool, CATALOG_TOOLS, DIRECT_TOOL_LIMIT, searchTools, toChatTo
  * reads their results, and answers. Steps and wall time are bounded; every model call is billed.
  */
 export interface RunAgentOptions {
-  prompt: string;
+  /** The user's message: text, or content parts (text and images) for a model that reads them. */
+  prompt: string | Array<Record<string, unknown>>;
   /** Extra system instructions (an agent's personality, skills ...). */
   instructions?: string;
   model?: string | undefined;

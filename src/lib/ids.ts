@@ -21,6 +21,7 @@ export const ID_PREFIX = {
   conversation: 'conv',
   message: 'msg',
   memory: 'mem',
+  chatFile: 'file',
   knowledgeBase: 'kb',
   knowledgePage: 'kpg',
   knowledgePageVersion: 'kpv',

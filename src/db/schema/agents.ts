@@ -141,6 +141,31 @@ export const agentMemories = pgTable(
   ],
 );
 
+const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
+
+/** A file uploaded for agent chat; stored in the database so every instance serves it. */
+export const chatFiles = pgTable(
+  'chat_files',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    agentId: text('agent_id')
+      .notNull()
+      .references(() => agents.id, { onDelete: 'cascade' }),
+    filename: text('filename').notNull(),
+    mimeType: text('mime_type').notNull(),
+    kind: text('kind').notNull(),
+    size: integer('size').notNull(),
+    bytes: bytea('bytes').notNull(),
+    /** The text read from it (documents); null for images. */
+    text: text('text'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [index('chat_files_account_idx').on(t.accountId, t.createdAt)],
+);
+
 /** Messages per agent, end user and UTC day: one atomic counter row each (`dailyMessagesPerUser`). */
 export const agentDailyUsage = pgTable(
   'agent_daily_usage',
@@ -173,3 +198,4 @@ export type ConversationRow = typeof conversations.$inferSelect;
 export type MessageRow = typeof messages.$inferSelect;
 export type ConversationEventRow = typeof conversationEvents.$inferSelect;
 export type AgentMemoryRow = typeof agentMemories.$inferSelect;
+export type ChatFileRow = typeof chatFiles.$inferSelect;

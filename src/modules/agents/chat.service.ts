@@ -1,6 +1,6 @@
 import { AgentError, runAgent } from '../../agent/runtime.ts';
 import type { AgentTool } from '../../agent/tools.ts';
-import type { AgentRow, ConversationRow, MessageRow } from '../../db/schema/index.ts';
+import type { AgentRow, ChatFileRow, ConversationRow, MessageRow } from '../../db/schema/index.ts';
 import type { ServiceContext } from '../../lib/context.ts';
 import { BadRequestError, GatewayTimeoutError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -12,6 +12,7 @@ import { knowledgeAgentTools } from '../knowledge/tools.ts';
 import { resolveModel } from '../llm/service.ts';
 import { OWNER } from './conversations.service.ts';
 import { emitEvent, recordMessage } from './events.service.ts';
+import { filesForChat } from './files.service.ts';
 import { enqueueAgentJob } from './jobs.ts';
 import { memoryTools, recallForPrompt } from './memories.service.ts';
 import * as repo from './repo.ts';
@@ -53,8 +54,54 @@ export interface ChatOptions {
 const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 const utcMonth = (d: Date) => d.toISOString().slice(0, 7);
 
-function textOf(content: AgentChatRequest['messages'][number]['content']): string {
-  return typeof content === 'string' ? content : content.map((p) => p.text).join('\n');
+type Content = AgentChatRequest['messages'][number]['content'];
+/** The most of one file's text a message carries. */
+const FILE_TEXT_CHARS = 100_000;
+
+/** Files named by the messages' content parts, loaded once (another account's or unknown: 404). */
+async function filesOf(ctx: ServiceContext, messages: AgentChatRequest['messages']): Promise<Map<string, ChatFileRow>> {
+  const ids = messages.flatMap((m) =>
+    typeof m.content === 'string' ? [] : m.content.flatMap((p) => (p.type === 'file' ? [p.file.file_id] : [])),
+  );
+  return filesForChat(ctx.db, ctx.accountId, [...new Set(ids)]);
+}
+
+/**
+ * A message as stored and as the model reads it: text parts as they are, a document's text after its name, an
+ * image as an image part (only for a model with vision: otherwise 422).
+ */
+function contentOf(
+  content: Content,
+  files: Map<string, ChatFileRow>,
+  vision: { ok: boolean; model: string },
+): { text: string; parts: Array<Record<string, unknown>> | undefined } {
+  if (typeof content === 'string') return { text: content, parts: undefined };
+  const texts: string[] = [];
+  const images: Array<Record<string, unknown>> = [];
+  for (const part of content) {
+    if (part.type === 'text') {
+      texts.push(part.text);
+      continue;
+    }
+    const file = files.get(part.file.file_id);
+    if (!file) continue;
+    if (file.text === null) {
+      if (!vision.ok) {
+        throw new ValidationError(`Model ${vision.model} cannot read images: give the agent a model with vision`, [
+          { field: 'body.messages', message: `${file.filename} is an image` },
+        ]);
+      }
+      texts.push(`[Image: ${file.filename}]`);
+      images.push({
+        type: 'image_url',
+        image_url: { url: `data:${file.mimeType};base64,${file.bytes.toString('base64')}` },
+      });
+    } else {
+      texts.push(`[File: ${file.filename}]\n${file.text.slice(0, FILE_TEXT_CHARS)}`);
+    }
+  }
+  const text = texts.join('\n\n');
+  return { text, parts: images.length ? [{ type: 'text', text }, ...images] : undefined };
 }
 
 /** Stored messages as the model reads them (tool calls and their results included). */
@@ -128,8 +175,11 @@ export async function chatWithAgent(
       { field: 'body.messages', message: 'must end with a user message' },
     ]);
   }
-  const prompt = textOf(last.content);
-  if (!prompt.trim()) throw new BadRequestError('The user message is empty');
+  const files = await filesOf(ctx, incoming);
+  const vision = { ok: model.capabilities.vision, model: model.id };
+  const asked = contentOf(last.content, files, vision);
+  const prompt = asked.text;
+  if (!prompt.trim() && !asked.parts) throw new BadRequestError('The user message is empty');
 
   if (!conversation) {
     conversation = await ctx.db.transaction(async (tx) => {
@@ -147,7 +197,9 @@ export async function chatWithAgent(
   }
   const conversationId = conversation.id;
   const history = (await repo.recentMessages(ctx.db, conversationId, HISTORY_MESSAGES)).map(toChatMessage);
-  for (const m of incoming) await recordMessage(ctx.db, { conversationId, role: m.role, content: textOf(m.content) });
+  for (const m of incoming) {
+    await recordMessage(ctx.db, { conversationId, role: m.role, content: contentOf(m.content, files, vision).text });
+  }
   await repo.touchConversation(ctx.db, conversationId);
   await opts.onConversation?.(conversationId);
 
@@ -192,7 +244,9 @@ export async function chatWithAgent(
   }
 
   // Earlier messages of the request itself (a client sending a whole new conversation) join the history.
-  const earlier: ChatMessage[] = incoming.slice(0, -1).map((m) => ({ role: m.role, content: textOf(m.content) }));
+  const earlier: ChatMessage[] = incoming
+    .slice(0, -1)
+    .map((m) => ({ role: m.role, content: contentOf(m.content, files, vision).text }));
   const budget = Math.floor(model.contextWindow * 0.75) - (request.max_tokens ?? Math.min(model.maxOutputTokens, 4096));
   const trimmed = await trimToWindow([...history, ...earlier], Math.max(1000, budget));
 
@@ -202,7 +256,7 @@ export async function chatWithAgent(
   let usage = { ...noUsage };
   try {
     const run = await runAgent(ctx, {
-      prompt,
+      prompt: asked.parts ?? prompt,
       history: trimmed,
       instructions: [agent.personality, remembered].filter(Boolean).join('\n\n') || undefined,
       model: model.id,

@@ -1,12 +1,14 @@
-import { and, asc, count, desc, eq, gt, ne, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, inArray, ne, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
 import {
   type AgentRow,
   agentDailyUsage,
   agentMonthlySpend,
   agents,
+  type ChatFileRow,
   type ConversationEventRow,
   type ConversationRow,
+  chatFiles,
   conversationEvents,
   conversations,
   type MessageRow,
@@ -190,6 +192,21 @@ export async function recentMessages(db: Executor, conversationId: string, limit
     .orderBy(desc(messages.seq))
     .limit(limit);
   return rows.reverse();
+}
+
+// ---- Chat files ---------------------------------------------------------------------------------------
+
+export async function insertChatFile(db: Executor, row: typeof chatFiles.$inferInsert): Promise<ChatFileRow> {
+  const [inserted] = await db.insert(chatFiles).values(row).returning();
+  if (!inserted) throw new Error('chat file insert returned nothing');
+  return inserted;
+}
+
+export async function findChatFiles(db: Executor, accountId: string, ids: string[]): Promise<ChatFileRow[]> {
+  return db
+    .select()
+    .from(chatFiles)
+    .where(and(eq(chatFiles.accountId, accountId), inArray(chatFiles.id, ids)));
 }
 
 // ---- Events -------------------------------------------------------------------------------------------

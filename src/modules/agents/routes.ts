@@ -1,20 +1,25 @@
+import multipart from '@fastify/multipart';
 import type { FastifyReply } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';
 import { creditHeaders, streamCreditHeaders, writeStreamCredits } from '../../http/credits.ts';
 import { toAppError } from '../../http/error-handler.ts';
 import type { App } from '../../http/types.ts';
+import { PayloadTooLargeError, ValidationError } from '../../lib/errors.ts';
 import { listQuery, paginated } from '../../lib/pagination.ts';
 import { sseData } from '../../lib/sse.ts';
 import { clientGone } from '../llm/routes.ts';
 import { type ChatOutcome, chatWithAgent } from './chat.service.ts';
 import * as conversations from './conversations.service.ts';
 import { conversationFeed, type EventFeed } from './events.service.ts';
+import { uploadChatFile } from './files.service.ts';
 import * as memories from './memories.service.ts';
 import {
   Agent,
   AgentChatRequest,
   AgentParams,
+  ChatFile as ChatFileSchema,
   Conversation,
   ConversationParams,
   CreateAgent,
@@ -209,6 +214,46 @@ export async function agentRoutes(app: App, config: Config): Promise<void> {
     },
     (req) => conversations.listMessages(req.ctx, req.params.agentId, req.params.conversationId, req.query),
   );
+  // Multipart is read by this route only: every other route keeps refusing it (415).
+  await app.register(async (plugin) => {
+    const files = plugin.withTypeProvider<ZodTypeProvider>();
+    await files.register(multipart, {
+      limits: { fileSize: config.chatFileMaxBytes, files: 1, fields: 5, parts: 6 },
+      throwFileSizeLimit: true,
+    });
+    files.post(
+      '/agents/:agentId/chat/files',
+      {
+        bodyLimit: config.chatFileMaxBytes + 64 * 1024,
+        schema: {
+          tags,
+          summary: 'Upload a file for chat (multipart field `file`)',
+          description: `PDF, DOCX, CSV, TXT and MD have their text read; PNG, JPEG, GIF and WEBP are kept for models with vision. The kind is decided by the bytes, not the name (anything else: 422). At most CHAT_FILE_MAX_BYTES (default 10 MB; larger: 413). A chat message names it with a content part \`{"type": "file", "file": {"file_id": "file_..."}}\`.`,
+          params: AgentParams,
+          consumes: ['multipart/form-data'],
+          response: { 201: ChatFileSchema },
+        },
+        config: read,
+      },
+      async (req, reply) => {
+        const part = await req.file().catch((err: unknown) => {
+          throw tooLarge(err) ?? err;
+        });
+        if (!part || part.fieldname !== 'file') {
+          throw new ValidationError('Send the file in the multipart field "file"', [
+            { field: 'file', message: 'required' },
+          ]);
+        }
+        const bytes = await part.toBuffer().catch((err: unknown) => {
+          throw tooLarge(err) ?? err;
+        });
+        return reply
+          .code(201)
+          .send(await uploadChatFile(req.ctx, req.params.agentId, { filename: part.filename, bytes }));
+      },
+    );
+  });
+
   app.get(
     '/agents/:agentId/memories',
     {
@@ -396,4 +441,12 @@ async function streamEvents(reply: FastifyReply, feed: EventFeed, from: number, 
     unsubscribe();
   });
   await pump();
+}
+
+/** multipart's "file too large" as our 413. */
+function tooLarge(err: unknown): PayloadTooLargeError | undefined {
+  const e = err as { code?: string; statusCode?: number };
+  return e.code === 'FST_REQ_FILE_TOO_LARGE' || e.statusCode === 413
+    ? new PayloadTooLargeError('The file is larger than CHAT_FILE_MAX_BYTES allows')
+    : undefined;
 }

@@ -102,7 +102,12 @@ export type Agent = z.infer<typeof Agent>;
 export const AgentParams = z.object({ agentId: z.string().min(1).max(100) });
 export const ConversationParams = AgentParams.extend({ conversationId: z.string().min(1).max(100) });
 
-const ChatContentPart = z.object({ type: z.literal('text'), text: z.string().max(200_000) });
+const ChatContentPart = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text'), text: z.string().max(200_000) }),
+  z
+    .object({ type: z.literal('file'), file: z.object({ file_id: z.string().min(1).max(100) }) })
+    .describe('a file uploaded with POST /agents/:agentId/chat/files'),
+]);
 export const ChatMessageInput = z.object({
   role: z.enum(['system', 'user', 'assistant']),
   content: z.union([z.string().max(200_000), z.array(ChatContentPart).min(1).max(50)]),
@@ -185,3 +190,13 @@ export const Memory = z
     score: z.number().optional().describe('search only: how close it is'),
   })
   .meta({ id: 'AgentMemory' });
+
+export const ChatFile = z
+  .object({
+    fileId: z.string().meta({ examples: ['file_9hQ2v0bq9xTnq1y8Wv3mDg'] }),
+    filename: z.string(),
+    mimeType: z.string(),
+    size: z.number().int(),
+    purpose: z.literal('chat'),
+  })
+  .meta({ id: 'ChatFile' });

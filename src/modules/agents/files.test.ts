@@ -1,0 +1,169 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ELF_BYTES, makeDocx, makePdf } from '../../../test/documents.ts';
+import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import type { App } from '../../http/types.ts';
+
+/** Chat files: uploaded over real HTTP as multipart, read by the agent, refused by their bytes and their size. */
+describe('chat files', () => {
+  let h: TestHarness;
+  let llm: FakeLlm;
+  let base = '';
+  let small: App;
+  let smallBase = '';
+
+  const urlOf = (app: App) => {
+    const addr = app.server.address();
+    return `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/api/v1`;
+  };
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    const env = { LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' };
+    h = await createHarness(env);
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    base = urlOf(h.app);
+    small = await h.extraApp({ ...env, CHAT_FILE_MAX_BYTES: '2000' });
+    await small.listen({ port: 0, host: '127.0.0.1' });
+    smallBase = urlOf(small);
+  });
+  afterAll(async () => {
+    await h?.close();
+    await llm?.close();
+  });
+  beforeEach(() => {
+    llm.reset();
+    llm.requests.length = 0;
+  });
+
+  const agentOf = async (u: TestUser) =>
+    (await call(h.app, 'POST', '/api/v1/agents', { token: u.sessionToken, body: { name: 'Reader' } })).json()
+      .id as string;
+  const upload = (u: TestUser, agent: string, bytes: Buffer, filename: string, url = base) => {
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(bytes)]), filename);
+    return fetch(`${url}/agents/${agent}/chat/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${u.sessionToken}` },
+      body: form,
+    });
+  };
+  const chatWith = (u: TestUser, agent: string, fileId: string, text: string) =>
+    call(h.app, 'POST', `/api/v1/agents/${agent}/chat/completions`, {
+      token: u.sessionToken,
+      body: {
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text },
+              { type: 'file', file: { file_id: fileId } },
+            ],
+          },
+        ],
+      },
+    });
+
+  it('a PDF and a DOCX made here are read by the agent', async () => {
+    const u = await createUser(h.app);
+    const agent = await agentOf(u);
+    for (const [name, bytes, mime, text] of [
+      ['q3-report.pdf', makePdf('Revenue grew 12 percent in Q3'), 'application/pdf', 'Revenue grew 12 percent in Q3'],
+      [
+        'minutes.docx',
+        await makeDocx('Decision: ship on Friday'),
+        'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+        'Decision: ship on Friday',
+      ],
+    ] as const) {
+      const res = await upload(u, agent, bytes, name);
+      expect(res.status).toBe(201);
+      const file = (await res.json()) as { fileId: string };
+      expect(file).toEqual({
+        fileId: expect.stringMatching(/^file_/),
+        filename: name,
+        mimeType: mime,
+        size: bytes.length,
+        purpose: 'chat',
+      });
+      llm.enqueue({ content: 'Read it.' });
+      const chat = await chatWith(u, agent, file.fileId, 'What does this say?');
+      expect(chat.statusCode, chat.body).toBe(200);
+      const sent = String(llm.requests.at(-1)?.messages.at(-1)?.content);
+      expect(sent.trim()).toBe(`What does this say?\n\n[File: ${name}]\n${text}`);
+    }
+  });
+
+  it('refuses a renamed executable (422) and a file over CHAT_FILE_MAX_BYTES (413)', async () => {
+    const u = await createUser(h.app);
+    const agent = await agentOf(u);
+    const exe = await upload(u, agent, ELF_BYTES, 'invoice.pdf');
+    expect(exe.status).toBe(422);
+    expect(await exe.json()).toMatchObject({
+      error: 'ValidationError',
+      message: 'The file is not a PDF, DOCX, CSV, TXT, MD, PNG, JPG, GIF or WEBP file',
+    });
+    const big = await upload(u, agent, Buffer.from('x'.repeat(5000)), 'notes.txt', smallBase);
+    expect(big.status).toBe(413);
+    expect(await big.json()).toEqual({
+      error: 'PayloadTooLargeError',
+      message: 'The file is larger than CHAT_FILE_MAX_BYTES allows',
+      statusCode: 413,
+    });
+    const none = await fetch(`${base}/agents/${agent}/chat/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${u.sessionToken}` },
+      body: (() => {
+        const f = new FormData();
+        f.append('other', 'x');
+        return f;
+      })(),
+    });
+    expect(none.status).toBe(422);
+  });
+
+  it('an image needs a model with vision; another account cannot use the file', async () => {
+    const u = await createUser(h.app);
+    const agent = await agentOf(u);
+    const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
+    const res = await upload(u, agent, png, 'chart.png');
+    expect(res.status).toBe(201);
+    const { fileId } = (await res.json()) as { fileId: string };
+    const refused = await chatWith(u, agent, fileId, 'Describe the chart');
+    expect(refused.statusCode).toBe(422);
+    expect(refused.json().message).toBe('Model fake-model cannot read images: give the agent a model with vision');
+    expect(llm.requests).toHaveLength(0);
+
+    const other = await createUser(h.app);
+    const theirs = await agentOf(other);
+    const stolen = await chatWith(other, theirs, fileId, 'Describe it');
+    expect(stolen.statusCode).toBe(404);
+    expect(stolen.json().message).toBe(`Chat file ${fileId} not found`);
+    const wrongAgent = await upload(other, agent, png, 'x.png');
+    expect(wrongAgent.status).toBe(404);
+  });
+
+  it('needs a token with agents-all or agents-use', async () => {
+    const u = await createUser(h.app);
+    const agent = await agentOf(u);
+    const form = () => {
+      const f = new FormData();
+      f.append('file', new Blob(['hello']), 'a.txt');
+      return f;
+    };
+    expect((await fetch(`${base}/agents/${agent}/chat/files`, { method: 'POST', body: form() })).status).toBe(401);
+    const pat = await u.pat(['llm-all']);
+    const denied = await fetch(`${base}/agents/${agent}/chat/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${pat}` },
+      body: form(),
+    });
+    expect(denied.status).toBe(403);
+    const use = await u.pat(['agents-use']);
+    const ok = await fetch(`${base}/agents/${agent}/chat/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${use}` },
+      body: form(),
+    });
+    expect(ok.status).toBe(201);
+  });
+});

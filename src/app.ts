@@ -190,6 +190,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   validateCatalog(jobCatalog);
   const jobs = config.jobs.enabled ? new JobRunner(deps, jobCatalog) : undefined;
   app.decorate('jobs', jobs);
+  // The first listing of LLM_BASE_URL's models (bounded by DISCOVERY_TIMEOUT_MS) ends before requests arrive.
+  app.addHook('onReady', async () => deps.llm.ready);
   app.addHook('onReady', async () => jobs?.start());
   app.addHook('onClose', async () => {
     await jobs?.stop(config.shutdownTimeoutMs);

@@ -14,6 +14,12 @@ const bool = z
 
 const positiveInt = z.coerce.number().int().positive();
 
+/**
+ * An http(s) address. `z.url()` alone takes `localhost:11434/v1` (the host read as a scheme), which only
+ * failed later, on the first call upstream; start-up names the variable instead.
+ */
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL (with its scheme)' });
+
 /** An address, a CIDR (`10.0.0.0/8`, `10.0.0.0/255.0.0.0`) or one of proxy-addr's names. */
 function isTrustedProxyEntry(entry: string): boolean {
   if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true;
@@ -99,13 +105,13 @@ const EnvSchema = z.object({
   OAUTH_CONSENT_TTL: positiveInt.default(365 * 24 * 3600),
   OAUTH_DYNAMIC_REGISTRATION: bool.default(true),
   INITIAL_CREDITS: z.coerce.number().int().min(0).default(100_000),
-  LLM_BASE_URL: z.url().optional(),
+  LLM_BASE_URL: httpUrl.optional(),
   LLM_API_KEY: z.string().optional(),
   LLM_MODELS: z.string().optional(),
   OPENAI_API_KEY: z.string().optional(),
-  OPENAI_BASE_URL: z.url().default('https://api.openai.com/v1'),
+  OPENAI_BASE_URL: httpUrl.default('https://api.openai.com/v1'),
   ANTHROPIC_API_KEY: z.string().optional(),
-  ANTHROPIC_BASE_URL: z.url().default('https://api.anthropic.com'),
+  ANTHROPIC_BASE_URL: httpUrl.default('https://api.anthropic.com'),
   MODELS_FILE: z.string().optional(),
   DEFAULT_MODEL: z.string().optional(),
   LLM_TIMEOUT_MS: positiveInt.default(120_000),

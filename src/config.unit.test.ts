@@ -167,4 +167,16 @@ describe('config', () => {
       'JOBS_DEAD_RETENTION_DAYS',
     ]);
   });
+
+  it('refuses an LLM base URL without its scheme, naming the variable', () => {
+    // `localhost:11434/v1` parses as a URL whose scheme is "localhost:"; it must stop start-up instead.
+    expect(badVariables({ LLM_BASE_URL: 'localhost:11434/v1' })).toEqual(['LLM_BASE_URL']);
+    expect(badVariables({ OPENAI_BASE_URL: 'api.openai.com/v1', ANTHROPIC_BASE_URL: 'ftp://x.test' })).toEqual([
+      'OPENAI_BASE_URL',
+      'ANTHROPIC_BASE_URL',
+    ]);
+    expect(loadConfig({ LLM_BASE_URL: 'http://localhost:11434/v1/' }).llm.custom?.baseUrl).toBe(
+      'http://localhost:11434/v1',
+    );
+  });
 });

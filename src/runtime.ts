@@ -39,7 +39,7 @@ export function createDeps(config: Config, runtime: Pick<Runtime, 'database' | '
     database: runtime.database,
     keyRing: runtime.keyRing,
     log,
-    llm: createLlmGateway(config),
+    llm: createLlmGateway(config, log),
     actorCache: new ActorCache(config.authCacheTtlMs),
     background: new BackgroundTasks(log),
     notifications: new NotificationHub(runtime.database),

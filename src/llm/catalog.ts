@@ -56,6 +56,10 @@ export interface Catalog {
   get(id: string): CatalogModel | undefined;
   defaultModel: CatalogModel | undefined;
   configured: boolean;
+  /** True when `LLM_BASE_URL` is set without `LLM_MODELS`: its models come from its `GET /models`. */
+  discovers: boolean;
+  /** Adds models listed by the custom upstream; entries of the catalog file or `LLM_MODELS` keep precedence. */
+  addDiscovered(ids: string[]): CatalogModel[];
 }
 
 export function loadCatalog(llm: LlmConfig): Catalog {
@@ -72,14 +76,31 @@ export function loadCatalog(llm: LlmConfig): Catalog {
   );
   const byId = new Map<string, CatalogModel>();
   for (const m of all) if (configured.has(m.upstream)) byId.set(m.id, m); // later entries override
-  const available = [...byId.values()];
-  const defaultModel = llm.defaultModel ? byId.get(llm.defaultModel) : available[0];
-  if (llm.defaultModel && !defaultModel) {
+  const discovers = llm.custom !== undefined && !llm.customModels;
+  const catalog: Catalog = {
+    available: [...byId.values()],
+    get: (id) => byId.get(id),
+    defaultModel: undefined,
+    configured: configured.size > 0,
+    discovers,
+    addDiscovered(ids) {
+      // An id `LLM_MODELS` could not spell (with `=`, `,` or spaces) is skipped rather than misread.
+      const readable = ids.filter((id) => /^[^=,\s]+$/.test(id));
+      const added = parseCustomModels(readable.join(',')).filter((m) => !byId.has(m.id));
+      for (const m of added) byId.set(m.id, m);
+      catalog.available = [...byId.values()];
+      catalog.defaultModel = llm.defaultModel ? byId.get(llm.defaultModel) : catalog.available[0];
+      return added;
+    },
+  };
+  catalog.defaultModel = llm.defaultModel ? byId.get(llm.defaultModel) : catalog.available[0];
+  // A DEFAULT_MODEL served by a discovering upstream is only known once its list arrives.
+  if (llm.defaultModel && !catalog.defaultModel && !discovers) {
     throw new Error(
-      `DEFAULT_MODEL: "${llm.defaultModel}" is not an available model (${available.map((m) => m.id).join(', ') || 'none'})`,
+      `DEFAULT_MODEL: "${llm.defaultModel}" is not an available model (${catalog.available.map((m) => m.id).join(', ') || 'none'})`,
     );
   }
-  return { available, get: (id) => byId.get(id), defaultModel, configured: configured.size > 0 };
+  return catalog;
 }
 
 /** SPEC §8: credits = ceil((prompt × promptRate + completion × completionRate) / 1,000,000). */

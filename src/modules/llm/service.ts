@@ -36,8 +36,10 @@ export function resolveModel(ctx: ServiceContext, id: string | undefined): Catal
   if (!catalog.configured) throw new ServiceUnavailableError(NO_UPSTREAM);
   const model = id ? catalog.get(id) : catalog.defaultModel;
   if (model) return model;
-  const known = catalog.available.map((m) => m.id).join(', ');
-  throw new ValidationError(`Unknown model "${id ?? ''}". Available models: ${known}`, [
+  const problem = ctx.deps.llm.discoveryProblem();
+  const known = catalog.available.map((m) => m.id).join(', ') || 'none';
+  const why = problem ? ` (${problem})` : '';
+  throw new ValidationError(`Unknown model "${id ?? ''}". Available models: ${known}${why}`, [
     { field: 'body.model', message: `must be one of: ${known}` },
   ]);
 }
@@ -45,6 +47,7 @@ export function resolveModel(ctx: ServiceContext, id: string | undefined): Catal
 export function listModels(ctx: ServiceContext): CatalogModel[] {
   requireScope(ctx, 'llm-all');
   if (!ctx.deps.llm.catalog.configured) throw new ServiceUnavailableError(NO_UPSTREAM);
+  ctx.deps.llm.discoveryProblem(); // a failed listing is tried again here as well
   return ctx.deps.llm.catalog.available;
 }
 

@@ -68,6 +68,7 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
 .small{font-size:.875rem}.grow{flex:1;min-width:0}
 .badge{display:inline-block;padding:0 .5rem;border-radius:999px;border:1px solid currentColor;font-size:.8rem;font-weight:600;vertical-align:middle}
 .badge-active{color:var(--ok)}.badge-expired{color:var(--warn)}.badge-error,.badge-revoked{color:var(--danger)}
+ol.chat{list-style:none;padding:0;margin:0 0 1rem}ol.chat li{padding:.5rem .75rem;border-radius:10px;margin:.4rem 0}ol.chat li.user{background:var(--bg);border:1px solid var(--line)}ol.chat li.assistant{border-left:4px solid var(--accent)}ol.chat li.tool{padding:.2rem .75rem}ol.chat .who{font-weight:600;font-size:.85rem;display:block}pre{white-space:pre-wrap;word-break:break-word}
 figure.graph{margin:0}figure.graph svg{max-width:100%;height:auto;color:var(--fg)}textarea{font:inherit;padding:.6rem .7rem;border:1px solid var(--line);border-radius:8px;background:var(--bg);color:var(--fg)}
 ul.items{list-style:none;margin:0;padding:0}ul.items>li{display:flex;gap:.85rem;align-items:flex-start;padding:.85rem 0;border-top:1px solid var(--line)}
 img.logo{width:32px;height:32px;border-radius:8px;flex:none;background:#fff}
@@ -86,6 +87,7 @@ export function layout(title: string, body: Html, opts: LayoutOptions = {}): str
   const nav = opts.user
     ? html`<nav aria-label="Account"><ul>
         <li><a href="/account/connections">Connections</a></li>
+        <li><a href="/account/agents">Agents</a></li>
         <li><a href="/account/knowledge">Knowledge</a></li>
         <li><a href="/account/apps">Authorized apps</a></li>
         <li><a href="/account/tokens">Access tokens</a></li>

@@ -7,6 +7,7 @@ import type { App } from '../http/types.ts';
 import { AppError } from '../lib/errors.ts';
 import * as authService from '../modules/auth/service.ts';
 import * as authClientsService from '../modules/auth-clients/service.ts';
+import { agentPageRoutes } from './agent-routes.ts';
 import { type Form, many, one, pageHelpers, returnTarget, type SignedIn, send } from './common.ts';
 import { connectionPageRoutes } from './connection-routes.ts';
 import { knowledgePageRoutes } from './knowledge-routes.ts';
@@ -477,6 +478,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
 
   await connectionPageRoutes(app, oauth);
   await knowledgePageRoutes(app, oauth);
+  await agentPageRoutes(app, oauth);
 }
 
 class FormError extends AppError {

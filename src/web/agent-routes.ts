@@ -1,0 +1,197 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { serviceContextOf } from '../auth/guard.ts';
+import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { App } from '../http/types.ts';
+import { AppError, NotFoundError } from '../lib/errors.ts';
+import { chatWithAgent } from '../modules/agents/chat.service.ts';
+import {
+  deleteConversation,
+  listConversations,
+  listMessages,
+  ownedConversation,
+  toConversation,
+} from '../modules/agents/conversations.service.ts';
+import { AVAILABLE_GROUPS, CreateAgent } from '../modules/agents/schema.ts';
+import { createAgent, getAgent, listAgents } from '../modules/agents/service.ts';
+import { listModels } from '../modules/llm/service.ts';
+import { AGENTS_PATH, agentPath, agentsPage, chatPage } from './agent-pages.ts';
+import { type Form, many, one, pageHelpers, type SignedIn, send } from './common.ts';
+
+const AGENT_ID = /^agt_[A-Za-z0-9_-]{1,96}$/;
+const CONVERSATION_ID = /^conv_[A-Za-z0-9_-]{1,96}$/;
+
+/** The agents and chat pages (`/account/agents`), over the agents services. */
+export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<void> {
+  const { csrf, csrfOk, signedIn, csrfFailed } = pageHelpers(app, oauth);
+  const page = { schema: { hide: true }, config: { auth: 'public' as const } };
+  const modelsOf = (req: FastifyRequest, current: SignedIn) => {
+    try {
+      return listModels(serviceContextOf(req, current.actor)).map((m) => m.id);
+    } catch {
+      return [];
+    }
+  };
+
+  async function renderList(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    current: SignedIn,
+    opts: { error?: string; draft?: { name: string; personality: string } } = {},
+    status = 200,
+  ) {
+    const ctx = serviceContextOf(req, current.actor);
+    const agents = await listAgents(ctx, { page: 1, limit: 100, sortBy: 'createdAt', sortOrder: 'asc' });
+    return send(
+      reply,
+      agentsPage({
+        user: current.user,
+        csrf: csrf(req, reply),
+        agents: agents.data,
+        models: modelsOf(req, current),
+        groups: [...AVAILABLE_GROUPS],
+        ...opts,
+      }),
+      status,
+    );
+  }
+
+  async function renderChat(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    current: SignedIn,
+    agentId: string,
+    conversationId: string | undefined,
+    opts: { error?: string; draft?: string } = {},
+    status = 200,
+  ) {
+    const ctx = serviceContextOf(req, current.actor);
+    const agent = await getAgent(ctx, agentId);
+    const conversations = await listConversations(ctx, agentId, { page: 1, limit: 50 });
+    const currentConversation = conversationId ? await ownedConversation(ctx, agentId, conversationId) : undefined;
+    const messages = currentConversation
+      ? (await listMessages(ctx, agentId, currentConversation.id, { page: 1, limit: 100 })).data
+      : [];
+    return send(
+      reply,
+      chatPage({
+        user: current.user,
+        csrf: csrf(req, reply),
+        agent,
+        conversations: conversations.data,
+        current: currentConversation ? toConversation(currentConversation) : undefined,
+        messages,
+        ...opts,
+      }),
+      status,
+    );
+  }
+
+  /** The agent (and conversation) of the URL, or the list page with a 404. */
+  async function withAgent(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    then: (current: SignedIn, agentId: string) => Promise<FastifyReply>,
+  ): Promise<FastifyReply> {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    const { agentId } = req.params as { agentId: string };
+    try {
+      if (!AGENT_ID.test(agentId)) throw new NotFoundError(`Agent ${agentId.slice(0, 40)} not found`);
+      return await then(current, agentId);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.statusCode >= 500 || err.statusCode === 422) throw err;
+      return renderList(req, reply, current, { error: err.message }, err.statusCode);
+    }
+  }
+
+  app.get(AGENTS_PATH, page, async (req, reply) => {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    return renderList(req, reply, current);
+  });
+
+  app.post(AGENTS_PATH, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    const current = await signedIn(req, reply, AGENTS_PATH);
+    if (!current) return reply;
+    const draft = { name: one(form, 'name'), personality: one(form, 'personality') };
+    const parsed = CreateAgent.safeParse({
+      name: draft.name,
+      personality: draft.personality,
+      ...(one(form, 'llm') ? { llm: one(form, 'llm') } : {}),
+      enabledBuiltInTools: many(form, 'tools'),
+    });
+    if (!parsed.success) {
+      return renderList(
+        req,
+        reply,
+        current,
+        { error: parsed.error.issues.map((i) => i.message).join('; '), draft },
+        422,
+      );
+    }
+    try {
+      const agent = await createAgent(serviceContextOf(req, current.actor), parsed.data);
+      return reply.redirect(agentPath(agent.id), 303);
+    } catch (err) {
+      if (err instanceof AppError && err.statusCode < 500) {
+        return renderList(req, reply, current, { error: err.message, draft }, err.statusCode);
+      }
+      throw err;
+    }
+  });
+
+  app.get(`${AGENTS_PATH}/:agentId`, page, (req, reply) =>
+    withAgent(req, reply, (current, agentId) => {
+      const c = (req.query as Record<string, unknown>).c;
+      const conversationId = typeof c === 'string' && CONVERSATION_ID.test(c) ? c : undefined;
+      return renderChat(req, reply, current, agentId, conversationId);
+    }),
+  );
+
+  app.post(`${AGENTS_PATH}/:agentId/chat`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    return withAgent(req, reply, async (current, agentId) => {
+      const message = one(form, 'message').trim();
+      const given = one(form, 'conversationId');
+      const conversationId = CONVERSATION_ID.test(given) ? given : undefined;
+      if (!message)
+        return renderChat(req, reply, current, agentId, conversationId, { error: 'Write a message first.' }, 422);
+      try {
+        const outcome = await chatWithAgent(
+          serviceContextOf(req, current.actor),
+          agentId,
+          { messages: [{ role: 'user', content: message }], ...(conversationId ? { conversationId } : {}) },
+          { signal: AbortSignal.timeout(180_000) },
+        );
+        return reply.redirect(agentPath(agentId, outcome.conversationId), 303);
+      } catch (err) {
+        if (err instanceof AppError && err.statusCode < 500 && err.statusCode !== 404) {
+          return renderChat(
+            req,
+            reply,
+            current,
+            agentId,
+            conversationId,
+            { error: err.message, draft: message },
+            err.statusCode,
+          );
+        }
+        throw err;
+      }
+    });
+  });
+
+  app.post(`${AGENTS_PATH}/:agentId/conversations/:conversationId/delete`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    return withAgent(req, reply, async (current, agentId) => {
+      const { conversationId } = req.params as { conversationId: string };
+      if (!CONVERSATION_ID.test(conversationId)) throw new NotFoundError('No such conversation');
+      await deleteConversation(serviceContextOf(req, current.actor), agentId, conversationId);
+      return reply.redirect(agentPath(agentId), 303);
+    });
+  });
+}

@@ -1,6 +1,7 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { benchAgentPromptTokens } from './agent-prompt-tokens.ts';
 import { apiBenchmark } from './api.ts';
+import { injectionBenchmark } from './injection.ts';
 import { knowledgeBenchmark } from './knowledge.ts';
 import { type Benchmark, formatResult } from './lib.ts';
 import { benchLlmGateway } from './llm-gateway.ts';
@@ -38,6 +39,11 @@ const BENCHMARKS: Benchmark[] = [
       await benchToolSearch();
       return { title: '', baseline: '', figures: [] };
     },
+  },
+  {
+    name: 'injection',
+    summary: 'Prompt-injection detector on a 50 KB tool output, beside one plain regex scan',
+    run: injectionBenchmark,
   },
   {
     name: 'agent-prompt-tokens',

@@ -13,9 +13,41 @@ const INVISIBLE = /[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u206a-\u
 
 // Cyrillic and Greek letters that look like Latin ones (NFKC already folds full-width forms).
 const CONFUSABLES: Record<string, string> = {
-  а: 'a', в: 'b', е: 'e', ё: 'e', к: 'k', м: 'm', н: 'h', о: 'o', р: 'p', с: 'c', т: 't', у: 'y', х: 'x',
-  і: 'i', ї: 'i', ј: 'j', ѕ: 's', ԁ: 'd', һ: 'h', ԛ: 'q', ԝ: 'w', ӏ: 'l',
-  α: 'a', β: 'b', ε: 'e', η: 'n', ι: 'i', κ: 'k', ν: 'v', ο: 'o', ρ: 'p', τ: 't', υ: 'u', χ: 'x', ϲ: 'c',
+  а: 'a',
+  в: 'b',
+  е: 'e',
+  ё: 'e',
+  к: 'k',
+  м: 'm',
+  н: 'h',
+  о: 'o',
+  р: 'p',
+  с: 'c',
+  т: 't',
+  у: 'y',
+  х: 'x',
+  і: 'i',
+  ї: 'i',
+  ј: 'j',
+  ѕ: 's',
+  ԁ: 'd',
+  һ: 'h',
+  ԛ: 'q',
+  ԝ: 'w',
+  ӏ: 'l',
+  α: 'a',
+  β: 'b',
+  ε: 'e',
+  η: 'n',
+  ι: 'i',
+  κ: 'k',
+  ν: 'v',
+  ο: 'o',
+  ρ: 'p',
+  τ: 't',
+  υ: 'u',
+  χ: 'x',
+  ϲ: 'c',
 };
 const CONFUSABLE_RE = new RegExp(`[${Object.keys(CONFUSABLES).join('')}]`, 'g');
 
@@ -77,7 +109,7 @@ export function decodedRuns(text: string): string[] {
     if (out.length >= MAX_DECODED) break;
     push(asText(Buffer.from(m[0].replace(/[\s:]/g, '').slice(0, MAX_RUN), 'hex')));
   }
-  for (const m of text.matchAll(/\S*(?:%[0-9a-fA-F]{2}\S*){3,}/g)) {
+  for (const m of text.matchAll(/(?:%[0-9a-fA-F]{2}[^\s%]{0,12}){3,}/g)) {
     if (out.length >= MAX_DECODED) break;
     try {
       push(decodeURIComponent(m[0].slice(0, MAX_RUN)));
@@ -87,7 +119,11 @@ export function decodedRuns(text: string): string[] {
   }
   for (const m of text.matchAll(/(?:\\u[0-9a-fA-F]{4}){4,}/g)) {
     if (out.length >= MAX_DECODED) break;
-    push(m[0].slice(0, MAX_RUN).replace(/\\u([0-9a-fA-F]{4})/g, (_, h: string) => String.fromCharCode(Number.parseInt(h, 16))));
+    push(
+      m[0]
+        .slice(0, MAX_RUN)
+        .replace(/\\u([0-9a-fA-F]{4})/g, (_, h: string) => String.fromCharCode(Number.parseInt(h, 16))),
+    );
   }
   return out;
 }

@@ -45,8 +45,18 @@ export const INJECTION_RULES: InjectionRule[] = [
     1,
     `\\b(previous|prior|earlier|above|original|old|former)? ?(instructions|rules|guidelines|directives|directions|guidance)( you (were given|got|received))?( before)?\\b${G}\\b(are|is|were|have been|has been)? ?(now )?(void|revoked|cancell?ed|annulled|retired|replaced|obsolete|null|no longer (apply|valid|in effect))`,
   ),
-  rule('override', 'override-content-en', 1, `\\bignore (all |the )?(previous|prior|above|preceding) (content|text|context|conversation|input)`),
-  rule('override', 'new-task-en', 0.6, `\\byour (new|real|actual|only|true) (task|job|goal|instructions?|role|purpose|mission)\\b`),
+  rule(
+    'override',
+    'override-content-en',
+    1,
+    `\\bignore (all |the )?(previous|prior|above|preceding) (content|text|context|conversation|input)`,
+  ),
+  rule(
+    'override',
+    'new-task-en',
+    0.6,
+    `\\byour (new|real|actual|only|true) (task|job|goal|instructions?|role|purpose|mission)\\b`,
+  ),
   rule('override', 'scratch-en', 0.5, `\\bscratch (all|everything|that)\\b`),
   rule(
     'override',
@@ -60,15 +70,30 @@ export const INJECTION_RULES: InjectionRule[] = [
     1,
     `(?<!(cannot|can't|can not|won't|will not|not|never) )\\b(ignore[rsz]?|oublie[rsz]?|ne (tiens|tenez) pas compte|fais abstraction|faites abstraction|neglige[rz]?)\\b${G}\\b(instructions?|consignes?|regles|directives|prompt|tout ce qu)`,
   ),
-  rule('override', 'override-void-fr', 1, `\\b(instructions|consignes|regles)( precedentes| anterieures)? (sont|est) (annulees|caduques|obsoletes|remplacees)`),
-  rule('override', 'obey-fr', 0.5, `\\b(obeis|obeissez|suis les miennes|fais ce que je (dis|demande)|obbedisci|obedeca)\\b`),
+  rule(
+    'override',
+    'override-void-fr',
+    1,
+    `\\b(instructions|consignes|regles)( precedentes| anterieures)? (sont|est) (annulees|caduques|obsoletes|remplacees)`,
+  ),
+  rule(
+    'override',
+    'obey-fr',
+    0.5,
+    `\\b(obeis|obeissez|suis les miennes|fais ce que je (dis|demande)|obbedisci|obedeca)\\b`,
+  ),
   rule(
     'override',
     'override-de',
     1,
     `\\b(ignorier\\w*|vergiss|vergessen sie|missacht\\w*|setz\\w* (dich|sich) uber)\\b${G}\\b(anweisungen|regeln|vorgaben|systemvorgaben|richtlinien|alles,? was)`,
   ),
-  rule('override', 'override-void-de', 1, `\\b(anweisungen|regeln|vorgaben)\\b${G}\\b(gelten nicht mehr|sind (aufgehoben|ungultig|hinfallig))`),
+  rule(
+    'override',
+    'override-void-de',
+    1,
+    `\\b(anweisungen|regeln|vorgaben)\\b${G}\\b(gelten nicht mehr|sind (aufgehoben|ungultig|hinfallig))`,
+  ),
   rule('override', 'obey-de', 0.5, `\\b(gehorche|befolge ab jetzt|tu,? was ich sage)\\b`),
   rule(
     'override',
@@ -76,7 +101,12 @@ export const INJECTION_RULES: InjectionRule[] = [
     1,
     `\\b(ignora\\w*|olvida\\w*|no hagas caso|haz caso omiso|omite|descarta\\w*)\\b${G}\\b(instrucciones|reglas|directrices|indicaciones|normas|prompt|todo lo que)`,
   ),
-  rule('override', 'override-void-es', 1, `\\b(instrucciones|reglas|indicaciones)\\b${G}\\b(quedan anuladas|ya no (valen|aplican)|estan anuladas)`),
+  rule(
+    'override',
+    'override-void-es',
+    1,
+    `\\b(instrucciones|reglas|indicaciones)\\b${G}\\b(quedan anuladas|ya no (valen|aplican)|estan anuladas)`,
+  ),
   rule('override', 'obey-es', 0.5, `\\b(obedeceme|obedece|sigue las mias|haz lo que (te pido|digo))\\b`),
   rule(
     'override',
@@ -103,11 +133,21 @@ export const INJECTION_RULES: InjectionRule[] = [
     'roleplay',
     'unbound-en',
     0.7,
-    `\\b(no|without( any)?|free of|freed from|broken free of|broke free of|ignores?|bypass(es)?|if you had no)\\s+(\\w+\\s+){0,2}(rules|restrictions|limits|limitations|filters?|guidelines|content polic(y|ies)|censorship|ethical restrictions|ethics|morals)\\b|\\b(unrestricted|unfiltered|uncensored|jailbroken|do anything now|never refuses?|stay in character|never break character|god mode)\\b|\\bno rules\\b`,
+    `\\b(no|without( any)?|free of|freed from|broken free of|broke free of|ignores?|bypass(es)?|if you had no) (\\w+ ){0,2}(rules|restrictions|limits|limitations|filters?|guidelines|content polic(y|ies)|censorship|ethical restrictions|ethics|morals)\\b|\\b(unrestricted|unfiltered|uncensored|jailbroken|do anything now|never refuses?|stay in character|never break character|god mode)\\b|\\bno rules\\b`,
   ),
   rule('roleplay', 'named-jailbreak-en', 0.6, `\\b(you are|you're|as) (now )?(dan|stan|dude|evilbot|\\w+gpt)\\b`),
-  rule('roleplay', 'dev-mode', 0.4, `\\b(developer|dev|god|debug|jailbreak) mode\\b|mode developpeur|entwicklermodus|modo desarrollador|开发者模式`),
-  rule('roleplay', 'dev-mode-unbound', 0.6, `\\b(developer|dev|god|debug) mode\\b${G}\\b(no|without|ignore|anything|unrestricted|limits|restrictions|rules|safety)\\b`),
+  rule(
+    'roleplay',
+    'dev-mode',
+    0.4,
+    `\\b(developer|dev|god|debug|jailbreak) mode\\b|mode developpeur|entwicklermodus|modo desarrollador|开发者模式`,
+  ),
+  rule(
+    'roleplay',
+    'dev-mode-unbound',
+    0.6,
+    `\\b(developer|dev|god|debug) mode\\b${G}\\b(no|without|ignore|anything|unrestricted|limits|restrictions|rules|safety)\\b`,
+  ),
   rule(
     'roleplay',
     'persona-fr-de-es-pt-it',
@@ -121,7 +161,12 @@ export const INJECTION_RULES: InjectionRule[] = [
     `\\bsans (aucune )?(restrictions?|limites?|filtres?|censure|regles)\\b|\\bliberee? de (toutes )?(ses|tes) regles|\\bplus de limites\\b|\\bsans censure\\b|\\breste dans (ton|le) personnage|\\bohne (jegliche )?(einschrankungen|regeln|filter|zensur|grenzen)\\b|\\bunzensiert\\w*|\\bbleib in der rolle\\b|\\bkeine regeln\\b|\\bsin (ninguna )?(restricciones?|limites|filtros?|censura|reglas)\\b|\\blibre de (todas )?(sus|tus) reglas|\\bno salgas del personaje|\\bya no tienes limites\\b|\\bsem (restricoes|limites|filtros|censura)\\b|\\bsenza (alcuna )?(restrizion[ei]|limiti|filtri|censura)\\b`,
   ),
   rule('roleplay', 'persona-zh', 0.5, `(扮演|假装你是|假装你|想象你是|从现在开始你是|你现在是)`),
-  rule('roleplay', 'unbound-zh', 0.7, `(没有任何限制|没有限制|不受限制|摆脱了?所有规则|没有过滤|未经审查|无审查|保持角色|从不拒绝)`),
+  rule(
+    'roleplay',
+    'unbound-zh',
+    0.7,
+    `(没有任何限制|没有限制|不受限制|摆脱了?所有规则|没有过滤|未经审查|无审查|保持角色|从不拒绝)`,
+  ),
 
   // --- fake system, admin or developer messages and chat markup
   rule(
@@ -162,7 +207,12 @@ export const INJECTION_RULES: InjectionRule[] = [
     1,
     `\\b(repeat|print|output|quote|copy)\\b${G}\\b(text|words|everything|content)\\b${G}\\b(above|before my|preceding)\\b|\\bstarting with "?you are\\b|\\bwhat (were|have) you (been )?told\\b|\\bbefore (this|our) conversation (started|began)`,
   ),
-  rule('prompt-leak', 'verbatim', 0.3, `\\b(verbatim|word for word|exactly|mot pour mot|wortwortlich|palabra por palabra|逐字|原样)`),
+  rule(
+    'prompt-leak',
+    'verbatim',
+    0.3,
+    `\\b(verbatim|word for word|exactly|mot pour mot|wortwortlich|palabra por palabra|逐字|原样)`,
+  ),
   rule(
     'prompt-leak',
     'leak-fr-de-es-pt-it',
@@ -189,7 +239,12 @@ export const INJECTION_RULES: InjectionRule[] = [
     0.8,
     `\\bwhat(?:'s| is| are)\\s+(the|my|your)\\s+(\\w+\\s+){0,2}(tokens?|api keys?|passwords?|secrets?|credentials)\\s+(for|of|on|in)\\b`,
   ),
-  rule('exfiltration', 'all-secrets', 0.6, `\\b(all|every|stored)\\b[^.\\n]{0,15}\\b(secrets|passwords|credentials|api keys|tokens)\\b|\\b(tous|toutes) les (secrets|mots de passe|jetons)|\\b(alle|samtliche) (geheimnisse|passworter|zugangsdaten|tokens)|\\b(todos|todas) los (secretos|tokens|contrasenas)|所有(存储的)?(密钥|密码|令牌)`),
+  rule(
+    'exfiltration',
+    'all-secrets',
+    0.6,
+    `\\b(all|every|stored)\\b[^.\\n]{0,15}\\b(secrets|passwords|credentials|api keys|tokens)\\b|\\b(tous|toutes) les (secrets|mots de passe|jetons)|\\b(alle|samtliche) (geheimnisse|passworter|zugangsdaten|tokens)|\\b(todos|todas) los (secretos|tokens|contrasenas)|所有(存储的)?(密钥|密码|令牌)`,
+  ),
   rule(
     'exfiltration',
     'external-destination',
@@ -202,8 +257,18 @@ export const INJECTION_RULES: InjectionRule[] = [
     0.6,
     `\\b(forward|send|upload|copy|exfiltrate|email)\\b[^.\\n]{0,20}\\b(all|every|the whole|entire|the inbox)\\b[^.\\n]{0,25}\\b(emails?|inbox|mail|messages|documents?|files|contacts|invoices?)\\b|\\b(transfere|envoie)\\b[^.\\n]{0,10}\\b(tous|toutes|la boite de reception)\\b|\\b(leite|schick)\\b[^.\\n]{0,10}\\balle\\b|\\b(reenvia|envia)\\b[^.\\n]{0,10}\\b(todos|todas|todo el)\\b|(所有|全部)${Z}(邮件|文件|文档)${Z}(转发|发送|发)|收件箱转发`,
   ),
-  rule('exfiltration', 'victim-data', 0.4, `\\b(the user'?s|user's|their|the victim'?s)\\b[^.\\n]{0,20}\\b(emails?|passwords?|tokens?|data|files|credentials|inbox|auth)|de l'utilisateur|des benutzers|del usuario|用户的`),
-  rule('exfiltration', 'image-exfil', 0.5, `\\b(render|display|show)\\b[^.\\n]{0,20}\\bas an? image\\b|!\\[[^\\]]*\\]\\(https?://[^)]*\\?`),
+  rule(
+    'exfiltration',
+    'victim-data',
+    0.4,
+    `\\b(the user'?s|user's|their|the victim'?s)\\b[^.\\n]{0,20}\\b(emails?|passwords?|tokens?|data|files|credentials|inbox|auth)|de l'utilisateur|des benutzers|del usuario|用户的`,
+  ),
+  rule(
+    'exfiltration',
+    'image-exfil',
+    0.5,
+    `\\b(render|display|show)\\b[^.\\n]{0,20}\\bas an? image\\b|!\\[[^\\]]*\\]\\(https?://[^)]*\\?`,
+  ),
   rule(
     'exfiltration',
     'secret-reveal-intl',
@@ -226,7 +291,12 @@ export const INJECTION_RULES: InjectionRule[] = [
     1,
     `\\b(disable|turn off|switch off|remove|deactivate|bypass|skip|lift)\\b${G}\\b(safety|content|security)? ?(checks?|filters?|filtering|guardrails|confirmations?|confirmation requirement|approval( step)?|authorization( check)?|permission checks?|moderation)\\b`,
   ),
-  rule('escalation', 'no-asking', 0.5, `\\bwithout (asking|approval|confirmation|permission|telling|asking anyone)\\b|\\bsans (demander|confirmation)\\b|\\bohne (nachzufragen|zu fragen|bestatigung)\\b|\\bsin (preguntar|confirmacion)\\b|\\bsem perguntar\\b|\\bsenza chiedere\\b|不要询问|无需确认`),
+  rule(
+    'escalation',
+    'no-asking',
+    0.5,
+    `\\bwithout (asking|approval|confirmation|permission|telling|asking anyone)\\b|\\bsans (demander|confirmation)\\b|\\bohne (nachzufragen|zu fragen|bestatigung)\\b|\\bsin (preguntar|confirmacion)\\b|\\bsem perguntar\\b|\\bsenza chiedere\\b|不要询问|无需确认`,
+  ),
   rule(
     'escalation',
     'escalation-intl',

@@ -1,5 +1,5 @@
-import { type InjectionFamily, INJECTION_RULES } from './injection-rules.ts';
 import { views } from './injection-normalize.ts';
+import { INJECTION_RULES, type InjectionFamily } from './injection-rules.ts';
 
 /**
  * The prompt-injection detector: a layered check that runs on the prompt an MCP client sends to
@@ -11,13 +11,12 @@ import { views } from './injection-normalize.ts';
  *    decoded when they read as text.
  * 2. Weighted rules by attack family in seven languages (injection-rules.ts); each rule counts once,
  *    whichever view it matched in, and the score is the sum of the weights.
- * 3. Optionally a guard model through the gateway (injection-guard.ts), when INJECTION_GUARD_MODEL is set.
  *
  * Figures on the held-out part of test/fixtures/injection-corpus.json are in the README.
  */
 
-export { INJECTION_RULES } from './injection-rules.ts';
 export type { InjectionFamily, InjectionRule } from './injection-rules.ts';
+export { INJECTION_RULES } from './injection-rules.ts';
 
 /** A prompt is blocked at this score. */
 export const INJECTION_THRESHOLD = 1;

@@ -100,10 +100,13 @@ export function createMcpServer(sdk: McpSdk, opts: McpCallOptions): McpServer {
     async ({ prompt, connector }, extra): Promise<CallToolResult> => {
       const verdict = detectInjection(prompt);
       if (verdict.flagged) {
-        ctx.log.warn({ rules: verdict.rules, score: verdict.score }, 'use-agent prompt blocked');
+        ctx.log.warn(
+          { rules: verdict.rules, families: verdict.families, score: verdict.score },
+          'use-agent prompt blocked',
+        );
         return toolError(
           'McpToolPromptInjectionBlockedError',
-          `The prompt was blocked as a likely prompt injection (${verdict.rules.join(', ')}).`,
+          `The prompt was blocked as a likely prompt injection (${verdict.families.join(', ')}).`,
         );
       }
       const progressToken = extra._meta?.progressToken;

@@ -141,7 +141,12 @@ export const agentMemories = pgTable(
   ],
 );
 
-const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
+// node-postgres reads bytea as a Buffer but PGlite as a plain Uint8Array, whose toString('base64') is a list
+// of numbers: both become a Buffer here.
+const bytea = customType<{ data: Buffer; driverData: Uint8Array }>({
+  dataType: () => 'bytea',
+  fromDriver: (value) => Buffer.from(value),
+});
 
 /** A file uploaded for agent chat; stored in the database so every instance serves it. */
 export const chatFiles = pgTable(

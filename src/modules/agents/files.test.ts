@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ELF_BYTES, makeDocx, makePdf } from '../../../test/documents.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
@@ -11,6 +14,8 @@ describe('chat files', () => {
   let base = '';
   let small: App;
   let smallBase = '';
+  let seeing: App;
+  let seeingBase = '';
 
   const urlOf = (app: App) => {
     const addr = app.server.address();
@@ -25,6 +30,18 @@ describe('chat files', () => {
     small = await h.extraApp({ ...env, CHAT_FILE_MAX_BYTES: '2000' });
     await small.listen({ port: 0, host: '127.0.0.1' });
     smallBase = urlOf(small);
+    // A catalog whose model has vision, served by the same fake upstream.
+    const modelsFile = join(mkdtempSync(join(tmpdir(), 'sb-vision-')), 'models.json');
+    const capabilities = { tools: true, vision: true, streaming: true, json: true };
+    const vision = { upstream: 'custom', tier: 'custom', promptRate: 1000, completionRate: 2000, capabilities };
+    const sizes = { contextWindow: 128_000, maxOutputTokens: 4096 };
+    writeFileSync(
+      modelsFile,
+      JSON.stringify({ models: [{ id: 'fake-vision', upstreamModel: 'fake-vision', ...vision, ...sizes }] }),
+    );
+    seeing = await h.extraApp({ LLM_BASE_URL: llm.url, MODELS_FILE: modelsFile, DEFAULT_MODEL: 'fake-vision' });
+    await seeing.listen({ port: 0, host: '127.0.0.1' });
+    seeingBase = urlOf(seeing);
   });
   afterAll(async () => {
     await h?.close();
@@ -140,6 +157,49 @@ describe('chat files', () => {
     expect(stolen.json().message).toBe(`Chat file ${fileId} not found`);
     const wrongAgent = await upload(other, agent, png, 'x.png');
     expect(wrongAgent.status).toBe(404);
+  });
+
+  it('an image reaches a model with vision as a data URI of its exact bytes', async () => {
+    const u = await createUser(h.app);
+    const agent = (
+      await call(seeing, 'POST', '/api/v1/agents', {
+        token: u.sessionToken,
+        body: { name: 'Eyes', llm: 'fake-vision' },
+      })
+    ).json().id as string;
+    // A whole 1x1 PNG: bytes whose base64 differs from any other reading of them.
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+      'base64',
+    );
+    const res = await upload(u, agent, png, 'pixel.dat', seeingBase);
+    expect(res.status).toBe(201);
+    const { fileId, mimeType } = (await res.json()) as { fileId: string; mimeType: string };
+    expect(mimeType).toBe('image/png');
+    llm.enqueue({ content: 'One white pixel.' });
+    const answer = await call(seeing, 'POST', `/api/v1/agents/${agent}/chat/completions`, {
+      token: u.sessionToken,
+      body: {
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is in the picture?' },
+              { type: 'file', file: { file_id: fileId } },
+            ],
+          },
+        ],
+      },
+    });
+    expect(answer.statusCode, answer.body).toBe(200);
+    expect(answer.json().choices[0].message.content).toBe('One white pixel.');
+    const sent = llm.requests.at(-1)?.messages.at(-1) as { role: string; content: unknown } | undefined;
+    expect(sent?.role).toBe('user');
+    expect(sent?.content).toEqual(
+      expect.arrayContaining([
+        { type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } },
+      ]),
+    );
   });
 
   it('needs a token with agents-all or agents-use', async () => {

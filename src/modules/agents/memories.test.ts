@@ -167,6 +167,25 @@ describe('agent memory', () => {
 
   const agentOf = async (o: TestUser) =>
     (await call(h.app, 'POST', '/api/v1/agents', { token: o.sessionToken, body: { name: 'g' } })).json().id as string;
+  const memoryOf = (o: TestUser, agent: string) =>
+    memoryRepo.insertMemory(h.database.db, {
+      id: newId('memory'),
+      accountId: o.account.id,
+      agentId: agent,
+      endUserId: 'owner',
+      content: 'The user keeps bees.',
+    });
+
+  it("another account's memory id through one's own agent is 404 and the memory stays", async () => {
+    const [me, owner] = [await createUser(h.app), await createUser(h.app)];
+    const theirs = await memoryOf(owner, await agentOf(owner));
+    const res = await call(h.app, 'DELETE', `/api/v1/agents/${await agentOf(me)}/memories/${theirs.id}`, as(me));
+    expect(res.statusCode, res.body).toBe(404);
+    expect(res.json()).toEqual({ error: 'NotFoundError', message: `Memory ${theirs.id} not found`, statusCode: 404 });
+    const kept = await h.database.db.select().from(agentMemories).where(eq(agentMemories.id, theirs.id));
+    expect(kept.map((m) => m.content)).toEqual(['The user keeps bees.']);
+  });
+
   guardTests(
     () => h,
     [
@@ -182,7 +201,15 @@ describe('agent memory', () => {
         scopes: ['agents-all', 'agents-use'],
         ownedUrl: async (o) => `/api/v1/agents/${await agentOf(o)}/memories/search?query=x`,
       },
-      { method: 'DELETE', url: '/api/v1/agents/agt_x/memories/mem_x', scopes: ['agents-all', 'agents-use'] },
+      {
+        method: 'DELETE',
+        url: '/api/v1/agents/agt_x/memories/mem_x',
+        scopes: ['agents-all', 'agents-use'],
+        ownedUrl: async (o) => {
+          const agent = await agentOf(o);
+          return `/api/v1/agents/${agent}/memories/${(await memoryOf(o, agent)).id}`;
+        },
+      },
     ],
   );
 });

@@ -1,10 +1,12 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ELF_BYTES, makeDocx, makePdf } from '../../../test/documents.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { chatFiles } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 
 /** Chat files: uploaded over real HTTP as multipart, read by the agent, refused by their bytes and their size. */
@@ -119,6 +121,18 @@ describe('chat files', () => {
       error: 'ValidationError',
       message: 'The file is not a PDF, DOCX, CSV, TXT, MD, PNG, JPG, GIF or WEBP file',
     });
+    // A Windows executable (MZ header) named as a PDF is refused the same way, and nothing is stored.
+    const mz = await upload(
+      u,
+      agent,
+      Buffer.concat([Buffer.from('MZ\x90\x00\x03\x00', 'latin1'), Buffer.alloc(58)]),
+      'invoice.pdf',
+    );
+    expect(mz.status).toBe(422);
+    expect(((await mz.json()) as { message: string }).message).toBe(
+      'The file is not a PDF, DOCX, CSV, TXT, MD, PNG, JPG, GIF or WEBP file',
+    );
+    expect(await h.database.db.select().from(chatFiles).where(eq(chatFiles.accountId, u.account.id))).toEqual([]);
     const big = await upload(u, agent, Buffer.from('x'.repeat(5000)), 'notes.txt', smallBase);
     expect(big.status).toBe(413);
     expect(await big.json()).toEqual({

@@ -1,4 +1,5 @@
 import { availableParallelism, loadavg } from 'node:os';
+import { agentChatBenchmark } from './agent-chat.ts';
 import { benchAgentPromptTokens } from './agent-prompt-tokens.ts';
 import { apiBenchmark } from './api.ts';
 import { injectionBenchmark } from './injection.ts';
@@ -18,6 +19,11 @@ const BENCHMARKS: Benchmark[] = [
   apiBenchmark,
   startupBenchmark,
   mcpBenchmark,
+  {
+    name: 'agent-chat',
+    summary: 'Agent chat overhead over a direct gateway call with the same instant upstream (p50, p99)',
+    run: agentChatBenchmark,
+  },
   {
     name: 'knowledge',
     summary: 'Knowledge search on 10,000 pages of a public corpus: p50/p95 and nDCG@10/recall@10 (held-out)',

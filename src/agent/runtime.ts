@@ -42,6 +42,8 @@ export interface AgentRun {
   toolCalls: Array<{ name: string; ok: boolean; quarantined: boolean }>;
   /** The prompt tokens of each model call, as the upstream reported them. */
   promptTokens: number[];
+  /** Completion tokens of all its model calls, as the upstream reported (or the gateway counted) them. */
+  completionTokens: number;
   stoppedBy: 'answer' | 'max-steps' | 'limit';
 }
 
@@ -99,6 +101,7 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
     creditsConsumed: 0,
     toolCalls: [],
     promptTokens: [],
+    completionTokens: 0,
     stoppedBy: 'answer',
   };
 
@@ -131,6 +134,7 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
     run.creditsConsumed += credits.consumed;
     await opts.onCharge?.(credits);
     run.promptTokens.push(completion.usage?.prompt_tokens ?? 0);
+    run.completionTokens += completion.usage?.completion_tokens ?? 0;
     const message = completion.choices[0]?.message;
     const calls = message?.tool_calls ?? [];
     if (!calls.length) {

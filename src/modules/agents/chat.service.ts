@@ -4,7 +4,6 @@ import type { AgentRow, ChatFileRow, ConversationRow, MessageRow } from '../../d
 import type { ServiceContext } from '../../lib/context.ts';
 import { BadRequestError, GatewayTimeoutError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { countTokens } from '../../llm/tokens.ts';
 import type { ChatMessage } from '../../llm/types.ts';
 import * as accountsRepo from '../accounts/repo.ts';
 import { providerAgentTools } from '../connections/tools.ts';
@@ -114,15 +113,16 @@ function toChatMessage(row: MessageRow): ChatMessage {
 }
 
 /** The newest messages that fit in `budget` tokens, never starting on a tool result cut from its call. */
-async function trimToWindow(history: ChatMessage[], budget: number): Promise<ChatMessage[]> {
+function trimToWindow(history: ChatMessage[], budget: number): ChatMessage[] {
   const kept: ChatMessage[] = [];
   let used = 0;
   for (let i = history.length - 1; i >= 0; i--) {
     const m = history[i];
     if (!m) continue;
-    used += await countTokens(
-      `${typeof m.content === 'string' ? m.content : ''}${m.tool_calls ? JSON.stringify(m.tool_calls) : ''}`,
-    );
+    // An estimate (4 characters a token) is enough to trim by, and costs no tokenizer on every turn.
+    const chars =
+      (typeof m.content === 'string' ? m.content.length : 0) + (m.tool_calls ? JSON.stringify(m.tool_calls).length : 0);
+    used += Math.ceil(chars / 4) + 4;
     if (used > budget) break;
     kept.unshift(m);
   }
@@ -200,7 +200,6 @@ export async function chatWithAgent(
   for (const m of incoming) {
     await recordMessage(ctx.db, { conversationId, role: m.role, content: contentOf(m.content, files, vision).text });
   }
-  await repo.touchConversation(ctx.db, conversationId);
   await opts.onConversation?.(conversationId);
 
   const limits = agent.usageLimits;
@@ -248,7 +247,7 @@ export async function chatWithAgent(
     .slice(0, -1)
     .map((m) => ({ role: m.role, content: contentOf(m.content, files, vision).text }));
   const budget = Math.floor(model.contextWindow * 0.75) - (request.max_tokens ?? Math.min(model.maxOutputTokens, 4096));
-  const trimmed = await trimToWindow([...history, ...earlier], Math.max(1000, budget));
+  const trimmed = trimToWindow([...history, ...earlier], Math.max(1000, budget));
 
   const remembers = agent.enabledBuiltInTools.includes('agent-memory');
   const remembered = remembers ? await recallForPrompt(ctx, agent, endUserId, prompt) : '';
@@ -268,7 +267,9 @@ export async function chatWithAgent(
       beforeStep: async () => ((await overCap()) ? limitMessage : undefined),
       onCharge: async (credits) => {
         remaining = credits.remaining;
-        await repo.addMonthlySpend(ctx.db, agent.id, month, credits.consumed);
+        // The monthly spend is kept only where a cap reads it.
+        if (limits.monthlyCreditsCap !== undefined)
+          await repo.addMonthlySpend(ctx.db, agent.id, month, credits.consumed);
       },
       onMessage: async (m) => {
         await recordMessage(ctx.db, {
@@ -300,7 +301,7 @@ export async function chatWithAgent(
       completion_tokens: 0,
       total_tokens: 0,
     };
-    usage.completion_tokens = await countTokens(run.text);
+    usage.completion_tokens = run.completionTokens;
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
     if (remembers && run.stoppedBy === 'answer') {
       // What the exchange teaches is decided off the request path.

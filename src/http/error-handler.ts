@@ -67,20 +67,33 @@ export function toAppError(err: unknown): AppError {
 }
 
 /**
+ * The routes an OpenAI client calls. Its SDKs build an error's message from `error.message` and show a plain
+ * string `error` only as `422 "ValidationError"`, so there `error` is OpenAI's object, `type` holding the §7 name;
+ * `message`, `statusCode` (and `details`) stay at the top as everywhere else.
+ */
+const OPENAI_COMPATIBLE = /^\/api\/v1\/(?:chat\/completions|models|agents\/[^/]+\/chat\/completions)\/?(?:[?#]|$)/;
+
+export function errorBodyFor(req: FastifyRequest, appErr: AppError): object {
+  const body = appErr.toBody();
+  if (!OPENAI_COMPATIBLE.test(req.url)) return body;
+  return { ...body, error: { message: body.message, type: body.error, param: null, code: null } };
+}
+
+/**
  * For faults fastify answers before any hook runs (a URL it cannot decode, an over-long path parameter):
  * the same §7 body and X-Request-Id as every other error. Passed as fastify's `frameworkErrors` option.
  */
 export function frameworkErrorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   const appErr = toAppError(err);
   if (appErr.statusCode >= 500) req.log.error({ err, requestId: req.id }, 'request failed');
-  reply.code(appErr.statusCode).header('X-Request-Id', req.id).headers(appErr.headers).send(appErr.toBody());
+  reply.code(appErr.statusCode).header('X-Request-Id', req.id).headers(appErr.headers).send(errorBodyFor(req, appErr));
 }
 
 export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((err, req, reply) => {
     const appErr = toAppError(err);
     if (appErr.statusCode >= 500) req.log.error({ err, requestId: req.id }, 'request failed');
-    reply.code(appErr.statusCode).headers(appErr.headers).send(appErr.toBody());
+    reply.code(appErr.statusCode).headers(appErr.headers).send(errorBodyFor(req, appErr));
   });
 }
 

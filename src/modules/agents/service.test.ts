@@ -319,7 +319,7 @@ describe('agents, agent chat and conversations', () => {
         body: { messages: [{ role: 'user', content: 'hi' }] },
       });
       expect(broke.statusCode).toBe(402);
-      expect(broke.json().error).toBe('CreditsExhaustedError');
+      expect(broke.json().error.type).toBe('CreditsExhaustedError');
 
       const limited = await h.extraApp({ LLM_BASE_URL: llm.url, LLM_MODELS: MODELS, RATE_LIMIT_LLM: '2' });
       const v = await createUser(limited);

@@ -210,8 +210,9 @@ describe('LLM gateway', () => {
       .catch((e: unknown) => e);
     expect(broke).toBeInstanceOf(OpenAI.APIError);
     expect((broke as InstanceType<typeof OpenAI.APIError>).status).toBe(402);
-    // The SDK exposes the body's `error` field: our §7 error name.
-    expect((broke as InstanceType<typeof OpenAI.APIError>).error).toBe('CreditsExhaustedError');
+    // The SDK builds its message from the body's `error.message` and exposes `error.type`: our §7 name.
+    expect((broke as InstanceType<typeof OpenAI.APIError>).type).toBe('CreditsExhaustedError');
+    expect((broke as Error).message).toMatch(/^402 .*credit/i);
 
     const other = await createUser(h.app);
     const c2 = new OpenAI({ baseURL: `${base}/api/v1`, apiKey: await other.pat(['llm-all']), maxRetries: 0 });
@@ -219,13 +220,20 @@ describe('LLM gateway', () => {
       .create({ model: 'gpt-9', messages: [{ role: 'user', content: 'hi' }] })
       .catch((e: unknown) => e);
     expect(unknown).toBeInstanceOf(OpenAI.UnprocessableEntityError);
-    expect((unknown as InstanceType<typeof OpenAI.APIError>).error).toBe('ValidationError');
+    expect((unknown as InstanceType<typeof OpenAI.APIError>).type).toBe('ValidationError');
+    expect((unknown as Error).message).toBe('422 Unknown model "gpt-9". Available models: fake-model, cheap-model');
     const raw = await call(h.app, 'POST', '/api/v1/chat/completions', {
       token: await other.pat(['llm-all']),
       body: { model: 'gpt-9', messages: [{ role: 'user', content: 'hi' }] },
     });
+    // OpenAI's error object on the OpenAI-compatible routes; §7's message and statusCode beside it.
     expect(raw.json()).toEqual({
-      error: 'ValidationError',
+      error: {
+        message: 'Unknown model "gpt-9". Available models: fake-model, cheap-model',
+        type: 'ValidationError',
+        param: null,
+        code: null,
+      },
       message: 'Unknown model "gpt-9". Available models: fake-model, cheap-model',
       statusCode: 422,
       details: [{ field: 'body.model', message: 'must be one of: fake-model, cheap-model' }],
@@ -239,7 +247,7 @@ describe('LLM gateway', () => {
       .catch((e: unknown) => e);
     expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
     expect((limited as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after')).toBe('17');
-    expect((limited as InstanceType<typeof OpenAI.APIError>).error).toBe('TooManyRequestsError');
+    expect((limited as InstanceType<typeof OpenAI.APIError>).type).toBe('TooManyRequestsError');
 
     fake.enqueue({ status: 500 });
     const failed = await call(h.app, 'POST', '/api/v1/chat/completions', {
@@ -247,7 +255,7 @@ describe('LLM gateway', () => {
       body: { model: 'fake-model', messages: [{ role: 'user', content: 'hi' }], stream: true },
     });
     expect(failed.statusCode).toBe(502);
-    expect(failed.json()).toMatchObject({ error: 'BadGatewayError', statusCode: 502 });
+    expect(failed.json()).toMatchObject({ error: { type: 'BadGatewayError' }, statusCode: 502 });
     expect(await balance()).toBe(100000);
     expect(await llmRows()).toHaveLength(0);
   });
@@ -385,7 +393,7 @@ describe('LLM gateway', () => {
         body: { model: 'fake-model', messages: [{ role: 'user', content: 'q' }], ...extra },
       });
       expect(res.statusCode).toBe(422);
-      expect(res.json().error).toBe('ValidationError');
+      expect(res.json().error.type).toBe('ValidationError');
     }
   });
 
@@ -402,7 +410,12 @@ describe('LLM gateway', () => {
     });
     expect(res.statusCode).toBe(504);
     expect(res.json()).toEqual({
-      error: 'GatewayTimeoutError',
+      error: {
+        message: 'The model provider did not answer in time',
+        type: 'GatewayTimeoutError',
+        param: null,
+        code: null,
+      },
       message: 'The model provider did not answer in time',
       statusCode: 504,
     });
@@ -416,7 +429,7 @@ describe('LLM gateway', () => {
     expect((await call(limited, 'POST', '/api/v1/chat/completions', { token: pat, body })).statusCode).toBe(200);
     const third = await call(limited, 'POST', '/api/v1/chat/completions', { token: pat, body });
     expect(third.statusCode).toBe(429);
-    expect(third.json()).toMatchObject({ error: 'TooManyRequestsError', statusCode: 429 });
+    expect(third.json()).toMatchObject({ error: { type: 'TooManyRequestsError' }, statusCode: 429 });
     expect(Number(third.headers['retry-after'])).toBeGreaterThan(0);
   });
 

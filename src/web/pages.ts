@@ -209,7 +209,10 @@ export function tokensPage(opts: {
   created?: { name: string; token: string } | undefined;
   notice?: string | undefined;
   error?: string | undefined;
+  /** What a refused form held, so the user corrects it rather than types it again. */
+  form?: { name: string; scopes: string[]; expiresDays: string } | undefined;
 }): string {
+  const expires = opts.form?.expiresDays ?? '90';
   const rows = opts.tokens.map(
     (t) => html`<tr>
       <td><strong>${t.name}</strong><br><code class="muted">${t.prefix}…</code></td>
@@ -243,17 +246,24 @@ export function tokensPage(opts: {
       <form method="post" action="/account/tokens" aria-labelledby="create-title">
         <input type="hidden" name="csrf" value="${opts.csrf}">
         <label for="token-name">Name</label>
-        <input id="token-name" name="name" type="text" required maxlength="100">
+        <input id="token-name" name="name" type="text" required maxlength="100" value="${opts.form?.name ?? ''}">
         <fieldset class="checks"><legend>Scopes</legend>
           ${opts.scopes.map(
             (s) =>
-              html`<label><input type="checkbox" name="scopes" value="${s}"> <span><strong>${s}</strong> — ${scopeText(s)}</span></label>`,
+              html`<label><input type="checkbox" name="scopes" value="${s}"${opts.form?.scopes.includes(s) ? html` checked` : html``}> <span><strong>${s}</strong> — ${scopeText(s)}</span></label>`,
           )}
         </fieldset>
         <label for="expires">Expires in</label>
         <select id="expires" name="expires_days">
-          <option value="7">7 days</option><option value="30">30 days</option>
-          <option value="90" selected>90 days</option><option value="365">1 year</option>
+          ${[
+            ['7', '7 days'],
+            ['30', '30 days'],
+            ['90', '90 days'],
+            ['365', '1 year'],
+          ].map(
+            ([v, label]) =>
+              html`<option value="${v ?? ''}"${v === expires ? html` selected` : html``}>${label ?? ''}</option>`,
+          )}
         </select>
         <div class="actions"><button class="primary" type="submit">Create token</button></div>
       </form>

@@ -407,7 +407,12 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     req: FastifyRequest,
     reply: FastifyReply,
     current: SignedIn,
-    extra: { created?: { name: string; token: string }; notice?: string; error?: string } = {},
+    extra: {
+      created?: { name: string; token: string };
+      notice?: string;
+      error?: string;
+      form?: { name: string; scopes: string[]; expiresDays: string };
+    } = {},
     status = 200,
   ) {
     const ctx = serviceContextOf(req, current.actor);
@@ -447,8 +452,10 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     const name = one(form, 'name').trim();
     const scopes = many(form, 'scopes').filter((s): s is Scope => (ALL_SCOPES as string[]).includes(s));
     const days = Number(one(form, 'expires_days'));
-    if (!name || name.length > 100) return renderTokens(req, reply, current, { error: 'Give the token a name.' }, 400);
-    if (!scopes.length) return renderTokens(req, reply, current, { error: 'Choose at least one scope.' }, 400);
+    const kept = { name, scopes, expiresDays: one(form, 'expires_days') };
+    const refuse = (error: string) => renderTokens(req, reply, current, { error, form: kept }, 400);
+    if (!name || name.length > 100) return refuse('Give the token a name.');
+    if (!scopes.length) return refuse('Choose at least one scope.');
     const expiresIn = Number.isInteger(days) && days > 0 ? Math.min(days * 86_400, config.patMaxExpiresIn) : undefined;
     try {
       const created = await authService.createPat(serviceContextOf(req, current.actor), {
@@ -458,7 +465,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
       });
       return renderTokens(req, reply, current, { created: { name, token: created.personal_access_token } }, 201);
     } catch (err) {
-      return renderTokens(req, reply, current, { error: formError(err) }, 400);
+      return refuse(formError(err));
     }
   });
 

@@ -187,6 +187,10 @@ describe('web pages', () => {
     const none = await jar.post('/account/tokens', { csrf: csrfOf(page.body), name: 'ci', expires_days: '30' });
     expect(none.statusCode).toBe(400);
     expect(none.body).toContain('Choose at least one scope.');
+    // The refused form keeps what was typed and chosen.
+    expect(none.body).toContain('<input id="token-name" name="name" type="text" required maxlength="100" value="ci">');
+    expect(none.body).toContain('<option value="30" selected>30 days</option>');
+    expect(none.body).not.toContain('<option value="90" selected>');
     const created = await jar.post('/account/tokens', {
       csrf: csrfOf(page.body),
       name: 'ci token',

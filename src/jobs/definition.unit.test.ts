@@ -47,6 +47,7 @@ describe('job definitions', () => {
       'credits.release-expired-holds': '* * * * *',
       'oauth.sweep-expired': '*/10 * * * *',
       'jobs.cleanup': '17 * * * *',
+      'knowledge.ingest-conversations': '*/5 * * * *',
     });
   });
 });

@@ -12,6 +12,7 @@ import {
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
 import { accounts } from './accounts.ts';
+import { conversations } from './agents.ts';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
@@ -194,6 +195,22 @@ export const knowledgeLogs = pgTable(
   },
   (t) => [index('knowledge_logs_kb_created_idx').on(t.kbId, t.createdAt)],
 );
+
+/**
+ * Which agent conversations were captured as `conversation` sources (autoIngestConversations), and up to which
+ * activity: a conversation active again after that is captured again, into the same source.
+ */
+export const knowledgeConversationTrackers = pgTable('knowledge_conversation_trackers', {
+  conversationId: text('conversation_id')
+    .primaryKey()
+    .references(() => conversations.id, { onDelete: 'cascade' }),
+  kbId: text('kb_id')
+    .notNull()
+    .references(() => knowledgeBases.id, { onDelete: 'cascade' }),
+  sourceId: text('source_id').notNull(),
+  capturedActivityAt: ts('captured_activity_at').notNull(),
+  ingestedAt: ts('ingested_at').notNull().defaultNow(),
+});
 
 export type KnowledgeBaseRow = typeof knowledgeBases.$inferSelect;
 export type KnowledgeConfigRow = typeof knowledgeConfig.$inferSelect;

@@ -8,12 +8,20 @@ import { documentText } from '../../lib/documents.ts';
 import { SafeFetchError, safeFetch } from '../../lib/safe-fetch.ts';
 import { readableText } from '../../lib/web-page.ts';
 import { CompileError, compileSource } from './compile.ts';
+import { ingestIdleConversations } from './ingest.ts';
 import { lintBase } from './lint.ts';
 import * as repo from './repo.ts';
 import { fileDocument } from './sources.service.ts';
 
 /** Background work of the knowledge area. */
 export const knowledgeJobs = {
+  /** Captures idle agent conversations as sources where autoIngestConversations is on. */
+  'knowledge.ingest-conversations': defineJob({
+    payload: z.object({}),
+    schedule: { cron: '*/5 * * * *' },
+    retry: { maxAttempts: 1 },
+    run: (deps) => ingestIdleConversations(deps),
+  }),
   /** Compiles one source into pages; retried on upstream faults, never charged twice for what was written. */
   'knowledge.compile': defineJob({
     payload: z.object({ sourceId: z.string() }),

@@ -9,6 +9,7 @@ import {
   type KnowledgeSourceRow,
   knowledgeBases,
   knowledgeConfig,
+  knowledgeConversationTrackers,
   knowledgeLinks,
   knowledgeLogs,
   knowledgePages,
@@ -602,6 +603,51 @@ export async function deleteSource(db: Executor, kbId: string, sourceId: string)
     .where(and(eq(knowledgeSources.kbId, kbId), eq(knowledgeSources.id, sourceId)))
     .returning({ id: knowledgeSources.id });
   return rows.length > 0;
+}
+
+// ---- Conversation capture ---------------------------------------------------------------------------
+
+/**
+ * Agent conversations to capture: of accounts whose knowledge is on with `autoIngestConversations`, idle since
+ * `idleSince`, never captured or active again since their capture. Oldest activity first.
+ */
+export async function conversationsToCapture(db: Executor, idleSince: Date, limit: number) {
+  const rows = await db.execute(sql`
+    SELECT c.id, c.account_id, c.agent_id, c.title, c.last_activity_at, t.source_id, a.name AS agent_name
+    FROM conversations c
+    JOIN knowledge_config k ON k.account_id = c.account_id AND k.enabled AND k.auto_ingest_conversations
+    JOIN agents a ON a.id = c.agent_id
+    LEFT JOIN knowledge_conversation_trackers t ON t.conversation_id = c.id
+    WHERE c.last_activity_at < ${idleSince.toISOString()}::timestamptz
+      AND (t.conversation_id IS NULL OR t.captured_activity_at < c.last_activity_at)
+    ORDER BY c.last_activity_at
+    LIMIT ${limit}`);
+  return rowsOf(rows).map((r) => ({
+    conversationId: String(r.id),
+    accountId: String(r.account_id),
+    agentName: String(r.agent_name),
+    title: String(r.title ?? ''),
+    lastActivityAt: new Date(String(r.last_activity_at)),
+    sourceId: r.source_id ? String(r.source_id) : undefined,
+  }));
+}
+
+export async function saveTracker(
+  db: Executor,
+  row: { conversationId: string; kbId: string; sourceId: string; capturedActivityAt: Date },
+): Promise<void> {
+  await db
+    .insert(knowledgeConversationTrackers)
+    .values(row)
+    .onConflictDoUpdate({
+      target: knowledgeConversationTrackers.conversationId,
+      set: {
+        kbId: row.kbId,
+        sourceId: row.sourceId,
+        capturedActivityAt: row.capturedActivityAt,
+        ingestedAt: new Date(),
+      },
+    });
 }
 
 // ---- Logs -------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts'
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { jobs, knowledgeLogs, knowledgePages } from '../../db/schema/index.ts';
+import { ingestIdleConversations } from './ingest.ts';
 import { knowledgeJobs } from './jobs.ts';
 import * as repo from './repo.ts';
 
@@ -59,14 +60,10 @@ describe('knowledge bases', () => {
     expect(res.statusCode, res.body).toBe(200);
     return res.json();
   };
-  const runJob = (type: keyof typeof knowledgeJobs, payload: { kbId: string } & { sourceId: string }) =>
-    knowledgeJobs[type].run(h.app.deps, payload, {
-      jobId: 'job_test',
-      attempt: 1,
-      signal: new AbortController().signal,
-      log: silent,
-    });
-  const compile = (sourceId: string) => runJob('knowledge.compile', { kbId: '', sourceId });
+  const jobContext = () => ({ jobId: 'job_test', attempt: 1, signal: new AbortController().signal, log: silent });
+  const runJob = (type: 'knowledge.lint', payload: { kbId: string; sourceId: string }) =>
+    knowledgeJobs[type].run(h.app.deps, { kbId: payload.kbId }, jobContext());
+  const compile = (sourceId: string) => knowledgeJobs['knowledge.compile'].run(h.app.deps, { sourceId }, jobContext());
 
   describe('bases and config', () => {
     it('listing makes the default base once; the first base created elsewhere is the default', async () => {
@@ -524,6 +521,67 @@ describe('knowledge bases', () => {
       });
       const logs = (await get(u, `/bases/${kb}/logs`)).data as { message: string }[];
       expect(logs.map((l) => l.message)).toContain('No page made for second: the base holds its limit of 1 pages');
+    });
+  });
+
+  describe('conversation capture (autoIngestConversations)', () => {
+    it('captures an idle agent conversation once, again after new activity, and only when switched on', async () => {
+      const u = await createUser(h.app);
+      const kb = await defaultBase(u);
+      const agent = (
+        await call(h.app, 'POST', '/api/v1/agents', { ...as(u), body: { name: 'Scribe', enabledBuiltInTools: [] } })
+      ).json().id as string;
+      llm.enqueue({ content: 'Acme ships on Mondays, noted.' });
+      const chat = await call(h.app, 'POST', `/api/v1/agents/${agent}/chat/completions`, {
+        ...as(u),
+        body: { messages: [{ role: 'user', content: 'Remember: Acme ships on Mondays.' }] },
+      });
+      const conversationId = chat.headers['x-conversation-id'] as string;
+      const later = new Date(Date.now() + 31 * 60 * 1000);
+      const conversationSources = async () =>
+        (await get(u, `/bases/${kb}/sources?type=conversation`)).data as {
+          id: string;
+          name: string;
+          rawContent: string;
+          status: string;
+        }[];
+
+      // Off by default: nothing is captured.
+      await ingestIdleConversations(h.app.deps, later);
+      expect(await conversationSources()).toEqual([]);
+
+      await call(h.app, 'PUT', `${API}/config`, { ...as(u), body: { autoIngestConversations: true } });
+      // Not idle for 30 minutes yet.
+      await ingestIdleConversations(h.app.deps, new Date(Date.now() + 5 * 60 * 1000));
+      expect(await conversationSources()).toEqual([]);
+
+      await ingestIdleConversations(h.app.deps, later);
+      const [captured] = await conversationSources();
+      expect(captured).toMatchObject({
+        name: 'Conversation with Scribe: Remember: Acme ships on Mondays.',
+        rawContent: 'User: Remember: Acme ships on Mondays.\n\nScribe: Acme ships on Mondays, noted.',
+        status: 'pending',
+      });
+      await ingestIdleConversations(h.app.deps, later);
+      expect(await conversationSources()).toHaveLength(1);
+
+      // New activity: captured again into the same source.
+      llm.enqueue({ content: 'And Fridays too.' });
+      await call(h.app, 'POST', `/api/v1/agents/${agent}/chat/completions`, {
+        ...as(u),
+        body: { messages: [{ role: 'user', content: 'Also Fridays.' }], conversationId },
+      });
+      await ingestIdleConversations(h.app.deps, new Date(Date.now() + 31 * 60 * 1000));
+      const again = await conversationSources();
+      expect(again.map((s) => s.id)).toEqual([captured?.id]);
+      expect(again[0]?.rawContent).toContain('User: Also Fridays.\n\nScribe: And Fridays too.');
+      const queued = await h.database.db
+        .select()
+        .from(jobs)
+        .where(and(eq(jobs.type, 'knowledge.compile'), eq(jobs.accountId, u.account.id)));
+      expect(
+        queued.filter((j) => (j.payload as { sourceId: string }).sourceId === captured?.id).length,
+      ).toBeGreaterThanOrEqual(1);
     });
   });
 

@@ -1,5 +1,5 @@
 import type { Executor } from '../../db/client.ts';
-import type { KnowledgeBaseRow, KnowledgeSourceRow } from '../../db/schema/index.ts';
+import type { KnowledgeBaseRow, KnowledgeSourceRow, SourceType } from '../../db/schema/index.ts';
 import type { ServiceContext } from '../../lib/context.ts';
 import { type DocumentKind, dataUriBytes, sniffDocument } from '../../lib/documents.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.ts';
@@ -66,7 +66,11 @@ export async function createKnowledgeSource(
 }
 
 /** Inserts a source of `kb` as pending and queues its compilation, in one transaction. */
-export async function addSource(db: Executor, kb: KnowledgeBaseRow, input: CreateSource): Promise<KnowledgeSourceRow> {
+export async function addSource(
+  db: Executor,
+  kb: KnowledgeBaseRow,
+  input: Omit<CreateSource, 'type'> & { type: SourceType },
+): Promise<KnowledgeSourceRow> {
   return db.transaction(async (tx) => {
     const source = await repo.insertSource(tx, {
       id: newId('knowledgeSource'),
@@ -84,7 +88,7 @@ export async function addSource(db: Executor, kb: KnowledgeBaseRow, input: Creat
   });
 }
 
-async function enqueueCompile(tx: Executor, source: KnowledgeSourceRow): Promise<void> {
+export async function enqueueCompile(tx: Executor, source: KnowledgeSourceRow): Promise<void> {
   await enqueueKnowledgeJob(
     tx,
     'knowledge.compile',

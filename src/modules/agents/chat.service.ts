@@ -170,7 +170,7 @@ export async function chatWithAgent(
     incoming = incoming.slice(lastAssistant + 1);
   }
   const last = incoming.at(-1);
-  if (!last || last.role !== 'user') {
+  if (last?.role !== 'user') {
     throw new ValidationError("The last message must be the user's", [
       { field: 'body.messages', message: 'must end with a user message' },
     ]);

@@ -239,7 +239,7 @@ export async function agentRoutes(app: App, config: Config): Promise<void> {
         const part = await req.file().catch((err: unknown) => {
           throw tooLarge(err) ?? err;
         });
-        if (!part || part.fieldname !== 'file') {
+        if (part?.fieldname !== 'file') {
           throw new ValidationError('Send the file in the multipart field "file"', [
             { field: 'file', message: 'required' },
           ]);

@@ -4,16 +4,30 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
-export DATA_DIR="$work/data" PORT="$port" HOST=127.0.0.1 LOG_LEVEL=warn BASE_URL="http://localhost:$port"
+export DATA_DIR="$work/data" HOST=127.0.0.1 LOG_LEVEL=warn
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 
 node bin/switchboard.js account create --email conformance@example.test --password conformance-pw >/dev/null
 token=$(node bin/switchboard.js token create --email conformance@example.test --scopes universal-mcp-read,universal-mcp-read-write)
-node --import tsx src/main.ts & pids+=($!)
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
+# A random port can be taken on a busy machine: try up to five, each until the service answers or exits.
+ready=0
+for attempt in 1 2 3 4 5; do
+  port=$((20000 + RANDOM % 20000))
+  export PORT="$port" BASE_URL="http://localhost:$port"
+  node --import tsx src/main.ts & server=$!
+  for _ in $(seq 1 150); do
+    if curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; then ready=1; break; fi
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.2
+  done
+  if [ "$ready" = 1 ]; then pids+=("$server"); break; fi
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  echo "-- conformance: the service did not start on port $port (attempt $attempt); trying another port"
+done
+[ "$ready" = 1 ] || { echo "-- conformance: the service never became ready"; exit 1; }
 node --import tsx test/conformance/proxy.ts 0 "http://127.0.0.1:$port" "$token" > "$work/proxy.port" & pids+=($!)
 for _ in $(seq 1 50); do [ -s "$work/proxy.port" ] && break; sleep 0.1; done
 proxy=$(head -1 "$work/proxy.port")

@@ -2,7 +2,6 @@ import { sql } from 'drizzle-orm';
 import {
   bigserial,
   boolean,
-  customType,
   index,
   integer,
   jsonb,
@@ -10,13 +9,10 @@ import {
   primaryKey,
   real,
   text,
-  timestamp,
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
 import { accounts } from './accounts.ts';
-
-const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
-const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
+import { bytea, ts, tsvector } from './columns.ts';
 
 /** SPEC §2 Agent `usageLimits`; every field optional (absent: no limit). */
 export interface AgentUsageLimits {
@@ -140,13 +136,6 @@ export const agentMemories = pgTable(
     index('agent_memories_content_trgm_idx').using('gin', t.content.op('gin_trgm_ops')),
   ],
 );
-
-// node-postgres reads bytea as a Buffer but PGlite as a plain Uint8Array, whose toString('base64') is a list
-// of numbers: both become a Buffer here.
-const bytea = customType<{ data: Buffer; driverData: Uint8Array }>({
-  dataType: () => 'bytea',
-  fromDriver: (value) => Buffer.from(value),
-});
 
 /** A file uploaded for agent chat; stored in the database so every instance serves it. */
 export const chatFiles = pgTable(

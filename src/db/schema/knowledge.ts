@@ -1,21 +1,8 @@
 import { sql } from 'drizzle-orm';
-import {
-  boolean,
-  customType,
-  index,
-  integer,
-  jsonb,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-  uniqueIndex,
-} from 'drizzle-orm/pg-core';
+import { boolean, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { accounts } from './accounts.ts';
 import { conversations } from './agents.ts';
-
-const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
-const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
+import { ts, tsvector } from './columns.ts';
 
 export const PAGE_TYPES = ['entity', 'concept', 'summary', 'index', 'custom'] as const;
 export type PageType = (typeof PAGE_TYPES)[number];

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { Config } from '../../config.ts';
 import { creditHeaders, streamCreditHeaders, writeStreamCredits } from '../../http/credits.ts';
 import { toAppError } from '../../http/error-handler.ts';
+import { startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
 import { PayloadTooLargeError, ValidationError } from '../../lib/errors.ts';
 import { listQuery, paginated } from '../../lib/pagination.ts';
@@ -361,16 +362,8 @@ async function streamChat(
     });
   const start = (conversationId: string) => {
     started = true;
-    reply.hijack();
-    raw.writeHead(200, {
-      ...(reply.getHeaders() as Record<string, string>),
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      'X-Conversation-Id': conversationId,
-      ...streamCreditHeaders(balanceBefore),
-    });
+    startSse(reply, { 'X-Conversation-Id': conversationId, ...streamCreditHeaders(balanceBefore) });
+
     raw.write(chunk({ role: 'assistant', content: '' }));
   };
   let outcome: ChatOutcome;
@@ -426,14 +419,8 @@ async function streamEvents(reply: FastifyReply, feed: EventFeed, from: number, 
     }
   };
   const unsubscribe = await feed.subscribe(() => void pump());
-  reply.hijack();
-  raw.writeHead(200, {
-    ...(reply.getHeaders() as Record<string, string>),
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
+  startSse(reply);
+
   raw.write(': connected\n\n');
   const heartbeat = setInterval(() => raw.write(': ping\n\n'), heartbeatMs);
   raw.once('close', () => {

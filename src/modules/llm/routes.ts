@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Config } from '../../config.ts';
 import { creditHeaders, streamCreditHeaders, writeStreamCredits } from '../../http/credits.ts';
 import { toAppError } from '../../http/error-handler.ts';
+import { startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
 import type { AppError } from '../../lib/errors.ts';
 import { sseData } from '../../lib/sse.ts';
@@ -78,16 +79,8 @@ export async function llmRoutes(app: App, config: Config): Promise<void> {
 
 /** Writes a completion stream as SSE, honouring back-pressure, and always settles the bill. */
 async function writeSse(reply: FastifyReply, stream: service.CompletionStream): Promise<void> {
-  const raw = reply.raw;
-  reply.hijack();
-  raw.writeHead(200, {
-    ...(reply.getHeaders() as Record<string, string>),
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    ...streamCreditHeaders(stream.balanceBefore),
-  });
+  const raw = startSse(reply, streamCreditHeaders(stream.balanceBefore));
+
   let fault: AppError | undefined;
   try {
     for await (const chunk of stream.chunks) {

@@ -38,6 +38,8 @@ import { providerCatalog } from './modules/providers/catalog.ts';
 import { providerLogoRoutes, providerRoutes } from './modules/providers/routes.ts';
 import { scopeRoutes, systemRoutes } from './modules/system/routes.ts';
 import { createDeps } from './runtime.ts';
+import { send } from './web/common.ts';
+import { errorPage } from './web/pages.ts';
 import { webRoutes } from './web/routes.ts';
 
 export interface BuildAppOptions {
@@ -56,6 +58,8 @@ export interface BuildAppOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Paths whose 404 is always the JSON body, whatever the client accepts. */
+const API_PATH = /^\/(api|mcp|oauth|auth|\.well-known|healthz|readyz|metrics|openapi\.json|docs|providers)(\/|$)/;
 
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   return {
@@ -181,9 +185,17 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     { prefix: '/api/v1' },
   );
 
-  app.setNotFoundHandler({ preHandler: redis || config.rateLimits.enabled ? app.rateLimit() : undefined }, (req) => {
-    throw new NotFoundError(`Route ${req.method} ${req.url.split('?')[0]} not found`);
-  });
+  app.setNotFoundHandler(
+    { preHandler: redis || config.rateLimits.enabled ? app.rateLimit() : undefined },
+    (req, reply) => {
+      const path = req.url.split('?')[0] ?? '';
+      // A browser asking for a page gets a page; API clients (and every API path) get the §7 body.
+      if (req.method === 'GET' && !API_PATH.test(path) && String(req.headers.accept ?? '').includes('text/html')) {
+        return send(reply, errorPage('Page not found', 'There is no page at this address.'), 404);
+      }
+      throw new NotFoundError(`Route ${req.method} ${path} not found`);
+    },
+  );
   // Jobs start once the app is ready, without delaying it (the first poll runs in the background), and stop
   // when it closes: running jobs get until the shutdown deadline, then their lease hands them to another worker.
   const jobCatalog = opts.jobCatalog ?? JOB_CATALOG;

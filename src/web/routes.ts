@@ -10,6 +10,7 @@ import * as authClientsService from '../modules/auth-clients/service.ts';
 import { agentPageRoutes } from './agent-routes.ts';
 import { type Form, many, one, pageHelpers, returnTarget, type SignedIn, send } from './common.ts';
 import { connectionPageRoutes } from './connection-routes.ts';
+import { homePageRoutes } from './home-routes.ts';
 import { knowledgePageRoutes } from './knowledge-routes.ts';
 import { appsPage, consentPage, errorPage, signInPage, signUpPage, tokensPage } from './pages.ts';
 import { clearSessionCookie, setSessionCookie } from './session.ts';
@@ -486,6 +487,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   await connectionPageRoutes(app, oauth);
   await knowledgePageRoutes(app, oauth);
   await agentPageRoutes(app, oauth);
+  await homePageRoutes(app, oauth);
 }
 
 class FormError extends AppError {

@@ -1,0 +1,29 @@
+import { serviceContextOf } from '../auth/guard.ts';
+import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { App } from '../http/types.ts';
+import { getAccount } from '../modules/accounts/service.ts';
+import { listCreditTransactions } from '../modules/credits/service.ts';
+import { pageHelpers, send } from './common.ts';
+import { accountPage, homePage } from './home-pages.ts';
+
+/** `/` (what the service is, or on to the account when signed in) and `/account`. */
+export async function homePageRoutes(app: App, oauth: OAuthServer): Promise<void> {
+  const { csrf, currentUser, signedIn } = pageHelpers(app, oauth);
+  const page = { schema: { hide: true }, config: { auth: 'public' as const } };
+
+  app.get('/', page, async (req, reply) => {
+    if (await currentUser(req)) return reply.redirect('/account', 303);
+    return send(reply, homePage());
+  });
+
+  app.get('/account', page, async (req, reply) => {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    const ctx = serviceContextOf(req, current.actor);
+    const [account, history] = await Promise.all([
+      getAccount(ctx, current.actor.accountId),
+      listCreditTransactions(ctx, { page: 1, limit: 10, sortBy: 'createdAt', sortOrder: 'desc', type: undefined }),
+    ]);
+    return send(reply, accountPage({ user: current.user, csrf: csrf(req, reply), account, history: history.data }));
+  });
+}

@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
+import { PageClient } from '../../test/web-client.ts';
+
+describe('home and account pages, page 404s', () => {
+  let h: TestHarness;
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(() => h.close());
+
+  it('/ tells a visitor what the service is; a signed-in user goes on to /account with balance and history', async () => {
+    const browser = new PageClient(h.app);
+    const home = await browser.get('/');
+    expect(home.statusCode).toBe(200);
+    expect(home.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(home.body).toContain('<a class="button primary" href="/signin">Sign in</a>');
+    expect((await browser.get('/account')).headers.location).toBe('/signin?return_to=%2Faccount');
+
+    const u = await createUser(h.app);
+    expect((await browser.signIn(u.account.email, u.password)).statusCode).toBe(303);
+    const again = await browser.get('/');
+    expect(again.statusCode).toBe(303);
+    expect(again.headers.location).toBe('/account');
+    const account = await browser.get('/account');
+    expect(account.statusCode).toBe(200);
+    expect(account.body).toContain('<strong id="balance">100,000</strong>');
+    expect(account.body).toMatch(/<td>grant[\s\S]*?<td>\+100,000<\/td><td>100,000<\/td>/);
+  });
+
+  it('an unknown page URL answers an HTML 404 to browsers; API paths and API clients keep the JSON body', async () => {
+    const page = await h.app.inject({ method: 'GET', url: '/account/nope', headers: { accept: 'text/html' } });
+    expect(page.statusCode).toBe(404);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.body).toContain('Page not found');
+    for (const [url, accept] of [
+      ['/api/v1/nope', 'text/html'],
+      ['/mcp/x', 'text/html'],
+      ['/account/nope', 'application/json'],
+    ] as const) {
+      const res = await call(h.app, 'GET', url, { headers: { accept } });
+      expect(res.statusCode, url).toBe(404);
+      expect(res.json(), url).toEqual({
+        error: 'NotFoundError',
+        message: `Route GET ${url} not found`,
+        statusCode: 404,
+      });
+    }
+  });
+});

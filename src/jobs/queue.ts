@@ -63,6 +63,16 @@ export async function enqueue<C extends JobCatalog, T extends keyof C & string>(
   return inserted ? id : undefined;
 }
 
+/** `enqueue` bound to one area's catalog: what an area's services call to queue its own jobs. */
+export function enqueuerFor<C extends JobCatalog>(catalog: C) {
+  return <T extends keyof C & string>(
+    db: Executor,
+    type: T,
+    payload: z.input<C[T]['payload']>,
+    opts?: EnqueueOptions,
+  ): Promise<string | undefined> => enqueue(db, catalog, type, payload, opts);
+}
+
 const MAX_ERROR_CHARS = 2000;
 
 /** A failure as stored and logged: name and message, secrets redacted, capped. Never the stack (it may hold data). */

@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import type { Executor } from '../../db/client.ts';
 import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
-import { type EnqueueOptions, enqueue } from '../../jobs/queue.ts';
+import { enqueuerFor } from '../../jobs/queue.ts';
 import { extractMemories } from './memories.service.ts';
 
 /** Background work of agents: memory extraction after a reply, off the request path. */
@@ -13,11 +12,5 @@ export const agentJobs = {
   }),
 } satisfies JobCatalog;
 
-export function enqueueAgentJob<T extends keyof typeof agentJobs>(
-  db: Executor,
-  type: T,
-  payload: z.input<(typeof agentJobs)[T]['payload']>,
-  opts?: EnqueueOptions,
-): Promise<string | undefined> {
-  return enqueue(db, agentJobs, type, payload, opts);
-}
+/** Queues a job of this area (inside the caller's transaction when given one). */
+export const enqueueAgentJob = enqueuerFor(agentJobs);

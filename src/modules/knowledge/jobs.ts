@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import type { Executor } from '../../db/client.ts';
 import type { KnowledgeSourceRow } from '../../db/schema/index.ts';
 import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
-import { type EnqueueOptions, enqueue } from '../../jobs/queue.ts';
+import { enqueuerFor } from '../../jobs/queue.ts';
 import type { Deps } from '../../lib/context.ts';
 import { documentText } from '../../lib/documents.ts';
 import { SafeFetchError, safeFetch } from '../../lib/safe-fetch.ts';
@@ -44,14 +43,8 @@ export const knowledgeJobs = {
   }),
 } satisfies JobCatalog;
 
-export function enqueueKnowledgeJob<T extends keyof typeof knowledgeJobs>(
-  db: Executor,
-  type: T,
-  payload: z.input<(typeof knowledgeJobs)[T]['payload']>,
-  opts?: EnqueueOptions,
-): Promise<string | undefined> {
-  return enqueue(db, knowledgeJobs, type, payload, opts);
-}
+/** Queues a job of this area (inside the caller's transaction when given one). */
+export const enqueueKnowledgeJob = enqueuerFor(knowledgeJobs);
 
 /** The most of a web page read for a URL source. */
 const URL_MAX_BYTES = 5 * 1024 * 1024;

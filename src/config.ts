@@ -115,6 +115,8 @@ const EnvSchema = z.object({
   MODELS_FILE: z.string().optional(),
   DEFAULT_MODEL: z.string().optional(),
   LLM_TIMEOUT_MS: positiveInt.default(120_000),
+  INJECTION_GUARD_MODEL: z.string().trim().optional(),
+  INJECTION_GUARD_TIMEOUT_MS: positiveInt.default(10_000),
   MCP_ALLOWED_ORIGINS: z.string().optional(),
   PROVIDERS_DIR: z.string().optional(),
   JOBS_ENABLED: bool.default(true),
@@ -163,6 +165,10 @@ export interface LlmConfig {
   modelsFile: string | undefined;
   defaultModel: string | undefined;
   timeoutMs: number;
+  /** `INJECTION_GUARD_MODEL`: a catalog model that also judges texts the injection rules let through. */
+  injectionGuardModel: string | undefined;
+  /** `INJECTION_GUARD_TIMEOUT_MS`: past this the guard's verdict is dropped and the rules' stands. */
+  injectionGuardTimeoutMs: number;
 }
 
 /** The connector catalog: extra provider directories and the OAuth client credentials of providers. */
@@ -311,6 +317,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       modelsFile: e.MODELS_FILE,
       defaultModel: e.DEFAULT_MODEL,
       timeoutMs: e.LLM_TIMEOUT_MS,
+      injectionGuardModel: e.INJECTION_GUARD_MODEL || undefined,
+      injectionGuardTimeoutMs: e.INJECTION_GUARD_TIMEOUT_MS,
     },
     mcp: {
       allowedOrigins: (e.MCP_ALLOWED_ORIGINS ?? '')

@@ -2,7 +2,8 @@ import type { ServiceContext } from '../lib/context.ts';
 import { redactSecrets } from '../lib/redact.ts';
 import type { ChatMessage, ChatTool, ChatToolCall } from '../llm/types.ts';
 import { type Billing, type Credits, runCompletion } from '../modules/llm/service.ts';
-import { detectInjection, TOOL_OUTPUT_THRESHOLD } from './injection.ts';
+import { TOOL_OUTPUT_THRESHOLD } from './injection.ts';
+import { judgeInjection } from './injection-guard.ts';
 import { type AgentTool, CATALOG_TOOLS, DIRECT_TOOL_LIMIT, searchTools, toChatTool } from './tools.ts';
 
 /**
@@ -148,7 +149,24 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
     for (const call of calls)
       await opts.onProgress?.({ progress: step, total: maxSteps, message: describeCall(call, byName) });
     // The calls of one step do not depend on each other: they run at once, and their results keep their order.
-    const results = await Promise.all(calls.map((call) => runToolCall(call, { byName, loaded, useCatalog, signal })));
+    // Each output is judged by the injection rules and, in their grey zone, by INJECTION_GUARD_MODEL, billed
+    // to this run like its own steps.
+    const judge = async (text: string) => {
+      const verdict = await judgeInjection(ctx, text, {
+        kind: 'tool-output',
+        threshold: TOOL_OUTPUT_THRESHOLD,
+        billing: opts.billing,
+        signal,
+        onCharge: async (credits) => {
+          run.creditsConsumed += credits.consumed;
+          await opts.onCharge?.(credits);
+        },
+      });
+      return { flagged: verdict.flagged, families: verdict.families };
+    };
+    const results = await Promise.all(
+      calls.map((call) => runToolCall(call, { byName, loaded, useCatalog, signal, judge })),
+    );
     for (const [i, result] of results.entries()) {
       const call = calls[i];
       if (!call) continue;
@@ -189,6 +207,7 @@ interface CallState {
   loaded: Set<string>;
   useCatalog: boolean;
   signal: AbortSignal;
+  judge: (text: string) => Promise<{ flagged: boolean; families: readonly string[] }>;
 }
 
 /**
@@ -199,14 +218,15 @@ async function runToolCall(
   call: ChatToolCall,
   st: CallState,
 ): Promise<{ toolName: string; ok: boolean; quarantined: boolean; content: string }> {
+  const wrapWith = (toolName: string, value: unknown, ok: boolean) => wrap(toolName, value, ok, st.judge);
   let name = call.function.name;
   const parsed = parseArgs(call.function.arguments);
-  if (parsed.error) return wrap(name, { error: parsed.error }, false);
+  if (parsed.error) return wrapWith(name, { error: parsed.error }, false);
   let args = parsed.value ?? {};
 
   if (st.useCatalog && name === 'find_tools') {
     const found = searchTools([...st.byName.values()], String(args.query ?? ''));
-    return wrap(
+    return wrapWith(
       name,
       { tools: found.map((t) => ({ name: t.name, service: t.source, mode: t.mode, description: t.description })) },
       true,
@@ -214,9 +234,9 @@ async function runToolCall(
   }
   if (st.useCatalog && name === 'describe_tool') {
     const tool = st.byName.get(String(args.name ?? ''));
-    if (!tool) return wrap(name, { error: `No tool named ${String(args.name)}; use find_tools` }, false);
+    if (!tool) return wrapWith(name, { error: `No tool named ${String(args.name)}; use find_tools` }, false);
     st.loaded.add(tool.name);
-    return wrap(
+    return wrapWith(
       name,
       { name: tool.name, description: tool.description, mode: tool.mode, parameters: tool.parameters },
       true,
@@ -227,20 +247,20 @@ async function runToolCall(
     args = (args.arguments && typeof args.arguments === 'object' ? args.arguments : {}) as Record<string, unknown>;
   }
   const tool = st.byName.get(name);
-  if (!tool) return wrap(name, { error: `No tool named ${name}` }, false);
+  if (!tool) return wrapWith(name, { error: `No tool named ${name}` }, false);
   try {
-    return wrap(name, await tool.run(args, st.signal), true);
+    return wrapWith(name, await tool.run(args, st.signal), true);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    return wrap(name, { error: message }, false);
+    return wrapWith(name, { error: message }, false);
   }
 }
 
-function wrap(toolName: string, value: unknown, ok: boolean) {
+async function wrap(toolName: string, value: unknown, ok: boolean, judge: CallState['judge']) {
   let body = redactSecrets(typeof value === 'string' ? value : JSON.stringify(value));
   if (body.length > TOOL_RESULT_LIMIT)
     body = `${body.slice(0, TOOL_RESULT_LIMIT)}… [cut at ${TOOL_RESULT_LIMIT} characters]`;
-  const verdict = detectInjection(body, TOOL_OUTPUT_THRESHOLD);
+  const verdict = await judge(body);
   // Neutralise anything that could close our wrapper early.
   body = body.replace(/<\/?tool_output/gi, '&lt;tool_output');
   const content = verdict.flagged

@@ -100,6 +100,11 @@ export function loadCatalog(llm: LlmConfig): Catalog {
       `DEFAULT_MODEL: "${llm.defaultModel}" is not an available model (${catalog.available.map((m) => m.id).join(', ') || 'none'})`,
     );
   }
+  if (llm.injectionGuardModel && !byId.has(llm.injectionGuardModel) && !discovers) {
+    throw new Error(
+      `INJECTION_GUARD_MODEL: "${llm.injectionGuardModel}" is not an available model (${catalog.available.map((m) => m.id).join(', ') || 'none'})`,
+    );
+  }
   return catalog;
 }
 

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { detectInjection } from '../agent/injection.ts';
+import { judgeInjection } from '../agent/injection-guard.ts';
 import { sanitizeOutput } from '../agent/output.ts';
 import { AgentError, runAgent } from '../agent/runtime.ts';
 import type { AgentTool } from '../agent/tools.ts';
@@ -98,10 +98,21 @@ export function createMcpServer(sdk: McpSdk, opts: McpCallOptions): McpServer {
       annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true },
     },
     async ({ prompt, connector }, extra): Promise<CallToolResult> => {
-      const verdict = detectInjection(prompt);
+      const billing = { type: 'mcp', description: 'MCP use-agent' } as const;
+      const signal = AbortSignal.any([opts.signal, extra.signal]);
+      let guardCredits = 0;
+      const verdict = await judgeInjection(ctx, prompt, {
+        kind: 'prompt',
+        billing: { type: 'mcp', description: 'MCP use-agent injection check' },
+        signal,
+        onCharge: async (credits) => {
+          guardCredits += credits.consumed;
+          await opts.onCharge?.(credits);
+        },
+      });
       if (verdict.flagged) {
         ctx.log.warn(
-          { rules: verdict.rules, families: verdict.families, score: verdict.score },
+          { rules: verdict.rules, families: verdict.families, score: verdict.score, guard: verdict.guard },
           'use-agent prompt blocked',
         );
         return toolError(
@@ -119,9 +130,9 @@ export function createMcpServer(sdk: McpSdk, opts: McpCallOptions): McpServer {
           prompt,
           model: opts.model,
           tools,
-          billing: { type: 'mcp', description: 'MCP use-agent' },
+          billing,
           onCharge: opts.onCharge,
-          signal: AbortSignal.any([opts.signal, extra.signal]),
+          signal,
           onProgress:
             progressToken === undefined
               ? undefined
@@ -134,7 +145,7 @@ export function createMcpServer(sdk: McpSdk, opts: McpCallOptions): McpServer {
         const out = sanitizeOutput(run.text);
         return {
           content: [{ type: 'text', text: out.text }],
-          _meta: { steps: run.steps, creditsConsumed: run.creditsConsumed, truncated: out.truncated },
+          _meta: { steps: run.steps, creditsConsumed: run.creditsConsumed + guardCredits, truncated: out.truncated },
         };
       } catch (err) {
         if (err instanceof CreditsExhaustedError) return toolError('McpToolInsufficientCreditsError', err.message);

@@ -30,6 +30,7 @@ import { accountRoutes } from './modules/accounts/routes.ts';
 import { agentRoutes } from './modules/agents/routes.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { authClientRoutes } from './modules/auth-clients/routes.ts';
+import { channelRoutes } from './modules/channels/routes.ts';
 import { connectionRoutes } from './modules/connections/routes.ts';
 import { creditRoutes } from './modules/credits/routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/routes.ts';
@@ -181,6 +182,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await authClientRoutes(v1);
       await providerRoutes(v1);
       await connectionRoutes(v1);
+      await channelRoutes(v1, config);
     },
     { prefix: '/api/v1' },
   );

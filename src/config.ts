@@ -125,6 +125,17 @@ const EnvSchema = z.object({
   JOBS_LEASE_MS: z.coerce.number().int().min(1000).default(30_000),
   JOBS_RETENTION_DAYS: positiveInt.default(7),
   JOBS_DEAD_RETENTION_DAYS: positiveInt.default(30),
+  TELEGRAM_API_URL: httpUrl.default('https://api.telegram.org'),
+  WHATSAPP_API_URL: httpUrl.default('https://graph.facebook.com'),
+  WHATSAPP_API_VERSION: z
+    .string()
+    .regex(/^v\d+\.\d+$/, 'must look like v21.0')
+    .default('v21.0'),
+  WHATSAPP_APP_SECRET: z.string().optional(),
+  CHANNEL_SEND_INTERVAL_MS: z.coerce.number().int().min(0).default(1000),
+  WEBCHAT_RATE_LIMIT: positiveInt.default(20),
+  WEBCHAT_DAILY_PER_VISITOR: positiveInt.default(200),
+  WEBCHAT_DAILY_PER_CHANNEL: positiveInt.default(2000),
 });
 
 export interface RateLimits {
@@ -195,6 +206,24 @@ export interface JobsConfig {
   deadRetentionDays: number;
 }
 
+/** Messaging channels (modules/channels): the platforms' API addresses and the web chat's limits. */
+export interface ChannelsConfig {
+  /** `TELEGRAM_API_URL`: the Bot API (tests point it at a fake). */
+  telegramApiUrl: string;
+  /** `WHATSAPP_API_URL` and `WHATSAPP_API_VERSION`: the Graph API of the Cloud API. */
+  whatsappApiUrl: string;
+  whatsappApiVersion: string;
+  /** `WHATSAPP_APP_SECRET`: verifies X-Hub-Signature-256 for channels without their own `appSecret`. */
+  whatsappAppSecret: string | undefined;
+  /** `CHANNEL_SEND_INTERVAL_MS`: the least time between two messages to one chat (Telegram: about 1 s). */
+  sendIntervalMs: number;
+  /** `WEBCHAT_RATE_LIMIT`: web chat messages per client address per RATE_LIMIT_WINDOW_MS. */
+  webchatRateLimit: number;
+  /** Web chat messages per visitor, and per channel, per UTC day. */
+  webchatDailyPerVisitor: number;
+  webchatDailyPerChannel: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -232,6 +261,7 @@ export interface Config {
   /** Browser origins allowed to call /mcp besides BASE_URL's and APP_URL's (`MCP_ALLOWED_ORIGINS`). */
   mcp: { allowedOrigins: string[] };
   jobs: JobsConfig;
+  channels: ChannelsConfig;
   version: string;
 }
 
@@ -343,6 +373,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       leaseMs: e.JOBS_LEASE_MS,
       retentionDays: e.JOBS_RETENTION_DAYS,
       deadRetentionDays: e.JOBS_DEAD_RETENTION_DAYS,
+    },
+    channels: {
+      telegramApiUrl: stripSlash(e.TELEGRAM_API_URL),
+      whatsappApiUrl: stripSlash(e.WHATSAPP_API_URL),
+      whatsappApiVersion: e.WHATSAPP_API_VERSION,
+      whatsappAppSecret: e.WHATSAPP_APP_SECRET,
+      sendIntervalMs: e.CHANNEL_SEND_INTERVAL_MS,
+      webchatRateLimit: e.WEBCHAT_RATE_LIMIT,
+      webchatDailyPerVisitor: e.WEBCHAT_DAILY_PER_VISITOR,
+      webchatDailyPerChannel: e.WEBCHAT_DAILY_PER_CHANNEL,
     },
     version: pkg.version,
   };

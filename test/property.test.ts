@@ -17,7 +17,7 @@ describe('robustness under random requests', () => {
   const newUser = async () => {
     const u = await createUser(h.app);
     session = u.sessionToken;
-    pat = await u.pat(['account', 'llm-all', 'agents-all']);
+    pat = await u.pat(['account', 'llm-all', 'agents-all', 'messaging-channels']);
   };
   beforeAll(async () => {
     h = await createHarness();
@@ -58,6 +58,14 @@ describe('robustness under random requests', () => {
     '/api/v1/knowledge/bases/kb_x/pages/some-page/versions/1',
     '/api/v1/knowledge/bases/kb_x/sources',
     '/api/v1/knowledge/config',
+    '/api/v1/messaging-channels',
+    '/api/v1/messaging-channels/mch_x',
+    '/api/v1/messaging-channels/mch_x/link-account',
+    '/api/v1/messaging-channels/mch_x/unlink-account',
+    '/api/v1/messaging-channels/mch_x/deliveries',
+    '/api/v1/messaging-channels/telegram/webhook',
+    '/api/v1/messaging-channels/whatsapp/webhook',
+    '/api/v1/messaging-channels/webchat/messages',
     '/healthz',
     '/readyz',
     '/openapi.json',
@@ -116,6 +124,15 @@ describe('robustness under random requests', () => {
         expires_in: fc.oneof(fc.integer(), fc.double(), fc.string()),
         model: text,
         messages: fc.array(fc.record({ role: text, content: fc.oneof(text, fc.integer()) })),
+        type: fc.oneof(text, fc.constantFrom('telegram', 'whatsapp', 'webchat')),
+        agentId: fc.oneof(text, fc.constant('default')),
+        config: fc.oneof(
+          fc.json({ maxDepth: 2 }).map((j) => JSON.parse(j) as unknown),
+          fc.record({ botToken: text }),
+        ),
+        channelId: text,
+        content: text,
+        update_id: fc.oneof(fc.integer(), fc.double(), text),
       },
       { requiredKeys: [] },
     ),
@@ -137,7 +154,16 @@ describe('robustness under random requests', () => {
     fc.string({ maxLength: 60 }).map((s) => `Bearer ${s}`),
   );
   const extraHeaders = fc.dictionary(
-    fc.constantFrom('accept', 'x-request-id', 'x-forwarded-for', 'origin', 'accept-encoding', 'x-response-format'),
+    fc.constantFrom(
+      'accept',
+      'x-request-id',
+      'x-forwarded-for',
+      'origin',
+      'accept-encoding',
+      'x-response-format',
+      'x-telegram-bot-api-secret-token',
+      'x-hub-signature-256',
+    ),
     fc.string({ maxLength: 40, unit: fc.constantFrom(...'abc/*;=,.:- 0123456789'.split('')) }),
     { maxKeys: 3 },
   );

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { oauthJobs } from '../auth/oauth/jobs.ts';
 import type { Executor } from '../db/client.ts';
 import { agentJobs } from '../modules/agents/jobs.ts';
+import { channelJobs } from '../modules/channels/jobs.ts';
 import { connectionJobs } from '../modules/connections/jobs.ts';
 import { creditJobs } from '../modules/credits/jobs.ts';
 import { knowledgeJobs } from '../modules/knowledge/jobs.ts';
@@ -29,6 +30,7 @@ const jobUpkeep = {
  */
 export const JOB_CATALOG = {
   ...agentJobs,
+  ...channelJobs,
   ...connectionJobs,
   ...creditJobs,
   ...knowledgeJobs,

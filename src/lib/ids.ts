@@ -27,6 +27,8 @@ export const ID_PREFIX = {
   knowledgePageVersion: 'kpv',
   knowledgeSource: 'ksrc',
   knowledgeLog: 'klog',
+  messagingChannel: 'mch',
+  webchatVisitor: 'wcv',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

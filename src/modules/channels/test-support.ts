@@ -1,0 +1,45 @@
+import { and, eq, inArray } from 'drizzle-orm';
+import pino from 'pino';
+import type { TestHarness } from '../../../test/harness.ts';
+import { jobs } from '../../db/schema/index.ts';
+import { channelJobs } from './jobs.ts';
+
+const silent = pino({ level: 'silent' });
+
+/**
+ * Runs the account's queued channel jobs as a worker would (tests keep the worker off), each once, and marks
+ * them done; answers the handlers' results. A handler that throws leaves its job queued (the worker retries it).
+ */
+export async function runChannelJobs(h: TestHarness, accountId: string): Promise<unknown[]> {
+  const db = h.database.db;
+  const queued = await db
+    .select()
+    .from(jobs)
+    .where(and(eq(jobs.type, 'channels.deliver'), eq(jobs.accountId, accountId), eq(jobs.status, 'queued')));
+  const results: unknown[] = [];
+  for (const job of queued) {
+    const payload = channelJobs['channels.deliver'].payload.parse(job.payload);
+    results.push(
+      await channelJobs['channels.deliver'].run(h.app.deps, payload, {
+        jobId: job.id,
+        attempt: 1,
+        signal: new AbortController().signal,
+        log: silent,
+      }),
+    );
+    await db
+      .update(jobs)
+      .set({ status: 'succeeded' })
+      .where(inArray(jobs.id, [job.id]));
+  }
+  return results;
+}
+
+/** How many channel jobs the account has, whatever their state. */
+export async function channelJobCount(h: TestHarness, accountId: string): Promise<number> {
+  const rows = await h.database.db
+    .select({ id: jobs.id })
+    .from(jobs)
+    .where(and(eq(jobs.type, 'channels.deliver'), eq(jobs.accountId, accountId)));
+  return rows.length;
+}

@@ -1,0 +1,88 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Executor } from '../../db/client.ts';
+import type { ChannelType, MessagingChannelRow } from '../../db/schema/index.ts';
+import type { PublicContext } from '../../lib/context.ts';
+import { BadRequestError, UnauthorizedError } from '../../lib/errors.ts';
+import { sha256Hex } from '../../lib/ids.ts';
+import { enqueueChannelJob } from './jobs.ts';
+import * as repo from './repo.ts';
+
+/**
+ * The platforms' side: webhooks find their channel by the secret they present (compared in constant time),
+ * record the update once under the platform's id and queue its handling in the same transaction, then answer
+ * at once. A duplicate (the same update again, even concurrently on another instance) finds the key taken.
+ */
+
+/** The channel of `type` whose stored hash matches the presented secret's, compared in constant time. */
+export async function channelBySecret(
+  db: Executor,
+  type: ChannelType,
+  presented: string | undefined,
+): Promise<MessagingChannelRow | undefined> {
+  if (!presented) return undefined;
+  const hash = Buffer.from(sha256Hex(presented), 'hex');
+  const rows = await repo.findChannelsBySecretHash(db, type, hash.toString('hex'));
+  return rows.find((r) => {
+    const stored = Buffer.from(r.webhookSecretHash ?? '', 'hex');
+    return stored.length === hash.length && timingSafeEqual(stored, hash);
+  });
+}
+
+/** Records one delivery and queues its job, once per key. Answers whether it was new. */
+export async function recordDelivery(
+  db: Executor,
+  channel: MessagingChannelRow,
+  key: string,
+  payload: Record<string, unknown>,
+  fields: {
+    chatId?: string | null;
+    senderId?: string | null;
+    direction?: 'in' | 'out';
+    reply?: string;
+    status?: 'received' | 'answered';
+  } = {},
+): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const fresh = await repo.insertDelivery(tx, {
+      channelId: channel.id,
+      key,
+      accountId: channel.accountId,
+      payload,
+      chatId: fields.chatId ?? null,
+      senderId: fields.senderId ?? null,
+      direction: fields.direction ?? 'in',
+      reply: fields.reply ?? null,
+      status: fields.status ?? 'received',
+    });
+    if (fresh) {
+      await enqueueChannelJob(
+        tx,
+        'channels.deliver',
+        { channelId: channel.id, key },
+        { accountId: channel.accountId, dedupeKey: `channels.deliver:${channel.id}:${key}` },
+      );
+    }
+    return fresh;
+  });
+}
+
+/** POST /messaging-channels/telegram/webhook: 401 for a wrong or missing secret token; duplicates are no-ops. */
+export async function receiveTelegramUpdate(
+  ctx: PublicContext,
+  secretToken: string | undefined,
+  update: unknown,
+): Promise<{ ok: true; duplicate: boolean }> {
+  const channel = await channelBySecret(ctx.db, 'telegram', secretToken);
+  if (!channel) throw new UnauthorizedError('Invalid X-Telegram-Bot-Api-Secret-Token');
+  const u = update as { update_id?: unknown; message?: { chat?: { id?: unknown }; from?: { id?: unknown } } } | null;
+  if (!u || typeof u !== 'object' || !Number.isSafeInteger(u.update_id)) {
+    throw new BadRequestError('An update must carry an integer update_id');
+  }
+  const chatId = u.message?.chat?.id;
+  const senderId = u.message?.from?.id;
+  const fresh = await recordDelivery(ctx.db, channel, `update:${String(u.update_id)}`, u as Record<string, unknown>, {
+    chatId: chatId === undefined ? null : String(chatId),
+    senderId: senderId === undefined ? null : String(senderId),
+  });
+  return { ok: true, duplicate: !fresh };
+}

@@ -37,7 +37,9 @@ import { knowledgeRoutes } from './modules/knowledge/routes.ts';
 import { llmRoutes } from './modules/llm/routes.ts';
 import { providerCatalog } from './modules/providers/catalog.ts';
 import { providerLogoRoutes, providerRoutes } from './modules/providers/routes.ts';
+import { skillRoutes } from './modules/skills/routes.ts';
 import { scopeRoutes, systemRoutes } from './modules/system/routes.ts';
+import { toolRoutes } from './modules/tools/routes.ts';
 import { createDeps } from './runtime.ts';
 import { send } from './web/common.ts';
 import { errorPage } from './web/pages.ts';
@@ -183,6 +185,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await providerRoutes(v1);
       await connectionRoutes(v1);
       await channelRoutes(v1, config);
+      await toolRoutes(v1);
+      await skillRoutes(v1);
     },
     { prefix: '/api/v1' },
   );

@@ -29,6 +29,8 @@ export const ID_PREFIX = {
   knowledgeLog: 'klog',
   messagingChannel: 'mch',
   webchatVisitor: 'wcv',
+  customTool: 'tool',
+  skill: 'skl',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

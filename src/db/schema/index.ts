@@ -6,3 +6,4 @@ export * from './credits.ts';
 export * from './jobs.ts';
 export * from './knowledge.ts';
 export * from './oauth.ts';
+export * from './tools.ts';

@@ -9,6 +9,8 @@ import * as accountsRepo from '../accounts/repo.ts';
 import { providerAgentTools } from '../connections/tools.ts';
 import { knowledgeAgentTools } from '../knowledge/tools.ts';
 import { resolveModel } from '../llm/service.ts';
+import { skillIndexFor, skillTools } from '../skills/service.ts';
+import { linkedAgentTools } from '../tools/links.service.ts';
 import { OWNER } from './conversations.service.ts';
 import { emitEvent, recordMessage } from './events.service.ts';
 import { filesForChat } from './files.service.ts';
@@ -130,8 +132,8 @@ function trimToWindow(history: ChatMessage[], budget: number): ChatMessage[] {
   return kept;
 }
 
-/** The tools of the agent's enabled built-in groups (the one place a group becomes tools). */
-async function toolsOf(
+/** The tools of the agent's enabled built-in groups (the one place a group becomes tools) and its linked tools. */
+export async function toolsOf(
   ctx: ServiceContext,
   agent: AgentRow,
   endUserId: string,
@@ -142,6 +144,8 @@ async function toolsOf(
     ...(groups.has('provider-tools') ? await providerAgentTools(ctx, {}) : []),
     ...(groups.has('knowledge-base') ? knowledgeAgentTools(ctx) : []),
     ...(groups.has('agent-memory') ? memoryTools(ctx, agent, endUserId, conversationId) : []),
+    ...(groups.has('skills') ? skillTools(ctx, agent) : []),
+    ...(await linkedAgentTools(ctx, agent)),
   ];
 }
 
@@ -251,13 +255,14 @@ export async function chatWithAgent(
 
   const remembers = agent.enabledBuiltInTools.includes('agent-memory');
   const remembered = remembers ? await recallForPrompt(ctx, agent, endUserId, prompt) : '';
+  const skillIndex = agent.enabledBuiltInTools.includes('skills') ? await skillIndexFor(ctx, agent) : '';
   let remaining: number | undefined;
   let usage = { ...noUsage };
   try {
     const run = await runAgent(ctx, {
       prompt: asked.parts ?? prompt,
       history: trimmed,
-      instructions: [agent.personality, remembered].filter(Boolean).join('\n\n') || undefined,
+      instructions: [agent.personality, skillIndex, remembered].filter(Boolean).join('\n\n') || undefined,
       model: model.id,
       tools: await toolsOf(ctx, agent, endUserId, conversationId),
       temperature: request.temperature ?? agent.temperature,

@@ -18,6 +18,7 @@ export const AVAILABLE_GROUPS: ReadonlySet<BuiltInToolGroup> = new Set([
   'provider-tools',
   'knowledge-base',
   'agent-memory',
+  'skills',
 ]);
 export const DEFAULT_GROUPS: BuiltInToolGroup[] = ['provider-tools'];
 

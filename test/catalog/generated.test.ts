@@ -141,6 +141,15 @@ function validatorFor(curated: CuratedProvider, doc: OpenApiDocument) {
   };
 }
 
+/**
+ * Whether a value is valid. With type coercion (path and query values are text) a value can fit more than one
+ * branch of a `oneOf` (GitHub's `workflow_id`: integer or string, "1" fits both); that is no fault of the request.
+ */
+function accepts(v: ValidateFunction, value: unknown): boolean {
+  if (v(value)) return true;
+  return (v.errors ?? []).every((e) => e.keyword === 'oneOf' && Array.isArray(e.params.passingSchemas));
+}
+
 function pointerValue(doc: OpenApiDocument, pointer: string): unknown {
   let node: unknown = doc;
   for (const seg of pointer.slice(1).split('/')) {
@@ -209,7 +218,7 @@ describe('generated tools build requests their source description accepts', () =
       expect(p, `path parameter ${name} is declared`).toBeDefined();
       if (p) {
         const v = validate(p.schemaPointer);
-        expect(v(value), `path ${name}=${value}: ${JSON.stringify(v.errors)}`).toBe(true);
+        expect(accepts(v, value), `path ${name}=${value}: ${JSON.stringify(v.errors)}`).toBe(true);
       }
     });
 
@@ -228,7 +237,7 @@ describe('generated tools build requests their source description accepts', () =
             ? (values[0] ?? '').split(',')
             : values
           : values[0];
-      expect(v(value), `query ${name}=${String(value)}: ${JSON.stringify(v.errors)}`).toBe(true);
+      expect(accepts(v, value), `query ${name}=${String(value)}: ${JSON.stringify(v.errors)}`).toBe(true);
     }
     for (const [name, p] of query) {
       if (p.param.required) expect(url.searchParams.has(name), `required query ${name}`).toBe(true);
@@ -251,6 +260,6 @@ describe('generated tools build requests their source description accepts', () =
       for (const k of Object.keys(body)) expect(defined.has(k), `body ${k} is defined by ${operation}`).toBe(true);
     }
     const v = validate(pointer);
-    expect(v(body), `body: ${JSON.stringify(v.errors)}`).toBe(true);
+    expect(accepts(v, body), `body: ${JSON.stringify(v.errors)}`).toBe(true);
   });
 });

@@ -222,8 +222,8 @@ describe('buildToolRequest', () => {
       }),
     ).toThrow('arguments.state must be one of "open", "closed", "all"');
     expect(() =>
-      buildToolRequest(provider('github'), tool('github', 'search_code'), { q: 'x', per_page: 1000 }),
-    ).toThrow('arguments.per_page must be at most 100');
+      buildToolRequest(provider('asana'), tool('asana', 'list_projects'), { workspace: 'w', limit: 1000 }),
+    ).toThrow('arguments.limit must be at most 100');
   });
 
   it('strips line breaks from header values made of arguments', () => {

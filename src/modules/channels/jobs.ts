@@ -5,10 +5,12 @@ import { enqueuerFor } from '../../jobs/queue.ts';
 import { type Platform, processDelivery } from './inbound.ts';
 import * as repo from './repo.ts';
 import { telegramPlatform } from './telegram.platform.ts';
+import { whatsappPlatform } from './whatsapp.ts';
 
 /** The platform of each channel type that delivers through jobs (web chat answers in its request). */
 export const PLATFORMS: Partial<Record<ChannelType, Platform>> = {
   telegram: telegramPlatform,
+  whatsapp: whatsappPlatform,
 };
 
 /** Background work of messaging channels: each delivery's agent run and reply, off the webhook's request. */

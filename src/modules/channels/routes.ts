@@ -1,10 +1,11 @@
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';
 import type { App } from '../../http/types.ts';
 import { listQuery, paginated } from '../../lib/pagination.ts';
 import { Channel, ChannelParams, CreateChannel, Delivery, LinkCode, UnlinkAccount, UpdateChannel } from './schema.ts';
 import * as service from './service.ts';
-import { receiveTelegramUpdate } from './webhooks.service.ts';
+import { receiveTelegramUpdate, receiveWhatsappDelivery, verifyWhatsappWebhook } from './webhooks.service.ts';
 
 /** SPEC §4 "Messaging channels", scope `messaging-channels`; the platforms' webhooks are public. */
 export async function channelRoutes(app: App, _config: Config): Promise<void> {
@@ -29,6 +30,54 @@ export async function channelRoutes(app: App, _config: Config): Promise<void> {
       return receiveTelegramUpdate(req.publicCtx, typeof header === 'string' ? header : undefined, req.body);
     },
   );
+
+  app.get(
+    '/messaging-channels/whatsapp/webhook',
+    {
+      schema: {
+        tags,
+        summary: "Meta's webhook verification handshake (public)",
+        description:
+          'Answers `hub.challenge` as text/plain when `hub.mode` is `subscribe` and `hub.verify_token` is the verifyToken of a WhatsApp channel; otherwise 403.',
+        querystring: z.object({
+          'hub.mode': z.string().max(100).optional(),
+          'hub.verify_token': z.string().max(1000).optional(),
+          'hub.challenge': z.string().max(500).optional(),
+        }),
+      },
+      config: { auth: 'public' },
+    },
+    async (req, reply) => {
+      const challenge = await verifyWhatsappWebhook(req.publicCtx, req.query);
+      return reply.type('text/plain; charset=utf-8').header('X-Content-Type-Options', 'nosniff').send(challenge);
+    },
+  );
+  // The signature covers the exact bytes received: this route alone reads its JSON body as raw bytes.
+  await app.register(async (plugin) => {
+    const raw = plugin.withTypeProvider<ZodTypeProvider>();
+    raw.removeContentTypeParser('application/json');
+    raw.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    raw.post(
+      '/messaging-channels/whatsapp/webhook',
+      {
+        schema: {
+          tags,
+          summary: 'WhatsApp Cloud API deliveries (public; X-Hub-Signature-256)',
+          description:
+            "The signature is checked over the raw body with the channel's appSecret or WHATSAPP_APP_SECRET (bad, missing or no secret: 401). Messages are recorded once per id and handled by a job; statuses are ignored.",
+          response: {
+            200: z.object({ ok: z.literal(true), received: z.number().int(), duplicates: z.number().int() }),
+          },
+        },
+        config: { auth: 'public' },
+      },
+      (req) => {
+        const header = req.headers['x-hub-signature-256'];
+        const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        return receiveWhatsappDelivery(req.publicCtx, body, typeof header === 'string' ? header : undefined);
+      },
+    );
+  });
 
   app.post(
     '/messaging-channels',

@@ -2,10 +2,12 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Executor } from '../../db/client.ts';
 import type { ChannelType, MessagingChannelRow } from '../../db/schema/index.ts';
 import type { PublicContext } from '../../lib/context.ts';
-import { BadRequestError, UnauthorizedError } from '../../lib/errors.ts';
+import { BadRequestError, ForbiddenError, UnauthorizedError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { enqueueChannelJob } from './jobs.ts';
 import * as repo from './repo.ts';
+import { openSecrets } from './service.ts';
+import { messagesOf, validSignature } from './whatsapp.ts';
 
 /**
  * The platforms' side: webhooks find their channel by the secret they present (compared in constant time),
@@ -85,4 +87,73 @@ export async function receiveTelegramUpdate(
     senderId: senderId === undefined ? null : String(senderId),
   });
   return { ok: true, duplicate: !fresh };
+}
+
+/**
+ * GET /messaging-channels/whatsapp/webhook: Meta's verification handshake. The channel is found by the verify
+ * token (`hub.verify_token`); the answer is `hub.challenge` as plain text. A wrong token or mode: 403.
+ */
+export async function verifyWhatsappWebhook(
+  ctx: PublicContext,
+  query: {
+    'hub.mode'?: string | undefined;
+    'hub.verify_token'?: string | undefined;
+    'hub.challenge'?: string | undefined;
+  },
+): Promise<string> {
+  const channel = await channelBySecret(ctx.db, 'whatsapp', query['hub.verify_token']);
+  if (query['hub.mode'] !== 'subscribe' || !channel) {
+    throw new ForbiddenError('Wrong hub.mode or hub.verify_token');
+  }
+  return query['hub.challenge'] ?? '';
+}
+
+/**
+ * POST /messaging-channels/whatsapp/webhook: each phone number's channel checks X-Hub-Signature-256 over the
+ * raw bytes with its `appSecret` (or WHATSAPP_APP_SECRET; with neither, the delivery is refused) before
+ * anything is written; a bad or missing signature is 401. Messages are recorded once per message id;
+ * status-only deliveries and unknown numbers are acknowledged and ignored.
+ */
+export async function receiveWhatsappDelivery(
+  ctx: PublicContext,
+  raw: Buffer,
+  signature: string | undefined,
+): Promise<{ ok: true; received: number; duplicates: number }> {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new BadRequestError('The body must be JSON');
+  }
+  const globalSecret = ctx.deps.config.channels.whatsappAppSecret;
+  const messages = messagesOf(payload);
+  const channels = new Map<string, MessagingChannelRow>();
+  for (const id of new Set(messages.map((m) => m.phoneNumberId))) {
+    const channel = await repo.findChannelByExternalId(ctx.db, 'whatsapp', id);
+    if (!channel) continue;
+    const secret = openSecrets(ctx.deps, channel).appSecret ?? globalSecret;
+    if (!secret) throw new UnauthorizedError('No app secret is configured to verify this delivery');
+    if (!validSignature(raw, signature, secret)) throw new UnauthorizedError('Invalid X-Hub-Signature-256');
+    channels.set(id, channel);
+  }
+  // Nothing of ours in it (a status update, another number): still refuse a forgery when we can tell.
+  if (channels.size === 0 && globalSecret && !validSignature(raw, signature, globalSecret)) {
+    throw new UnauthorizedError('Invalid X-Hub-Signature-256');
+  }
+  let received = 0;
+  let duplicates = 0;
+  for (const m of messages) {
+    const channel = channels.get(m.phoneNumberId);
+    if (!channel) continue;
+    const fresh = await recordDelivery(
+      ctx.db,
+      channel,
+      `message:${m.id}`,
+      { message: m.message, name: m.name },
+      { chatId: m.from, senderId: m.from },
+    );
+    if (fresh) received++;
+    else duplicates++;
+  }
+  return { ok: true, received, duplicates };
 }

@@ -217,6 +217,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     await deps.background.drain();
     await deps.notifications.close();
     redis?.disconnect();
+    await deps.sandbox.close();
   });
   return app;
 }

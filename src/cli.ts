@@ -452,6 +452,7 @@ async function openContext(config: Config, io: CliIo): Promise<{ ctx: PublicCont
     ctx: { deps, db: deps.database.db, log, requestId: newId('request'), ip: 'cli' },
     async close() {
       await deps.background.drain();
+      await deps.sandbox.close();
       await runtime.database.close();
     },
   };

@@ -136,6 +136,14 @@ const EnvSchema = z.object({
   WEBCHAT_RATE_LIMIT: positiveInt.default(20),
   WEBCHAT_DAILY_PER_VISITOR: positiveInt.default(200),
   WEBCHAT_DAILY_PER_CHANNEL: positiveInt.default(2000),
+  SANDBOX_CREDITS_PER_SECOND: z.coerce.number().int().min(0).default(2),
+  SANDBOX_PROCESS_CREDITS_PER_SECOND: z.coerce.number().int().min(0).default(4),
+  SANDBOX_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
+  SANDBOX_MEMORY_MB: z.coerce.number().int().min(16).max(2048).default(128),
+  SANDBOX_PYTHON_PROCESSES: z.coerce.number().int().min(1).max(64).default(2),
+  SANDBOX_PYTHON_MEMORY_MB: z.coerce.number().int().min(128).max(4096).default(512),
+  SANDBOX_QUEUE_MAX: z.coerce.number().int().min(0).max(10_000).default(32),
+  SANDBOX_QUEUE_TIMEOUT_MS: positiveInt.default(60_000),
 });
 
 export interface RateLimits {
@@ -224,6 +232,26 @@ export interface ChannelsConfig {
   webchatDailyPerChannel: number;
 }
 
+/** The code sandbox (src/sandbox) and its billing (SPEC §8). */
+export interface SandboxConfig {
+  /** Credits per started second in the QuickJS sandbox (JavaScript, TypeScript); `SANDBOX_CREDITS_PER_SECOND`. */
+  creditsPerSecond: number;
+  /** Credits per started second in the process sandbox (Python); `SANDBOX_PROCESS_CREDITS_PER_SECOND`. */
+  processCreditsPerSecond: number;
+  /** QuickJS worker threads (JavaScript/TypeScript runs at once). */
+  workers: number;
+  /** Memory of one QuickJS run, MB. */
+  memoryMb: number;
+  /** Python processes running at once. */
+  pythonProcesses: number;
+  /** Resident memory past which a Python process is killed, MB. */
+  pythonMemoryMb: number;
+  /** Runs that may wait for a busy sandbox, per family; more get 429. */
+  queueMax: number;
+  /** The longest a run waits for a free worker before 429, ms. */
+  queueTimeoutMs: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -263,6 +291,7 @@ export interface Config {
   jobs: JobsConfig;
   channels: ChannelsConfig;
   version: string;
+  sandbox: SandboxConfig;
 }
 
 export class ConfigError extends Error {
@@ -385,5 +414,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       webchatDailyPerChannel: e.WEBCHAT_DAILY_PER_CHANNEL,
     },
     version: pkg.version,
+    sandbox: {
+      creditsPerSecond: e.SANDBOX_CREDITS_PER_SECOND,
+      processCreditsPerSecond: e.SANDBOX_PROCESS_CREDITS_PER_SECOND,
+      workers: e.SANDBOX_WORKERS,
+      memoryMb: e.SANDBOX_MEMORY_MB,
+      pythonProcesses: e.SANDBOX_PYTHON_PROCESSES,
+      pythonMemoryMb: e.SANDBOX_PYTHON_MEMORY_MB,
+      queueMax: e.SANDBOX_QUEUE_MAX,
+      queueTimeoutMs: e.SANDBOX_QUEUE_TIMEOUT_MS,
+    },
   };
 }

@@ -7,6 +7,7 @@ import { type KeyRing, loadKeyRing } from './lib/crypto.ts';
 import type { Logger } from './lib/logger.ts';
 import { NotificationHub } from './lib/notifications.ts';
 import { createLlmGateway } from './llm/gateway.ts';
+import { Sandbox } from './sandbox/sandbox.ts';
 
 export interface Runtime {
   database: Database;
@@ -43,5 +44,14 @@ export function createDeps(config: Config, runtime: Pick<Runtime, 'database' | '
     actorCache: new ActorCache(config.authCacheTtlMs),
     background: new BackgroundTasks(log),
     notifications: new NotificationHub(runtime.database),
+    sandbox: new Sandbox({
+      workers: config.sandbox.workers,
+      memoryBytes: config.sandbox.memoryMb * 1024 * 1024,
+      pythonProcesses: config.sandbox.pythonProcesses,
+      pythonMemoryBytes: config.sandbox.pythonMemoryMb * 1024 * 1024,
+      queueMax: config.sandbox.queueMax,
+      queueTimeoutMs: config.sandbox.queueTimeoutMs,
+      allowHosts: config.ssrfAllowHosts,
+    }),
   };
 }

@@ -3,6 +3,7 @@ import type { Scope } from '../auth/scopes.ts';
 import type { Config } from '../config.ts';
 import type { Database, Db } from '../db/client.ts';
 import type { LlmGateway } from '../llm/gateway.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { BackgroundTasks } from './background.ts';
 import type { KeyRing } from './crypto.ts';
 import { ForbiddenError } from './errors.ts';
@@ -24,6 +25,8 @@ export interface Deps {
   background: BackgroundTasks;
   /** The database's notifications, fanned out in this process (conversation events). */
   notifications: NotificationHub;
+  /** The code sandbox: started on its first run, closed with the app (src/sandbox). */
+  sandbox: Sandbox;
 }
 
 export type ProviderPermission = 'read' | 'read-write';

@@ -97,7 +97,7 @@ export function isPublicAddress(address: string): boolean {
 }
 
 export interface SafeFetchOptions {
-  method?: 'GET' | 'POST';
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
   headers?: Record<string, string>;
   body?: string;
   /** Largest body read (default 5 MB); a longer one fails with `too-large`. */

@@ -1,0 +1,108 @@
+import { and, eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { accounts, creditTransactions } from '../../db/schema/index.ts';
+import { runBilled, sandboxCost } from './service.ts';
+
+/** Billing of sandbox runs (SPEC §8): per started second, at least one, at the language's rate; 402 at zero. */
+describe('billed sandbox runs', () => {
+  let h: TestHarness;
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(() => h.close());
+
+  const balanceOf = async (id: string) =>
+    (await h.database.db.select({ b: accounts.creditBalance }).from(accounts).where(eq(accounts.id, id)))[0]?.b;
+  const sandboxRows = (u: TestUser) =>
+    h.database.db
+      .select()
+      .from(creditTransactions)
+      .where(and(eq(creditTransactions.accountId, u.account.id), eq(creditTransactions.type, 'sandbox')));
+
+  it('the sandbox is not started at boot', async () => {
+    const fresh = await h.extraApp();
+    expect(fresh.deps.sandbox.started).toBe(false);
+  });
+
+  it('a short JavaScript run costs one second at 2 credits, as one sandbox transaction', async () => {
+    const u = await createUser(h.app);
+    const before = await balanceOf(u.account.id);
+    const r = await runBilled(
+      u.ctx,
+      { language: 'javascript', code: 'return args.n + 1', args: { n: 41 }, secrets: {} },
+      { description: 'Tool weather test' },
+    );
+    expect(r).toMatchObject({ result: 42, error: null, creditsCharged: 2 });
+    expect(await balanceOf(u.account.id)).toBe((before ?? 0) - 2);
+    const rows = await sandboxRows(u);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ amount: -2, type: 'sandbox', description: 'Tool weather test (javascript, 1 s)' });
+  });
+
+  it('an infinite loop is stopped at its limit and billed for every started second of it', async () => {
+    const u = await createUser(h.app);
+    const before = (await balanceOf(u.account.id)) ?? 0;
+    const r = await runBilled(u.ctx, {
+      language: 'typescript',
+      code: 'let i: number = 0; while (true) { i++; }',
+      args: {},
+      secrets: {},
+      timeoutMs: 1200,
+    });
+    expect(r.error?.name).toBe('TimeoutError');
+    expect(r.durationMs).toBeGreaterThanOrEqual(1200);
+    expect(r.creditsCharged).toBe(sandboxCost(r.durationMs, 2));
+    expect(r.creditsCharged).toBeGreaterThanOrEqual(4);
+    expect(await balanceOf(u.account.id)).toBe(before - r.creditsCharged);
+    expect((await sandboxRows(u)).map((row) => row.amount)).toEqual([-r.creditsCharged]);
+  });
+
+  it('402 at a zero balance: nothing runs and nothing is charged', async () => {
+    const u = await createUser(h.app);
+    await h.database.db.update(accounts).set({ creditBalance: 0 }).where(eq(accounts.id, u.account.id));
+    await expect(
+      runBilled(u.ctx, { language: 'javascript', code: 'return 1', args: {}, secrets: {} }),
+    ).rejects.toMatchObject({ statusCode: 402, name: 'CreditsExhaustedError' });
+    expect(await balanceOf(u.account.id)).toBe(0);
+    expect(await sandboxRows(u)).toHaveLength(0);
+  });
+
+  it('code that does not compile costs nothing', async () => {
+    const u = await createUser(h.app);
+    const before = await balanceOf(u.account.id);
+    const r = await runBilled(u.ctx, { language: 'javascript', code: 'return (', args: {}, secrets: {} });
+    expect(r).toMatchObject({ error: { name: 'SyntaxError' }, creditsCharged: 0 });
+    expect(await balanceOf(u.account.id)).toBe(before);
+    expect(await sandboxRows(u)).toHaveLength(0);
+  });
+
+  it('the rates are settings', async () => {
+    const dear = await h.extraApp({ SANDBOX_CREDITS_PER_SECOND: '7' });
+    const u = await createUser(dear);
+    const r = await runBilled(u.ctx, { language: 'javascript', code: 'return 1', args: {}, secrets: {} });
+    expect(r.creditsCharged).toBe(7);
+  });
+
+  it('a memory bomb is stopped while other requests keep answering', async () => {
+    const u = await createUser(h.app);
+    let settled = false;
+    const bomb = runBilled(u.ctx, {
+      language: 'javascript',
+      code: 'const keep = []; while (true) keep.push(new Array(50000).fill("x".repeat(64)));',
+      args: {},
+      secrets: {},
+    }).finally(() => {
+      settled = true;
+    });
+    const answered: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      answered.push((await call(h.app, 'GET', '/api/v1/accounts/me', { token: u.sessionToken })).statusCode);
+    }
+    expect(answered).toEqual([200, 200, 200, 200, 200]);
+    expect(settled).toBe(false);
+    const r = await bomb;
+    expect(r.error?.name).toBe('MemoryLimitError');
+    expect(r.creditsCharged).toBe(sandboxCost(r.durationMs, 2));
+  });
+});

@@ -30,7 +30,7 @@ import { accountRoutes } from './modules/accounts/routes.ts';
 import { agentRoutes } from './modules/agents/routes.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { authClientRoutes } from './modules/auth-clients/routes.ts';
-import { channelRoutes } from './modules/channels/routes.ts';
+import { channelRoutes, webchatWidgetRoutes } from './modules/channels/routes.ts';
 import { connectionRoutes } from './modules/connections/routes.ts';
 import { creditRoutes } from './modules/credits/routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/routes.ts';
@@ -171,6 +171,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   await webRoutes(app, oauth);
   await mcpRoutes(app, config, opts.mcpSources ?? connectionSources);
   await providerLogoRoutes(app);
+  await webchatWidgetRoutes(app);
   await app.register(
     async (api) => {
       const v1 = api.withTypeProvider<ZodTypeProvider>();

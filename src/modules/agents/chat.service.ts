@@ -50,6 +50,8 @@ export interface ChatOptions {
   endUserId?: string;
   /** Told the conversation id as soon as it is known (a stream sends it as a header before the answer). */
   onConversation?: (conversationId: string) => void | Promise<void>;
+  /** Narrows the agent's tool groups for this run (a web chat's anonymous visitors get none of the owner's data). */
+  allowedToolGroups?: readonly string[];
 }
 
 const utcDay = (d: Date) => d.toISOString().slice(0, 10);
@@ -138,8 +140,9 @@ export async function toolsOf(
   agent: AgentRow,
   endUserId: string,
   conversationId: string,
+  allowed?: readonly string[],
 ): Promise<AgentTool[]> {
-  const groups = new Set(agent.enabledBuiltInTools);
+  const groups = new Set(agent.enabledBuiltInTools.filter((g) => !allowed || allowed.includes(g)));
   return [
     ...(groups.has('provider-tools') ? await providerAgentTools(ctx, {}) : []),
     ...(groups.has('knowledge-base') ? knowledgeAgentTools(ctx) : []),
@@ -264,7 +267,7 @@ export async function chatWithAgent(
       history: trimmed,
       instructions: [agent.personality, skillIndex, remembered].filter(Boolean).join('\n\n') || undefined,
       model: model.id,
-      tools: await toolsOf(ctx, agent, endUserId, conversationId),
+      tools: await toolsOf(ctx, agent, endUserId, conversationId, opts.allowedToolGroups),
       temperature: request.temperature ?? agent.temperature,
       maxTokens: request.max_tokens,
       billing: { type: 'agent', description: `Agent ${agent.name}` },

@@ -321,3 +321,9 @@ export async function countDaily(
     .returning({ count: channelDailyUsage.count });
   return rows.length > 0;
 }
+
+export async function deleteDelivery(db: Executor, channelId: string, key: string): Promise<void> {
+  await db
+    .delete(channelDeliveries)
+    .where(and(eq(channelDeliveries.channelId, channelId), eq(channelDeliveries.key, key)));
+}

@@ -1,14 +1,30 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';
+import { toAppError } from '../../http/error-handler.ts';
+import { ipKey } from '../../http/rate-limit.ts';
+import { startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
 import { listQuery, paginated } from '../../lib/pagination.ts';
-import { Channel, ChannelParams, CreateChannel, Delivery, LinkCode, UnlinkAccount, UpdateChannel } from './schema.ts';
+import {
+  Channel,
+  ChannelParams,
+  CreateChannel,
+  Delivery,
+  LinkCode,
+  UnlinkAccount,
+  UpdateChannel,
+  WebchatMessage,
+  WebchatReply,
+} from './schema.ts';
 import * as service from './service.ts';
+import { answerWebchat, prepareWebchat } from './webchat.service.ts';
 import { receiveTelegramUpdate, receiveWhatsappDelivery, verifyWhatsappWebhook } from './webhooks.service.ts';
+import { WIDGET_JS } from './widget.ts';
 
 /** SPEC §4 "Messaging channels", scope `messaging-channels`; the platforms' webhooks are public. */
-export async function channelRoutes(app: App, _config: Config): Promise<void> {
+export async function channelRoutes(app: App, config: Config): Promise<void> {
   const tags = ['Messaging channels'];
   const scoped = { scopes: ['messaging-channels' as const] };
 
@@ -78,6 +94,8 @@ export async function channelRoutes(app: App, _config: Config): Promise<void> {
       },
     );
   });
+
+  await webchatRoutes(app, config);
 
   app.post(
     '/messaging-channels',
@@ -187,5 +205,90 @@ export async function channelRoutes(app: App, _config: Config): Promise<void> {
       config: scoped,
     },
     async (req) => ({ data: await service.listDeliveries(req.ctx, req.params.channelId, req.query.limit) }),
+  );
+}
+
+const sseEvent = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/** Pages on other sites call the web chat: every answer says which origin may read it (the service checks it). */
+function allowOrigin(req: FastifyRequest, reply: FastifyReply): void {
+  const origin = req.headers.origin;
+  if (typeof origin === 'string' && origin.length <= 300) reply.header('Access-Control-Allow-Origin', origin);
+  reply.header('Vary', 'Origin');
+}
+
+/** The public web chat endpoint, its CORS preflight, and (at the root) the embeddable widget. */
+async function webchatRoutes(app: App, config: Config): Promise<void> {
+  const tags = ['Messaging channels'];
+  const path = '/messaging-channels/webchat/messages';
+  await app.register(async (plugin) => {
+    const chat = plugin.withTypeProvider<ZodTypeProvider>();
+    chat.addHook('onRequest', async (req, reply) => allowOrigin(req, reply));
+    chat.options(path, { schema: { hide: true }, config: { auth: 'public' } }, async (_req, reply) =>
+      reply
+        .code(204)
+        .header('Access-Control-Allow-Methods', 'POST, OPTIONS')
+        .header('Access-Control-Allow-Headers', 'content-type, accept')
+        .header('Access-Control-Max-Age', '600')
+        .send(),
+    );
+    chat.post(
+      path,
+      {
+        schema: {
+          tags,
+          summary: "A visitor's message to a web chat channel (public); JSON or Server-Sent Events",
+          description:
+            'Answers `{reply, visitorToken, conversationId}`: send the `visitorToken` back with later messages to keep the conversation; `clientMessageId` makes a retry answer the stored reply. With `Accept: text/event-stream`: events `start` `{visitorToken, conversationId}`, `delta` `{content}`..., then `done` (the JSON answer) or `error` `{error, message, statusCode}`. A channel with `allowedOrigins` refuses other pages (403). Limits: WEBCHAT_RATE_LIMIT per address, WEBCHAT_DAILY_PER_VISITOR and WEBCHAT_DAILY_PER_CHANNEL per UTC day (429 with Retry-After).',
+          body: WebchatMessage,
+          response: { 200: WebchatReply },
+        },
+        config: {
+          auth: 'public',
+          rateLimit: {
+            max: config.channels.webchatRateLimit,
+            timeWindow: config.rateLimits.windowMs,
+            keyGenerator: ipKey,
+          },
+        },
+      },
+      async (req, reply) => {
+        const origin = typeof req.headers.origin === 'string' ? req.headers.origin : undefined;
+        const prepared = await prepareWebchat(req.publicCtx, req.body, origin);
+        const gone = new AbortController();
+        reply.raw.on('close', () => {
+          if (!reply.raw.writableFinished) gone.abort();
+        });
+        if (!String(req.headers.accept ?? '').includes('text/event-stream')) {
+          return answerWebchat(req.publicCtx, prepared, { signal: gone.signal });
+        }
+        const raw = startSse(reply);
+        try {
+          const answer = await answerWebchat(req.publicCtx, prepared, {
+            signal: gone.signal,
+            onConversation: (conversationId) => {
+              raw.write(sseEvent('start', { visitorToken: prepared.visitorToken, conversationId }));
+            },
+          });
+          for (const piece of answer.reply.match(/\S+\s*|\s+/g) ?? []) raw.write(sseEvent('delta', { content: piece }));
+          raw.end(sseEvent('done', answer));
+        } catch (err) {
+          const fault = toAppError(err);
+          if (fault.statusCode >= 500) req.log.error({ err }, 'web chat failed');
+          if (!raw.destroyed) raw.end(sseEvent('error', fault.toBody()));
+        }
+      },
+    );
+  });
+}
+
+/** `GET /webchat/widget.js`: the embeddable chat bubble (`<script src=".../webchat/widget.js" data-channel-id="mch_...">`). */
+export async function webchatWidgetRoutes(app: App): Promise<void> {
+  app.get('/webchat/widget.js', { schema: { hide: true }, config: { auth: 'public' } }, async (_req, reply) =>
+    reply
+      .type('application/javascript; charset=utf-8')
+      .header('Cache-Control', 'public, max-age=300')
+      .header('Cross-Origin-Resource-Policy', 'cross-origin')
+      .send(WIDGET_JS),
   );
 }

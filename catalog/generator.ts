@@ -163,7 +163,7 @@ export function findOperation(
 const NONE: ReadonlySet<string> = new Set();
 const FORMATS = new Set(['date-time', 'date', 'time', 'email', 'uri', 'uuid']);
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'array', 'object']);
-/** Nested levels a parameter keeps; deeper objects are plain `object`s the model fills from the docs. */
+/** Nested levels a parameter keeps; deeper objects keep only their required properties (two levels more). */
 const MAX_DEPTH = 2;
 const MAX_PROPERTIES = 20;
 const MAX_ENUM = 40;
@@ -280,11 +280,15 @@ export function toJsonSchema(
     if (Number.isInteger(schema.minItems)) out.minItems = schema.minItems;
     if (Number.isInteger(schema.maxItems)) out.maxItems = schema.maxItems;
   }
-  if (type === 'object' && schema.properties && depth < MAX_DEPTH) {
+  // Past MAX_DEPTH an object keeps only its required properties (GoToWebinar's `times[].startTime`), a few
+  // levels more, so a value the model builds from the schema is one the API accepts.
+  const deep = depth >= MAX_DEPTH;
+  if (type === 'object' && schema.properties && (!deep || (depth < MAX_DEPTH + 2 && schema.required?.length))) {
     const props: Record<string, JsonSchema> = {};
     const required = new Set(schema.required ?? []);
     const names = Object.keys(schema.properties)
       .filter((n) => !drop.has(n) && !deref(doc, schema.properties?.[n] ?? {}).readOnly)
+      .filter((n) => !deep || required.has(n))
       .sort((a, b) => Number(required.has(b)) - Number(required.has(a)))
       .slice(0, MAX_PROPERTIES);
     for (const name of names) props[name] = toJsonSchema(doc, schema.properties[name] ?? {}, depth + 1, seen, drop);

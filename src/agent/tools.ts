@@ -146,11 +146,26 @@ export function searchTools(tools: readonly AgentTool[], query: string, limit = 
   const groups = raw.map((w) => [...new Set([stem(w), ...(SYNONYMS[w] ?? SYNONYMS[stem(w)] ?? []).map(stem)])]);
   // A provider is named by a word as written (not a synonym) that belongs to at most two providers: "slack",
   // "zoom", "todo"; not "google" or "microsoft", which name whole suites, nor category words.
+  // With a large catalog, labels hold common words ("Cloud Run", "GoTo Meeting", "Microsoft Teams"): a word
+  // names providers only when other providers' tools seldom use it in their names and descriptions.
   const providersOf = new Map<string, Set<string>>();
   for (const x of indexed) {
     for (const w of x.provider) providersOf.set(w, (providersOf.get(w) ?? new Set()).add(x.tool.source));
   }
-  const named = new Set(groups.map((g) => g[0] as string).filter((w) => (providersOf.get(w)?.size ?? 0) <= 2));
+  const usedElsewhere = (w: string) => {
+    const owners = providersOf.get(w);
+    let n = 0;
+    for (const x of indexed) if (!owners?.has(x.tool.source) && (x.name.has(w) || x.desc.has(w))) n++;
+    return n;
+  };
+  const named = new Set(
+    groups
+      .map((g) => g[0] as string)
+      .filter((w) => {
+        const owners = providersOf.get(w)?.size ?? 0;
+        return owners > 0 && owners <= 3 && usedElsewhere(w) <= Math.max(3, indexed.length / 200);
+      }),
+  );
   return indexed
     .map((x) => {
       let score = 0;

@@ -105,6 +105,9 @@ const SYNONYMS: Record<string, string[]> = {
   todo: ['task'],
 };
 
+/** Words naming a whole suite of providers, not one of them. */
+const SUITE_WORDS = new Set(['google', 'microsoft']);
+
 /** A crude stem: plural and verb endings off, so "meetings" finds "meeting" and "labelled" "label". */
 function stem(w: string): string {
   if (w.length > 4 && w.endsWith('ies')) return `${w.slice(0, -3)}y`;
@@ -144,28 +147,22 @@ export function searchTools(tools: readonly AgentTool[], query: string, limit = 
   const raw = words(query.replace(/\bto[\s-]?dos?\b/gi, 'todo')).filter((w) => !STOPWORDS.has(w));
   // Each query word with its synonyms (the word as written first): the best-matching form counts once.
   const groups = raw.map((w) => [...new Set([stem(w), ...(SYNONYMS[w] ?? SYNONYMS[stem(w)] ?? []).map(stem)])]);
-  // A provider is named by a word as written (not a synonym) that belongs to at most two providers: "slack",
-  // "zoom", "todo"; not "google" or "microsoft", which name whole suites, nor category words.
-  // With a large catalog, labels hold common words ("Cloud Run", "GoTo Meeting", "Microsoft Teams"): a word
-  // names providers only when other providers' tools seldom use it in their names and descriptions.
-  const providersOf = new Map<string, Set<string>>();
-  for (const x of indexed) {
-    for (const w of x.provider) providersOf.set(w, (providersOf.get(w) ?? new Set()).add(x.tool.source));
-  }
-  const usedElsewhere = (w: string) => {
-    const owners = providersOf.get(w);
-    let n = 0;
-    for (const x of indexed) if (!owners?.has(x.tool.source) && (x.name.has(w) || x.desc.has(w))) n++;
-    return n;
+  // A request names a provider when it holds every word of the provider's id or of its label, the suite's
+  // name aside: "slack", "outlook", "teams" (Microsoft Teams), "cloud run" (Google Cloud Run), but not "run"
+  // alone or "meeting" alone (GoTo Meeting), words many other tools use.
+  const asked = new Set(groups.map((g) => g[0] as string));
+  const namedBy = new Map<string, boolean>();
+  const isNamed = (t: AgentTool): boolean => {
+    let named = namedBy.get(t.source);
+    if (named === undefined) {
+      named = [t.source, t.keywords ?? ''].some((text) => {
+        const own = terms(text).filter((w) => !SUITE_WORDS.has(w) && !STOPWORDS.has(w));
+        return own.length > 0 && own.every((w) => asked.has(w));
+      });
+      namedBy.set(t.source, named);
+    }
+    return named;
   };
-  const named = new Set(
-    groups
-      .map((g) => g[0] as string)
-      .filter((w) => {
-        const owners = providersOf.get(w)?.size ?? 0;
-        return owners > 0 && owners <= 3 && usedElsewhere(w) <= Math.max(3, indexed.length / 200);
-      }),
-  );
   return indexed
     .map((x) => {
       let score = 0;
@@ -178,8 +175,7 @@ export function searchTools(tools: readonly AgentTool[], query: string, limit = 
         }
         score += best;
       }
-      const mentions = [...named].filter((w) => x.provider.has(w)).length;
-      return { t: x.tool, score: score + 100 * mentions, plain: score };
+      return { t: x.tool, score: score + (isNamed(x.tool) ? 100 : 0), plain: score };
     })
     .filter((x) => x.plain > 0)
     .sort((a, b) => b.score - a.score || a.t.name.localeCompare(b.t.name))

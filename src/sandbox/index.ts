@@ -9,7 +9,7 @@ import type { SandboxRequest, SandboxResult } from './types.ts';
  *   QuickJS instance per run, its WebAssembly memory bounded, interrupted at the wall-clock limit. In scope:
  *   `args`, `secrets` (frozen), `console.log/info/debug` (stdout), `console.warn/error` (stderr), `fetch`
  *   (http(s) through the SSRF guard; `Response` with `status`, `ok`, `headers.get`, `text()`, `json()`).
- * - `python`: see python-pool.ts.
+ * - `python`: in Pyodide, one locked-down child process per run (python-pool.ts); the code sets `result`.
  *
  * `runSandbox` is pure runtime (no billing, no database); services bill through modules/sandbox/service.ts
  * and use their app's own `deps.sandbox` (started lazily, closed with the app).

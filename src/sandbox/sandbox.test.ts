@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TooManyRequestsError } from '../lib/errors.ts';
 import {
@@ -10,49 +8,27 @@ import {
   Sandbox,
   type SandboxRequest,
 } from './index.ts';
+import { type FakeWeb, startFakeWeb } from './test-support.ts';
 
 /**
  * The sandbox runtime alone (no database, no billing): what a tool's code sees, what it cannot reach, and how
  * runs share the workers. A loopback HTTP server stands in for the internet; the sandbox may reach it only
  * because it is listed in allowHosts (as SSRF_ALLOW_HOSTS would), every other loopback port stays refused.
+ * Python's side of the same promises is python.test.ts.
  */
 
-let server: Server;
-let origin: string;
-let otherPort: number;
-let other: Server;
+let web: FakeWeb;
 let sandbox: Sandbox;
 
-const listen = (s: Server) =>
-  new Promise<number>((resolve) => s.listen(0, '127.0.0.1', () => resolve((s.address() as AddressInfo).port)));
-
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    if (req.url === '/redirect-home') {
-      res.writeHead(302, { location: `http://127.0.0.1:${otherPort}/secret` }).end();
-      return;
-    }
-    let body = '';
-    req.on('data', (c) => {
-      body += c;
-    });
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json', 'x-fake': 'yes' });
-      res.end(JSON.stringify({ method: req.method, url: req.url, body, auth: req.headers.authorization ?? null }));
-    });
-  });
-  other = createServer((_req, res) => res.end('internal secret'));
-  const port = await listen(server);
-  otherPort = await listen(other);
-  origin = `http://127.0.0.1:${port}`;
-  sandbox = new Sandbox({ ...DEFAULT_SANDBOX_OPTIONS, allowHosts: [`127.0.0.1:${port}`] });
+  web = await startFakeWeb();
+  sandbox = new Sandbox({ ...DEFAULT_SANDBOX_OPTIONS, allowHosts: [web.allowHost] });
 });
 
 afterAll(async () => {
   await sandbox.close();
   await closeSharedSandbox();
-  server.close();
-  other.close();
+  web.close();
 });
 
 const js = (code: string, extra: Partial<SandboxRequest> = {}) =>
@@ -209,7 +185,7 @@ describe('what the code can reach', () => {
     const r = await js(
       `const res = await fetch(args.url + '/echo?q=1', { method: 'POST', headers: { authorization: 'Bearer ' + secrets.TOKEN }, body: JSON.stringify({ hello: 'world' }) });
        return { status: res.status, ok: res.ok, header: res.headers.get('X-Fake'), json: await res.json() };`,
-      { args: { url: origin }, secrets: { TOKEN: 't0k' } },
+      { args: { url: web.origin }, secrets: { TOKEN: 't0k' } },
     );
     expect(r.error).toBeNull();
     expect(r.result).toEqual({
@@ -221,29 +197,7 @@ describe('what the code can reach', () => {
   });
 
   it('fetch to loopback in every spelling, private ranges and the metadata address is refused', async () => {
-    const p = otherPort;
-    const refused = [
-      `http://127.0.0.1:${p}/`,
-      `http://127.1:${p}/`,
-      `http://0x7f.1:${p}/`,
-      `http://0x7f000001:${p}/`,
-      `http://2130706433:${p}/`,
-      `http://017700000001:${p}/`,
-      `http://127.0.0.2:${p}/`,
-      `http://[::1]:${p}/`,
-      `http://[::ffff:127.0.0.1]:${p}/`,
-      `http://[::ffff:7f00:1]:${p}/`,
-      `http://[0:0:0:0:0:0:0:1]:${p}/`,
-      `http://localhost:${p}/`,
-      `http://0.0.0.0:${p}/`,
-      'http://10.1.2.3/',
-      'http://172.16.0.1/',
-      'http://192.168.1.1/',
-      'http://169.254.169.254/latest/meta-data/',
-      'http://[fd00:ec2::254]/',
-      'file:///etc/passwd',
-      `${origin}/redirect-home`,
-    ];
+    const refused = web.refusedUrls;
     const r = await js(
       `const out = {};
        for (const url of args.urls) {

@@ -1,4 +1,5 @@
 import { transform } from 'esbuild';
+import { PythonPool } from './python-pool.ts';
 import { QuickJsPool } from './quickjs-pool.ts';
 import { Slots } from './slots.ts';
 import {
@@ -81,21 +82,27 @@ export async function compileFunction(
  */
 export class Sandbox {
   private quickjs: QuickJsPool | undefined;
+  private python: PythonPool | undefined;
   private readonly jsSlots: Slots;
+  private readonly pySlots: Slots;
   private closed = false;
 
   constructor(readonly options: SandboxOptions = DEFAULT_SANDBOX_OPTIONS) {
     this.jsSlots = new Slots(options.workers, options.queueMax, options.queueTimeoutMs, 'JavaScript');
+    this.pySlots = new Slots(options.pythonProcesses, options.queueMax, options.queueTimeoutMs, 'Python');
   }
 
   /** Whether any worker or process was started (tests: lazy start). */
   get started(): boolean {
-    return this.quickjs !== undefined;
+    return this.quickjs !== undefined || this.python !== undefined;
   }
 
   /** Runs in progress and runs waiting, over both families. */
   stats(): { running: number; queued: number } {
-    return { running: this.jsSlots.busy, queued: this.jsSlots.queued };
+    return {
+      running: this.jsSlots.busy + this.pySlots.busy,
+      queued: this.jsSlots.queued + this.pySlots.queued,
+    };
   }
 
   async run(req: SandboxRequest): Promise<SandboxResult> {
@@ -110,7 +117,16 @@ export class Sandbox {
     if (this.closed) throw new Error('The sandbox is closed');
     const timeoutMs = effectiveTimeout(req.timeoutMs);
     if (req.language === 'python') {
-      return { result: failed('LanguageError', 'Python is not available on this server yet'), ran: false };
+      const release = await this.pySlots.acquire();
+      try {
+        this.python ??= new PythonPool({
+          memoryBytes: this.options.pythonMemoryBytes,
+          allowHosts: this.options.allowHosts,
+        });
+        return await this.python.run(req.code, req.args, req.secrets, timeoutMs);
+      } finally {
+        release();
+      }
     }
     const compiled = await compileFunction(req.language, req.code);
     if ('error' in compiled) return { result: failed(compiled.error.name, compiled.error.message), ran: false };
@@ -126,6 +142,7 @@ export class Sandbox {
   async close(): Promise<void> {
     this.closed = true;
     this.jsSlots.rejectWaiting(new Error('The sandbox is closing'));
-    await this.quickjs?.close();
+    this.pySlots.rejectWaiting(new Error('The sandbox is closing'));
+    await Promise.all([this.quickjs?.close(), this.python?.close()]);
   }
 }

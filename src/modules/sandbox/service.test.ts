@@ -12,6 +12,8 @@ describe('billed sandbox runs', () => {
   });
   afterAll(() => h.close());
 
+  /** Python's first run loads Pyodide: seconds of CPU, many more on a machine running other suites. */
+  const PY = { timeout: 90_000 };
   const balanceOf = async (id: string) =>
     (await h.database.db.select({ b: accounts.creditBalance }).from(accounts).where(eq(accounts.id, id)))[0]?.b;
   const sandboxRows = (u: TestUser) =>
@@ -57,6 +59,36 @@ describe('billed sandbox runs', () => {
     expect(await balanceOf(u.account.id)).toBe(before - r.creditsCharged);
     expect((await sandboxRows(u)).map((row) => row.amount)).toEqual([-r.creditsCharged]);
   });
+
+  it(
+    'Python runs in the process sandbox at 4 credits a second; a stopped loop is billed for its time',
+    PY,
+    async () => {
+      const u = await createUser(h.app);
+      const before = (await balanceOf(u.account.id)) ?? 0;
+      const ok = await runBilled(u.ctx, {
+        language: 'python',
+        code: 'result = args["n"] * 2',
+        args: { n: 21 },
+        secrets: {},
+      });
+      expect(ok).toMatchObject({ result: 42, error: null, creditsCharged: 4 });
+      const loop = await runBilled(u.ctx, {
+        language: 'python',
+        code: 'while True:\n    pass',
+        args: {},
+        secrets: {},
+        timeoutMs: 1500,
+      });
+      expect(loop.error?.name).toBe('TimeoutError');
+      expect(loop.creditsCharged).toBe(sandboxCost(loop.durationMs, 4));
+      expect(loop.creditsCharged).toBeGreaterThanOrEqual(8);
+      expect(await balanceOf(u.account.id)).toBe(before - 4 - loop.creditsCharged);
+      expect((await sandboxRows(u)).map((row) => row.description).sort()).toEqual(
+        [`Code sandbox run (python, ${loop.creditsCharged / 4} s)`, 'Code sandbox run (python, 1 s)'].sort(),
+      );
+    },
+  );
 
   it('402 at a zero balance: nothing runs and nothing is charged', async () => {
     const u = await createUser(h.app);
@@ -104,5 +136,29 @@ describe('billed sandbox runs', () => {
     const r = await bomb;
     expect(r.error?.name).toBe('MemoryLimitError');
     expect(r.creditsCharged).toBe(sandboxCost(r.durationMs, 2));
+  });
+
+  it('a Python memory bomb is stopped while other requests keep answering', PY, async () => {
+    const u = await createUser(h.app);
+    // A process already loaded, so the bomb starts at once.
+    await runBilled(u.ctx, { language: 'python', code: 'result = 1', args: {}, secrets: {} });
+    let settled = false;
+    const bomb = runBilled(u.ctx, {
+      language: 'python',
+      code: 'import time\nkeep = []\nwhile True:\n    keep.append(bytearray(4 * 1024 * 1024))\n    time.sleep(0.002)',
+      args: {},
+      secrets: {},
+    }).finally(() => {
+      settled = true;
+    });
+    const answered: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      answered.push((await call(h.app, 'GET', '/api/v1/accounts/me', { token: u.sessionToken })).statusCode);
+    }
+    expect(answered).toEqual([200, 200, 200, 200, 200]);
+    expect(settled).toBe(false);
+    const r = await bomb;
+    expect(r.error?.name).toBe('MemoryLimitError');
+    expect(r.creditsCharged).toBe(sandboxCost(r.durationMs, 4));
   });
 });

@@ -138,7 +138,7 @@ describe('robustness under random requests', () => {
         model: text,
         messages: fc.array(fc.record({ role: text, content: fc.oneof(text, fc.integer()) })),
         type: fc.oneof(text, fc.constantFrom('telegram', 'whatsapp', 'webchat')),
-        agentId: text,
+        agentId: fc.oneof(text, fc.constant('default')),
         config: fc.oneof(
           fc.json({ maxDepth: 2 }).map((j) => JSON.parse(j) as unknown),
           fc.record({ botToken: text }),
@@ -242,8 +242,13 @@ describe('robustness under random requests', () => {
             );
             const name = expect.stringMatching(/^[A-Z][A-Za-z]+Error$/);
             // The OpenAI-compatible routes carry the §7 name in OpenAI's error object (README, Errors).
+            // The server sees the path as the client normalizes it (`/x/.` is `/x/`).
+            let seen = path;
+            try {
+              seen = new URL(`http://localhost${path}`).pathname;
+            } catch {}
             const openAi =
-              /^\/api\/v1\/(?:chat\/completions|models|agents\/[^/]+\/chat\/completions)\/?(?:[?#]|$)/.test(path);
+              /^\/api\/v1\/(?:chat\/completions|models|agents\/[^/]+\/chat\/completions)\/?(?:[?#]|$)/.test(seen);
             expect(error, where).toMatchObject({
               error: openAi ? { message: error.message, type: name, param: null, code: null } : name,
               message: expect.any(String),
@@ -345,10 +350,6 @@ describe('robustness of the OAuth endpoints and the pages', () => {
       'q',
       'category',
       'csrf',
-      'type',
-      'agentId',
-      'botToken',
-      'allowedOrigins',
     ),
     fc.oneof(nasty, fc.constant('@client'), fc.constant('@csrf')),
     { maxKeys: 8 },
@@ -388,12 +389,6 @@ describe('robustness of the OAuth endpoints and the pages', () => {
     ['POST', '/account/tokens'],
     ['GET', '/account/connections'],
     ['GET', '/account/connections/pending/x'],
-    ['GET', '/account/channels'],
-    ['POST', '/account/channels'],
-    ['GET', '/account/channels/mch_x'],
-    ['POST', '/account/channels/mch_x/link'],
-    ['POST', '/account/channels/mch_x/unlink'],
-    ['POST', '/account/channels/mch_x/delete'],
   );
 
   it('answers every request, never with a 5xx', { timeout: 180_000 }, async () => {

@@ -39,9 +39,9 @@ const STYLE = `
 :root{color-scheme:light dark;--fg:#1b1f24;--muted:#57606a;--bg:#f6f8fa;--card:#fff;--line:#d0d7de;--accent:#0b5cad;--danger:#b42318;--ok:#1a7f37;--warn:#9a6700}
 @media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9da7b3;--bg:#0d1117;--card:#161b22;--line:#30363d;--accent:#4ea1ff;--danger:#ff7b72;--ok:#3fb950;--warn:#d29922}}
 *{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
-header.top{display:flex;justify-content:space-between;align-items:center;padding:.75rem 1.25rem;border-bottom:1px solid var(--line);background:var(--card)}
+header.top{display:flex;justify-content:space-between;align-items:center;gap:1rem;padding:.75rem 1.25rem;border-bottom:1px solid var(--line);background:var(--card)}
 header.top a{color:var(--fg);text-decoration:none;font-weight:600}
-nav ul{list-style:none;margin:0;padding:0;display:flex;gap:1rem;align-items:center}nav a{color:var(--accent)}
+nav ul{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center}nav a{color:var(--accent)}
 main{max-width:40rem;margin:2rem auto;padding:0 1rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:1.5rem;margin-bottom:1.5rem}
 h1{font-size:1.5rem;margin:0 0 1rem}h2{font-size:1.15rem;margin:1.25rem 0 .5rem}
@@ -89,7 +89,8 @@ export function layout(title: string, body: Html, opts: LayoutOptions = {}): str
         <li><a href="/account/connections">Connections</a></li>
         <li><a href="/account/agents">Agents</a></li>
         <li><a href="/account/knowledge">Knowledge</a></li>
-        <li><a href="/account/channels">Channels</a></li>
+        <li><a href="/account/tools">Tools</a></li>
+        <li><a href="/account/skills">Skills</a></li>
         <li><a href="/account/apps">Authorized apps</a></li>
         <li><a href="/account/tokens">Access tokens</a></li>
         <li><form method="post" action="/signout"><input type="hidden" name="csrf" value="${opts.csrf ?? ''}">

@@ -8,13 +8,13 @@ import { AppError } from '../lib/errors.ts';
 import * as authService from '../modules/auth/service.ts';
 import * as authClientsService from '../modules/auth-clients/service.ts';
 import { agentPageRoutes } from './agent-routes.ts';
-import { channelPageRoutes } from './channel-routes.ts';
 import { type Form, many, one, pageHelpers, returnTarget, type SignedIn, send } from './common.ts';
 import { connectionPageRoutes } from './connection-routes.ts';
 import { homePageRoutes } from './home-routes.ts';
 import { knowledgePageRoutes } from './knowledge-routes.ts';
 import { appsPage, consentPage, errorPage, signInPage, signUpPage, tokensPage } from './pages.ts';
 import { clearSessionCookie, setSessionCookie } from './session.ts';
+import { toolPageRoutes } from './tool-routes.ts';
 
 const UID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -488,8 +488,8 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   await connectionPageRoutes(app, oauth);
   await knowledgePageRoutes(app, oauth);
   await agentPageRoutes(app, oauth);
-  await channelPageRoutes(app, oauth);
   await homePageRoutes(app, oauth);
+  await toolPageRoutes(app, oauth);
 }
 
 class FormError extends AppError {

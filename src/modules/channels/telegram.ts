@@ -13,7 +13,6 @@ export class TelegramError extends Error {
     readonly retryAfter?: number,
   ) {
     super(message);
-    this.name = 'TelegramError';
   }
 }
 

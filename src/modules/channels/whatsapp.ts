@@ -19,7 +19,6 @@ export class WhatsappError extends Error {
     readonly status: number,
   ) {
     super(message);
-    this.name = 'WhatsappError';
   }
 }
 

@@ -1,6 +1,7 @@
 import type { CustomToolRow } from '../../db/schema/index.ts';
 import type { ServiceContext } from '../../lib/context.ts';
-import { ServiceUnavailableError, ValidationError } from '../../lib/errors.ts';
+import { ValidationError } from '../../lib/errors.ts';
+import { runBilled } from '../sandbox/service.ts';
 import { argumentsProblem } from './check.ts';
 import type { ToolLanguage, ToolRun } from './schema.ts';
 
@@ -11,7 +12,7 @@ import type { ToolLanguage, ToolRun } from './schema.ts';
  */
 export async function runTool(
   ctx: ServiceContext,
-  tool: Pick<CustomToolRow, 'id' | 'language' | 'code' | 'parameters' | 'requiredSecrets' | 'timeoutMs'>,
+  tool: Pick<CustomToolRow, 'id' | 'name' | 'language' | 'code' | 'parameters' | 'requiredSecrets' | 'timeoutMs'>,
   args: Record<string, unknown>,
   secrets: Record<string, string>,
 ): Promise<ToolRun> {
@@ -24,27 +25,18 @@ export async function runTool(
   const declared = Object.fromEntries(
     tool.requiredSecrets.flatMap((name) => (secrets[name] !== undefined ? [[name, secrets[name]]] : [])),
   ) as Record<string, string>;
-  const run = await sandboxRun(ctx, {
-    language: tool.language as ToolLanguage,
-    code: tool.code,
-    args,
-    secrets: declared,
-    ...(tool.timeoutMs ? { timeoutMs: tool.timeoutMs } : {}),
-  });
+  const run = await runBilled(
+    ctx,
+    {
+      language: tool.language as ToolLanguage,
+      code: tool.code,
+      args,
+      secrets: declared,
+      ...(tool.timeoutMs ? { timeoutMs: tool.timeoutMs } : {}),
+    },
+    { description: `Tool ${tool.name}` },
+  );
   return scrubSecrets(run, Object.values(declared));
-}
-
-interface SandboxRequest {
-  language: ToolLanguage;
-  code: string;
-  args: Record<string, unknown>;
-  secrets: Record<string, string>;
-  timeoutMs?: number;
-}
-
-/** The billed sandbox run (the sandbox area's `runBilled`). */
-async function sandboxRun(_ctx: ServiceContext, _req: SandboxRequest): Promise<ToolRun> {
-  throw new ServiceUnavailableError('The code sandbox is not available on this server yet');
 }
 
 const REDACTED = '[secret]';

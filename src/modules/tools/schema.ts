@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SANDBOX_LANGUAGES, SANDBOX_MAX_TIMEOUT_MS } from '../../sandbox/types.ts';
 
 /**
  * SPEC §2 Custom tool and the agent-tool link. A tool's `name` is what the model calls it, so it follows the
@@ -6,7 +7,7 @@ import { z } from 'zod';
  * is an identifier, as the code reads it (`secrets.API_KEY`).
  */
 
-export const TOOL_LANGUAGES = ['javascript', 'typescript', 'python'] as const;
+export const TOOL_LANGUAGES = SANDBOX_LANGUAGES;
 export type ToolLanguage = (typeof TOOL_LANGUAGES)[number];
 /** The largest `code` a tool may hold (characters). */
 export const TOOL_CODE_MAX_CHARS = 100_000;
@@ -14,8 +15,6 @@ export const TOOL_CODE_MAX_CHARS = 100_000;
 export const TOOL_MAX_SECRETS = 20;
 /** The longest secret value a link stores. */
 export const SECRET_VALUE_MAX_CHARS = 10_000;
-/** The longest per-tool time limit (ms); the sandbox may allow less. */
-export const TOOL_TIMEOUT_CEILING_MS = 300_000;
 
 export const TOOL_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
@@ -44,7 +43,7 @@ const fields = {
     .array(z.string().regex(SECRET_NAME, 'an identifier: letters, digits and _, not starting with a digit'))
     .max(TOOL_MAX_SECRETS)
     .describe('names of the secrets the code reads; each agent link sets their values'),
-  timeoutMs: z.number().int().min(100).max(TOOL_TIMEOUT_CEILING_MS).describe('wall-clock limit of one run'),
+  timeoutMs: z.number().int().min(100).max(SANDBOX_MAX_TIMEOUT_MS).describe('wall-clock limit of one run'),
 };
 
 export const EMPTY_PARAMETERS = { type: 'object', properties: {} } as const;

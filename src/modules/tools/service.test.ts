@@ -5,7 +5,7 @@ import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts'
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { buildApp, loggerOptions } from '../../app.ts';
-import { agentTools, creditTransactions } from '../../db/schema/index.ts';
+import { accounts, agentTools, creditTransactions } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 import { TOOL_CODE_MAX_CHARS } from './schema.ts';
 
@@ -380,6 +380,132 @@ describe('custom tools API and agent links', () => {
     });
   });
 
+  describe('test runs', () => {
+    const echo = {
+      name: 'echo_upper',
+      description: 'Upper-cases a text',
+      code: 'console.log("using " + secrets.TOKEN);\nreturn { text: args.text.toUpperCase(), token: secrets.TOKEN };',
+      parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+      requiredSecrets: ['TOKEN'],
+    };
+
+    it('runs the tool once: arguments in, value out, secrets cut out, billed as a sandbox run', async () => {
+      const u = await createUser(h.app);
+      const tool = await makeTool(u, echo);
+      const res = await call(h.app, 'POST', `/api/v1/tools/${tool.id}/test`, {
+        ...as(u),
+        body: { arguments: { text: 'hello' }, secrets: { TOKEN: SECRET } },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toEqual({
+        stdout: 'using [secret]\n',
+        stderr: '',
+        result: { text: 'HELLO', token: '[secret]' },
+        error: null,
+        durationMs: expect.any(Number),
+        creditsCharged: 2,
+      });
+      expect(res.body).not.toContain(SECRET);
+      const charges = await h.database.db
+        .select()
+        .from(creditTransactions)
+        .where(and(eq(creditTransactions.accountId, u.account.id), eq(creditTransactions.type, 'sandbox')));
+      expect(charges.map((c) => [c.amount, c.description])).toEqual([[-2, 'Tool echo_upper (javascript, 1 s)']]);
+
+      // The code's own fault is the run's error, still a 200.
+      const thrown = await makeTool(u, { ...echo, name: 'thrower', code: 'throw new TypeError("no " + args.text);' });
+      const failed = await call(h.app, 'POST', `/api/v1/tools/${thrown.id}/test`, {
+        ...as(u),
+        body: { arguments: { text: 'luck' } },
+      });
+      expect(failed.statusCode).toBe(200);
+      expect(failed.json()).toMatchObject({ result: null, error: { name: 'TypeError', message: 'no luck' } });
+    });
+
+    it('refuses arguments that miss the schema and undeclared secrets (422), and a zero balance (402)', async () => {
+      const u = await createUser(h.app);
+      const tool = await makeTool(u, echo);
+      const bad = await call(h.app, 'POST', `/api/v1/tools/${tool.id}/test`, {
+        ...as(u),
+        body: { arguments: { text: 3 } },
+      });
+      expect(bad.statusCode).toBe(422);
+      expect(bad.json().message).toBe("The arguments do not fit the tool's parameters: arguments/text must be string");
+      const undeclared = await call(h.app, 'POST', `/api/v1/tools/${tool.id}/test`, {
+        ...as(u),
+        body: { arguments: { text: 'x' }, secrets: { OTHER: SECRET } },
+      });
+      expect(undeclared.statusCode).toBe(422);
+      expect(undeclared.json().message).toBe('Secrets the tool does not declare: OTHER');
+      expect(undeclared.body).not.toContain(SECRET);
+      await h.database.db.update(accounts).set({ creditBalance: 0 }).where(eq(accounts.id, u.account.id));
+      const broke = await call(h.app, 'POST', `/api/v1/tools/${tool.id}/test`, {
+        ...as(u),
+        body: { arguments: { text: 'x' } },
+      });
+      expect(broke.statusCode).toBe(402);
+      expect(broke.json().error).toBe('CreditsExhaustedError');
+    });
+
+    it('an agent calls a linked tool and loads a skill in one conversation', async () => {
+      const u = await createUser(h.app);
+      const agent = await makeAgent(u, { enabledBuiltInTools: ['skills'] });
+      const tool = await makeTool(u, echo);
+      await call(h.app, 'POST', `/api/v1/agents/${agent.id}/tools`, {
+        ...as(u),
+        body: { toolId: tool.id, secrets: { TOKEN: SECRET } },
+      });
+      const skill = await call(h.app, 'POST', '/api/v1/skills', {
+        ...as(u),
+        body: {
+          name: 'Shouting',
+          description: 'How to shout',
+          prompt: 'Upper-case the text with echo_upper, then add three !',
+        },
+      });
+      await call(h.app, 'POST', `/api/v1/agents/${agent.id}/skills`, { ...as(u), body: { skillId: skill.json().id } });
+
+      llm.enqueue(
+        { toolCalls: [{ name: 'skill-load', arguments: { name: 'Shouting' } }] },
+        { toolCalls: [{ name: 'echo_upper', arguments: { text: 'hi there' } }] },
+        { content: 'HI THERE!!!' },
+      );
+      const res = await call(h.app, 'POST', `/api/v1/agents/${agent.id}/chat/completions`, {
+        ...as(u),
+        body: { messages: [{ role: 'user', content: 'Shout "hi there"' }] },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json().choices[0].message.content).toBe('HI THERE!!!');
+      expect(llm.requests[0]?.messages[0]?.content).toContain('- Shouting: How to shout');
+      expect(llm.requests[0]?.tools?.map((t) => t.function.name).sort()).toEqual(['echo_upper', 'skill-load']);
+      const toolResults = (llm.requests[2]?.messages ?? []).filter((m) => m.role === 'tool').map((m) => m.content);
+      expect(toolResults[0]).toContain('Upper-case the text with echo_upper');
+      expect(toolResults[1]).toContain('"text":"HI THERE"');
+      expect(toolResults[1]).toContain('"stdout":"using [secret]\\n"');
+      expect(JSON.stringify(llm.requests)).not.toContain(SECRET);
+      // The conversation stored both steps; the run was billed to the owner as a sandbox run.
+      const conversationId = res.headers['x-conversation-id'];
+      const stored = await call(
+        h.app,
+        'GET',
+        `/api/v1/agents/${agent.id}/conversations/${conversationId}/messages`,
+        as(u),
+      );
+      expect(
+        stored
+          .json()
+          .data.filter((m: { role: string }) => m.role === 'tool')
+          .map((m: { toolName: string }) => m.toolName),
+      ).toEqual(['skill-load', 'echo_upper']);
+      expect(stored.body).not.toContain(SECRET);
+      const sandbox = await h.database.db
+        .select()
+        .from(creditTransactions)
+        .where(and(eq(creditTransactions.accountId, u.account.id), eq(creditTransactions.type, 'sandbox')));
+      expect(sandbox).toHaveLength(1);
+    });
+  });
+
   it('secret values never reach the logs, even at trace level', async () => {
     const lines: string[] = [];
     const stream = new Writable({
@@ -415,6 +541,18 @@ describe('custom tools API and agent links', () => {
       });
       expect(refused.statusCode).toBe(422);
       expect(refused.body).not.toContain(SECRET);
+      // A test run and an agent's run of the tool, its output carrying the secret.
+      const printer = await makeTool(
+        u,
+        { name: 'printer', code: 'console.log(secrets.API_KEY); return secrets.API_KEY;' },
+        app,
+      );
+      const run = await call(app, 'POST', `/api/v1/tools/${printer.id}/test`, {
+        ...as(u),
+        body: { arguments: { city: 'x' }, secrets: { API_KEY: SECRET } },
+      });
+      expect(run.statusCode, run.body).toBe(200);
+      expect(run.body).not.toContain(SECRET);
       expect(lines.length).toBeGreaterThan(0);
       expect(lines.join('')).not.toContain(SECRET);
     } finally {
@@ -467,7 +605,14 @@ describe('custom tools API and agent links', () => {
         scopes: all,
         ownedUrl: async (o) => `/api/v1/tools/${await toolOf(o)}`,
       },
-      { method: 'POST', url: '/api/v1/tools/tool_x/test', scopes: all, body: { arguments: {} } },
+      {
+        method: 'POST',
+        url: '/api/v1/tools/tool_x/test',
+        scopes: all,
+        body: { arguments: {} },
+        ownedUrl: async (o) =>
+          `/api/v1/tools/${(await makeTool(o, { name: 'one', code: 'return 1;', parameters: { type: 'object' }, requiredSecrets: [] })).id}/test`,
+      },
       {
         method: 'GET',
         url: '/api/v1/agents/agt_x/tools',

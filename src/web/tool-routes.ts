@@ -1,0 +1,373 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { serviceContextOf } from '../auth/guard.ts';
+import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { App } from '../http/types.ts';
+import { AppError, NotFoundError } from '../lib/errors.ts';
+import { TtlCache } from '../lib/ttl-cache.ts';
+import { CreateSkill, UpdateSkill } from '../modules/skills/schema.ts';
+import { createSkill, deleteSkill, getSkill, listSkills, updateSkill } from '../modules/skills/service.ts';
+import { CreateTool, type ToolRun, UpdateTool } from '../modules/tools/schema.ts';
+import { createTool, deleteTool, getTool, listTools, testTool, updateTool } from '../modules/tools/service.ts';
+import { type Form, one, pageHelpers, type SignedIn, send } from './common.ts';
+import {
+  SKILLS_PATH,
+  type SkillDraft,
+  skillPage,
+  skillPath,
+  skillsPage,
+  TOOLS_PATH,
+  type ToolDraft,
+  toolPage,
+  toolPath,
+  toolsPage,
+} from './tool-pages.ts';
+
+const TOOL_ID = /^tool_[A-Za-z0-9_-]{1,96}$/;
+const SKILL_ID = /^skl_[A-Za-z0-9_-]{1,96}$/;
+const RUN_KEY = /^[A-Za-z0-9_-]{22}$/;
+/** Notices an action redirects with (PRG): the key travels in the URL, the text stays here. */
+const NOTICES: Record<string, string> = {
+  created: 'Created.',
+  saved: 'Saved.',
+  deleted: 'Deleted.',
+};
+/** How long a test run's result stays to be shown after the redirect (this instance only). */
+const RUN_TTL_MS = 10 * 60_000;
+
+const noticeOf = (req: FastifyRequest) => {
+  const key = (req.query as Record<string, unknown>).notice;
+  return typeof key === 'string' ? NOTICES[key] : undefined;
+};
+
+/** A refused form's message: the schema's issues, one line. */
+const issues = (error: { issues: { path: PropertyKey[]; message: string }[] }) =>
+  error.issues.map((i) => `${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`).join('; ');
+
+/** The tool form as the API takes it: `parameters` parsed from JSON (else a message), secrets split. */
+function toolInput(form: Form): { draft: ToolDraft; input?: Record<string, unknown>; error?: string } {
+  const draft: ToolDraft = {
+    name: one(form, 'name').trim(),
+    description: one(form, 'description'),
+    language: one(form, 'language'),
+    parameters: one(form, 'parameters'),
+    requiredSecrets: one(form, 'requiredSecrets'),
+    timeoutMs: one(form, 'timeoutMs').trim(),
+    code: one(form, 'code'),
+  };
+  let parameters: unknown;
+  try {
+    parameters = draft.parameters.trim() ? JSON.parse(draft.parameters) : { type: 'object', properties: {} };
+  } catch {
+    return { draft, error: 'Parameters must be JSON (a JSON Schema object).' };
+  }
+  const input: Record<string, unknown> = {
+    name: draft.name,
+    description: draft.description,
+    language: draft.language,
+    parameters,
+    requiredSecrets: draft.requiredSecrets.split(/[\s,]+/).filter(Boolean),
+    code: draft.code,
+  };
+  if (draft.timeoutMs) input.timeoutMs = Number(draft.timeoutMs);
+  return { draft, input };
+}
+
+/** The account's custom tools and skills in the account pages (`/account/tools`, `/account/skills`). */
+export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void> {
+  const { csrf, csrfOk, signedIn, csrfFailed } = pageHelpers(app, oauth);
+  const page = { schema: { hide: true }, config: { auth: 'public' as const } };
+  const runs = new TtlCache<string, { accountId: string; toolId: string; run: ToolRun; args: string }>(
+    RUN_TTL_MS,
+    1000,
+  );
+
+  /** Faults a form shows (a refused value, a missing tool, no sandbox); anything else is a real 500. */
+  const shown = (err: unknown): err is AppError => err instanceof AppError && err.statusCode !== 500;
+
+  async function renderTools(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    current: SignedIn,
+    opts: { error?: string; draft?: ToolDraft } = {},
+    status = 200,
+  ) {
+    const ctx = serviceContextOf(req, current.actor);
+    const tools = await listTools(ctx, { page: 1, limit: 100, sortBy: 'name', sortOrder: 'asc' });
+    return send(
+      reply,
+      toolsPage({ user: current.user, csrf: csrf(req, reply), tools: tools.data, notice: noticeOf(req), ...opts }),
+      status,
+    );
+  }
+
+  async function renderTool(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    current: SignedIn,
+    toolId: string,
+    opts: { error?: string; testError?: string; draft?: ToolDraft; args?: string } = {},
+    status = 200,
+  ) {
+    const tool = await getTool(serviceContextOf(req, current.actor), toolId);
+    const runKey = (req.query as Record<string, unknown>).run;
+    const kept = typeof runKey === 'string' && RUN_KEY.test(runKey) ? runs.get(runKey) : undefined;
+    const run = kept && kept.accountId === current.actor.accountId && kept.toolId === tool.id ? kept : undefined;
+    return send(
+      reply,
+      toolPage({
+        user: current.user,
+        csrf: csrf(req, reply),
+        tool,
+        notice: noticeOf(req),
+        ...opts,
+        args: opts.args ?? run?.args ?? '{}',
+        run: run?.run,
+        runGone: typeof runKey === 'string' && !run,
+      }),
+      status,
+    );
+  }
+
+  /** The tool of the URL, or the list with a 404. */
+  async function withTool(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    then: (current: SignedIn, toolId: string) => Promise<FastifyReply>,
+  ): Promise<FastifyReply> {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    const { toolId } = req.params as { toolId: string };
+    try {
+      if (!TOOL_ID.test(toolId)) throw new NotFoundError(`Tool ${toolId.slice(0, 40)} not found`);
+      return await then(current, toolId);
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+      return renderTools(req, reply, current, { error: err.message }, 404);
+    }
+  }
+
+  app.get(TOOLS_PATH, page, async (req, reply) => {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    return renderTools(req, reply, current);
+  });
+
+  app.post(TOOLS_PATH, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    const current = await signedIn(req, reply, TOOLS_PATH);
+    if (!current) return reply;
+    const { draft, input, error } = toolInput(form);
+    const parsed = CreateTool.safeParse(input);
+    if (error || !parsed.success) {
+      const why = error ?? (parsed.success ? '' : issues(parsed.error));
+      return renderTools(req, reply, current, { error: `The tool was not created: ${why}`, draft }, 422);
+    }
+    try {
+      const tool = await createTool(serviceContextOf(req, current.actor), parsed.data);
+      return reply.redirect(`${toolPath(tool.id)}?notice=created`, 303);
+    } catch (err) {
+      if (!shown(err)) throw err;
+      return renderTools(
+        req,
+        reply,
+        current,
+        { error: `The tool was not created: ${err.message}`, draft },
+        err.statusCode,
+      );
+    }
+  });
+
+  app.get(`${TOOLS_PATH}/:toolId`, page, (req, reply) =>
+    withTool(req, reply, (current, toolId) => renderTool(req, reply, current, toolId)),
+  );
+
+  app.post(`${TOOLS_PATH}/:toolId`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    return withTool(req, reply, async (current, toolId) => {
+      const { draft, input, error } = toolInput(form);
+      const parsed = UpdateTool.safeParse({ ...input, timeoutMs: input?.timeoutMs ?? null });
+      if (error || !parsed.success) {
+        const why = error ?? (parsed.success ? '' : issues(parsed.error));
+        return renderTool(req, reply, current, toolId, { error: `Not saved: ${why}`, draft }, 422);
+      }
+      try {
+        await updateTool(serviceContextOf(req, current.actor), toolId, parsed.data);
+      } catch (err) {
+        if (!shown(err) || err instanceof NotFoundError) throw err;
+        return renderTool(req, reply, current, toolId, { error: `Not saved: ${err.message}`, draft }, err.statusCode);
+      }
+      return reply.redirect(`${toolPath(toolId)}?notice=saved`, 303);
+    });
+  });
+
+  app.post(`${TOOLS_PATH}/:toolId/test`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    return withTool(req, reply, async (current, toolId) => {
+      const args = one(form, 'arguments');
+      let parsed: unknown;
+      try {
+        parsed = args.trim() ? JSON.parse(args) : {};
+      } catch {
+        parsed = undefined;
+      }
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+        return renderTool(req, reply, current, toolId, { testError: 'Arguments must be a JSON object.', args }, 422);
+      }
+      const secrets = Object.fromEntries(
+        Object.entries(form).flatMap(([k, v]) => {
+          const value = Array.isArray(v) ? v[0] : v;
+          return k.startsWith('secret_') && value ? [[k.slice('secret_'.length), value]] : [];
+        }),
+      ) as Record<string, string>;
+      try {
+        const run = await testTool(serviceContextOf(req, current.actor), toolId, {
+          arguments: parsed as Record<string, unknown>,
+          secrets,
+        });
+        const key = randomBytes(16).toString('base64url');
+        runs.set(key, { accountId: current.actor.accountId, toolId, run, args });
+        return reply.redirect(`${toolPath(toolId)}?run=${key}#result`, 303);
+      } catch (err) {
+        if (!shown(err) || err instanceof NotFoundError) throw err;
+        return renderTool(req, reply, current, toolId, { testError: err.message, args }, err.statusCode);
+      }
+    });
+  });
+
+  app.post(`${TOOLS_PATH}/:toolId/delete`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    return withTool(req, reply, async (current, toolId) => {
+      await deleteTool(serviceContextOf(req, current.actor), toolId);
+      return reply.redirect(`${TOOLS_PATH}?notice=deleted`, 303);
+    });
+  });
+
+  // ---- Skills ---------------------------------------------------------------------------------------------
+
+  async function renderSkills(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    current: SignedIn,
+    opts: { error?: string; draft?: SkillDraft } = {},
+    status = 200,
+  ) {
+    const ctx = serviceContextOf(req, current.actor);
+    const skills = await listSkills(ctx, { page: 1, limit: 100, sortBy: 'name', sortOrder: 'asc' });
+    return send(
+      reply,
+      skillsPage({ user: current.user, csrf: csrf(req, reply), skills: skills.data, notice: noticeOf(req), ...opts }),
+      status,
+    );
+  }
+
+  async function withSkill(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    then: (current: SignedIn, skillId: string) => Promise<FastifyReply>,
+  ): Promise<FastifyReply> {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    const { skillId } = req.params as { skillId: string };
+    try {
+      if (!SKILL_ID.test(skillId)) throw new NotFoundError(`Skill ${skillId.slice(0, 40)} not found`);
+      return await then(current, skillId);
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+      return renderSkills(req, reply, current, { error: err.message }, 404);
+    }
+  }
+
+  const skillDraft = (form: Form): SkillDraft => ({
+    name: one(form, 'name'),
+    description: one(form, 'description'),
+    prompt: one(form, 'prompt'),
+  });
+
+  app.get(SKILLS_PATH, page, async (req, reply) => {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    return renderSkills(req, reply, current);
+  });
+
+  app.post(SKILLS_PATH, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    const current = await signedIn(req, reply, SKILLS_PATH);
+    if (!current) return reply;
+    const draft = skillDraft(form);
+    const parsed = CreateSkill.safeParse(draft);
+    if (!parsed.success) {
+      return renderSkills(
+        req,
+        reply,
+        current,
+        { error: `The skill was not created: ${issues(parsed.error)}`, draft },
+        422,
+      );
+    }
+    try {
+      const skill = await createSkill(serviceContextOf(req, current.actor), parsed.data);
+      return reply.redirect(`${skillPath(skill.id)}?notice=created`, 303);
+    } catch (err) {
+      if (!shown(err)) throw err;
+      return renderSkills(
+        req,
+        reply,
+        current,
+        { error: `The skill was not created: ${err.message}`, draft },
+        err.statusCode,
+      );
+    }
+  });
+
+  app.get(`${SKILLS_PATH}/:skillId`, page, (req, reply) =>
+    withSkill(req, reply, async (current, skillId) => {
+      const skill = await getSkill(serviceContextOf(req, current.actor), skillId);
+      return send(reply, skillPage({ user: current.user, csrf: csrf(req, reply), skill, notice: noticeOf(req) }));
+    }),
+  );
+
+  app.post(`${SKILLS_PATH}/:skillId`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    return withSkill(req, reply, async (current, skillId) => {
+      const ctx = serviceContextOf(req, current.actor);
+      const draft = skillDraft(form);
+      const parsed = UpdateSkill.safeParse(draft);
+      const refuse = async (why: string, status: number) =>
+        send(
+          reply,
+          skillPage({
+            user: current.user,
+            csrf: csrf(req, reply),
+            skill: await getSkill(ctx, skillId),
+            draft,
+            error: `Not saved: ${why}`,
+          }),
+          status,
+        );
+      if (!parsed.success) return refuse(issues(parsed.error), 422);
+      try {
+        await updateSkill(ctx, skillId, parsed.data);
+      } catch (err) {
+        if (!shown(err) || err instanceof NotFoundError) throw err;
+        return refuse(err.message, err.statusCode);
+      }
+      return reply.redirect(`${skillPath(skillId)}?notice=saved`, 303);
+    });
+  });
+
+  app.post(`${SKILLS_PATH}/:skillId/delete`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    return withSkill(req, reply, async (current, skillId) => {
+      await deleteSkill(serviceContextOf(req, current.actor), skillId);
+      return reply.redirect(`${SKILLS_PATH}?notice=deleted`, 303);
+    });
+  });
+}

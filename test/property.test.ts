@@ -138,7 +138,7 @@ describe('robustness under random requests', () => {
         model: text,
         messages: fc.array(fc.record({ role: text, content: fc.oneof(text, fc.integer()) })),
         type: fc.oneof(text, fc.constantFrom('telegram', 'whatsapp', 'webchat')),
-        agentId: fc.oneof(text, fc.constant('default')),
+        agentId: text,
         config: fc.oneof(
           fc.json({ maxDepth: 2 }).map((j) => JSON.parse(j) as unknown),
           fc.record({ botToken: text }),
@@ -350,6 +350,10 @@ describe('robustness of the OAuth endpoints and the pages', () => {
       'q',
       'category',
       'csrf',
+      'type',
+      'agentId',
+      'botToken',
+      'allowedOrigins',
     ),
     fc.oneof(nasty, fc.constant('@client'), fc.constant('@csrf')),
     { maxKeys: 8 },
@@ -389,6 +393,12 @@ describe('robustness of the OAuth endpoints and the pages', () => {
     ['POST', '/account/tokens'],
     ['GET', '/account/connections'],
     ['GET', '/account/connections/pending/x'],
+    ['GET', '/account/channels'],
+    ['POST', '/account/channels'],
+    ['GET', '/account/channels/mch_x'],
+    ['POST', '/account/channels/mch_x/link'],
+    ['POST', '/account/channels/mch_x/unlink'],
+    ['POST', '/account/channels/mch_x/delete'],
   );
 
   it('answers every request, never with a 5xx', { timeout: 180_000 }, async () => {

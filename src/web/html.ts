@@ -89,6 +89,7 @@ export function layout(title: string, body: Html, opts: LayoutOptions = {}): str
         <li><a href="/account/connections">Connections</a></li>
         <li><a href="/account/agents">Agents</a></li>
         <li><a href="/account/knowledge">Knowledge</a></li>
+        <li><a href="/account/channels">Channels</a></li>
         <li><a href="/account/tools">Tools</a></li>
         <li><a href="/account/skills">Skills</a></li>
         <li><a href="/account/apps">Authorized apps</a></li>

@@ -8,6 +8,7 @@ import { AppError } from '../lib/errors.ts';
 import * as authService from '../modules/auth/service.ts';
 import * as authClientsService from '../modules/auth-clients/service.ts';
 import { agentPageRoutes } from './agent-routes.ts';
+import { channelPageRoutes } from './channel-routes.ts';
 import { type Form, many, one, pageHelpers, returnTarget, type SignedIn, send } from './common.ts';
 import { connectionPageRoutes } from './connection-routes.ts';
 import { homePageRoutes } from './home-routes.ts';
@@ -488,6 +489,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   await connectionPageRoutes(app, oauth);
   await knowledgePageRoutes(app, oauth);
   await agentPageRoutes(app, oauth);
+  await channelPageRoutes(app, oauth);
   await homePageRoutes(app, oauth);
   await toolPageRoutes(app, oauth);
 }

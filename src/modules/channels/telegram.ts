@@ -13,6 +13,7 @@ export class TelegramError extends Error {
     readonly retryAfter?: number,
   ) {
     super(message);
+    this.name = 'TelegramError';
   }
 }
 

@@ -19,6 +19,7 @@ export class WhatsappError extends Error {
     readonly status: number,
   ) {
     super(message);
+    this.name = 'WhatsappError';
   }
 }
 

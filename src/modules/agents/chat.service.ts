@@ -9,6 +9,7 @@ import * as accountsRepo from '../accounts/repo.ts';
 import { providerAgentTools } from '../connections/tools.ts';
 import { knowledgeAgentTools } from '../knowledge/tools.ts';
 import { resolveModel } from '../llm/service.ts';
+import { executeCodeTools } from '../sandbox/tools.ts';
 import { skillIndexFor, skillTools } from '../skills/service.ts';
 import { linkedAgentTools } from '../tools/links.service.ts';
 import { OWNER } from './conversations.service.ts';
@@ -148,6 +149,7 @@ export async function toolsOf(
     ...(groups.has('knowledge-base') ? knowledgeAgentTools(ctx) : []),
     ...(groups.has('agent-memory') ? memoryTools(ctx, agent, endUserId, conversationId) : []),
     ...(groups.has('skills') ? skillTools(ctx, agent) : []),
+    ...(groups.has('execute-code') ? executeCodeTools(ctx) : []),
     ...(await linkedAgentTools(ctx, agent)),
   ];
 }

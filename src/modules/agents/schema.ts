@@ -19,6 +19,7 @@ export const AVAILABLE_GROUPS: ReadonlySet<BuiltInToolGroup> = new Set([
   'knowledge-base',
   'agent-memory',
   'skills',
+  'execute-code',
 ]);
 export const DEFAULT_GROUPS: BuiltInToolGroup[] = ['provider-tools'];
 

@@ -77,7 +77,7 @@ export async function toolRoutes(app: App): Promise<void> {
         tags,
         summary: 'Write tool code with the default model',
         description:
-          'Answers `{code, parameters, requiredSecrets}`; returned only once the parameters compile as a JSON Schema and JavaScript/TypeScript code parses. Billed to the caller as an `llm` credit transaction; nothing is stored.',
+          'Answers `{code, parameters, requiredSecrets}`; returned only once the parameters compile as a JSON Schema and the code parses (JavaScript/TypeScript by esbuild, Python by compile() in the sandbox). Billed to the caller as an `llm` credit transaction; nothing is stored.',
         body: GenerateCode,
         response: { 200: GeneratedCode },
       },

@@ -177,6 +177,7 @@ describe('custom tools API and agent links', () => {
       // No connections: no provider tools.
       expect(byId.get('provider-tools')).toMatchObject({ available: true, tools: [] });
       expect(byId.get('account-tasks')).toMatchObject({ available: false, tools: [] });
+      expect(byId.get('execute-code')).toMatchObject({ available: true, tools: [{ name: 'execute-code' }] });
     });
   });
 
@@ -225,16 +226,19 @@ describe('custom tools API and agent links', () => {
     it('keeps the parameters given, and answers 502 when the model never gives usable code', async () => {
       const u = await createUser(h.app);
       const parameters = { type: 'object', properties: { q: { type: 'string' } } };
-      llm.enqueue({
-        content: JSON.stringify({ code: 'print(args["q"])\nresult = 1', parameters: {}, requiredSecrets: [] }),
-      });
+      llm.enqueue(
+        { content: JSON.stringify({ code: 'def (:\n  pass', parameters: {}, requiredSecrets: [] }) },
+        { content: JSON.stringify({ code: 'print(args["q"])\nresult = 1', parameters: {}, requiredSecrets: [] }) },
+      );
       const py = await call(h.app, 'POST', '/api/v1/tools/generate-code', {
         ...as(u),
         body: { description: 'Echo', language: 'python', parameters },
       });
       expect(py.statusCode, py.body).toBe(200);
-      expect(py.json().parameters).toEqual(parameters);
+      expect(py.json()).toEqual({ code: 'print(args["q"])\nresult = 1', parameters, requiredSecrets: [] });
       expect(llm.requests[0]?.messages[1]?.content).toContain(JSON.stringify(parameters));
+      // Python is parsed by Python itself, in the sandbox: the broken first answer went back to the model.
+      expect(llm.requests[1]?.messages.at(-1)?.content).toMatch(/^The code does not parse: SyntaxError: /);
 
       llm.enqueue({ content: 'I cannot do that.' }, { content: JSON.stringify({ code: 'return (', parameters }) });
       const bad = await call(h.app, 'POST', '/api/v1/tools/generate-code', {
@@ -420,6 +424,23 @@ describe('custom tools API and agent links', () => {
       });
       expect(failed.statusCode).toBe(200);
       expect(failed.json()).toMatchObject({ result: null, error: { name: 'TypeError', message: 'no luck' } });
+    });
+
+    it('runs Python: args and secrets are dicts, result is the value, prints are stdout', async () => {
+      const u = await createUser(h.app);
+      const tool = await makeTool(u, {
+        ...echo,
+        name: 'py_upper',
+        language: 'python',
+        code: 'print("using", secrets["TOKEN"])\nresult = {"text": args["text"].upper()}',
+      });
+      const res = await call(h.app, 'POST', `/api/v1/tools/${tool.id}/test`, {
+        ...as(u),
+        body: { arguments: { text: 'snake' }, secrets: { TOKEN: SECRET } },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toMatchObject({ stdout: 'using [secret]\n', result: { text: 'SNAKE' }, error: null });
+      expect(res.json().creditsCharged % 4).toBe(0);
     });
 
     it('refuses arguments that miss the schema and undeclared secrets (422), and a zero balance (402)', async () => {

@@ -201,6 +201,38 @@ export async function listBuiltInGroups(ctx: ServiceContext): Promise<{ data: Bu
 
 // ---- Code generation -----------------------------------------------------------------------------------
 
+/** Compiles Python source (given as an argument, never run) inside the sandbox: its own parser says what is wrong. */
+const PY_COMPILE = 'compile(args["source"], "tool", "exec")\nresult = True';
+const PY_SYNTAX_ERRORS = new Set(['SyntaxError', 'IndentationError', 'TabError']);
+
+/**
+ * Why the code does not parse, or undefined. JavaScript and TypeScript by esbuild; Python by `compile()` in the
+ * sandbox's Python (a few seconds the first time it starts; not billed). When Python cannot be reached the
+ * code is returned unchecked rather than refused.
+ */
+async function codeProblem(
+  ctx: ServiceContext,
+  language: CreateTool['language'],
+  code: string,
+): Promise<string | undefined> {
+  if (language !== 'python') return syntaxProblem(language, code);
+  try {
+    const run = await ctx.deps.sandbox.run({
+      language: 'python',
+      code: PY_COMPILE,
+      args: { source: code },
+      secrets: {},
+      timeoutMs: 30_000,
+    });
+    if (run.error && PY_SYNTAX_ERRORS.has(run.error.name)) return `${run.error.name}: ${run.error.message}`;
+    if (run.error)
+      ctx.log.warn({ error: run.error.name }, 'python syntax check could not run; code returned unchecked');
+  } catch (err) {
+    ctx.log.warn({ err }, 'python syntax check could not run; code returned unchecked');
+  }
+  return undefined;
+}
+
 const CODE_CONTRACT: Record<CreateTool['language'], string> = {
   javascript:
     'JavaScript. The code is the BODY of an async function: `args` (the validated arguments) and `secrets` (an object of the declared secret values) are in scope; `return` the result (any JSON value). `fetch` is available for HTTP(S); `console.log` output is captured. No require, import, process or file system.',
@@ -240,7 +272,7 @@ export async function generateToolCode(ctx: ServiceContext, input: GenerateCode)
       const schema = input.parameters ?? v.parameters;
       const bad = parametersProblem(schema);
       if (bad) return `The parameters are not usable: ${bad}.`;
-      const syntax = await syntaxProblem(input.language, v.code);
+      const syntax = await codeProblem(ctx, input.language, v.code);
       return syntax ? `The code does not parse: ${syntax}.` : undefined;
     },
   });

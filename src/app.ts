@@ -33,6 +33,7 @@ import { authClientRoutes } from './modules/auth-clients/routes.ts';
 import { channelRoutes, webchatWidgetRoutes } from './modules/channels/routes.ts';
 import { connectionRoutes } from './modules/connections/routes.ts';
 import { creditRoutes } from './modules/credits/routes.ts';
+import { closeCredits } from './modules/credits/service.ts';
 import { knowledgeRoutes } from './modules/knowledge/routes.ts';
 import { llmRoutes } from './modules/llm/routes.ts';
 import { providerCatalog } from './modules/providers/catalog.ts';
@@ -216,6 +217,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     await jobs?.stop(config.shutdownTimeoutMs);
     oauth.close();
     await deps.background.drain();
+    await closeCredits(deps);
     await deps.notifications.close();
     redis?.disconnect();
     await deps.sandbox.close();

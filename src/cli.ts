@@ -453,6 +453,7 @@ async function openContext(config: Config, io: CliIo): Promise<{ ctx: PublicCont
     async close() {
       await deps.background.drain();
       await deps.sandbox.close();
+      await (await import('./modules/credits/service.ts')).closeCredits(deps);
       await runtime.database.close();
     },
   };

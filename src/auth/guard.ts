@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RouteAuthConfig } from '../http/types.ts';
 import { type Actor, type PublicContext, SESSION_ONLY_MESSAGE, type ServiceContext } from '../lib/context.ts';
 import { CreditsExhaustedError, ForbiddenError, UnauthorizedError } from '../lib/errors.ts';
+import { leasedCredits } from '../modules/credits/service.ts';
 import { type BearerVerifier, bearerFrom, resolveBearer } from './tokens.ts';
 
 /** Routes under /api require a bearer unless they say `auth: 'public'`; elsewhere the default is public. */
@@ -80,7 +81,8 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
     if (scopes.length && !scopes.some((s) => actor.scopes.has(s))) {
       throw new ForbiddenError(`Missing required scope: ${scopes.join(' or ')}`);
     }
-    if (config.creditGuard && actor.creditBalance <= 0) {
+    // Credits this instance leased for the account count as balance (they left the stored one).
+    if (config.creditGuard && actor.creditBalance + leasedCredits(app.deps, actor.accountId) <= 0) {
       throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
     }
   }

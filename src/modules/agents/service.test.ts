@@ -253,6 +253,7 @@ describe('agents, agent chat and conversations', () => {
         ['assistant', null],
       ]);
       expect(stored[1]?.toolCalls).toHaveLength(2);
+      await h.app.deps.background.drain(); // charges are written just after the answer
       const ledger = await h.database.db
         .select()
         .from(creditTransactions)

@@ -4,7 +4,7 @@ import { releaseExpiredHolds } from './service.ts';
 
 /** Background work of the credits area. */
 export const creditJobs = {
-  /** Gives back the holds of requests whose instance died before settling them (they expire after 30 minutes). */
+  /** Gives back the credit leases of an instance that died (they expire when it stops renewing them). */
   'credits.release-expired-holds': defineJob({
     payload: z.object({}),
     schedule: { cron: '* * * * *' },

@@ -66,32 +66,146 @@ export async function placeHold(
 }
 
 /**
- * Settles a hold in one statement: returns the hold, debits the real cost and records it. Safe when the hold
- * was already released (an expired hold swept away): the cost is then debited alone.
+ * Takes (or tops up) a credit lease in one statement: a row of `credit_holds` owned by one instance, from which
+ * it serves holds in memory. Expired rows of the account (a crashed instance's) are given back first. The
+ * lease's free credits `free` count as balance, so the request is admitted while `balance + free > 0`, as a
+ * hold always was; it then holds `take` free credits in all: at least `need`, at most `want` and at most half
+ * of what is available, so one instance never takes an account's whole balance. The row's amount grows by
+ * `take - free`. Answers the balance after and `take`, or undefined when refused.
  */
-export async function settleHold(
+export async function takeLease(
   db: Executor,
-  holdId: string,
-  charge: Omit<NewCreditTransaction, 'amount' | 'balanceAfter'> & { cost: number },
-): Promise<{ balance: number; transactionId: string | undefined }> {
-  const txId = charge.cost > 0 ? newId('creditTransaction') : undefined;
+  lease: { id: string; accountId: string; need: number; want: number; free: number; expiresAt: Date },
+): Promise<{ balance: number; take: number } | undefined> {
+  const { id, accountId, need, want, free } = lease;
   const result = await db.execute(sql`
-    WITH h AS (
-      DELETE FROM credit_holds WHERE id = ${holdId} AND account_id = ${charge.accountId} RETURNING amount
+    WITH a AS (
+      SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE
+    ), x AS (
+      DELETE FROM credit_holds
+      WHERE account_id = ${accountId} AND expires_at < now() AND id <> ${id} AND (SELECT count(*) FROM a) > 0
+      RETURNING amount
+    ), o AS (
+      SELECT id, credit_balance + r.amount AS b,
+        GREATEST(${need}::bigint, LEAST(${want}::bigint, (credit_balance + r.amount + ${free}::bigint) / 2)) AS take
+      FROM accounts, (SELECT COALESCE(sum(amount), 0)::bigint AS amount FROM x) r
+      WHERE id = ${accountId} FOR UPDATE OF accounts
     ), u AS (
-      UPDATE accounts SET credit_balance = credit_balance + COALESCE((SELECT sum(amount) FROM h), 0) - ${charge.cost}
-      WHERE id = ${charge.accountId}
-      RETURNING credit_balance
+      UPDATE accounts a
+      SET credit_balance = o.b - CASE WHEN o.b + ${free}::bigint > 0 THEN o.take - ${free}::bigint ELSE 0 END
+      FROM o WHERE a.id = o.id
+      RETURNING a.credit_balance, o.take, o.b + ${free}::bigint > 0 AS admitted
+    ), l AS (
+      INSERT INTO credit_holds (id, account_id, amount, expires_at)
+      SELECT ${id}, ${accountId}, u.take - ${free}::bigint, ${lease.expiresAt.toISOString()}::timestamptz FROM u WHERE u.admitted
+      ON CONFLICT (id) DO UPDATE
+      SET amount = credit_holds.amount + EXCLUDED.amount, expires_at = EXCLUDED.expires_at
+    )
+    SELECT credit_balance::text AS balance, take::text AS take, admitted FROM u`);
+  const row = (result as unknown as { rows: Array<{ balance: string; take: string; admitted: boolean }> }).rows[0];
+  if (!row?.admitted) return undefined;
+  return { balance: Number(row.balance), take: Number(row.take) };
+}
+
+/** One charge of a batch: a ledger row to write, paid from a lease. */
+export interface LeaseCharge {
+  id: string;
+  leaseId: string;
+  accountId: string;
+  cost: number;
+  type: CreditTransactionType;
+  description: string;
+  model: string | null;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  requestId: string | null;
+  at: Date;
+}
+
+/** What a batch does to one lease: the credits its charges spent, and whether it is given back (closed). */
+export interface LeaseUpdate {
+  leaseId: string;
+  accountId: string;
+  charged: number;
+  close: boolean;
+}
+
+/**
+ * Group commit: writes a batch of charges (one ledger row each, in order) and their leases' updates in one
+ * statement. An open lease's row shrinks by what was charged and is renewed until `expiresAt`; a closed lease's
+ * row is deleted and what it still held goes back to the balance. A charge whose lease row is gone (expired and
+ * swept while its instance stalled) is debited from the balance directly. `balance_after` is the balance with
+ * every lease's credits counted, as each row left it. Answers each touched account's balance. Locks go accounts
+ * (in id order) first, then lease rows, as in `takeLease`: two instances' batches never deadlock.
+ */
+export async function writeLeaseBatch(
+  db: Executor,
+  batch: { charges: LeaseCharge[]; leases: LeaseUpdate[]; expiresAt: Date },
+): Promise<Map<string, number>> {
+  const charges = batch.charges
+    .filter((c) => c.cost > 0)
+    .map((c, n) => ({
+      n,
+      id: c.id,
+      account_id: c.accountId,
+      cost: c.cost,
+      type: c.type,
+      description: c.description,
+      model: c.model,
+      prompt_tokens: c.promptTokens,
+      completion_tokens: c.completionTokens,
+      request_id: c.requestId,
+      at: c.at.toISOString(),
+    }));
+  const leases = batch.leases.map((l) => ({
+    lease_id: l.leaseId,
+    account_id: l.accountId,
+    charged: l.charged,
+    close: l.close,
+  }));
+  const result = await db.execute(sql`
+    WITH c AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(charges)}::jsonb) AS x(
+        n int, id text, account_id text, cost bigint, type text, description text, model text,
+        prompt_tokens int, completion_tokens int, request_id text, at timestamptz)
+    ), r0 AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(leases)}::jsonb) AS x(
+        lease_id text, account_id text, charged bigint, close boolean)
+    ), a AS (
+      SELECT id FROM accounts WHERE id IN (SELECT account_id FROM r0) ORDER BY id FOR UPDATE
+    ), r AS (
+      SELECT * FROM r0 WHERE (SELECT count(*) FROM a) >= 0
+    ), before AS (
+      SELECT account_id, sum(amount)::bigint AS amount FROM credit_holds
+      WHERE account_id IN (SELECT account_id FROM r) GROUP BY account_id
+    ), lu AS (
+      UPDATE credit_holds h SET amount = h.amount - r.charged, expires_at = ${batch.expiresAt.toISOString()}::timestamptz
+      FROM r WHERE h.id = r.lease_id AND NOT r.close
+      RETURNING h.id
+    ), ld AS (
+      DELETE FROM credit_holds h USING r WHERE h.id = r.lease_id AND r.close
+      RETURNING h.id, h.amount
+    ), d AS (
+      SELECT r.account_id,
+        sum(CASE WHEN ld.id IS NOT NULL THEN ld.amount - r.charged WHEN lu.id IS NOT NULL THEN 0 ELSE -r.charged END)::bigint AS delta,
+        sum(CASE WHEN ld.id IS NOT NULL THEN ld.amount WHEN lu.id IS NOT NULL THEN r.charged ELSE 0 END)::bigint AS leased_out
+      FROM r LEFT JOIN ld ON ld.id = r.lease_id LEFT JOIN lu ON lu.id = r.lease_id
+      GROUP BY r.account_id
+    ), u AS (
+      UPDATE accounts a SET credit_balance = a.credit_balance + d.delta
+      FROM d WHERE a.id = d.account_id
+      RETURNING a.id, a.credit_balance, a.credit_balance + COALESCE((SELECT amount FROM before WHERE before.account_id = a.id), 0) - d.leased_out AS total
     ), t AS (
       INSERT INTO credit_transactions
-        (id, account_id, amount, balance_after, type, description, model, prompt_tokens, completion_tokens, request_id)
-      SELECT ${txId ?? ''}, ${charge.accountId}, ${-charge.cost}, u.credit_balance, ${charge.type},
-        ${charge.description ?? ''}, ${charge.model ?? null}, ${charge.promptTokens ?? null},
-        ${charge.completionTokens ?? null}, ${charge.requestId ?? null}
-      FROM u WHERE ${charge.cost} > 0
+        (id, account_id, amount, balance_after, type, description, model, prompt_tokens, completion_tokens, request_id, created_at)
+      SELECT c.id, c.account_id, -c.cost,
+        u.total + COALESCE(sum(c.cost) OVER (PARTITION BY c.account_id ORDER BY c.n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::bigint,
+        c.type, c.description, c.model, c.prompt_tokens, c.completion_tokens, c.request_id, c.at
+      FROM c JOIN u ON u.id = c.account_id
     )
-    SELECT credit_balance::text AS balance FROM u`);
-  return { balance: balanceOf(result) ?? 0, transactionId: txId };
+    SELECT id, credit_balance::text AS balance FROM u`);
+  const rows = (result as unknown as { rows: Array<{ id: string; balance: string }> }).rows;
+  return new Map(rows.map((r) => [r.id, Number(r.balance)]));
 }
 
 /** Gives back holds whose request never settled (its instance died). Answers how many were released. */

@@ -1,36 +1,34 @@
 import type { CreditTransactionRow } from '../../db/schema/index.ts';
-import type { PublicContext, ServiceContext } from '../../lib/context.ts';
+import type { Deps, PublicContext, ServiceContext } from '../../lib/context.ts';
 import { requireScope } from '../../lib/context.ts';
-import { CreditsExhaustedError, NotFoundError, ValidationError } from '../../lib/errors.ts';
-import { newId } from '../../lib/ids.ts';
+import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import * as accountsRepo from '../accounts/repo.ts';
+import { type BankHold, CreditBank } from './bank.ts';
 import * as repo from './repo.ts';
 import type { CreditTransaction, CreditTransactionQuery } from './schema.ts';
 
-/** How long a hold may stay unsettled before the sweeper gives it back (its instance is presumed dead). */
-export const HOLD_TTL_MS = 30 * 60 * 1000;
+const banks = new WeakMap<Deps, CreditBank>();
 
-export interface CreditHold {
-  id: string;
-  accountId: string;
-  amount: number;
-  /** The balance when the request was admitted, before the hold. */
-  balanceBefore: number;
+/** This process's credit leases and group commit (one per set of deps: per app, per CLI run). */
+function bankOf(deps: Deps): CreditBank {
+  let bank = banks.get(deps);
+  if (!bank) {
+    bank = new CreditBank(deps.database.asyncCommitDb, deps.log);
+    banks.set(deps, bank);
+  }
+  return bank;
 }
+
+export type CreditHold = BankHold;
 
 /**
  * Admits a credit-consuming request by holding its worst-case cost. Refused (402) at a zero balance; while
- * the balance is positive the hold always succeeds, so at most one request's worst case can overdraw.
+ * the balance is positive the hold always succeeds, so at most one request's worst case can overdraw. Served
+ * from this instance's lease on the account when it covers the hold (no database write), see bank.ts.
  */
-export async function holdCredits(ctx: ServiceContext, amount: number): Promise<CreditHold> {
-  const hold = { id: newId('creditHold'), accountId: ctx.accountId, amount: Math.max(0, Math.ceil(amount)) };
-  const db = ctx.deps.database.asyncCommitDb;
-  const balance = await repo.placeHold(db, { ...hold, expiresAt: new Date(Date.now() + HOLD_TTL_MS) });
-  if (balance === undefined) {
-    throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
-  }
-  return { ...hold, balanceBefore: balance + hold.amount };
+export function holdCredits(ctx: ServiceContext, amount: number): Promise<CreditHold> {
+  return bankOf(ctx.deps).hold(ctx.accountId, amount);
 }
 
 export interface Charge {
@@ -42,10 +40,12 @@ export interface Charge {
   completionTokens?: number;
 }
 
-/** Replaces the hold by the real cost; answers the balance after. Exactly one ledger row when cost > 0. */
-export async function settleCredits(ctx: ServiceContext, hold: CreditHold, charge: Charge): Promise<number> {
-  const { balance } = await repo.settleHold(ctx.deps.database.asyncCommitDb, hold.id, {
-    accountId: hold.accountId,
+/**
+ * Replaces the hold by the real cost: exactly one ledger row when cost > 0, written with others in a batch
+ * (group commit). Resolves once written; an answer does not wait for it.
+ */
+export function settleCredits(ctx: ServiceContext, hold: CreditHold, charge: Charge): Promise<void> {
+  return bankOf(ctx.deps).settle(hold, {
     cost: charge.cost,
     type: charge.type,
     description: charge.description,
@@ -54,7 +54,27 @@ export async function settleCredits(ctx: ServiceContext, hold: CreditHold, charg
     completionTokens: charge.completionTokens ?? null,
     requestId: ctx.requestId,
   });
-  return balance;
+}
+
+/** Credits this instance has leased for the account and not yet held: they count as balance for the guard. */
+export function leasedCredits(deps: Deps, accountId: string): number {
+  return banks.get(deps)?.free(accountId) ?? 0;
+}
+
+/** Writes this instance's credits made so far (lease takes, batches, charges): tests and /metrics read them. */
+export function creditStats(deps: Deps): CreditBank['stats'] {
+  return bankOf(deps).stats;
+}
+
+/** Writes every queued charge and gives back the leases no request holds from (tests read the balance after). */
+export async function returnIdleLeases(deps: Deps): Promise<void> {
+  await banks.get(deps)?.returnIdle();
+}
+
+/** Shutdown (after requests and background work ended): writes every charge and gives back every lease. */
+export async function closeCredits(deps: Deps): Promise<void> {
+  await banks.get(deps)?.close();
+  banks.delete(deps);
 }
 
 /** Sweeps holds whose request never settled; run periodically on every instance (rows are claimed once). */

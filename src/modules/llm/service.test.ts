@@ -5,6 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { accounts, creditTransactions } from '../../db/schema/index.ts';
+import { returnIdleLeases } from '../credits/service.ts';
 
 // 1 credit per prompt token, 2 per completion token: costs are easy to read in assertions.
 const MODELS = 'fake-model=1000000/2000000,cheap-model=1000/1000';
@@ -41,8 +42,14 @@ describe('LLM gateway', () => {
   });
 
   const db = () => h.database.db;
-  // Bills settle just after the answer: wait for that before reading the ledger.
-  const settled = () => Promise.all([h.app, ...extraApps].map((a) => a.deps.background.drain()));
+  // Bills settle just after the answer: wait for that, and for leased credits to go back, before reading.
+  const settled = () =>
+    Promise.all(
+      [h.app, ...extraApps].map(async (a) => {
+        await a.deps.background.drain();
+        await returnIdleLeases(a.deps);
+      }),
+    );
   const balance = async (id = user.account.id) => {
     await settled();
     return (await db().select({ b: accounts.creditBalance }).from(accounts).where(eq(accounts.id, id)))[0]?.b;

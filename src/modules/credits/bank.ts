@@ -1,0 +1,375 @@
+import type { Db } from '../../db/client.ts';
+import { CreditsExhaustedError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Logger } from '../../lib/logger.ts';
+import * as repo from './repo.ts';
+
+/**
+ * The credits of one instance: leases taken from account balances, the holds served from them in memory, and
+ * the group commit that writes their charges.
+ *
+ * A lease is a row of `credit_holds` (account, amount, expires_at) owned by this instance. Its amount is what
+ * the instance took from the balance and has neither charged (in a written ledger row) nor given back; so at
+ * every commit `balance + Σ lease amounts == Σ ledger`, and once leases are given back the balance equals the
+ * ledger. A request holds its worst case from the lease's free credits (amount less what is held); when they
+ * do not cover it, one statement takes more from the balance, admitted while the balance plus this lease's
+ * free credits is above zero, which is the rule a single hold always followed: however many requests run on
+ * however many instances, an account goes below zero by at most one request's worst case.
+ *
+ * A lease starts at one request's hold; when several requests of the account are in flight it is sized from
+ * the account's recent rate (about `LEASE_RATE_SECONDS` of it), bounded by `LEASE_MAX_CREDITS` and by half of
+ * what is available. A lease of one request goes back with that request's charge; a larger one after
+ * `LEASE_IDLE_MS` without requests, and every lease on shutdown. A crashed instance's leases are given back
+ * once they expire (`LEASE_TTL_MS`, renewed while the instance lives): by the next take on the account, or by
+ * the `credits.release-expired-holds` job.
+ */
+export const LEASE_TTL_MS = 2 * 60 * 1000;
+export const LEASE_IDLE_MS = 1000;
+export const LEASE_MAX_CREDITS = 1_000_000;
+export const LEASE_RATE_SECONDS = 1;
+/** Group commit: charges wait at most this long for others to share their write... */
+export const BATCH_WINDOW_MS = 2;
+/** ...and a batch holds at most this many (the rest go in the next one, at once). */
+export const BATCH_MAX = 1000;
+
+interface Lease {
+  id: string;
+  accountId: string;
+  /** The row's amount once every queued charge is written. */
+  granted: number;
+  /** Worst cases of the requests in flight. */
+  held: number;
+  holds: number;
+  /** Sized for a rate, not one request: kept while idle for LEASE_IDLE_MS. */
+  sized: boolean;
+  /** The balance the last write on this account answered (without any lease). */
+  dbBalance: number;
+  lastUsed: number;
+  /** A take in flight for this account: others wait for it rather than take too. */
+  taking?: Promise<unknown> | undefined;
+  /** Give it back in the next batch (once no request holds from it). */
+  closeWanted: boolean;
+}
+
+export interface BankHold {
+  id: string;
+  accountId: string;
+  amount: number;
+  /** The balance when the request was admitted, before its hold: the last written balance plus free credits. */
+  balanceBefore: number;
+  lease: Lease;
+}
+
+export interface BankCharge {
+  type: repo.CreditTransactionType;
+  cost: number;
+  description: string;
+  model: string | null;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  requestId: string | null;
+}
+
+interface Queued {
+  charge: repo.LeaseCharge;
+  lease: Lease;
+  done: (err?: unknown) => void;
+}
+
+/** Admissions per account over the last second, for sizing leases. */
+class RecentRate {
+  private readonly windows = new Map<string, { start: number; credits: number; previous: number }>();
+
+  add(accountId: string, credits: number, now: number): void {
+    let w = this.windows.get(accountId);
+    if (!w || now - w.start >= 2000) {
+      w = { start: now, credits: 0, previous: 0 };
+      this.windows.set(accountId, w);
+    } else if (now - w.start >= 1000) {
+      w.previous = w.credits;
+      w.credits = 0;
+      w.start = now;
+    }
+    w.credits += credits;
+    if (this.windows.size > 10_000) this.windows.clear();
+  }
+
+  /** Credits admitted in about the last second. */
+  of(accountId: string, now: number): number {
+    const w = this.windows.get(accountId);
+    if (!w || now - w.start >= 2000) return 0;
+    return now - w.start >= 1000 ? w.credits : Math.max(w.credits, w.previous);
+  }
+}
+
+export class CreditBank {
+  /** Writes so far: lease takes (on the request's path) and batches (after the answer). */
+  readonly stats = { takes: 0, batches: 0, charges: 0 };
+  private readonly leases = new Map<string, Lease>();
+  private queue: Queued[] = [];
+  private readonly rate = new RecentRate();
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
+  /** The batch being written. */
+  private batch: Promise<void> | undefined;
+  private lastRenewal = Date.now();
+  private readonly ticker: NodeJS.Timeout;
+  private closed = false;
+  /** Credits of leases the batch being written gives back, by account. */
+  private readonly returning = new Map<string, number>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: Logger,
+  ) {
+    // Idle leases go back, live ones are renewed; unref'd: it never keeps a process alive.
+    this.ticker = setInterval(() => this.tick(), Math.min(250, LEASE_IDLE_MS)).unref();
+  }
+
+  /**
+   * Free credits this instance holds for the account (leased, not held by a request in flight), counting those
+   * a batch being written gives back: until it commits, the stored balance is without them.
+   */
+  free(accountId: string): number {
+    const lease = this.leases.get(accountId);
+    return (lease ? lease.granted - lease.held : 0) + (this.returning.get(accountId) ?? 0);
+  }
+
+  /** Admits a request by holding `amount` (its worst case); 402 when the balance is exhausted. */
+  async hold(accountId: string, amount: number): Promise<BankHold> {
+    const need = Math.max(0, Math.ceil(amount));
+    const now = Date.now();
+    this.rate.add(accountId, need, now);
+    for (;;) {
+      const lease = this.leases.get(accountId);
+      if (lease?.taking) {
+        await lease.taking.catch(() => {});
+        continue;
+      }
+      if (lease && lease.granted - lease.held >= need) return this.admit(lease, need, now);
+      // A lease of the account is being given back: take once its credits are in the balance again.
+      if (this.batch && this.returning.has(accountId)) {
+        await this.batch.catch(() => {});
+        continue;
+      }
+      return this.take(accountId, lease, need, now);
+    }
+  }
+
+  private admit(lease: Lease, need: number, now: number): BankHold {
+    const balanceBefore = lease.dbBalance + lease.granted - lease.held;
+    lease.held += need;
+    lease.holds++;
+    lease.lastUsed = now;
+    lease.closeWanted = false;
+    return { id: `${lease.id}.${lease.holds}`, accountId: lease.accountId, amount: need, balanceBefore, lease };
+  }
+
+  private async take(accountId: string, current: Lease | undefined, need: number, now: number): Promise<BankHold> {
+    const lease: Lease = current ?? {
+      id: newId('creditHold'),
+      accountId,
+      granted: 0,
+      held: 0,
+      holds: 0,
+      sized: false,
+      dbBalance: 0,
+      lastUsed: now,
+      closeWanted: false,
+    };
+    if (!current) this.leases.set(accountId, lease);
+    const free = lease.granted - lease.held;
+    // Sized from the rate only while requests overlap: one at a time, a lease is one request's hold.
+    const want =
+      lease.holds > 0
+        ? Math.min(LEASE_MAX_CREDITS, Math.max(need, this.rate.of(accountId, now) * LEASE_RATE_SECONDS))
+        : need;
+    const taking = repo.takeLease(this.db, {
+      id: lease.id,
+      accountId,
+      need,
+      want: Math.max(want, need),
+      free,
+      expiresAt: new Date(now + LEASE_TTL_MS),
+    });
+    lease.taking = taking;
+    this.stats.takes++;
+    let taken: Awaited<typeof taking>;
+    try {
+      taken = await taking;
+    } catch (err) {
+      this.forgetIfEmpty(lease);
+      throw err;
+    } finally {
+      lease.taking = undefined;
+    }
+    if (!taken) {
+      this.forgetIfEmpty(lease);
+      // Refused with a lease no request holds from: give its credits back before answering, so the balance
+      // the caller reads next is whole (the refusal counted them already).
+      if (lease.holds === 0 && this.leases.get(accountId) === lease) {
+        lease.closeWanted = true;
+        await this.flush();
+      }
+      throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
+    }
+    lease.granted += taken.take - free;
+    lease.dbBalance = taken.balance;
+    if (taken.take > need) lease.sized = true;
+    return this.admit(lease, need, now);
+  }
+
+  /** A lease nothing was taken into and nothing holds from: drop it from memory (no row was written). */
+  private forgetIfEmpty(lease: Lease): void {
+    if (lease.granted === 0 && lease.holds === 0 && this.leases.get(lease.accountId) === lease) {
+      this.leases.delete(lease.accountId);
+    }
+  }
+
+  /**
+   * Replaces a hold by the real cost: one ledger row (when the cost is above zero), written in the next batch.
+   * Resolves once it is committed; the caller's answer need not wait for that.
+   */
+  settle(hold: BankHold, charge: BankCharge): Promise<void> {
+    const { lease } = hold;
+    lease.held -= hold.amount;
+    lease.holds--;
+    lease.granted -= charge.cost;
+    lease.lastUsed = Date.now();
+    if (lease.holds === 0 && !lease.sized) lease.closeWanted = true;
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({
+        lease,
+        charge: {
+          id: newId('creditTransaction'),
+          leaseId: lease.id,
+          accountId: lease.accountId,
+          at: new Date(),
+          ...charge,
+        },
+        done: (err) => (err ? reject(err) : resolve()),
+      });
+      if (this.queue.length >= BATCH_MAX) void this.flush();
+      else this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.timer || this.flushing) return;
+    this.timer = setTimeout(() => void this.flush(), BATCH_WINDOW_MS);
+  }
+
+  private tick(): void {
+    const now = Date.now();
+    let due = false;
+    for (const lease of this.leases.values()) {
+      if (lease.holds === 0 && !lease.taking && now - lease.lastUsed >= LEASE_IDLE_MS) {
+        lease.closeWanted = true;
+        due = true;
+      }
+    }
+    if (now - this.lastRenewal >= LEASE_TTL_MS / 3 && this.leases.size) due = true;
+    if (due) this.schedule();
+  }
+
+  /** Writes everything queued, in batches of at most BATCH_MAX; what arrives meanwhile joins the next batch. */
+  flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    this.flushing ??= (async () => {
+      try {
+        do {
+          this.batch = this.writeBatch();
+          await this.batch;
+        } while (this.queue.length || this.closable().length);
+      } finally {
+        this.batch = undefined;
+        this.flushing = undefined;
+      }
+    })();
+    return this.flushing;
+  }
+
+  private closable(): Lease[] {
+    return [...this.leases.values()].filter((l) => l.closeWanted && l.holds === 0 && !l.taking);
+  }
+
+  private async writeBatch(): Promise<void> {
+    const now = Date.now();
+    const ops = this.queue.splice(0, BATCH_MAX);
+    const pendingAfter = new Set(this.queue.map((q) => q.lease));
+    const updates = new Map<Lease, repo.LeaseUpdate>();
+    const update = (lease: Lease) => {
+      let u = updates.get(lease);
+      if (!u) {
+        u = { leaseId: lease.id, accountId: lease.accountId, charged: 0, close: false };
+        updates.set(lease, u);
+      }
+      return u;
+    };
+    for (const op of ops) update(op.lease).charged += op.charge.cost;
+    for (const lease of this.closable()) if (!pendingAfter.has(lease)) update(lease);
+    const renew = now - this.lastRenewal >= LEASE_TTL_MS / 3;
+    if (renew) for (const lease of this.leases.values()) update(lease);
+    // Leases given back leave memory now: a request arriving meanwhile takes a new one.
+    for (const [lease, u] of updates) {
+      if (lease.closeWanted && lease.holds === 0 && !lease.taking && !pendingAfter.has(lease)) {
+        u.close = true;
+        if (this.leases.get(lease.accountId) === lease) this.leases.delete(lease.accountId);
+        this.returning.set(lease.accountId, (this.returning.get(lease.accountId) ?? 0) + lease.granted - lease.held);
+      }
+    }
+    if (!updates.size) return;
+    const batch = {
+      charges: ops.map((o) => o.charge),
+      leases: [...updates.values()],
+      expiresAt: new Date(now + LEASE_TTL_MS),
+    };
+    let balances: Map<string, number> | undefined;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        balances = await repo.writeLeaseBatch(this.db, batch);
+        this.stats.batches++;
+        this.stats.charges += ops.length;
+        break;
+      } catch (err) {
+        if (attempt >= 3 || this.closed) {
+          // The charges are lost, never credits: their leases' rows still hold them until given back.
+          this.log.error({ err, charges: ops.length }, 'credits: a batch of charges could not be written');
+          for (const op of ops) op.done(err);
+          this.releaseReturning(updates);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+      }
+    }
+    this.releaseReturning(updates);
+    if (renew) this.lastRenewal = now;
+    for (const lease of updates.keys()) {
+      const balance = balances.get(lease.accountId);
+      if (balance !== undefined) lease.dbBalance = balance;
+    }
+    for (const op of ops) op.done();
+  }
+
+  /** The batch is written (or given up): what its leases gave back is in the stored balance now. */
+  private releaseReturning(updates: Map<Lease, repo.LeaseUpdate>): void {
+    for (const u of updates.values()) if (u.close) this.returning.delete(u.accountId);
+  }
+
+  /** Writes what is queued and gives back every lease no request holds from (tests, and shutdown). */
+  async returnIdle(): Promise<void> {
+    await this.flush();
+    for (const lease of this.leases.values()) if (lease.holds === 0) lease.closeWanted = true;
+    await this.flush();
+  }
+
+  /** Shutdown: writes every charge and gives back the leases. Holds still in flight expire with their lease. */
+  async close(): Promise<void> {
+    clearInterval(this.ticker);
+    await this.returnIdle();
+    this.closed = true;
+  }
+}

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/client.ts';
 import { countJobs } from '../jobs/queue.ts';
+import { creditStats } from '../modules/credits/service.ts';
 
 /** Prometheus metrics at /metrics: requests and latency by route, the database pool, jobs, process figures. */
 export function registerMetrics(app: FastifyInstance, database: Database): void {
@@ -46,6 +47,19 @@ export function registerMetrics(app: FastifyInstance, database: Database): void 
         // The database is down: /readyz says so; the other metrics still answer.
         this.reset();
       }
+    },
+  });
+
+  new Gauge({
+    name: 'credit_writes',
+    help: "This instance's credit writes: lease takes (on a request's path), batches and the charges they wrote",
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    collect() {
+      const s = creditStats(app.deps);
+      this.set({ kind: 'lease_takes' }, s.takes);
+      this.set({ kind: 'batches' }, s.batches);
+      this.set({ kind: 'charges' }, s.charges);
     },
   });
 

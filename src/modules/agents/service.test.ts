@@ -276,6 +276,7 @@ describe('agents, agent chat and conversations', () => {
       llm.enqueue({ content: 'one' }, { content: 'two' });
       expect((await send()).json().choices[0].message.content).toBe('one');
       expect((await send()).json().choices[0].message.content).toBe('two');
+      await h.app.deps.background.drain(); // charges are written just after the answer
       const before = (await h.database.db.select().from(accounts).where(eq(accounts.id, u.account.id)))[0]
         ?.creditBalance;
       const third = await send();

@@ -410,7 +410,8 @@ describe('LLM gateway', () => {
       LLM_MODELS: MODELS,
       LLM_TIMEOUT_MS: '200',
     });
-    fake.enqueue({ content: 'late', delayMs: 1000 });
+    // Well past the time-out: undici checks its timers about every half second, later on a busy machine.
+    fake.enqueue({ content: 'late', delayMs: 3000 });
     const res = await call(slow, 'POST', '/api/v1/chat/completions', {
       token: pat,
       body: { model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] },

@@ -7,6 +7,7 @@ import { knowledgeBenchmark } from './knowledge.ts';
 import { type Benchmark, formatResult } from './lib.ts';
 import { benchLlmGateway } from './llm-gateway.ts';
 import { mcpBenchmark } from './mcp.ts';
+import { sandboxBenchmark } from './sandbox.ts';
 import { startupBenchmark } from './startup.ts';
 import { benchToolSearch } from './tool-search.ts';
 
@@ -58,6 +59,11 @@ const BENCHMARKS: Benchmark[] = [
       await benchAgentPromptTokens();
       return { title: '', baseline: '', figures: [] };
     },
+  },
+  {
+    name: 'sandbox',
+    summary: 'Code sandbox run overhead, cold and warm, per language, beside a bare node -e of the same code',
+    run: sandboxBenchmark,
   },
 ];
 

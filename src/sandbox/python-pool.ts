@@ -85,10 +85,11 @@ export class PythonPool {
     timeoutMs: number,
   ): Promise<{ result: SandboxResult; ran: boolean }> {
     const child = this.spares.shift() ?? this.start();
-    this.keepSpare();
+    // The next run's process starts loading once this one ends: loading beside a run would slow it.
     try {
       await child.ready;
     } catch (err) {
+      this.keepSpare();
       this.kill(child);
       return {
         result: failure('SandboxError', `The Python sandbox did not start: ${(err as Error).message}`, 0),
@@ -99,7 +100,18 @@ export class PythonPool {
       this.kill(child);
       return { result: failure('SandboxError', 'The sandbox is closing', 0), ran: false };
     }
-    return this.execute(child, code, args, secrets, timeoutMs);
+    try {
+      return await this.execute(child, code, args, secrets, timeoutMs);
+    } finally {
+      this.keepSpare();
+    }
+  }
+
+  /** Resolves once a process is loaded and waiting (starting one if none is): the next run starts at once. */
+  async warm(): Promise<void> {
+    if (this.closed) return;
+    if (this.spares.length === 0) this.keepSpare();
+    await this.spares[0]?.ready;
   }
 
   async close(): Promise<void> {

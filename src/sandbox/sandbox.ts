@@ -139,6 +139,15 @@ export class Sandbox {
     }
   }
 
+  /** Starts Python's process pool ahead of a run and waits until a process is ready (benchmarks, operators). */
+  async warmPython(): Promise<void> {
+    this.python ??= new PythonPool({
+      memoryBytes: this.options.pythonMemoryBytes,
+      allowHosts: this.options.allowHosts,
+    });
+    await this.python.warm();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.jsSlots.rejectWaiting(new Error('The sandbox is closing'));

@@ -39,6 +39,8 @@ const SECRET_QUERY_PARAMS = new Set([
   'id_token',
   'token',
   'client_secret',
+  // WhatsApp's webhook handshake sends the channel's verify token in the query.
+  'hub.verify_token',
 ]);
 
 /** A request URL for the logs: the values of credential parameters replaced, then `redactSecrets`. */

@@ -7,7 +7,7 @@ import { call, createHarness, createUser, type TestHarness, type TestUser } from
 import { channelDeliveries, channelLinkCodes, messagingChannels } from '../../db/schema/index.ts';
 import { deliverToAgentChannels } from './deliver.service.ts';
 import { BAD_CODE_REPLY, LINKED_REPLY } from './inbound.ts';
-import { channelJobCount, runChannelJobs } from './test-support.ts';
+import { channelJobCount, runChannelJobs, secondInstance } from './test-support.ts';
 
 const API = '/api/v1/messaging-channels';
 const WEBHOOK = `${API}/telegram/webhook`;
@@ -214,11 +214,16 @@ describe('messaging channels: API and Telegram', () => {
     it('a duplicate and a concurrent duplicate (also through a second instance) cause one agent run', async () => {
       const t = await telegramChannel();
       await linkUser(t, 42);
-      const second = await h.extraApp();
+      const second = await secondInstance(h);
+      const jobsBefore = await channelJobCount(h, t.user.account.id);
       const update = message(42, 'What is on today?');
-      const [a, b] = await Promise.all([deliver(t.secret, update), deliver(t.secret, update, second)]);
-      expect([a.statusCode, b.statusCode]).toEqual([200, 200]);
-      expect([a.json().duplicate, b.json().duplicate].sort()).toEqual([false, true]);
+      // The same update delivered ten times at once, half through each instance.
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => deliver(t.secret, update, i % 2 ? second.app : h.app)),
+      ).finally(() => second.close());
+      expect(answers.map((a) => a.statusCode)).toEqual(Array(10).fill(200));
+      expect(answers.filter((a) => !a.json().duplicate)).toHaveLength(1);
+      expect(await channelJobCount(h, t.user.account.id)).toBe(jobsBefore + 1);
       expect((await deliver(t.secret, update)).json()).toEqual({ ok: true, duplicate: true });
       llm.enqueue({ content: 'A **quiet** day <3' });
       await runChannelJobs(h, t.user.account.id);
@@ -359,6 +364,29 @@ describe('messaging channels: API and Telegram', () => {
       );
       expect(llm.requests).toHaveLength(1);
       expect(tg.sent().map((s) => s.text)).toEqual(['Answer.']);
+    });
+
+    it("the agent's usage limits count each sender", async () => {
+      const user = await createUser(h.app);
+      const t = await telegramChannel(user);
+      await call(h.app, 'PUT', `/api/v1/agents/${t.agentId}`, {
+        ...as(user),
+        body: { usageLimits: { dailyMessagesPerUser: 1, limitReachedMessage: 'Enough for today.' } },
+      });
+      await linkUser(t, 11);
+      await linkUser(t, 12);
+      llm.enqueue({ content: 'First answer.' }, { content: 'First answer.' });
+      for (const chat of [11, 12, 11, 12]) {
+        await deliver(t.secret, message(chat, `hello from ${chat}`));
+        await runChannelJobs(h, user.account.id);
+      }
+      expect(llm.requests).toHaveLength(2);
+      expect(tg.sent().map((s) => `${s.chatId}: ${s.text}`)).toEqual([
+        '11: First answer.',
+        '12: First answer.',
+        '11: Enough for today.',
+        '12: Enough for today.',
+      ]);
     });
 
     it('in groups answers only when mentioned or replied to', async () => {

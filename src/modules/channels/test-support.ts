@@ -1,7 +1,10 @@
 import { and, eq, inArray } from 'drizzle-orm';
 import pino from 'pino';
 import type { TestHarness } from '../../../test/harness.ts';
+import { buildApp } from '../../app.ts';
+import { openDatabase } from '../../db/client.ts';
 import { jobs } from '../../db/schema/index.ts';
+import type { App } from '../../http/types.ts';
 import { channelJobs } from './jobs.ts';
 
 const silent = pino({ level: 'silent' });
@@ -10,7 +13,7 @@ const silent = pino({ level: 'silent' });
  * Runs the account's queued channel jobs as a worker would (tests keep the worker off), each once, and marks
  * them done; answers the handlers' results. A handler that throws leaves its job queued (the worker retries it).
  */
-export async function runChannelJobs(h: TestHarness, accountId: string): Promise<unknown[]> {
+export async function runChannelJobs(h: TestHarness, accountId: string, app: App = h.app): Promise<unknown[]> {
   const db = h.database.db;
   const queued = await db
     .select()
@@ -20,11 +23,11 @@ export async function runChannelJobs(h: TestHarness, accountId: string): Promise
   for (const job of queued) {
     const payload = channelJobs['channels.deliver'].payload.parse(job.payload);
     results.push(
-      await channelJobs['channels.deliver'].run(h.app.deps, payload, {
+      await channelJobs['channels.deliver'].run(app.deps, payload, {
         jobId: job.id,
         attempt: 1,
         signal: new AbortController().signal,
-        log: silent,
+        log: app === h.app ? silent : app.log,
       }),
     );
     await db
@@ -42,4 +45,25 @@ export async function channelJobCount(h: TestHarness, accountId: string): Promis
     .from(jobs)
     .where(and(eq(jobs.type, 'channels.deliver'), eq(jobs.accountId, accountId)));
   return rows.length;
+}
+
+/**
+ * Another instance of the service on the test database: on PostgreSQL with its own connection pool (as a second
+ * process would have), on PGlite an app over the one embedded database. Close it after use.
+ */
+export async function secondInstance(h: TestHarness): Promise<{ app: App; close(): Promise<void> }> {
+  if (!h.config.databaseUrl) {
+    const app = await h.extraApp();
+    return { app, close: async () => {} };
+  }
+  const database = await openDatabase({ databaseUrl: h.config.databaseUrl, dataDir: h.config.dataDir, poolMax: 5 });
+  const app = await buildApp({ config: h.config, database, keyRing: h.keyRing, logger: false });
+  await app.ready();
+  return {
+    app,
+    async close() {
+      await app.close();
+      await database.close();
+    },
+  };
 }

@@ -27,6 +27,9 @@ import { WIDGET_JS } from './widget.ts';
 export async function channelRoutes(app: App, config: Config): Promise<void> {
   const tags = ['Messaging channels'];
   const scoped = { scopes: ['messaging-channels' as const] };
+  // The platforms deliver from a few addresses, often many updates a minute: the per-address global limit would
+  // delay a busy bot's messages. A call without the channel's secret costs one indexed look-up.
+  const platformCall = { auth: 'public' as const, rateLimit: false as const };
 
   app.post(
     '/messaging-channels/telegram/webhook',
@@ -39,7 +42,7 @@ export async function channelRoutes(app: App, config: Config): Promise<void> {
         body: z.unknown(),
         response: { 200: z.object({ ok: z.literal(true), duplicate: z.boolean() }) },
       },
-      config: { auth: 'public' },
+      config: platformCall,
     },
     (req) => {
       const header = req.headers['x-telegram-bot-api-secret-token'];
@@ -61,7 +64,7 @@ export async function channelRoutes(app: App, config: Config): Promise<void> {
           'hub.challenge': z.string().max(500).optional(),
         }),
       },
-      config: { auth: 'public' },
+      config: platformCall,
     },
     async (req, reply) => {
       const challenge = await verifyWhatsappWebhook(req.publicCtx, req.query);
@@ -85,7 +88,7 @@ export async function channelRoutes(app: App, config: Config): Promise<void> {
             200: z.object({ ok: z.literal(true), received: z.number().int(), duplicates: z.number().int() }),
           },
         },
-        config: { auth: 'public' },
+        config: platformCall,
       },
       (req) => {
         const header = req.headers['x-hub-signature-256'];

@@ -211,6 +211,18 @@ describe('messaging channels: API and Telegram', () => {
       expect(await channelJobCount(h, t.user.account.id)).toBe(0);
     });
 
+    it('is not held back by the per-address global rate limit (the platform sends from few addresses)', async () => {
+      const t = await telegramChannel();
+      const strict = await h.extraApp({ RATE_LIMIT_GLOBAL: '2' });
+      const codes = [];
+      for (let i = 0; i < 5; i++) codes.push((await deliver(t.secret, message(3, `m${i}`), strict)).statusCode);
+      expect(codes).toEqual([200, 200, 200, 200, 200]);
+      expect((await call(strict, 'GET', API, as(t.user))).statusCode).toBe(200);
+      const limited = [];
+      for (let i = 0; i < 3; i++) limited.push((await call(strict, 'GET', API, as(t.user))).statusCode);
+      expect(limited).toContain(429);
+    });
+
     it('a duplicate and a concurrent duplicate (also through a second instance) cause one agent run', async () => {
       const t = await telegramChannel();
       await linkUser(t, 42);

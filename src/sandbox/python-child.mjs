@@ -224,5 +224,11 @@ function pythonError(err) {
   return { name: 'Error', message: text.slice(0, 4000) };
 }
 
+// Exercise the interpreter once before saying ready: the first calls compile and tier up much of Pyodide's
+// WebAssembly, which would otherwise happen inside (and be billed to) the first run.
+await pyodide.runPythonAsync(
+  "import json, ast\ncompile('x = 1', 'warm.py', 'exec', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)\njson.loads(json.dumps({'a': [sum(i for i in range(20000))]}))",
+  { globals: pyodide.globals.get('dict')() },
+);
 send({ type: 'ready' });
 void exit; // exits when the parent disconnects or kills it

@@ -1,5 +1,5 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -63,6 +63,27 @@ async function residentBytes(pid: number): Promise<number> {
     return Number(statm.split(' ')[1] ?? 0) * PAGE_SIZE;
   } catch {
     return 0;
+  }
+}
+
+const SNAPSHOT_PREFIX = 'switchboard-pyodide-';
+
+/** Snapshot directories of service processes that died without closing (ours only, their process gone). */
+function removeStaleSnapshots(): void {
+  try {
+    for (const name of readdirSync(tmpdir())) {
+      const pid = Number(new RegExp(`^${SNAPSHOT_PREFIX}(\\d+)-`).exec(name)?.[1]);
+      if (!pid || pid === process.pid) continue;
+      const path = join(tmpdir(), name);
+      if (statSync(path).uid !== process.getuid?.()) continue;
+      try {
+        process.kill(pid, 0);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ESRCH') rmSync(path, { recursive: true, force: true });
+      }
+    }
+  } catch {
+    // Tidying is best effort.
   }
 }
 
@@ -144,7 +165,8 @@ export class PythonPool {
             reject(new Error(`exit code ${code}: ${maker.log.trim().split('\n').at(-1) ?? ''}`));
           };
         });
-        this.snapshotDir = mkdtempSync(join(tmpdir(), 'switchboard-pyodide-'));
+        removeStaleSnapshots();
+        this.snapshotDir = mkdtempSync(join(tmpdir(), `${SNAPSHOT_PREFIX}${process.pid}-`));
         const path = join(this.snapshotDir, 'interpreter.snapshot');
         writeFileSync(path, bytes, { mode: 0o600 });
         return path;

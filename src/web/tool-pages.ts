@@ -1,5 +1,6 @@
+import type { Agent } from '../modules/agents/schema.ts';
 import type { Skill } from '../modules/skills/schema.ts';
-import { TOOL_LANGUAGES, type Tool, type ToolRun } from '../modules/tools/schema.ts';
+import { type AgentToolLink, TOOL_LANGUAGES, type Tool, type ToolRun } from '../modules/tools/schema.ts';
 import { type Html, html, layout } from './html.ts';
 import type { PageUser } from './pages.ts';
 
@@ -13,6 +14,63 @@ export const TOOLS_PATH = '/account/tools';
 export const SKILLS_PATH = '/account/skills';
 export const toolPath = (toolId: string) => `${TOOLS_PATH}/${encodeURIComponent(toolId)}`;
 export const skillPath = (skillId: string) => `${SKILLS_PATH}/${encodeURIComponent(skillId)}`;
+const agentHref = (agentId: string) => `/account/agents/${encodeURIComponent(agentId)}`;
+
+/** The agents a tool is linked to, each with its secrets' state, a form to set them and one to unlink; and a form to link. */
+function toolAgents(v: {
+  csrf: string;
+  tool: Tool;
+  agents: Pick<Agent, 'id' | 'name'>[];
+  links: AgentToolLink[];
+}): Html {
+  const t = v.tool;
+  const names = new Map(v.agents.map((a) => [a.id, a.name]));
+  const linked = new Set(v.links.map((l) => l.agentId));
+  const free = v.agents.filter((a) => !linked.has(a.id));
+  const secretInputs = (idPrefix: string, labelOf: (s: string) => string) =>
+    t.requiredSecrets.map(
+      (s) =>
+        html`<label for="${idPrefix}-${s}">${labelOf(s)}</label><input type="password" id="${idPrefix}-${s}" name="secret_${s}" autocomplete="off">`,
+    );
+  return html`<section class="card" aria-labelledby="agents-h" id="agents">
+    <h2 id="agents-h">Agents</h2>
+    ${
+      v.links.length === 0
+        ? html`<p class="muted">No agent uses this tool yet.</p>`
+        : html`<ul class="items">${v.links.map((l) => {
+            const name = names.get(l.agentId) ?? l.agentId;
+            return html`<li><div class="grow"><a href="${agentHref(l.agentId)}"><strong>${name}</strong></a> ${
+              l.ready
+                ? html`<span class="badge badge-active">ready</span>`
+                : html`<span class="badge badge-expired">missing ${l.missingSecrets.join(', ')}</span>`
+            }${
+              t.requiredSecrets.length
+                ? html`<form method="post" action="${toolPath(t.id)}/links/${encodeURIComponent(l.agentId)}">
+                    <input type="hidden" name="csrf" value="${v.csrf}">
+                    ${secretInputs(`link-${l.agentId}`, (s) => `${s} for ${name}${l.secrets.find((x) => x.name === s)?.set ? ' (set; blank keeps it)' : ''}`)}
+                    <div class="actions compact"><button type="submit">Save secrets for ${name}</button></div>
+                  </form>`
+                : ''
+            }<form method="post" action="${toolPath(t.id)}/links/${encodeURIComponent(l.agentId)}/unlink" class="inline">
+                <input type="hidden" name="csrf" value="${v.csrf}">
+                <div class="actions compact"><button type="submit" class="danger">Unlink ${name}</button></div>
+              </form></div></li>`;
+          })}</ul>`
+    }
+    ${
+      free.length
+        ? html`<h3>Link to an agent</h3>
+          <form method="post" action="${toolPath(t.id)}/links">
+            <input type="hidden" name="csrf" value="${v.csrf}">
+            <label for="link-agent">Agent</label>
+            <select id="link-agent" name="agentId">${free.map((a) => html`<option value="${a.id}">${a.name}</option>`)}</select>
+            ${secretInputs('new-link', (s) => `Value of ${s}`)}
+            <div class="actions"><button type="submit">Link</button></div>
+          </form>`
+        : ''
+    }
+  </section>`;
+}
 
 function notice(text: string | undefined, error = false): Html {
   if (!text) return html``;
@@ -139,6 +197,8 @@ export function toolPage(v: {
   run?: ToolRun | undefined;
   /** A run was asked for by the URL but is no longer kept. */
   runGone?: boolean | undefined;
+  agents: Pick<Agent, 'id' | 'name'>[];
+  links: AgentToolLink[];
 }): string {
   const t = v.tool;
   const body = html`
@@ -161,6 +221,7 @@ export function toolPage(v: {
       </form>
     </section>
     ${v.run ? runView(v.run) : v.runGone ? html`<p class="muted" id="result">That run's result is no longer kept here: run the test again.</p>` : ''}
+    ${toolAgents(v)}
     <section class="card" aria-labelledby="edit-h">
       <h2 id="edit-h">Edit</h2>
       <form method="post" action="${toolPath(t.id)}">
@@ -191,6 +252,46 @@ function skillFields(d: SkillDraft): Html {
     <p id="skill-description-help" class="muted small">One line: the agent reads it in its skill index to decide when to load the skill.</p>
     <label for="skill-prompt">Prompt</label>
     <textarea id="skill-prompt" name="prompt" rows="10" style="width:100%">${d.prompt}</textarea>`;
+}
+
+function skillAgents(v: {
+  csrf: string;
+  skill: Skill;
+  agents: Pick<Agent, 'id' | 'name' | 'enabledBuiltInTools'>[];
+  linkedAgentIds: string[];
+}): Html {
+  const linked = new Set(v.linkedAgentIds);
+  const used = v.agents.filter((a) => linked.has(a.id));
+  const free = v.agents.filter((a) => !linked.has(a.id));
+  return html`<section class="card" aria-labelledby="agents-h" id="agents">
+    <h2 id="agents-h">Agents</h2>
+    ${
+      used.length === 0
+        ? html`<p class="muted">No agent has this skill yet.</p>`
+        : html`<ul class="items">${used.map(
+            (a) =>
+              html`<li><div class="grow"><a href="${agentHref(a.id)}"><strong>${a.name}</strong></a>${
+                a.enabledBuiltInTools.includes('skills')
+                  ? ''
+                  : html` <span class="badge badge-expired">skills tools off</span><br><span class="muted small">Enable the agent's <code>skills</code> tools for it to see this skill.</span>`
+              }</div><form method="post" action="${skillPath(v.skill.id)}/links/${encodeURIComponent(a.id)}/unlink" class="inline">
+                <input type="hidden" name="csrf" value="${v.csrf}">
+                <button type="submit" class="danger">Unlink ${a.name}</button>
+              </form></li>`,
+          )}</ul>`
+    }
+    ${
+      free.length
+        ? html`<h3>Link to an agent</h3>
+          <form method="post" action="${skillPath(v.skill.id)}/links">
+            <input type="hidden" name="csrf" value="${v.csrf}">
+            <label for="link-agent">Agent</label>
+            <select id="link-agent" name="agentId">${free.map((a) => html`<option value="${a.id}">${a.name}</option>`)}</select>
+            <div class="actions"><button type="submit">Link</button></div>
+          </form>`
+        : ''
+    }
+  </section>`;
 }
 
 export function skillsPage(v: {
@@ -230,6 +331,8 @@ export function skillPage(v: {
   user: PageUser;
   csrf: string;
   skill: Skill;
+  agents: Pick<Agent, 'id' | 'name' | 'enabledBuiltInTools'>[];
+  linkedAgentIds: string[];
   draft?: SkillDraft | undefined;
   notice?: string | undefined;
   error?: string | undefined;
@@ -239,6 +342,7 @@ export function skillPage(v: {
     <p><a href="${SKILLS_PATH}">← Skills</a></p>
     <h1>${s.name}</h1>
     ${notice(v.notice)}${notice(v.error, true)}
+    ${skillAgents(v)}
     <section class="card" aria-labelledby="edit-h">
       <h2 id="edit-h">Edit</h2>
       <form method="post" action="${skillPath(s.id)}">

@@ -5,8 +5,19 @@ import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError, NotFoundError } from '../lib/errors.ts';
 import { TtlCache } from '../lib/ttl-cache.ts';
+import { listAgents } from '../modules/agents/service.ts';
 import { CreateSkill, UpdateSkill } from '../modules/skills/schema.ts';
-import { createSkill, deleteSkill, getSkill, listSkills, updateSkill } from '../modules/skills/service.ts';
+import {
+  agentIdsOfSkill,
+  createSkill,
+  deleteSkill,
+  getSkill,
+  linkSkill,
+  listSkills,
+  unlinkSkill,
+  updateSkill,
+} from '../modules/skills/service.ts';
+import { linksOfTool, linkTool, unlinkTool, updateToolSecrets } from '../modules/tools/links.service.ts';
 import { CreateTool, type ToolRun, UpdateTool } from '../modules/tools/schema.ts';
 import { createTool, deleteTool, getTool, listTools, testTool, updateTool } from '../modules/tools/service.ts';
 import { type Form, one, pageHelpers, type SignedIn, send } from './common.ts';
@@ -25,12 +36,16 @@ import {
 
 const TOOL_ID = /^tool_[A-Za-z0-9_-]{1,96}$/;
 const SKILL_ID = /^skl_[A-Za-z0-9_-]{1,96}$/;
+const AGENT_ID = /^agt_[A-Za-z0-9_-]{1,96}$/;
 const RUN_KEY = /^[A-Za-z0-9_-]{22}$/;
 /** Notices an action redirects with (PRG): the key travels in the URL, the text stays here. */
 const NOTICES: Record<string, string> = {
   created: 'Created.',
   saved: 'Saved.',
   deleted: 'Deleted.',
+  linked: 'Linked to the agent.',
+  secrets: 'Secrets saved.',
+  unlinked: 'Unlinked from the agent.',
 };
 /** How long a test run's result stays to be shown after the redirect (this instance only). */
 const RUN_TTL_MS = 10 * 60_000;
@@ -73,6 +88,21 @@ function toolInput(form: Form): { draft: ToolDraft; input?: Record<string, unkno
   return { draft, input };
 }
 
+/** The form's `secret_<NAME>` fields that hold a value (a blank field changes nothing). */
+function secretsOf(form: Form): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(form).flatMap(([k, v]) => {
+      const value = Array.isArray(v) ? v[0] : v;
+      return k.startsWith('secret_') && value ? [[k.slice('secret_'.length), value]] : [];
+    }),
+  ) as Record<string, string>;
+}
+
+/** The account's agents for the link forms (the first 100, by name). */
+async function agentsFor(ctx: Parameters<typeof listAgents>[0]) {
+  return (await listAgents(ctx, { page: 1, limit: 100, sortBy: 'name', sortOrder: 'asc' })).data;
+}
+
 /** The account's custom tools and skills in the account pages (`/account/tools`, `/account/skills`). */
 export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void> {
   const { csrf, csrfOk, signedIn, csrfFailed } = pageHelpers(app, oauth);
@@ -109,7 +139,8 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     opts: { error?: string; testError?: string; draft?: ToolDraft; args?: string } = {},
     status = 200,
   ) {
-    const tool = await getTool(serviceContextOf(req, current.actor), toolId);
+    const ctx = serviceContextOf(req, current.actor);
+    const [tool, agents, links] = await Promise.all([getTool(ctx, toolId), agentsFor(ctx), linksOfTool(ctx, toolId)]);
     const runKey = (req.query as Record<string, unknown>).run;
     const kept = typeof runKey === 'string' && RUN_KEY.test(runKey) ? runs.get(runKey) : undefined;
     const run = kept && kept.accountId === current.actor.accountId && kept.toolId === tool.id ? kept : undefined;
@@ -124,6 +155,8 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         args: opts.args ?? run?.args ?? '{}',
         run: run?.run,
         runGone: typeof runKey === 'string' && !run,
+        agents,
+        links,
       }),
       status,
     );
@@ -217,12 +250,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
       if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
         return renderTool(req, reply, current, toolId, { testError: 'Arguments must be a JSON object.', args }, 422);
       }
-      const secrets = Object.fromEntries(
-        Object.entries(form).flatMap(([k, v]) => {
-          const value = Array.isArray(v) ? v[0] : v;
-          return k.startsWith('secret_') && value ? [[k.slice('secret_'.length), value]] : [];
-        }),
-      ) as Record<string, string>;
+      const secrets = secretsOf(form);
       try {
         const run = await testTool(serviceContextOf(req, current.actor), toolId, {
           arguments: parsed as Record<string, unknown>,
@@ -237,6 +265,48 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
       }
     });
   });
+
+  /** A link action: its faults (an unknown agent, an undeclared secret) shown on the tool's page. */
+  const linkAction = (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    act: (ctx: ReturnType<typeof serviceContextOf>, toolId: string, agentId: string) => Promise<unknown>,
+    noticeKey: string,
+  ) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    return withTool(req, reply, async (current, toolId) => {
+      const agentId = (req.params as { agentId?: string }).agentId ?? one(form, 'agentId');
+      try {
+        if (!AGENT_ID.test(agentId)) throw new NotFoundError(`Agent ${agentId.slice(0, 40)} not found`);
+        await act(serviceContextOf(req, current.actor), toolId, agentId);
+      } catch (err) {
+        if (!shown(err)) throw err;
+        return renderTool(req, reply, current, toolId, { error: err.message }, err.statusCode);
+      }
+      return reply.redirect(`${toolPath(toolId)}?notice=${noticeKey}#agents-h`, 303);
+    });
+  };
+
+  app.post(`${TOOLS_PATH}/:toolId/links`, page, (req, reply) =>
+    linkAction(
+      req,
+      reply,
+      (ctx, toolId, agentId) => linkTool(ctx, agentId, { toolId, secrets: secretsOf((req.body ?? {}) as Form) }),
+      'linked',
+    ),
+  );
+  app.post(`${TOOLS_PATH}/:toolId/links/:agentId`, page, (req, reply) =>
+    linkAction(
+      req,
+      reply,
+      (ctx, toolId, agentId) => updateToolSecrets(ctx, agentId, toolId, secretsOf((req.body ?? {}) as Form)),
+      'secrets',
+    ),
+  );
+  app.post(`${TOOLS_PATH}/:toolId/links/:agentId/unlink`, page, (req, reply) =>
+    linkAction(req, reply, (ctx, toolId, agentId) => unlinkTool(ctx, agentId, toolId), 'unlinked'),
+  );
 
   app.post(`${TOOLS_PATH}/:toolId/delete`, page, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
@@ -325,11 +395,64 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     }
   });
 
+  async function renderSkill(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    current: SignedIn,
+    skillId: string,
+    opts: { error?: string; draft?: SkillDraft } = {},
+    status = 200,
+  ) {
+    const ctx = serviceContextOf(req, current.actor);
+    const [skill, agents, linkedAgentIds] = await Promise.all([
+      getSkill(ctx, skillId),
+      agentsFor(ctx),
+      agentIdsOfSkill(ctx, skillId),
+    ]);
+    return send(
+      reply,
+      skillPage({
+        user: current.user,
+        csrf: csrf(req, reply),
+        skill,
+        agents,
+        linkedAgentIds,
+        notice: noticeOf(req),
+        ...opts,
+      }),
+      status,
+    );
+  }
+
   app.get(`${SKILLS_PATH}/:skillId`, page, (req, reply) =>
-    withSkill(req, reply, async (current, skillId) => {
-      const skill = await getSkill(serviceContextOf(req, current.actor), skillId);
-      return send(reply, skillPage({ user: current.user, csrf: csrf(req, reply), skill, notice: noticeOf(req) }));
-    }),
+    withSkill(req, reply, (current, skillId) => renderSkill(req, reply, current, skillId)),
+  );
+
+  const skillLinkAction = (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    act: (ctx: ReturnType<typeof serviceContextOf>, skillId: string, agentId: string) => Promise<unknown>,
+    noticeKey: string,
+  ) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    return withSkill(req, reply, async (current, skillId) => {
+      const agentId = (req.params as { agentId?: string }).agentId ?? one(form, 'agentId');
+      try {
+        if (!AGENT_ID.test(agentId)) throw new NotFoundError(`Agent ${agentId.slice(0, 40)} not found`);
+        await act(serviceContextOf(req, current.actor), skillId, agentId);
+      } catch (err) {
+        if (!shown(err)) throw err;
+        return renderSkill(req, reply, current, skillId, { error: err.message }, err.statusCode);
+      }
+      return reply.redirect(`${skillPath(skillId)}?notice=${noticeKey}#agents-h`, 303);
+    });
+  };
+  app.post(`${SKILLS_PATH}/:skillId/links`, page, (req, reply) =>
+    skillLinkAction(req, reply, (ctx, skillId, agentId) => linkSkill(ctx, agentId, skillId), 'linked'),
+  );
+  app.post(`${SKILLS_PATH}/:skillId/links/:agentId/unlink`, page, (req, reply) =>
+    skillLinkAction(req, reply, (ctx, skillId, agentId) => unlinkSkill(ctx, agentId, skillId), 'unlinked'),
   );
 
   app.post(`${SKILLS_PATH}/:skillId`, page, async (req, reply) => {
@@ -339,18 +462,8 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
       const ctx = serviceContextOf(req, current.actor);
       const draft = skillDraft(form);
       const parsed = UpdateSkill.safeParse(draft);
-      const refuse = async (why: string, status: number) =>
-        send(
-          reply,
-          skillPage({
-            user: current.user,
-            csrf: csrf(req, reply),
-            skill: await getSkill(ctx, skillId),
-            draft,
-            error: `Not saved: ${why}`,
-          }),
-          status,
-        );
+      const refuse = (why: string, status: number) =>
+        renderSkill(req, reply, current, skillId, { draft, error: `Not saved: ${why}` }, status);
       if (!parsed.success) return refuse(issues(parsed.error), 422);
       try {
         await updateSkill(ctx, skillId, parsed.data);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/types.ts';
+import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
 import { call, createHarness, createUser, type TestHarness } from '../harness.ts';
 import { artifactPath, launchBrowser, runBrowser, type TestBrowser } from './browser.ts';
 import { listeningApp } from './oauth-helpers.ts';
@@ -14,15 +15,20 @@ describe.skipIf(!runBrowser)('tools and skills pages in a real browser (chromium
   let app: App;
   let base: string;
   let browser: TestBrowser;
+  let llm: FakeLlm;
 
   beforeAll(async () => {
-    h = await createHarness();
-    ({ app, base } = await listeningApp(h));
+    // Agents need a model to be made; nothing here calls it.
+    llm = await startFakeLlm();
+    const env = { LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' };
+    h = await createHarness(env);
+    ({ app, base } = await listeningApp(h, env));
     browser = await launchBrowser({ width: 1000, height: 1200 });
   }, 90_000);
   afterAll(async () => {
     await browser?.close();
     await h?.close();
+    await llm?.close();
   });
 
   it('creates a tool, edits its code and schema, runs a test and sees the result', async () => {
@@ -100,6 +106,31 @@ describe.skipIf(!runBrowser)('tools and skills pages in a real browser (chromium
     expect(await page.locator('#run-result').textContent()).toBe('"HELLO!"');
     expect(await charged()).toBe(before);
 
+    // Link the tool to an agent: missing its secret first, then ready once it is set; the value never shows.
+    const agent = (
+      await call(app, 'POST', '/api/v1/agents', {
+        token: user.sessionToken,
+        body: { name: 'Shouter', enabledBuiltInTools: [] },
+      })
+    ).json();
+    await page.reload();
+    await page.getByLabel('Agent', { exact: true }).selectOption({ label: 'Shouter' });
+    await page.getByRole('button', { name: 'Link', exact: true }).click();
+    await page.getByRole('status').waitFor();
+    expect(await page.getByRole('status').textContent()).toBe('Linked to the agent.');
+    expect(await page.locator('#agents').textContent()).toContain('missing SUFFIX');
+    await page.getByLabel('SUFFIX for Shouter').fill('link-secret-value');
+    await page.getByRole('button', { name: 'Save secrets for Shouter' }).click();
+    await page.getByRole('status').waitFor();
+    expect(await page.getByRole('status').textContent()).toBe('Secrets saved.');
+    expect(await page.locator('#agents .badge').textContent()).toBe('ready');
+    expect(await page.content()).not.toContain('link-secret-value');
+    const links = (await call(app, 'GET', `/api/v1/agents/${agent.id}/tools`, { token: user.sessionToken })).json();
+    expect(links.data[0]).toMatchObject({ ready: true, secrets: [{ name: 'SUFFIX', set: true }] });
+    await page.getByRole('button', { name: 'Unlink Shouter' }).click();
+    await page.getByRole('status').waitFor();
+    expect(await page.getByText('No agent uses this tool yet.').isVisible()).toBe(true);
+
     // Another account's tool is a 404 page.
     const other = await createUser(app);
     const theirs = (
@@ -147,6 +178,20 @@ describe.skipIf(!runBrowser)('tools and skills pages in a real browser (chromium
     expect(skills.map((s: { prompt: string }) => s.prompt)).toEqual([
       'Three sections: Done, Next, Risks. One line each.',
     ]);
+
+    // Link it to an agent whose skills tools are off: the page says so.
+    await call(app, 'POST', '/api/v1/agents', {
+      token: user.sessionToken,
+      body: { name: 'Reporter', enabledBuiltInTools: [] },
+    });
+    await page.reload();
+    await page.getByRole('button', { name: 'Link', exact: true }).click();
+    await page.getByRole('status').waitFor();
+    expect(await page.getByRole('status').textContent()).toBe('Linked to the agent.');
+    expect(await page.locator('#agents').textContent()).toContain('skills tools off');
+    await page.getByRole('button', { name: 'Unlink Reporter' }).click();
+    await page.getByRole('status').waitFor();
+    expect(await page.getByText('No agent has this skill yet.').isVisible()).toBe(true);
 
     await page.getByRole('link', { name: '← Skills' }).click();
     expect(await page.locator('ul.items a').allTextContents()).toEqual(['Weekly report']);

@@ -84,6 +84,15 @@ export async function listLinks(db: Executor, accountId: string, agentId: string
     .orderBy(asc(skills.name), asc(skills.id));
 }
 
+/** The agents one skill is linked to. */
+export async function agentIdsOfSkill(db: Executor, accountId: string, skillId: string): Promise<string[]> {
+  const rows = await db
+    .select({ agentId: agentSkills.agentId })
+    .from(agentSkills)
+    .where(and(eq(agentSkills.accountId, accountId), eq(agentSkills.skillId, skillId)));
+  return rows.map((r) => r.agentId);
+}
+
 /** Inserts the link; undefined when it exists already. */
 export async function insertLink(
   db: Executor,

@@ -118,6 +118,12 @@ export async function listAgentSkills(ctx: ServiceContext, agentId: string): Pro
   return { data: (await repo.listLinks(ctx.db, ctx.accountId, agent.id)).map((l) => toLink(agent.id, l)) };
 }
 
+/** The ids of the agents a skill is linked to (the skill's page). */
+export async function agentIdsOfSkill(ctx: ServiceContext, skillId: string): Promise<string[]> {
+  const skill = await ownedSkill(ctx, skillId);
+  return repo.agentIdsOfSkill(ctx.db, ctx.accountId, skill.id);
+}
+
 /** The account's skills not linked to the agent yet. */
 export async function availableSkills(
   ctx: ServiceContext,

@@ -60,6 +60,12 @@ export async function listAgentTools(ctx: ServiceContext, agentId: string): Prom
   return { data: (await repo.listLinks(ctx.db, ctx.accountId, agent.id)).map(toLink) };
 }
 
+/** Every link of one of the account's tools (the tool's page shows which agents use it). */
+export async function linksOfTool(ctx: ServiceContext, toolId: string): Promise<AgentToolLink[]> {
+  const tool = await ownedTool(ctx, toolId);
+  return (await repo.linksOfTool(ctx.db, ctx.accountId, tool.id)).map((link) => toLink({ link, tool }));
+}
+
 /** The account's tools not linked to the agent yet (summaries: no code). */
 export async function availableTools(
   ctx: ServiceContext,
@@ -143,7 +149,7 @@ export async function updateToolSecrets(
 ): Promise<AgentToolLink> {
   const agent = await ownedAgent(ctx, agentId, MANAGE);
   return ctx.db.transaction(async (tx) => {
-    const found = await repo.findLink(tx, ctx.accountId, agent.id, toolId);
+    const found = await repo.lockLink(tx, ctx.accountId, agent.id, toolId);
     if (!found) throw new NotFoundError(`Tool ${toolId} is not linked to agent ${agent.id}`);
     const sealed = sealSecrets(ctx, found.tool, agent.id, openSecrets(ctx, found.link), secrets);
     const link = await repo.updateLinkSecrets(tx, ctx.accountId, agent.id, toolId, sealed);

@@ -84,17 +84,28 @@ export async function listLinks(db: Executor, accountId: string, agentId: string
     .orderBy(asc(agentTools.createdAt), asc(customTools.name));
 }
 
-export async function findLink(
-  db: Executor,
+/** Every link of one tool (to any of the account's agents), oldest first. */
+export async function linksOfTool(db: Executor, accountId: string, toolId: string): Promise<AgentToolRow[]> {
+  return db
+    .select()
+    .from(agentTools)
+    .where(and(eq(agentTools.accountId, accountId), eq(agentTools.toolId, toolId)))
+    .orderBy(asc(agentTools.createdAt));
+}
+
+/** The link with its tool, its row locked until the transaction ends (concurrent secret changes queue). */
+export async function lockLink(
+  tx: Executor,
   accountId: string,
   agentId: string,
   toolId: string,
 ): Promise<LinkWithTool | undefined> {
-  const [row] = await db
+  const [row] = await tx
     .select({ link: agentTools, tool: customTools })
     .from(agentTools)
     .innerJoin(customTools, eq(customTools.id, agentTools.toolId))
-    .where(and(eq(agentTools.accountId, accountId), eq(agentTools.agentId, agentId), eq(agentTools.toolId, toolId)));
+    .where(and(eq(agentTools.accountId, accountId), eq(agentTools.agentId, agentId), eq(agentTools.toolId, toolId)))
+    .for('update', { of: agentTools });
   return row;
 }
 

@@ -337,6 +337,29 @@ describe('custom tools API and agent links', () => {
       expect((await call(h.app, 'GET', `/api/v1/agents/${agent.id}/tools`, as(u))).json().data).toEqual([]);
     });
 
+    it('concurrent secret changes of one link all stick (the link is locked while one is applied)', async () => {
+      const u = await createUser(h.app);
+      const agent = await makeAgent(u);
+      const names = ['A', 'B', 'C', 'D', 'E', 'F'];
+      const tool = await makeTool(u, { requiredSecrets: names });
+      await call(h.app, 'POST', `/api/v1/agents/${agent.id}/tools`, { ...as(u), body: { toolId: tool.id } });
+      const results = await Promise.all(
+        names.map((n) =>
+          call(h.app, 'PATCH', `/api/v1/agents/${agent.id}/tools/${tool.id}`, {
+            ...as(u),
+            body: { secrets: { [n]: `value-of-${n}` } },
+          }),
+        ),
+      );
+      expect(results.map((r) => r.statusCode)).toEqual(names.map(() => 200));
+      const link = (await call(h.app, 'GET', `/api/v1/agents/${agent.id}/tools`, as(u))).json().data[0];
+      expect(link).toMatchObject({ missingSecrets: [], ready: true });
+      const [row] = await h.database.db.select().from(agentTools).where(eq(agentTools.toolId, tool.id));
+      expect(JSON.parse(h.keyRing.decrypt(row?.secretsEnc ?? '', `agent_tools:${agent.id}:${tool.id}`))).toEqual(
+        Object.fromEntries(names.map((n) => [n, `value-of-${n}`])),
+      );
+    });
+
     it("another account's tool cannot be linked; deleting a tool removes its links", async () => {
       const [u, other] = [await createUser(h.app), await createUser(h.app)];
       const agent = await makeAgent(u);

@@ -20,7 +20,8 @@ import { SANDBOX_MAX_FETCHES, SANDBOX_OUTPUT_LIMIT, SANDBOX_RESULT_LIMIT, type S
  */
 
 const require = createRequire(import.meta.url);
-const PYODIDE_ENTRY = require.resolve('pyodide/pyodide.mjs');
+/** Resolved on the first Python run, not at import: a service without the package still starts. */
+let pyodideEntry: string | undefined;
 /** Node 20 names the permission model `--experimental-permission`; later lines `--permission`. */
 const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has('--permission')
   ? '--permission'
@@ -209,12 +210,13 @@ export class PythonPool {
   /** Starts `child`'s sandbox process (see python-child.mjs), locked down as the module comment says. */
   private spawn(child: PyChild, mode: 'snapshot' | 'run', snapshotPath?: string): void {
     const script = sandboxFile('python-child.mjs');
-    const proc = fork(script, [pathToFileURL(PYODIDE_ENTRY).href, mode, ...(snapshotPath ? [snapshotPath] : [])], {
+    pyodideEntry ??= require.resolve('pyodide/pyodide.mjs');
+    const proc = fork(script, [pathToFileURL(pyodideEntry).href, mode, ...(snapshotPath ? [snapshotPath] : [])], {
       env: {},
       execArgv: [
         PERMISSION_FLAG,
         `--allow-fs-read=${script}`,
-        `--allow-fs-read=${dirname(PYODIDE_ENTRY)}/`,
+        `--allow-fs-read=${dirname(pyodideEntry)}/`,
         ...(snapshotPath ? [`--allow-fs-read=${snapshotPath}`] : []),
         '--disallow-code-generation-from-strings',
         '--max-old-space-size=256',

@@ -103,6 +103,7 @@ const SYNONYMS: Record<string, string[]> = {
   doc: ['document', 'page'],
   note: ['note', 'page'],
   todo: ['task'],
+  subscribed: ['subscription'],
 };
 
 /** Words naming a whole suite of providers, not one of them. */
@@ -134,7 +135,8 @@ interface Indexed {
 export function searchTools(tools: readonly AgentTool[], query: string, limit = 8): AgentTool[] {
   const indexed: Indexed[] = tools.map((t) => ({
     tool: t,
-    name: new Set(terms(t.name)),
+    // The tool's own name: its provider's id, which prefixes every name, counts as a provider word.
+    name: new Set(terms(t.name.replace(new RegExp(`^${t.source.replace(/[^a-z0-9_]/g, '_')}_`), ''))),
     provider: new Set(terms(`${t.source} ${t.keywords ?? ''}`)),
     desc: new Set(terms(`${t.description} ${t.category ?? ''}`)),
   }));

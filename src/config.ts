@@ -141,7 +141,7 @@ const EnvSchema = z.object({
   SANDBOX_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
   SANDBOX_MEMORY_MB: z.coerce.number().int().min(16).max(2048).default(128),
   SANDBOX_PYTHON_PROCESSES: z.coerce.number().int().min(1).max(64).default(2),
-  SANDBOX_PYTHON_MEMORY_MB: z.coerce.number().int().min(128).max(4096).default(512),
+  SANDBOX_PYTHON_MEMORY_MB: z.coerce.number().int().min(256).max(4096).default(512),
   SANDBOX_QUEUE_MAX: z.coerce.number().int().min(0).max(10_000).default(32),
   SANDBOX_QUEUE_TIMEOUT_MS: positiveInt.default(60_000),
 });

@@ -216,8 +216,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   app.addHook('onClose', async () => {
     await jobs?.stop(config.shutdownTimeoutMs);
     oauth.close();
+    await closeCredits(deps); // drains background work too, giving idle credit leases back at once
     await deps.background.drain();
-    await closeCredits(deps);
     await deps.notifications.close();
     redis?.disconnect();
     await deps.sandbox.close();

@@ -451,9 +451,9 @@ async function openContext(config: Config, io: CliIo): Promise<{ ctx: PublicCont
   return {
     ctx: { deps, db: deps.database.db, log, requestId: newId('request'), ip: 'cli' },
     async close() {
+      await (await import('./modules/credits/service.ts')).closeCredits(deps); // drains background work too
       await deps.background.drain();
       await deps.sandbox.close();
-      await (await import('./modules/credits/service.ts')).closeCredits(deps);
       await runtime.database.close();
     },
   };

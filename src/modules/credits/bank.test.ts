@@ -2,8 +2,9 @@ import { asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
+import { BackgroundTasks } from '../../lib/background.ts';
 import { CreditsExhaustedError } from '../../lib/errors.ts';
-import { type BankCharge, CreditBank } from './bank.ts';
+import { type BankCharge, CreditBank, LEASE_BUSY_RATE } from './bank.ts';
 
 const charge = (cost: number, n: number): BankCharge => ({
   type: 'llm',
@@ -92,6 +93,25 @@ describe('credit bank: group commit and leases', () => {
     expect((await ledger(u.account.id)).filter((r) => r.type === 'llm')).toHaveLength(40);
     expect(await balanceOf(u.account.id)).toBe(100000 - 120);
     expect(await leaseRows(u.account.id)).toEqual([]);
+  });
+
+  it('gives requests that follow each other closely a lease; draining background work gives it back', async () => {
+    const background = new BackgroundTasks(h.app.log);
+    // Requests 10 ms apart by the bank's clock, however long the database takes here.
+    let clock = Date.now();
+    const b = new CreditBank(h.database.asyncCommitDb, h.app.log, background, () => (clock += 10));
+    banks.push(b);
+    const u = await createUser(h.app);
+    for (let i = 0; i < 40; i++) {
+      const hold = await b.hold(u.account.id, 20);
+      background.track('settle', b.settle(hold, charge(2, i)));
+    }
+    // One at a time, each of the first LEASE_BUSY_RATE leases its own hold; then one lease serves the rest.
+    expect(b.stats.takes).toBeLessThanOrEqual(LEASE_BUSY_RATE + 2);
+    await background.drain();
+    expect(await leaseRows(u.account.id)).toEqual([]);
+    expect(await balanceOf(u.account.id)).toBe(100000 - 80);
+    expect((await ledger(u.account.id)).filter((r) => r.type === 'llm')).toHaveLength(40);
   });
 
   it('refuses at a zero balance, admits while above zero, and overdraws by at most one hold', async () => {

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client.ts';
+import type { BackgroundTasks } from '../../lib/background.ts';
 import { CreditsExhaustedError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Logger } from '../../lib/logger.ts';
@@ -27,6 +28,8 @@ export const LEASE_TTL_MS = 2 * 60 * 1000;
 export const LEASE_IDLE_MS = 1000;
 export const LEASE_MAX_CREDITS = 1_000_000;
 export const LEASE_RATE_SECONDS = 1;
+/** Requests a second from which one at a time still get a sized lease (fewer: each leases its own hold). */
+export const LEASE_BUSY_RATE = 10;
 /** Group commit: charges wait at most this long for others to share their write... */
 export const BATCH_WINDOW_MS = 2;
 /** ...and a batch holds at most this many (the rest go in the next one, at once). */
@@ -49,6 +52,8 @@ interface Lease {
   taking?: Promise<unknown> | undefined;
   /** Give it back in the next batch (once no request holds from it). */
   closeWanted: boolean;
+  /** Resolves once an idle sized lease is given back or used again. */
+  idle?: (() => void) | undefined;
 }
 
 export interface BankHold {
@@ -78,27 +83,34 @@ interface Queued {
 
 /** Admissions per account over the last second, for sizing leases. */
 class RecentRate {
-  private readonly windows = new Map<string, { start: number; credits: number; previous: number }>();
+  private readonly windows = new Map<
+    string,
+    { start: number; credits: number; previous: number; count: number; previousCount: number }
+  >();
 
   add(accountId: string, credits: number, now: number): void {
     let w = this.windows.get(accountId);
     if (!w || now - w.start >= 2000) {
-      w = { start: now, credits: 0, previous: 0 };
+      w = { start: now, credits: 0, previous: 0, count: 0, previousCount: 0 };
       this.windows.set(accountId, w);
     } else if (now - w.start >= 1000) {
       w.previous = w.credits;
+      w.previousCount = w.count;
       w.credits = 0;
+      w.count = 0;
       w.start = now;
     }
     w.credits += credits;
+    w.count++;
     if (this.windows.size > 10_000) this.windows.clear();
   }
 
-  /** Credits admitted in about the last second. */
-  of(accountId: string, now: number): number {
+  /** Credits and requests admitted in about the last second. */
+  of(accountId: string, now: number): { credits: number; count: number } {
     const w = this.windows.get(accountId);
-    if (!w || now - w.start >= 2000) return 0;
-    return now - w.start >= 1000 ? w.credits : Math.max(w.credits, w.previous);
+    if (!w || now - w.start >= 2000) return { credits: 0, count: 0 };
+    if (now - w.start >= 1000) return { credits: w.credits, count: w.count };
+    return { credits: Math.max(w.credits, w.previous), count: Math.max(w.count, w.previousCount) };
   }
 }
 
@@ -121,6 +133,10 @@ export class CreditBank {
   constructor(
     private readonly db: Db,
     private readonly log: Logger,
+    /** Where an idle lease's return is tracked, so draining background work waits for it. */
+    private readonly background?: BackgroundTasks,
+    /** The clock the account rates are read with (tests pass their own). */
+    private readonly clock: () => number = Date.now,
   ) {
     // Idle leases go back, live ones are renewed; unref'd: it never keeps a process alive.
     this.ticker = setInterval(() => this.tick(), Math.min(250, LEASE_IDLE_MS)).unref();
@@ -138,7 +154,7 @@ export class CreditBank {
   /** Admits a request by holding `amount` (its worst case); 402 when the balance is exhausted. */
   async hold(accountId: string, amount: number): Promise<BankHold> {
     const need = Math.max(0, Math.ceil(amount));
-    const now = Date.now();
+    const now = this.clock();
     this.rate.add(accountId, need, now);
     for (;;) {
       const lease = this.leases.get(accountId);
@@ -162,6 +178,7 @@ export class CreditBank {
     lease.holds++;
     lease.lastUsed = now;
     lease.closeWanted = false;
+    this.endIdle(lease);
     return { id: `${lease.id}.${lease.holds}`, accountId: lease.accountId, amount: need, balanceBefore, lease };
   }
 
@@ -179,10 +196,12 @@ export class CreditBank {
     };
     if (!current) this.leases.set(accountId, lease);
     const free = lease.granted - lease.held;
-    // Sized from the rate only while requests overlap: one at a time, a lease is one request's hold.
+    // Sized from the rate while requests overlap or follow each other closely (LEASE_BUSY_RATE a second);
+    // otherwise a lease is one request's hold.
+    const recent = this.rate.of(accountId, now);
     const want =
-      lease.holds > 0
-        ? Math.min(LEASE_MAX_CREDITS, Math.max(need, this.rate.of(accountId, now) * LEASE_RATE_SECONDS))
+      lease.holds > 0 || recent.count >= LEASE_BUSY_RATE
+        ? Math.min(LEASE_MAX_CREDITS, Math.max(need, recent.credits * LEASE_RATE_SECONDS))
         : need;
     const taking = repo.takeLease(this.db, {
       id: lease.id,
@@ -237,6 +256,14 @@ export class CreditBank {
     lease.granted -= charge.cost;
     lease.lastUsed = Date.now();
     if (lease.holds === 0 && !lease.sized) lease.closeWanted = true;
+    if (lease.holds === 0 && lease.sized && !lease.idle && this.background) {
+      this.background.track(
+        'credit lease',
+        new Promise<void>((resolve) => {
+          lease.idle = resolve;
+        }),
+      );
+    }
     return new Promise<void>((resolve, reject) => {
       this.queue.push({
         lease,
@@ -356,7 +383,16 @@ export class CreditBank {
 
   /** The batch is written (or given up): what its leases gave back is in the stored balance now. */
   private releaseReturning(updates: Map<Lease, repo.LeaseUpdate>): void {
-    for (const u of updates.values()) if (u.close) this.returning.delete(u.accountId);
+    for (const [lease, u] of updates) {
+      if (!u.close) continue;
+      this.returning.delete(u.accountId);
+      this.endIdle(lease);
+    }
+  }
+
+  private endIdle(lease: Lease): void {
+    lease.idle?.();
+    lease.idle = undefined;
   }
 
   /** Writes what is queued and gives back every lease no request holds from (tests, and shutdown). */

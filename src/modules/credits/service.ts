@@ -14,7 +14,7 @@ const banks = new WeakMap<Deps, CreditBank>();
 function bankOf(deps: Deps): CreditBank {
   let bank = banks.get(deps);
   if (!bank) {
-    bank = new CreditBank(deps.database.asyncCommitDb, deps.log);
+    bank = new CreditBank(deps.database.asyncCommitDb, deps.log, deps.background);
     banks.set(deps, bank);
   }
   return bank;
@@ -71,9 +71,14 @@ export async function returnIdleLeases(deps: Deps): Promise<void> {
   await banks.get(deps)?.returnIdle();
 }
 
-/** Shutdown (after requests and background work ended): writes every charge and gives back every lease. */
+/**
+ * Shutdown, once requests ended: waits for background work (which may still settle charges; an idle lease is
+ * given back at once rather than after LEASE_IDLE_MS), then writes every charge and gives back every lease.
+ */
 export async function closeCredits(deps: Deps): Promise<void> {
-  await banks.get(deps)?.close();
+  const bank = banks.get(deps);
+  await Promise.all([deps.background.drain(), bank?.returnIdle()]);
+  await bank?.close();
   banks.delete(deps);
 }
 

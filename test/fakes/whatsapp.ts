@@ -12,6 +12,8 @@ export interface FakeWhatsapp {
   /** Registers a number and the access token it takes. */
   addNumber(phoneNumberId: string, accessToken: string): void;
   sent: { phoneNumberId: string; to: string; text: string }[];
+  /** Messages marked read, with the typing indicator asked for or not. */
+  reads: { messageId: string; typing: boolean }[];
   failNextSends(...faults: { status: number; message: string; code?: number }[]): void;
   reset(): void;
   close(): Promise<void>;
@@ -25,9 +27,11 @@ export async function startFakeWhatsapp(version = 'v21.0'): Promise<FakeWhatsapp
     version,
     addNumber: (id, token) => numbers.set(id, token),
     sent: [],
+    reads: [],
     failNextSends: (...f) => faults.push(...f),
     reset() {
       fake.sent.length = 0;
+      fake.reads.length = 0;
       faults.length = 0;
     },
     close: () => new Promise((resolve) => server.close(() => resolve())),
@@ -40,6 +44,14 @@ export async function startFakeWhatsapp(version = 'v21.0'): Promise<FakeWhatsapp
     const id = m[1] ?? '';
     if (!numbers.has(id) || req.headers.authorization !== `Bearer ${numbers.get(id)}`) {
       return json(res, 401, { error: { message: 'Invalid OAuth access token', code: 190 } });
+    }
+    const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
+    if (parsed.status === 'read') {
+      if (parsed.messaging_product !== 'whatsapp' || typeof parsed.message_id !== 'string') {
+        return json(res, 400, { error: { message: 'Invalid parameter', code: 100 } });
+      }
+      fake.reads.push({ messageId: parsed.message_id, typing: parsed.typing_indicator !== undefined });
+      return json(res, 200, { success: true });
     }
     const fault = faults.shift();
     if (fault) return json(res, fault.status, { error: { message: fault.message, code: fault.code ?? 0 } });

@@ -25,6 +25,8 @@ export interface InboundMessage {
   addressed: boolean;
   /** A link code the sender presented (`/start CODE`, `link CODE`). */
   linkCode?: string | undefined;
+  /** The platform's id of the message (WhatsApp marks it read). */
+  messageId?: string | undefined;
 }
 
 export interface Platform {
@@ -35,8 +37,9 @@ export interface Platform {
   split(text: string): string[];
   /** Sends one part; throws on failure (the job retries what is left). */
   send(deps: Deps, channel: MessagingChannelRow, secrets: ChannelSecrets, chatId: string, text: string): Promise<void>;
-  /** Shows that the agent is working (best effort). */
-  typing?(deps: Deps, channel: MessagingChannelRow, secrets: ChannelSecrets, chatId: string): Promise<void>;
+  /** Shows that the agent is working (best effort); `once`: the platform's indicator lasts until the reply. */
+  typing?(deps: Deps, channel: MessagingChannelRow, secrets: ChannelSecrets, msg: InboundMessage): Promise<void>;
+  typingOnce?: boolean;
   /** Why the chat cannot be written to now (WhatsApp's 24-hour window), if it cannot. */
   cannotSend?(chat: ChannelChatRow | undefined, now: Date): string | undefined;
   /** How to link, told to an unknown sender. */
@@ -137,9 +140,9 @@ async function runAgent(
 ): Promise<{ content: string; conversationId: string }> {
   const db = deps.database.db;
   const ctx = ownerContext(deps, channel.accountId, job.log);
-  const typing = () => platform.typing?.(deps, channel, secrets, msg.chatId).catch(() => {});
+  const typing = () => platform.typing?.(deps, channel, secrets, msg).catch(() => {});
   await typing();
-  const timer = setInterval(() => void typing(), TYPING_EVERY_MS);
+  const timer = platform.typingOnce ? undefined : setInterval(() => void typing(), TYPING_EVERY_MS);
   try {
     const chat = await repo.findChat(db, channel.id, msg.chatId);
     const ask = (conversationId: string | undefined) =>

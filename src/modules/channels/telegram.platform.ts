@@ -51,9 +51,9 @@ export const telegramPlatform: Platform = {
       await withRetryAfter(() => sendAs({ text }));
     }
   },
-  async typing(deps, _channel, secrets, chatId) {
+  async typing(deps, _channel, secrets, msg) {
     await telegramCall(deps.config.channels, secrets.botToken ?? '', 'sendChatAction', {
-      chat_id: chatId,
+      chat_id: msg.chatId,
       action: 'typing',
     });
   },

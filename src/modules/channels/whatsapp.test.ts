@@ -188,6 +188,8 @@ describe('messaging channels: WhatsApp Cloud API', () => {
     await runChannelJobs(h, c.user.account.id);
     expect(llm.requests).toHaveLength(1);
     expect(wa.sent).toEqual([{ phoneNumberId: c.phoneNumberId, to: '4915100000003', text: 'It ships tomorrow.' }]);
+    // While the agent worked, the message was marked read with the typing indicator.
+    expect(wa.reads).toEqual([{ messageId: 'wamid.dup', typing: true }]);
   });
 
   it('replies within the 24-hour window only, and records why when it cannot', async () => {

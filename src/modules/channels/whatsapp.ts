@@ -71,12 +71,12 @@ export function messagesOf(payload: unknown): WhatsappInbound[] {
   return out;
 }
 
-export async function sendWhatsappText(
+/** One POST to the number's `messages` edge of the Graph API; a refusal throws with Meta's message and code. */
+async function graphPost(
   config: ChannelsConfig,
   phoneNumberId: string,
   accessToken: string,
-  to: string,
-  text: string,
+  body: Record<string, unknown>,
 ): Promise<void> {
   const url = `${config.whatsappApiUrl}/${config.whatsappApiVersion}/${encodeURIComponent(phoneNumberId)}/messages`;
   let res: Response;
@@ -84,24 +84,34 @@ export async function sendWhatsappText(
     res = await fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` },
-      body: JSON.stringify({
-        messaging_product: 'whatsapp',
-        recipient_type: 'individual',
-        to,
-        type: 'text',
-        text: { body: text, preview_url: false },
-      }),
+      body: JSON.stringify(body),
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
   } catch {
     throw new WhatsappError('WhatsApp send: network error', 0);
   }
   if (res.ok) return;
-  const body = (await res.json().catch(() => ({}))) as { error?: { message?: unknown; code?: unknown } };
+  const answer = (await res.json().catch(() => ({}))) as { error?: { message?: unknown; code?: unknown } };
   throw new WhatsappError(
-    `WhatsApp send: ${res.status} ${String(body.error?.message ?? '').slice(0, 300)} (code ${String(body.error?.code ?? '')})`,
+    `WhatsApp send: ${res.status} ${String(answer.error?.message ?? '').slice(0, 300)} (code ${String(answer.error?.code ?? '')})`,
     res.status,
   );
+}
+
+export function sendWhatsappText(
+  config: ChannelsConfig,
+  phoneNumberId: string,
+  accessToken: string,
+  to: string,
+  text: string,
+): Promise<void> {
+  return graphPost(config, phoneNumberId, accessToken, {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to,
+    type: 'text',
+    text: { body: text, preview_url: false },
+  });
 }
 
 const LINK = /^\s*link\s+([A-Za-z0-9]{4,40})\s*$/i;
@@ -110,7 +120,9 @@ export const whatsappPlatform: Platform = {
   maxChars: WHATSAPP_MAX_CHARS,
   split: (text) => splitMessage(text, WHATSAPP_MAX_CHARS),
   parse(_channel, payload) {
-    const message = payload.message as { from?: unknown; type?: unknown; text?: { body?: unknown } } | undefined;
+    const message = payload.message as
+      | { id?: unknown; from?: unknown; type?: unknown; text?: { body?: unknown } }
+      | undefined;
     const text = message?.type === 'text' ? message.text?.body : undefined;
     if (typeof message?.from !== 'string' || typeof text !== 'string' || !text.trim()) return undefined;
     const link = LINK.exec(text);
@@ -121,6 +133,7 @@ export const whatsappPlatform: Platform = {
       text,
       isGroup: false,
       addressed: true,
+      ...(typeof message.id === 'string' ? { messageId: message.id } : {}),
       ...(link ? { linkCode: link[1] } : {}),
     };
   },
@@ -130,6 +143,17 @@ export const whatsappPlatform: Platform = {
     const cfg = deps.config.channels;
     await pace(channel.id, chatId, cfg.sendIntervalMs, 0);
     await sendWhatsappText(cfg, channel.config.phoneNumberId ?? '', secrets.accessToken ?? '', chatId, text);
+  },
+  // Marks the message read and shows "typing…" until the reply (or 25 seconds): one call per message.
+  typingOnce: true,
+  async typing(deps, channel, secrets, msg) {
+    if (!msg.messageId) return;
+    await graphPost(deps.config.channels, channel.config.phoneNumberId ?? '', secrets.accessToken ?? '', {
+      messaging_product: 'whatsapp',
+      status: 'read',
+      message_id: msg.messageId,
+      typing_indicator: { type: 'text' },
+    });
   },
   cannotSend(chat, now) {
     const last = chat?.lastInboundAt;

@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
+import { csrfOf, PageClient } from '../../test/web-client.ts';
+
+/** The tools and skills pages without a browser: sign-in, CSRF, other accounts' resources, the PRG answers. */
+describe('tools and skills pages', () => {
+  let h: TestHarness;
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(() => h.close());
+
+  const signedIn = async () => {
+    const u = await createUser(h.app);
+    const browser = new PageClient(h.app);
+    expect((await browser.signIn(u.account.email, u.password)).statusCode).toBe(303);
+    return { u, browser };
+  };
+
+  it('send a signed-out browser to sign in and back', async () => {
+    for (const path of ['/account/tools', '/account/skills', '/account/tools/tool_x', '/account/skills/skl_x']) {
+      const res = await new PageClient(h.app).get(path);
+      expect(res.statusCode, path).toBe(303);
+      expect(res.headers.location).toBe(`/signin?return_to=${encodeURIComponent(path)}`);
+    }
+  });
+
+  it('refuse a form without its CSRF token, and change nothing', async () => {
+    const { u, browser } = await signedIn();
+    const res = await browser.post('/account/tools', { name: 'x', code: 'return 1;' });
+    expect(res.statusCode).toBe(403);
+    const skill = await browser.post('/account/skills', { name: 'x', prompt: 'p', csrf: 'forged' });
+    expect(skill.statusCode).toBe(403);
+    expect((await call(h.app, 'GET', '/api/v1/tools', { token: u.sessionToken })).json().data).toEqual([]);
+    expect((await call(h.app, 'GET', '/api/v1/skills', { token: u.sessionToken })).json().data).toEqual([]);
+  });
+
+  it("create with a redirect (PRG), and answer 404 for another account's tool or skill", async () => {
+    const { u, browser } = await signedIn();
+    const csrf = csrfOf((await browser.get('/account/tools')).body);
+    const created = await browser.post('/account/tools', {
+      csrf,
+      name: 'adder',
+      language: 'javascript',
+      parameters: '{"type":"object","properties":{"a":{"type":"number"}}}',
+      requiredSecrets: 'KEY, OTHER',
+      code: 'return args.a + 1;',
+    });
+    expect(created.statusCode).toBe(303);
+    const [tool] = (await call(h.app, 'GET', '/api/v1/tools', { token: u.sessionToken })).json().data;
+    expect(tool).toMatchObject({ name: 'adder', requiredSecrets: ['KEY', 'OTHER'], timeoutMs: null });
+    expect(created.headers.location).toBe(`/account/tools/${tool.id}?notice=created`);
+    const refused = await browser.post('/account/tools', { csrf, name: 'bad', parameters: '{not json', code: 'x' });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.body).toContain('The tool was not created: Parameters must be JSON (a JSON Schema object).');
+    expect(refused.body).toContain('{not json');
+
+    const other = await signedIn();
+    const theirs = await other.browser.get(`/account/tools/${tool.id}`);
+    expect(theirs.statusCode).toBe(404);
+    expect(theirs.body).toContain(`Tool ${tool.id} not found`);
+    expect(theirs.body).not.toContain('return args.a + 1;');
+    const otherCsrf = csrfOf(theirs.body);
+    const deleted = await other.browser.post(`/account/tools/${tool.id}/delete`, { csrf: otherCsrf });
+    expect(deleted.statusCode).toBe(404);
+    expect((await call(h.app, 'GET', `/api/v1/tools/${tool.id}`, { token: u.sessionToken })).statusCode).toBe(200);
+
+    const skill = await browser.post('/account/skills', { csrf, name: 'Mine', description: '', prompt: 'Do it.' });
+    expect(skill.statusCode).toBe(303);
+    const skillId = String(skill.headers.location).split('/').pop()?.split('?')[0] ?? '';
+    expect((await other.browser.get(`/account/skills/${skillId}`)).statusCode).toBe(404);
+    expect((await browser.get(`/account/skills/${skillId}`)).body).toContain('Do it.');
+  });
+});

@@ -32,7 +32,8 @@ const BENCHMARKS: Benchmark[] = [
   },
   {
     name: 'llm-gateway',
-    summary: 'LLM gateway against its upstream called directly (prints its own table)',
+    summary:
+      'LLM gateway beside its upstream called directly: PGlite and PostgreSQL, instant and 200 ms upstream, 1/50/200 concurrent, JSON and stream (prints its own tables)',
     async run() {
       await benchLlmGateway();
       return { title: '', baseline: '', figures: [] };

@@ -233,10 +233,11 @@ describe('workers and the queue', () => {
         code: 'await new Promise(() => {})',
         args: {},
         secrets: {},
-        timeoutMs: 1000,
+        timeoutMs: 3000,
       });
       await vi.waitFor(() => expect(one.stats()).toEqual({ running: 1, queued: 0 }));
       const queued = one.run({ language: 'javascript', code: 'return "my turn came"', args: {}, secrets: {} });
+      await vi.waitFor(() => expect(one.stats()).toEqual({ running: 1, queued: 1 }));
       const refused = one.run({ language: 'javascript', code: 'return 1', args: {}, secrets: {} });
       await expect(refused).rejects.toBeInstanceOf(TooManyRequestsError);
       await expect(refused).rejects.toMatchObject({ statusCode: 429, headers: { 'Retry-After': '5' } });

@@ -31,6 +31,8 @@ export const ID_PREFIX = {
   webchatVisitor: 'wcv',
   customTool: 'tool',
   skill: 'skl',
+  scheduledTask: 'task',
+  scheduledTaskRun: 'trun',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -7,3 +7,4 @@ export * from './jobs.ts';
 export * from './knowledge.ts';
 export * from './oauth.ts';
 export * from './tools.ts';
+export * from './tasks.ts';

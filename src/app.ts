@@ -38,6 +38,7 @@ import { knowledgeRoutes } from './modules/knowledge/routes.ts';
 import { llmRoutes } from './modules/llm/routes.ts';
 import { providerCatalog } from './modules/providers/catalog.ts';
 import { providerLogoRoutes, providerRoutes } from './modules/providers/routes.ts';
+import { scheduledTaskRoutes } from './modules/scheduled-tasks/routes.ts';
 import { skillRoutes } from './modules/skills/routes.ts';
 import { scopeRoutes, systemRoutes } from './modules/system/routes.ts';
 import { toolRoutes } from './modules/tools/routes.ts';
@@ -182,6 +183,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await creditRoutes(v1);
       await knowledgeRoutes(v1);
       await agentRoutes(v1, config);
+      await scheduledTaskRoutes(v1);
       await llmRoutes(v1, config);
       await authClientRoutes(v1);
       await providerRoutes(v1);

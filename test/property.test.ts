@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CreateAgent } from '../src/modules/agents/schema.ts';
+import { createAgent } from '../src/modules/agents/service.ts';
 import { createHarness, createUser, type TestHarness } from './harness.ts';
 import { csrfOf, PageClient } from './web-client.ts';
 
@@ -18,9 +20,12 @@ describe('robustness under random requests', () => {
     const u = await createUser(h.app);
     session = u.sessionToken;
     pat = await u.pat(['account', 'llm-all', 'agents-all', 'messaging-channels']);
+    // A default agent, so routes under /agents/default reach their handlers.
+    await createAgent(u.ctx, CreateAgent.parse({ name: 'Property agent' }));
   };
   beforeAll(async () => {
-    h = await createHarness();
+    // A model catalog (the upstream is never reached: nothing here runs a model) so agents can be made.
+    h = await createHarness({ LLM_BASE_URL: 'http://127.0.0.1:9/v1', LLM_MODELS: 'fake-model=1000/2000' });
     await newUser();
   });
   afterAll(() => h.close());
@@ -79,6 +84,11 @@ describe('robustness under random requests', () => {
     '/api/v1/agents/agt_x/tools/tool_x',
     '/api/v1/agents/agt_x/skills',
     '/api/v1/agents/agt_x/skills/skl_x',
+    '/api/v1/agents/default/scheduled-tasks',
+    '/api/v1/agents/default/scheduled-tasks/task_x',
+    '/api/v1/agents/default/scheduled-tasks/task_x/runs',
+    '/api/v1/agents/default/scheduled-tasks/task_x/run',
+    '/api/v1/agents/agt_x/scheduled-tasks',
     '/healthz',
     '/readyz',
     '/openapi.json',
@@ -162,6 +172,9 @@ describe('robustness under random requests', () => {
         skillId: text,
         prompt: text,
         description: text,
+        cronExpression: fc.oneof(text, fc.constantFrom('0 9 * * 1', '* * * * * *', '61 * * * *', '0 9 31 2 *')),
+        timezone: fc.oneof(text, fc.constantFrom('Europe/Paris', 'UTC', '+01:00', 'Etc/GMT+13')),
+        enabled: fc.oneof(fc.boolean(), text),
       },
       { requiredKeys: [] },
     ),

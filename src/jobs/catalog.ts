@@ -6,6 +6,7 @@ import { channelJobs } from '../modules/channels/jobs.ts';
 import { connectionJobs } from '../modules/connections/jobs.ts';
 import { creditJobs } from '../modules/credits/jobs.ts';
 import { knowledgeJobs } from '../modules/knowledge/jobs.ts';
+import { taskJobs } from '../modules/scheduled-tasks/jobs.ts';
 import { defineJob, type JobCatalog } from './definition.ts';
 import { deleteOldJobs, type EnqueueOptions, enqueue } from './queue.ts';
 
@@ -35,6 +36,7 @@ export const JOB_CATALOG = {
   ...creditJobs,
   ...knowledgeJobs,
   ...oauthJobs,
+  ...taskJobs,
   ...jobUpkeep,
 } satisfies JobCatalog;
 

@@ -44,6 +44,9 @@ export interface FakeLlm {
   reset(): void;
   /** Streams the fake has seen cut by the client. */
   aborted: number;
+  /** Chat requests being answered now, and the most there ever were at once. */
+  inFlight: number;
+  maxInFlight: number;
   close(): Promise<void>;
 }
 
@@ -55,6 +58,8 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     url: '',
     requests: [],
     aborted: 0,
+    inFlight: 0,
+    maxInFlight: 0,
     enqueue: (...r) => queue.push(...r),
     reset: () => {
       queue.length = 0;
@@ -76,6 +81,11 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     const raw = Buffer.concat(chunks);
     const body = JSON.parse(raw.toString('utf8') || '{}') as Record<string, unknown>;
     fake.requests.push({ messages: [], ...body, headers: req.headers } as FakeRequest);
+    fake.inFlight++;
+    fake.maxInFlight = Math.max(fake.maxInFlight, fake.inFlight);
+    res.on('close', () => {
+      fake.inFlight--;
+    });
     const reply = queue.shift() ?? { content: 'ok' };
     if (reply.delayMs) await sleep(reply.delayMs);
     if (reply.status) {

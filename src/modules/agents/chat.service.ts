@@ -10,6 +10,7 @@ import { providerAgentTools } from '../connections/tools.ts';
 import { knowledgeAgentTools } from '../knowledge/tools.ts';
 import { resolveModel } from '../llm/service.ts';
 import { executeCodeTools } from '../sandbox/tools.ts';
+import { taskTools } from '../scheduled-tasks/tools.ts';
 import { skillIndexFor, skillTools } from '../skills/service.ts';
 import { linkedAgentTools } from '../tools/links.service.ts';
 import { OWNER } from './conversations.service.ts';
@@ -53,6 +54,8 @@ export interface ChatOptions {
   onConversation?: (conversationId: string) => void | Promise<void>;
   /** Narrows the agent's tool groups for this run (a web chat's anonymous visitors get none of the owner's data). */
   allowedToolGroups?: readonly string[];
+  /** Told the credits of each model call as it is charged (a scheduled run knows what a failure cost). */
+  onCharge?: (credits: number) => void;
 }
 
 const utcDay = (d: Date) => d.toISOString().slice(0, 10);
@@ -151,6 +154,8 @@ export async function toolsOf(
     ...(groups.has('skills') ? skillTools(ctx, agent) : []),
     ...(groups.has('execute-code') ? executeCodeTools(ctx) : []),
     ...(await linkedAgentTools(ctx, agent)),
+    // The owner's tasks are the owner's to manage: a channel's end users never get these tools.
+    ...(groups.has('account-tasks') && endUserId === OWNER ? taskTools(ctx, agent) : []),
   ];
 }
 
@@ -166,7 +171,7 @@ export async function chatWithAgent(
 ): Promise<ChatOutcome> {
   const agent = await ownedAgent(ctx, agentId);
   const model = resolveModel(ctx, agent.llm);
-  const endUserId = opts.endUserId ?? OWNER;
+  const endUserId = opts.endUserId ?? request.user ?? OWNER;
 
   // With a conversation, only what follows the request's last assistant message is new (clients that resend
   // the whole history do not store it twice).
@@ -277,6 +282,7 @@ export async function chatWithAgent(
       beforeStep: async () => ((await overCap()) ? limitMessage : undefined),
       onCharge: async (credits) => {
         remaining = credits.remaining;
+        opts.onCharge?.(credits.consumed);
         // The monthly spend is kept only where a cap reads it.
         if (limits.monthlyCreditsCap !== undefined)
           await repo.addMonthlySpend(ctx.db, agent.id, month, credits.consumed);

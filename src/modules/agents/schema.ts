@@ -20,6 +20,7 @@ export const AVAILABLE_GROUPS: ReadonlySet<BuiltInToolGroup> = new Set([
   'agent-memory',
   'skills',
   'execute-code',
+  'account-tasks',
 ]);
 export const DEFAULT_GROUPS: BuiltInToolGroup[] = ['provider-tools'];
 

@@ -4,6 +4,7 @@ import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import { resolveModel } from '../llm/service.ts';
+import * as tasksRepo from '../scheduled-tasks/repo.ts';
 import * as repo from './repo.ts';
 import { type Agent, AVAILABLE_GROUPS, type BuiltInToolGroup, type CreateAgent, type UpdateAgent } from './schema.ts';
 
@@ -130,9 +131,17 @@ export async function setDefaultAgent(ctx: ServiceContext, agentId: string): Pro
   });
 }
 
-/** Deletes the agent with its conversations and counters; the account then has no default if it was it. */
+/** Why a task stopped when its agent went: shown on the task. */
+export const AGENT_DELETED_REASON = 'Its agent was deleted';
+
+/**
+ * Deletes the agent with its conversations and counters; the account then has no default if it was it. Its
+ * scheduled tasks stay, disabled with `AGENT_DELETED_REASON`, in the same transaction.
+ */
 export async function deleteAgent(ctx: ServiceContext, agentId: string): Promise<void> {
   const current = await ownedAgent(ctx, agentId, ['agents-all']);
-  if (!(await repo.deleteAgent(ctx.db, ctx.accountId, current.id)))
-    throw new NotFoundError(`Agent ${agentId} not found`);
+  await ctx.db.transaction(async (tx) => {
+    if (!(await repo.deleteAgent(tx, ctx.accountId, current.id))) throw new NotFoundError(`Agent ${agentId} not found`);
+    await tasksRepo.disableTasksOfAgent(tx, ctx.accountId, current.id, AGENT_DELETED_REASON);
+  });
 }

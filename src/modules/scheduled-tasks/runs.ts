@@ -1,0 +1,159 @@
+import type { ScheduledTaskRow, ScheduledTaskRunRow } from '../../db/schema/index.ts';
+import type { JobContext } from '../../jobs/definition.ts';
+import { errorText } from '../../jobs/queue.ts';
+import { type Deps, systemContext } from '../../lib/context.ts';
+import { AppError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import * as accountsRepo from '../accounts/repo.ts';
+import { chatWithAgent } from '../agents/chat.service.ts';
+import { OWNER } from '../agents/conversations.service.ts';
+import * as agentsRepo from '../agents/repo.ts';
+import { AGENT_DELETED_REASON } from '../agents/service.ts';
+import { nextRun } from './cron.ts';
+import { enqueueTaskJob, TASK_RUN_RETRY } from './jobs.ts';
+import * as repo from './repo.ts';
+
+/**
+ * How scheduled tasks run. Every minute the dispatcher (a recurring job any instance may take) claims the
+ * enabled tasks whose `next_run_at` has come, with SKIP LOCKED, and for each records one run for the
+ * occurrence (unique per task and time) with its `tasks.run` job, and moves `next_run_at` to the first
+ * occurrence after now, all in one transaction. Occurrences missed while no instance ran collapse into one run
+ * at the next dispatch (within a minute of start-up), not one per missed slot.
+ *
+ * A run sends the task's prompt to its agent in a conversation of its own, as the owner, billed to the
+ * account under the agent's usage limits. Retry policy (`TASK_RUN_RETRY` in jobs.ts): a run that failed before anything
+ * was charged, on a fault that may pass (the model upstream answering 429, 502, 503 or 504, or timing out), is
+ * tried again after 1, then 2 minutes, at most 3 attempts in all; any other failure, or one after credits were
+ * consumed, is final, so a run is never charged twice. A run interrupted by a crash is recorded as failed and
+ * not run again, for the same reason.
+ *
+ * Results: a run's answer is stored in its conversation and on the run (`output`). Delivering it to the agent's
+ * messaging channels is the hook `deliverResult` below, which the channels area fills in.
+ */
+
+/** Tasks claimed per dispatch transaction; the dispatcher loops until none are due. */
+const DISPATCH_BATCH = 100;
+const TRANSIENT_STATUSES = new Set([429, 502, 503, 504]);
+export const INTERRUPTED_ERROR =
+  'The run was interrupted (the service stopped while it ran); it is not retried, so nothing is charged twice';
+
+/** Dispatches every task due at `now`; answers how many runs were queued. */
+export async function dispatchDueTasks(deps: Pick<Deps, 'database' | 'log'>, now = new Date()): Promise<number> {
+  let queued = 0;
+  for (;;) {
+    const claimed = await deps.database.db.transaction(async (tx) => {
+      const due = await repo.lockDueTasks(tx, now, DISPATCH_BATCH);
+      for (const task of due) {
+        const slot = task.nextRunAt ?? now;
+        const run = await repo.insertRun(tx, {
+          id: newId('scheduledTaskRun'),
+          taskId: task.id,
+          accountId: task.accountId,
+          trigger: 'schedule',
+          scheduledFor: slot,
+        });
+        if (run) {
+          await enqueueTaskJob(
+            tx,
+            'tasks.run',
+            { runId: run.id },
+            { accountId: task.accountId, dedupeKey: `tasks.run:${run.id}` },
+          );
+          queued++;
+        }
+        await repo.setNextRun(tx, task.id, nextRun(task.cronExpression, task.timezone, now));
+      }
+      return due.length;
+    });
+    if (claimed < DISPATCH_BATCH) break;
+  }
+  if (queued) deps.log.info({ queued }, 'scheduled task runs queued');
+  return queued;
+}
+
+/**
+ * Where a finished run's answer goes besides its conversation. The channels area delivers it to the agent's
+ * messaging channels from here; until then the conversation and the run's `output` hold it.
+ */
+async function deliverResult(_deps: Deps, _task: ScheduledTaskRow, _run: ScheduledTaskRunRow): Promise<void> {}
+
+/** Ends the run as failed with `error` (when it is still `from`); answers the outcome for the job's record. */
+async function fail(
+  deps: Deps,
+  run: ScheduledTaskRunRow,
+  error: string,
+  extra: Partial<ScheduledTaskRunRow> = {},
+): Promise<{ status: 'failed'; error: string }> {
+  await repo.updateRun(deps.database.db, run.id, ['running', 'queued', 'retrying'], {
+    status: 'failed',
+    error,
+    finishedAt: new Date(),
+    ...extra,
+  });
+  return { status: 'failed', error };
+}
+
+/** Runs one recorded occurrence (the `tasks.run` job). */
+export async function executeTaskRun(deps: Deps, runId: string, job: JobContext): Promise<unknown> {
+  const db = deps.database.db;
+  const found = await repo.findRun(db, runId);
+  if (!found) return { skipped: 'run deleted' };
+  if (found.status === 'running') return fail(deps, found, INTERRUPTED_ERROR);
+  const run = await repo.startRun(db, runId, new Date());
+  if (!run) return { skipped: `run already ${found.status}` };
+
+  const task = await repo.findTaskById(db, run.taskId);
+  if (!task) return fail(deps, run, 'The task was deleted');
+  if (!task.enabled) return fail(deps, run, task.disabledReason ?? 'The task was disabled before it ran');
+  if (!(await agentsRepo.findAgent(db, task.accountId, task.agentId))) {
+    await repo.disableTasksOfAgent(db, task.accountId, task.agentId, AGENT_DELETED_REASON);
+    return fail(deps, run, AGENT_DELETED_REASON);
+  }
+  const account = await accountsRepo.findAccountById(db, task.accountId);
+  if (!account || account.creditBalance <= 0) return fail(deps, run, 'The account has no credits left');
+
+  const base = systemContext(deps, task.accountId, job.log, ['agents-all']);
+  const ctx = { ...base, actor: { ...base.actor, ...task.runAs, creditBalance: account.creditBalance } };
+  let consumed = 0;
+  let conversationId: string | null = null;
+  try {
+    const outcome = await chatWithAgent(
+      ctx,
+      task.agentId,
+      { messages: [{ role: 'user', content: task.prompt }] },
+      {
+        signal: job.signal,
+        endUserId: OWNER,
+        onConversation: async (id) => {
+          conversationId = id;
+          await repo.updateRun(db, run.id, ['running'], { conversationId: id });
+        },
+        onCharge: (credits) => {
+          consumed += credits;
+        },
+      },
+    );
+    if (outcome.limited) {
+      return fail(deps, run, `A usage limit of the agent stopped the run: ${outcome.content}`, {
+        creditsConsumed: outcome.credits.consumed,
+        conversationId: outcome.conversationId,
+      });
+    }
+    const done = await repo.updateRun(db, run.id, ['running'], {
+      status: 'succeeded',
+      output: outcome.content,
+      creditsConsumed: outcome.credits.consumed,
+      conversationId: outcome.conversationId,
+      finishedAt: new Date(),
+    });
+    if (done) await deliverResult(deps, task, done);
+    return { status: 'succeeded', creditsConsumed: outcome.credits.consumed };
+  } catch (err) {
+    const transient = err instanceof AppError && TRANSIENT_STATUSES.has(err.statusCode);
+    if (transient && consumed === 0 && run.attempts < TASK_RUN_RETRY.maxAttempts && !job.signal.aborted) {
+      await repo.updateRun(db, run.id, ['running'], { status: 'retrying', error: errorText(err), conversationId });
+      throw err;
+    }
+    return fail(deps, run, errorText(err), { creditsConsumed: consumed, conversationId });
+  }
+}

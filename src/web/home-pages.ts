@@ -33,7 +33,7 @@ export function accountPage(v: {
       <p class="muted">${v.account.email}</p>
       <p>Credit balance: <strong id="balance">${fmt(v.account.creditBalance)}</strong> credits
         <span class="muted small">(1 credit = 0.0001 USD)</span></p>
-      <p class="small"><a href="/account/connections">Connections</a> · <a href="/account/agents">Agents</a> · <a href="/account/knowledge">Knowledge</a> · <a href="/account/tokens">Access tokens</a> · <a href="/account/apps">Authorized apps</a></p>
+      <p class="small"><a href="/account/connections">Connections</a> · <a href="/account/agents">Agents</a> · <a href="/account/tasks">Tasks</a> · <a href="/account/knowledge">Knowledge</a> · <a href="/account/tokens">Access tokens</a> · <a href="/account/apps">Authorized apps</a></p>
     </section>
     <section class="card" aria-labelledby="history-h">
       <h2 id="history-h">Recent credit history</h2>

@@ -39,9 +39,9 @@ const STYLE = `
 :root{color-scheme:light dark;--fg:#1b1f24;--muted:#57606a;--bg:#f6f8fa;--card:#fff;--line:#d0d7de;--accent:#0b5cad;--danger:#b42318;--ok:#1a7f37;--warn:#9a6700}
 @media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9da7b3;--bg:#0d1117;--card:#161b22;--line:#30363d;--accent:#4ea1ff;--danger:#ff7b72;--ok:#3fb950;--warn:#d29922}}
 *{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
-header.top{display:flex;justify-content:space-between;align-items:center;gap:1rem;padding:.75rem 1.25rem;border-bottom:1px solid var(--line);background:var(--card)}
+header.top{display:flex;flex-wrap:wrap;gap:.5rem 1.5rem;justify-content:space-between;align-items:center;padding:.75rem 1.25rem;border-bottom:1px solid var(--line);background:var(--card)}
 header.top a{color:var(--fg);text-decoration:none;font-weight:600}
-nav ul{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center}nav a{color:var(--accent)}
+nav ul{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:.25rem 1rem;align-items:center}nav a{color:var(--accent);white-space:nowrap}
 main{max-width:40rem;margin:2rem auto;padding:0 1rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:1.5rem;margin-bottom:1.5rem}
 h1{font-size:1.5rem;margin:0 0 1rem}h2{font-size:1.15rem;margin:1.25rem 0 .5rem}
@@ -55,7 +55,8 @@ button:disabled{opacity:.55;cursor:not-allowed}
 .actions{display:flex;gap:.75rem;margin-top:1.25rem;flex-wrap:wrap}.actions.compact{margin-top:.5rem;gap:.5rem}
 .actions.compact button,.actions.compact a.button{padding:.3rem .8rem;font-size:.9rem}form.inline{display:inline}
 form.muted{margin-top:1rem}
-.muted{color:var(--muted)}.error{color:var(--danger);font-weight:600}
+.muted{color:var(--muted)}.error{color:var(--danger);font-weight:600}.error-text{color:var(--danger)}
+.preview{border-left:4px solid var(--accent);padding:.25rem .75rem;margin:1rem 0}.preview h3{margin:.25rem 0;font-size:1rem}
 .notice{border-left:4px solid var(--accent);padding:.5rem .75rem;background:var(--bg);margin:1rem 0;word-break:break-all}
 ul.scopes{padding-left:1.25rem}ul.scopes li{margin:.35rem 0}
 .app-head{display:flex;gap:1rem;align-items:center;margin-bottom:1rem}
@@ -70,7 +71,8 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
 .badge-active{color:var(--ok)}.badge-expired{color:var(--warn)}.badge-error,.badge-revoked{color:var(--danger)}
 ol.chat{list-style:none;padding:0;margin:0 0 1rem}ol.chat li{padding:.5rem .75rem;border-radius:10px;margin:.4rem 0}ol.chat li.user{background:var(--bg);border:1px solid var(--line)}ol.chat li.assistant{border-left:4px solid var(--accent)}ol.chat li.tool{padding:.2rem .75rem}ol.chat .who{font-weight:600;font-size:.85rem;display:block}pre{white-space:pre-wrap;word-break:break-word}
 figure.graph{margin:0}figure.graph svg{max-width:100%;height:auto;color:var(--fg)}textarea{font:inherit;padding:.6rem .7rem;border:1px solid var(--line);border-radius:8px;background:var(--bg);color:var(--fg)}
-ul.items{list-style:none;margin:0;padding:0}ul.items>li{display:flex;gap:.85rem;align-items:flex-start;padding:.85rem 0;border-top:1px solid var(--line)}
+ul.items{list-style:none;margin:0;padding:0}ul.items>li{display:flex;flex-wrap:wrap;gap:.85rem;align-items:flex-start;padding:.85rem 0;border-top:1px solid var(--line)}ul.items .grow{overflow-wrap:anywhere;flex-basis:14rem}
+.scroll{overflow-x:auto}
 img.logo{width:32px;height:32px;border-radius:8px;flex:none;background:#fff}
 form.connect-fields{margin-top:.25rem}form.connect-fields label{margin-top:.5rem}
 form.filters{display:flex;gap:.75rem;align-items:flex-end;flex-wrap:wrap;margin-bottom:.5rem}form.filters label{margin-top:0}
@@ -88,6 +90,7 @@ export function layout(title: string, body: Html, opts: LayoutOptions = {}): str
     ? html`<nav aria-label="Account"><ul>
         <li><a href="/account/connections">Connections</a></li>
         <li><a href="/account/agents">Agents</a></li>
+        <li><a href="/account/tasks">Tasks</a></li>
         <li><a href="/account/knowledge">Knowledge</a></li>
         <li><a href="/account/channels">Channels</a></li>
         <li><a href="/account/tools">Tools</a></li>

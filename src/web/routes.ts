@@ -15,6 +15,7 @@ import { homePageRoutes } from './home-routes.ts';
 import { knowledgePageRoutes } from './knowledge-routes.ts';
 import { appsPage, consentPage, errorPage, signInPage, signUpPage, tokensPage } from './pages.ts';
 import { clearSessionCookie, setSessionCookie } from './session.ts';
+import { taskPageRoutes } from './task-routes.ts';
 import { toolPageRoutes } from './tool-routes.ts';
 
 const UID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -490,6 +491,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   await knowledgePageRoutes(app, oauth);
   await agentPageRoutes(app, oauth);
   await channelPageRoutes(app, oauth);
+  await taskPageRoutes(app, oauth);
   await homePageRoutes(app, oauth);
   await toolPageRoutes(app, oauth);
 }

@@ -62,6 +62,18 @@ export async function findTask(
   return row;
 }
 
+export async function findAccountTask(
+  db: Executor,
+  accountId: string,
+  taskId: string,
+): Promise<ScheduledTaskRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(scheduledTasks)
+    .where(and(eq(scheduledTasks.accountId, accountId), eq(scheduledTasks.id, taskId)));
+  return row;
+}
+
 /** A task by id alone (the runner's view: the run names it, no account to scope by). */
 export async function findTaskById(db: Executor, taskId: string): Promise<ScheduledTaskRow | undefined> {
   const [row] = await db.select().from(scheduledTasks).where(eq(scheduledTasks.id, taskId));

@@ -1,4 +1,4 @@
-import type { ScheduledTaskRow, ScheduledTaskRunRow } from '../../db/schema/index.ts';
+import type { ScheduledTaskRunRow } from '../../db/schema/index.ts';
 import type { JobContext } from '../../jobs/definition.ts';
 import { errorText } from '../../jobs/queue.ts';
 import { type Deps, systemContext } from '../../lib/context.ts';
@@ -9,6 +9,7 @@ import { chatWithAgent } from '../agents/chat.service.ts';
 import { OWNER } from '../agents/conversations.service.ts';
 import * as agentsRepo from '../agents/repo.ts';
 import { AGENT_DELETED_REASON } from '../agents/service.ts';
+import { deliverToAgentChannels } from '../channels/deliver.service.ts';
 import { nextRun } from './cron.ts';
 import { enqueueTaskJob, TASK_RUN_RETRY } from './jobs.ts';
 import * as repo from './repo.ts';
@@ -27,8 +28,9 @@ import * as repo from './repo.ts';
  * consumed, is final, so a run is never charged twice. A run interrupted by a crash is recorded as failed and
  * not run again, for the same reason.
  *
- * Results: a run's answer is stored in its conversation and on the run (`output`). Delivering it to the agent's
- * messaging channels is the hook `deliverResult` below, which the channels area fills in.
+ * Results: a run's answer is stored in its conversation and on the run (`output`), and in the same transaction
+ * pushed to the people linked on the agent's messaging channels (Telegram, WhatsApp), keyed by the run so a
+ * repeated job pushes once.
  */
 
 /** Tasks claimed per dispatch transaction; the dispatcher loops until none are due. */
@@ -70,12 +72,6 @@ export async function dispatchDueTasks(deps: Pick<Deps, 'database' | 'log'>, now
   if (queued) deps.log.info({ queued }, 'scheduled task runs queued');
   return queued;
 }
-
-/**
- * Where a finished run's answer goes besides its conversation. The channels area delivers it to the agent's
- * messaging channels from here; until then the conversation and the run's `output` hold it.
- */
-async function deliverResult(_deps: Deps, _task: ScheduledTaskRow, _run: ScheduledTaskRunRow): Promise<void> {}
 
 /** Ends the run as failed with `error` (when it is still `from`); answers the outcome for the job's record. */
 async function fail(
@@ -139,15 +135,21 @@ export async function executeTaskRun(deps: Deps, runId: string, job: JobContext)
         conversationId: outcome.conversationId,
       });
     }
-    const done = await repo.updateRun(db, run.id, ['running'], {
-      status: 'succeeded',
-      output: outcome.content,
-      creditsConsumed: outcome.credits.consumed,
-      conversationId: outcome.conversationId,
-      finishedAt: new Date(),
+    const pushed = await db.transaction(async (tx) => {
+      const done = await repo.updateRun(tx, run.id, ['running'], {
+        status: 'succeeded',
+        output: outcome.content,
+        creditsConsumed: outcome.credits.consumed,
+        conversationId: outcome.conversationId,
+        finishedAt: new Date(),
+      });
+      if (!done) return 0;
+      const push = await deliverToAgentChannels({ db: tx, accountId: task.accountId }, task.agentId, outcome.content, {
+        key: run.id,
+      });
+      return push.queued;
     });
-    if (done) await deliverResult(deps, task, done);
-    return { status: 'succeeded', creditsConsumed: outcome.credits.consumed };
+    return { status: 'succeeded', creditsConsumed: outcome.credits.consumed, pushed };
   } catch (err) {
     const transient = err instanceof AppError && TRANSIENT_STATUSES.has(err.statusCode);
     if (transient && consumed === 0 && run.attempts < TASK_RUN_RETRY.maxAttempts && !job.signal.aborted) {

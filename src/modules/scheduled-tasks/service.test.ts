@@ -2,6 +2,7 @@ import { and, eq, like } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { type FakeTelegram, startFakeTelegram } from '../../../test/fakes/telegram.ts';
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import {
@@ -14,6 +15,7 @@ import {
 } from '../../db/schema/index.ts';
 import { JobWorker } from '../../jobs/worker.ts';
 import { newId } from '../../lib/ids.ts';
+import { runChannelJobs } from '../channels/test-support.ts';
 import { taskJobs } from './jobs.ts';
 import * as repo from './repo.ts';
 import { dispatchDueTasks, INTERRUPTED_ERROR } from './runs.ts';
@@ -25,18 +27,26 @@ const MINUTE = 60_000;
 describe('scheduled tasks', () => {
   let h: TestHarness;
   let llm: FakeLlm;
+  let tg: FakeTelegram;
 
   beforeAll(async () => {
     llm = await startFakeLlm();
+    tg = await startFakeTelegram();
     // The dispatcher reads every account's due tasks: on PostgreSQL this file gets a database of its own.
     h = await createHarness(
-      { LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' },
+      {
+        LLM_BASE_URL: llm.url,
+        LLM_MODELS: 'fake-model=1000000/2000000',
+        TELEGRAM_API_URL: tg.url,
+        CHANNEL_SEND_INTERVAL_MS: '0',
+      },
       { privateDatabase: true },
     );
   });
   afterAll(async () => {
     await h?.close();
     await llm?.close();
+    await tg?.close();
   });
   beforeEach(async () => {
     llm.reset();
@@ -527,6 +537,50 @@ describe('scheduled tasks', () => {
         error: 'A usage limit of the agent stopped the run: Enough for today.',
         creditsConsumed: 0,
       });
+    });
+
+    it("a run's answer is pushed once to the people linked on the agent's Telegram channel", async () => {
+      const u = await createUser(h.app);
+      const agent = await makeAgent(u);
+      const botToken = tg.addBot(777, 'tasks_bot');
+      const channel = await call(h.app, 'POST', '/api/v1/messaging-channels', {
+        ...as(u),
+        body: { type: 'telegram', agentId: agent.id, config: { botToken } },
+      });
+      expect(channel.statusCode, channel.body).toBe(201);
+      const channelId = channel.json().id as string;
+      const code = (await call(h.app, 'POST', `/api/v1/messaging-channels/${channelId}/link-account`, as(u))).json()
+        .code as string;
+      const hook = await h.app.inject({
+        method: 'POST',
+        url: '/api/v1/messaging-channels/telegram/webhook',
+        headers: {
+          'content-type': 'application/json',
+          'x-telegram-bot-api-secret-token': tg.webhooks.get(botToken)?.secret_token ?? '',
+        },
+        payload: JSON.stringify({
+          update_id: 1,
+          message: {
+            message_id: 1,
+            date: Math.floor(Date.now() / 1000),
+            chat: { id: 4242, type: 'private' },
+            from: { id: 4242, is_bot: false, first_name: 'Ada' },
+            text: `/start ${code}`,
+          },
+        }),
+      });
+      expect(hook.statusCode).toBe(200);
+      await runChannelJobs(h, u.account.id);
+      tg.reset();
+
+      const task = await makeTask(u, agent.id, { cronExpression: '* * * * *' });
+      await dispatchDueTasks(h.app.deps, new Date(Date.now() + 2 * MINUTE));
+      llm.enqueue({ content: 'Your Monday digest: all quiet.' });
+      const [outcome] = await runJobs();
+      expect(outcome).toMatchObject({ status: 'succeeded', pushed: 1 });
+      await runChannelJobs(h, u.account.id);
+      expect(tg.sent()).toMatchObject([{ chatId: '4242', text: 'Your Monday digest: all quiet.' }]);
+      expect((await runsOf(task.id))[0]).toMatchObject({ status: 'succeeded' });
     });
 
     it('run now: 202 with the queued manual run, which then runs like a scheduled one', async () => {

@@ -178,6 +178,14 @@ export async function listAccountTasks(
   return toPage(await withLastRuns(ctx, rows), total, p);
 }
 
+/** A task of the account by its id alone, whatever its agent (the account page's URLs carry no agent). */
+export async function getAccountTask(ctx: ServiceContext, taskId: string): Promise<Task> {
+  requireScope(ctx, 'agents-all');
+  const row = await repo.findAccountTask(ctx.db, ctx.accountId, taskId);
+  if (!row) throw new NotFoundError(`Scheduled task ${taskId} not found`);
+  return (await withLastRuns(ctx, [row]))[0] as Task;
+}
+
 export async function getTask(ctx: ServiceContext, agentId: string, taskId: string): Promise<Task> {
   const row = await ownedTask(ctx, agentId, taskId);
   return (await withLastRuns(ctx, [row]))[0] as Task;

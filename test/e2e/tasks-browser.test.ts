@@ -1,0 +1,152 @@
+import { and, eq } from 'drizzle-orm';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobs, scheduledTasks } from '../../src/db/schema/index.ts';
+import type { App } from '../../src/http/types.ts';
+import { taskJobs } from '../../src/modules/scheduled-tasks/jobs.ts';
+import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
+import { call, createHarness, createUser, type TestHarness } from '../harness.ts';
+import { artifactPath, launchBrowser, runBrowser, type TestBrowser } from './browser.ts';
+import { listeningApp } from './oauth-helpers.ts';
+
+/**
+ * A person on the scheduled tasks page in a real browser: previews a schedule (in words, the next five runs in
+ * the chosen zone), sees a bad one refused, creates the task, pauses and enables it, runs it now and reads the
+ * run in its history, deletes it; another account's task is a 404 page.
+ */
+describe.skipIf(!runBrowser)('scheduled tasks page in a real browser (chromium)', () => {
+  let h: TestHarness;
+  let llm: FakeLlm;
+  let app: App;
+  let base: string;
+  let browser: TestBrowser;
+  const env = () => ({ LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' });
+
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    h = await createHarness(env());
+    ({ app, base } = await listeningApp(h, env()));
+    browser = await launchBrowser({ width: 900, height: 1100 });
+  }, 90_000);
+  afterAll(async () => {
+    await browser?.close();
+    await h?.close();
+    await llm?.close();
+  });
+
+  /** The account's queued task runs, run as the worker would (the worker is off in tests). */
+  const runQueued = async (accountId: string) => {
+    const queued = await h.database.db
+      .select()
+      .from(jobs)
+      .where(and(eq(jobs.type, 'tasks.run'), eq(jobs.status, 'queued'), eq(jobs.accountId, accountId)));
+    const log = pino({ level: 'silent' });
+    for (const job of queued) {
+      await taskJobs['tasks.run'].run(app.deps, job.payload as { runId: string }, {
+        jobId: job.id,
+        attempt: 1,
+        signal: new AbortController().signal,
+        log,
+      });
+    }
+    return queued.length;
+  };
+
+  it('previews, creates, pauses, enables, runs now with history, and deletes a task', async () => {
+    const user = await createUser(app);
+    const page = await browser.context.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`${base}/account/tasks`);
+    await page.getByLabel('E-mail').fill(user.account.email);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Scheduled tasks', exact: true }).waitFor();
+    expect(await page.getByText('make an agent first').isVisible()).toBe(true);
+    await call(app, 'POST', '/api/v1/agents', { token: user.sessionToken, body: { name: 'Planner' } });
+    await page.reload();
+
+    await page.getByLabel('Name').fill('Monday digest');
+    await page.getByLabel('Prompt').fill('Summarize my week.');
+    await page.getByLabel(/^Schedule/).fill('0 25 * * 1');
+    await page.getByLabel('Time zone').fill('Europe/Paris');
+    const refused = page.waitForResponse((r) => r.url().endsWith('/account/tasks/preview'));
+    await page.getByRole('button', { name: 'Preview schedule' }).click();
+    expect((await refused).status()).toBe(422);
+    expect(await page.getByRole('alert').textContent()).toBe('cronExpression: the hour field "25" is not valid');
+    // What was typed is kept.
+    expect(await page.getByLabel('Name').inputValue()).toBe('Monday digest');
+
+    await page.getByLabel(/^Schedule/).fill('0 9 * * 1');
+    await page.getByRole('button', { name: 'Preview schedule' }).click();
+    await page.getByRole('heading', { name: 'At 09:00, only on Monday' }).waitFor();
+    const runs = await page.locator('.preview li time').allTextContents();
+    expect(runs).toHaveLength(5);
+    for (const run of runs) expect(run).toMatch(/^Mon, .*09:00 CES?T$/);
+    expect(await page.getByLabel('Time zone').inputValue()).toBe('Europe/Paris');
+    expect(
+      await h.database.db.select().from(scheduledTasks).where(eq(scheduledTasks.accountId, user.account.id)),
+    ).toEqual([]);
+    await page.screenshot({ path: artifactPath('tasks-preview'), fullPage: true });
+
+    await page.getByRole('button', { name: 'Create task' }).click();
+    await page.getByText('Task created.').waitFor();
+    const item = page.locator('li[data-task]');
+    expect(await item.textContent()).toContain('At 09:00, only on Monday');
+    expect(await item.textContent()).toContain('Agent: Planner');
+    expect(await item.locator('.badge').first().textContent()).toBe('enabled');
+
+    await page.getByRole('button', { name: 'Pause Monday digest' }).click();
+    await page.getByText('Task paused').waitFor();
+    expect(await item.textContent()).toContain('Next run: none');
+    const [paused] = await h.database.db
+      .select()
+      .from(scheduledTasks)
+      .where(eq(scheduledTasks.accountId, user.account.id));
+    expect(paused).toMatchObject({ enabled: false, nextRunAt: null });
+    await page.getByRole('button', { name: 'Enable Monday digest' }).click();
+    await page.getByText('Task enabled.').waitFor();
+    expect(await item.textContent()).toMatch(/Next run: Mon, .*09:00 CES?T/);
+
+    await page.getByRole('button', { name: 'Run now Monday digest' }).click();
+    await page.getByText('Run queued').waitFor();
+    await page.getByRole('heading', { name: 'Monday digest', level: 1 }).waitFor();
+    llm.enqueue({ content: 'Quiet week: **two** meetings.' });
+    expect(await runQueued(user.account.id)).toBe(1);
+    await page.reload();
+    const row = page.locator('tr[data-run]');
+    expect(await row.locator('.badge').textContent()).toBe('succeeded');
+    expect(await row.textContent()).toContain('Quiet week');
+    expect(await row.textContent()).toContain('manual');
+    await page.screenshot({ path: artifactPath('tasks-history'), fullPage: true });
+    await row.getByRole('link', { name: 'Conversation' }).click();
+    await page.getByRole('heading', { name: 'Planner', level: 1 }).waitFor();
+    expect(await page.locator('ol.chat li.user').textContent()).toContain('Summarize my week.');
+
+    await page.goto(`${base}/account/tasks`);
+    await page.getByRole('button', { name: 'Delete Monday digest' }).click();
+    await page.getByText('Task deleted.').waitFor();
+    expect(await page.getByText('No tasks yet').isVisible()).toBe(true);
+
+    // Another account's task is a 404 page, and its buttons do nothing to it.
+    const other = await createUser(app);
+    const agent = (
+      await call(app, 'POST', '/api/v1/agents', { token: other.sessionToken, body: { name: 'x' } })
+    ).json();
+    const theirs = (
+      await call(app, 'POST', `/api/v1/agents/${agent.id}/scheduled-tasks`, {
+        token: other.sessionToken,
+        body: { name: 'theirs', prompt: 'p', cronExpression: '0 9 * * 1' },
+      })
+    ).json().id as string;
+    const res = await page.goto(`${base}/account/tasks/${theirs}`);
+    expect(res?.status()).toBe(404);
+    expect(await page.getByRole('alert').textContent()).toBe(`Scheduled task ${theirs} not found`);
+
+    // A phone-sized screen shows the list without sideways scrolling.
+    const phone = await browser.context.newPage();
+    await phone.setViewportSize({ width: 390, height: 844 });
+    await phone.goto(`${base}/account/tasks`);
+    expect(await phone.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await phone.screenshot({ path: artifactPath('tasks-phone'), fullPage: true });
+  });
+});

@@ -6,5 +6,5 @@ export * from './credits.ts';
 export * from './jobs.ts';
 export * from './knowledge.ts';
 export * from './oauth.ts';
-export * from './tools.ts';
 export * from './tasks.ts';
+export * from './tools.ts';

@@ -91,12 +91,22 @@ describe('agents, agent chat and conversations', () => {
       expect(
         (await call(h.app, 'POST', '/api/v1/agents', { ...as(u), body: { name: 'x', temperature: 2.5 } })).statusCode,
       ).toBe(422);
-      const notYet = await call(h.app, 'POST', '/api/v1/agents', {
+      // Every group of SPEC §2 is served now.
+      const all = await call(h.app, 'POST', '/api/v1/agents', {
         ...as(u),
-        body: { name: 'x', enabledBuiltInTools: ['account-tasks'] },
+        body: {
+          name: 'x',
+          enabledBuiltInTools: [
+            'provider-tools',
+            'skills',
+            'agent-memory',
+            'account-tasks',
+            'execute-code',
+            'knowledge-base',
+          ],
+        },
       });
-      expect(notYet.statusCode).toBe(422);
-      expect(notYet.json().message).toContain('Built-in tool groups not available yet on this server: account-tasks');
+      expect(all.statusCode, all.body).toBe(201);
       expect(
         (await call(h.app, 'POST', '/api/v1/agents', { ...as(u), body: { name: 'x', enabledBuiltInTools: ['bogus'] } }))
           .statusCode,

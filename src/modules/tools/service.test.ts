@@ -176,7 +176,13 @@ describe('custom tools API and agent links', () => {
       expect(byId.get('knowledge-base')?.tools.map((t) => t.name)).toContain('knowledge-search');
       // No connections: no provider tools.
       expect(byId.get('provider-tools')).toMatchObject({ available: true, tools: [] });
-      expect(byId.get('account-tasks')).toMatchObject({ available: false, tools: [] });
+      expect(byId.get('account-tasks')).toMatchObject({ available: true });
+      expect(byId.get('account-tasks')?.tools.map((t) => t.name)).toEqual([
+        'tasks-list',
+        'tasks-create',
+        'tasks-update',
+        'tasks-delete',
+      ]);
       expect(byId.get('execute-code')).toMatchObject({ available: true, tools: [{ name: 'execute-code' }] });
     });
   });

@@ -10,6 +10,7 @@ import { OWNER } from '../agents/conversations.service.ts';
 import * as agentsRepo from '../agents/repo.ts';
 import { AGENT_DELETED_REASON } from '../agents/service.ts';
 import { deliverToAgentChannels } from '../channels/deliver.service.ts';
+import { leasedCredits } from '../credits/service.ts';
 import { nextRun } from './cron.ts';
 import { enqueueTaskJob, TASK_RUN_RETRY } from './jobs.ts';
 import * as repo from './repo.ts';
@@ -106,10 +107,12 @@ export async function executeTaskRun(deps: Deps, runId: string, job: JobContext)
     return fail(deps, run, AGENT_DELETED_REASON);
   }
   const account = await accountsRepo.findAccountById(db, task.accountId);
-  if (!account || account.creditBalance <= 0) return fail(deps, run, 'The account has no credits left');
+  // As the credit guard reads it: the stored balance plus what this instance has leased and not yet held.
+  const balance = (account?.creditBalance ?? 0) + leasedCredits(deps, task.accountId);
+  if (!account || balance <= 0) return fail(deps, run, 'The account has no credits left');
 
   const base = systemContext(deps, task.accountId, job.log, ['agents-all']);
-  const ctx = { ...base, actor: { ...base.actor, ...task.runAs, creditBalance: account.creditBalance } };
+  const ctx = { ...base, actor: { ...base.actor, ...task.runAs, creditBalance: balance } };
   let consumed = 0;
   let conversationId: string | null = null;
   try {

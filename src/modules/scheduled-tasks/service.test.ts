@@ -89,12 +89,17 @@ describe('scheduled tasks', () => {
   };
   const runsOf = (taskId: string) =>
     h.database.db.select().from(scheduledTaskRuns).where(eq(scheduledTaskRuns.taskId, taskId));
-  const balanceOf = async (u: TestUser) =>
-    (await h.database.db.select().from(accounts).where(eq(accounts.id, u.account.id)))[0]?.creditBalance ?? 0;
-  const spentOn = async (u: TestUser) =>
-    (await h.database.db.select().from(creditTransactions).where(eq(creditTransactions.accountId, u.account.id)))
+  // Charges are written by group commit just after each model call: wait for them before reading.
+  const balanceOf = async (u: TestUser) => {
+    await h.app.deps.background.drain();
+    return (await h.database.db.select().from(accounts).where(eq(accounts.id, u.account.id)))[0]?.creditBalance ?? 0;
+  };
+  const spentOn = async (u: TestUser) => {
+    await h.app.deps.background.drain();
+    return (await h.database.db.select().from(creditTransactions).where(eq(creditTransactions.accountId, u.account.id)))
       .filter((t) => t.amount < 0)
       .reduce((sum, t) => sum - t.amount, 0);
+  };
   /** Local wall-clock time of an instant in a zone, as "Mon 09:00". */
   const localTime = (iso: string, timeZone: string) =>
     new Intl.DateTimeFormat('en-GB', { timeZone, weekday: 'short', hour: '2-digit', minute: '2-digit' }).format(

@@ -4,12 +4,15 @@ import { z } from 'zod';
 import { loadConfig } from '../src/config.ts';
 import { defineJob } from '../src/jobs/definition.ts';
 import { JobWorker } from '../src/jobs/worker.ts';
+import { taskJobs } from '../src/modules/scheduled-tasks/jobs.ts';
 import { createDeps, openRuntime } from '../src/runtime.ts';
 
 /**
- * A job worker as its own process, for the crash test (src/jobs/crash.test.ts): it runs `test.crash` jobs,
- * each of which announces itself on stdout (`{"started": id, "attempt": n, "worker": id}`) and then never
- * finishes, so the test can kill the process mid-job. Settings come from the environment, as for the server.
+ * A job worker as its own process, for the crash tests. By default (src/jobs/crash.test.ts) it runs
+ * `test.crash` jobs, each of which announces itself on stdout (`{"started": id, "attempt": n, "worker": id}`)
+ * and then never finishes, so the test can kill the process mid-job. With `WORKER_CATALOG=tasks` it runs the
+ * scheduled tasks' real jobs (src/modules/scheduled-tasks/crash.test.ts). Settings come from the environment,
+ * as for the server.
  */
 export const crashCatalog = {
   'test.crash': defineJob({
@@ -29,7 +32,7 @@ if (process.argv[1]?.endsWith('job-worker-process.ts')) {
   const log = pino({ level: config.logLevel }, pino.destination(2)) as FastifyBaseLogger;
   const worker = new JobWorker({
     deps: createDeps(config, runtime, log),
-    catalog: crashCatalog,
+    catalog: process.env.WORKER_CATALOG === 'tasks' ? taskJobs : crashCatalog,
     concurrency: 1,
     pollIntervalMs: config.jobs.pollIntervalMs,
     leaseMs: config.jobs.leaseMs,

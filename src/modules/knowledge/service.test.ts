@@ -470,7 +470,8 @@ describe('knowledge bases', () => {
         { targetSlug: 'acme-corp', type: 'founded' },
       ]);
       expect((await get(u, `/bases/${kb}/sources/${s3}`)).status).toBe('compiled');
-      // Knowledge compilation is billed to the owner like any model call.
+      // Knowledge compilation is billed to the owner like any model call (charges are group-committed just after).
+      await h.app.deps.background.drain();
       const ledger = await call(h.app, 'GET', '/api/v1/credit-transactions?limit=100', as(u));
       const charges = (ledger.json().data as { type: string; amount: number }[]).filter((t) => t.type === 'knowledge');
       expect(charges).toHaveLength(5);

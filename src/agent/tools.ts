@@ -120,6 +120,12 @@ function stem(w: string): string {
 
 const terms = (s: string) => words(s).map(stem);
 
+/** A tool's name without the provider prefix every agent tool name starts with (`github_create_issue`). */
+const ownName = (t: AgentTool) => {
+  const prefix = `${t.source.replace(/[^a-z0-9_]/g, '_')}_`;
+  return t.name.startsWith(prefix) ? t.name.slice(prefix.length) : t.name;
+};
+
 interface Indexed {
   tool: AgentTool;
   name: Set<string>;
@@ -136,7 +142,7 @@ export function searchTools(tools: readonly AgentTool[], query: string, limit = 
   const indexed: Indexed[] = tools.map((t) => ({
     tool: t,
     // The tool's own name: its provider's id, which prefixes every name, counts as a provider word.
-    name: new Set(terms(t.name.replace(new RegExp(`^${t.source.replace(/[^a-z0-9_]/g, '_')}_`), ''))),
+    name: new Set(terms(ownName(t))),
     provider: new Set(terms(`${t.source} ${t.keywords ?? ''}`)),
     desc: new Set(terms(`${t.description} ${t.category ?? ''}`)),
   }));
@@ -177,7 +183,12 @@ export function searchTools(tools: readonly AgentTool[], query: string, limit = 
         }
         score += best;
       }
-      return { t: x.tool, score: score + (isNamed(x.tool) ? 100 : 0), plain: score };
+      // A tool whose name starts with the request's first word (or its synonyms) does what was asked: "show my
+      // lists" prefers list_* and get_* to create_* among tools that match as well otherwise.
+      const verb = groups[0] ?? [];
+      const first = terms(ownName(x.tool))[0];
+      const acts = score > 0 && first !== undefined && verb.includes(first) ? 0.5 : 0;
+      return { t: x.tool, score: score + acts + (isNamed(x.tool) ? 100 : 0), plain: score };
     })
     .filter((x) => x.plain > 0)
     .sort((a, b) => b.score - a.score || a.t.name.localeCompare(b.t.name))

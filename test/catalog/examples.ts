@@ -9,6 +9,8 @@ const FORMAT_EXAMPLES: Record<string, string> = {
   uuid: '123e4567-e89b-42d3-a456-426614174000',
 };
 
+const PATTERN_CANDIDATES = ['example', 'PT30M', '12345', 'example-1', 'a'];
+
 /** A value the schema accepts; objects get their required properties (all of them at the top level). */
 export function exampleValue(schema: JsonSchema, all = false): unknown {
   if (schema.default !== undefined) return schema.default;
@@ -18,6 +20,11 @@ export function exampleValue(schema: JsonSchema, all = false): unknown {
   switch (type) {
     case 'string': {
       if (schema.format && FORMAT_EXAMPLES[schema.format]) return FORMAT_EXAMPLES[schema.format];
+      // A pattern without an example: the first of some common shapes it accepts (ISO 8601 durations ...).
+      if (schema.pattern) {
+        const fits = PATTERN_CANDIDATES.find((c) => new RegExp(schema.pattern as string, 'u').test(c));
+        if (fits) return fits;
+      }
       let s = 'example';
       while (s.length < (schema.minLength ?? 0)) s += 'x';
       return schema.maxLength !== undefined ? s.slice(0, Math.max(schema.maxLength, 1)) : s;

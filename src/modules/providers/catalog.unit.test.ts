@@ -61,6 +61,7 @@ function sampleArgs(parameters: {
       default:
         if (s.format === 'date-time') return '2024-05-01T10:00:00Z';
         if (s.format === 'date') return '2024-05-01';
+        if (s.format === 'uuid') return '123e4567-e89b-42d3-a456-426614174000';
         if (s.pattern?.startsWith('^app')) return 'appABC123';
         if (s.pattern?.startsWith('^rec')) return 'recABC123';
         if (s.pattern === '^[0-9]+$') return '123456';

@@ -72,7 +72,13 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
       return;
     }
     if (!token) throw new UnauthorizedError('Missing bearer token (Authorization: Bearer <token>)');
-    const actor = await resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache, { path: req.url });
+    const resolved = await resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache, {
+      path: req.url,
+    });
+    // Credits this instance leased for the account count as balance (they left the stored one); a copy, as
+    // the resolved actor may be cached and shared.
+    const leased = leasedCredits(app.deps, resolved.accountId);
+    const actor = leased ? { ...resolved, creditBalance: resolved.creditBalance + leased } : resolved;
     req.actor = actor;
     if (mode === 'session' && actor.kind !== 'session') {
       throw new ForbiddenError(SESSION_ONLY_MESSAGE);
@@ -81,8 +87,7 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
     if (scopes.length && !scopes.some((s) => actor.scopes.has(s))) {
       throw new ForbiddenError(`Missing required scope: ${scopes.join(' or ')}`);
     }
-    // Credits this instance leased for the account count as balance (they left the stored one).
-    if (config.creditGuard && actor.creditBalance + leasedCredits(app.deps, actor.accountId) <= 0) {
+    if (config.creditGuard && actor.creditBalance <= 0) {
       throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
     }
   }

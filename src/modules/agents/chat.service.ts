@@ -7,6 +7,7 @@ import { newId } from '../../lib/ids.ts';
 import type { ChatMessage } from '../../llm/types.ts';
 import * as accountsRepo from '../accounts/repo.ts';
 import { providerAgentTools } from '../connections/tools.ts';
+import { leasedCredits } from '../credits/service.ts';
 import { knowledgeAgentTools } from '../knowledge/tools.ts';
 import { resolveModel } from '../llm/service.ts';
 import { executeCodeTools } from '../sandbox/tools.ts';
@@ -160,7 +161,8 @@ export async function toolsOf(
 }
 
 async function balanceOf(ctx: ServiceContext): Promise<number> {
-  return (await accountsRepo.findAccountById(ctx.db, ctx.accountId))?.creditBalance ?? 0;
+  const stored = (await accountsRepo.findAccountById(ctx.db, ctx.accountId))?.creditBalance ?? 0;
+  return stored + leasedCredits(ctx.deps, ctx.accountId); // what this instance holds on lease left the stored balance
 }
 
 export async function chatWithAgent(

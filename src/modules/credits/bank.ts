@@ -30,8 +30,11 @@ export const LEASE_MAX_CREDITS = 1_000_000;
 export const LEASE_RATE_SECONDS = 1;
 /** Requests a second from which one at a time still get a sized lease (fewer: each leases its own hold). */
 export const LEASE_BUSY_RATE = 10;
-/** Group commit: charges wait at most this long for others to share their write... */
-export const BATCH_WINDOW_MS = 2;
+/**
+ * Group commit: charges wait at most this long for others to share their write (on PGlite a statement runs on
+ * the service's own thread, so fewer of them matter more)...
+ */
+export const BATCH_WINDOW_MS = { pg: 5, pglite: 20 } as const;
 /** ...and a batch holds at most this many (the rest go in the next one, at once). */
 export const BATCH_MAX = 1000;
 
@@ -137,6 +140,7 @@ export class CreditBank {
     private readonly background?: BackgroundTasks,
     /** The clock the account rates are read with (tests pass their own). */
     private readonly clock: () => number = Date.now,
+    private readonly windowMs: number = BATCH_WINDOW_MS.pg,
   ) {
     // Idle leases go back, live ones are renewed; unref'd: it never keeps a process alive.
     this.ticker = setInterval(() => this.tick(), Math.min(250, LEASE_IDLE_MS)).unref();
@@ -283,7 +287,7 @@ export class CreditBank {
 
   private schedule(): void {
     if (this.timer || this.flushing) return;
-    this.timer = setTimeout(() => void this.flush(), BATCH_WINDOW_MS);
+    this.timer = setTimeout(() => void this.flush(), this.windowMs);
   }
 
   private tick(): void {

@@ -3,6 +3,7 @@ import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
+import { releaseChannelsOfAgent } from '../channels/service.ts';
 import { resolveModel } from '../llm/service.ts';
 import * as tasksRepo from '../scheduled-tasks/repo.ts';
 import * as repo from './repo.ts';
@@ -135,11 +136,13 @@ export async function setDefaultAgent(ctx: ServiceContext, agentId: string): Pro
 export const AGENT_DELETED_REASON = 'Its agent was deleted';
 
 /**
- * Deletes the agent with its conversations and counters; the account then has no default if it was it. Its
- * scheduled tasks stay, disabled with `AGENT_DELETED_REASON`, in the same transaction.
+ * Deletes the agent with its conversations, counters and messaging channels (their Telegram webhooks removed
+ * first); the account then has no default if it was it. Its scheduled tasks stay, disabled with
+ * `AGENT_DELETED_REASON`, in the same transaction.
  */
 export async function deleteAgent(ctx: ServiceContext, agentId: string): Promise<void> {
   const current = await ownedAgent(ctx, agentId, ['agents-all']);
+  await releaseChannelsOfAgent(ctx, current.id);
   await ctx.db.transaction(async (tx) => {
     if (!(await repo.deleteAgent(tx, ctx.accountId, current.id))) throw new NotFoundError(`Agent ${agentId} not found`);
     await tasksRepo.disableTasksOfAgent(tx, ctx.accountId, current.id, AGENT_DELETED_REASON);

@@ -193,6 +193,15 @@ describe('messaging channels: API and Telegram', () => {
       expect((await call(h.app, 'GET', `${API}/${t.channel.id}`, as(t.user))).statusCode).toBe(404);
       expect((await deliver(newSecret, message(1, 'hi'))).statusCode).toBe(401);
     });
+
+    it("deleting the agent removes its channels and their bots' webhooks", async () => {
+      const t = await telegramChannel();
+      expect(tg.webhooks.has(t.botToken)).toBe(true);
+      expect((await call(h.app, 'DELETE', `/api/v1/agents/${t.agentId}`, as(t.user))).statusCode).toBe(204);
+      expect(tg.webhooks.has(t.botToken)).toBe(false);
+      expect((await call(h.app, 'GET', `${API}/${t.channel.id}`, as(t.user))).statusCode).toBe(404);
+      expect((await deliver(t.secret, message(1, 'hi'))).statusCode).toBe(401);
+    });
   });
 
   describe('Telegram webhook', () => {

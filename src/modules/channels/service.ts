@@ -314,6 +314,18 @@ export async function deleteChannel(ctx: ServiceContext, channelId: string): Pro
   }
 }
 
+/**
+ * Before an agent is deleted (its channels go with it by cascade): its Telegram bots are told to stop sending
+ * us updates, as deleting the channel itself does. A failure is logged and does not stop the deletion.
+ */
+export async function releaseChannelsOfAgent(ctx: ServiceContext, agentId: string): Promise<void> {
+  for (const row of await repo.channelsOfAgent(ctx.db, ctx.accountId, agentId)) {
+    if (row.type !== 'telegram') continue;
+    const { botToken } = openSecrets(ctx.deps, row);
+    if (botToken) await deleteTelegramWebhook(ctx, botToken);
+  }
+}
+
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 
 /** Normalizes a code as a user may type it back (case, spaces). */

@@ -1,5 +1,5 @@
 import type { Agent, Conversation, Message } from '../modules/agents/schema.ts';
-import { type Html, html, layout } from './html.ts';
+import { type Html, html, layout, notice } from './html.ts';
 import { renderMarkdown } from './markdown.ts';
 import type { PageUser } from './pages.ts';
 
@@ -12,11 +12,6 @@ import type { PageUser } from './pages.ts';
 export const AGENTS_PATH = '/account/agents';
 export const agentPath = (agentId: string, conversationId?: string) =>
   `${AGENTS_PATH}/${encodeURIComponent(agentId)}${conversationId ? `?c=${encodeURIComponent(conversationId)}` : ''}`;
-
-function notice(text: string | undefined, error = false): Html {
-  if (!text) return html``;
-  return error ? html`<p class="error" role="alert">${text}</p>` : html`<p class="notice" role="status">${text}</p>`;
-}
 
 export function agentsPage(v: {
   user: PageUser;

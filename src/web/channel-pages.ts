@@ -1,6 +1,6 @@
 import type { Agent } from '../modules/agents/schema.ts';
 import type { Channel, Delivery, LinkCode } from '../modules/channels/schema.ts';
-import { type Html, html, layout } from './html.ts';
+import { type Html, html, layout, notice } from './html.ts';
 import type { PageUser } from './pages.ts';
 
 /**
@@ -12,11 +12,6 @@ import type { PageUser } from './pages.ts';
 
 export const CHANNELS_PATH = '/account/channels';
 export const channelPath = (id: string) => `${CHANNELS_PATH}/${encodeURIComponent(id)}`;
-
-function notice(text: string | undefined, error = false): Html {
-  if (!text) return html``;
-  return error ? html`<p class="error" role="alert">${text}</p>` : html`<p class="notice" role="status">${text}</p>`;
-}
 
 const TYPE_LABEL: Record<Channel['type'], string> = { telegram: 'Telegram', whatsapp: 'WhatsApp', webchat: 'Web chat' };
 

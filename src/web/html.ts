@@ -79,6 +79,12 @@ form.filters{display:flex;gap:.75rem;align-items:flex-end;flex-wrap:wrap;margin-
 .sr-only{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);border:0}
 `;
 
+/** A page's status line: a notice after a redirect, or (`error`) the reason a form was refused. */
+export function notice(text: string | undefined, error = false): Html {
+  if (!text) return html``;
+  return error ? html`<p class="error" role="alert">${text}</p>` : html`<p class="notice" role="status">${text}</p>`;
+}
+
 export interface LayoutOptions {
   /** The signed-in user's name, for the navigation; absent on sign-in pages. */
   user?: { name: string; email: string } | undefined;

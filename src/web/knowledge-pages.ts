@@ -9,7 +9,7 @@ import type {
   PageVersion,
   SearchResult,
 } from '../modules/knowledge/schema.ts';
-import { type Html, html, layout } from './html.ts';
+import { type Html, html, layout, notice } from './html.ts';
 import { renderMarkdown } from './markdown.ts';
 import type { PageUser } from './pages.ts';
 
@@ -30,11 +30,6 @@ const TYPE_TITLES: Record<string, string> = {
   summary: 'Summaries',
   custom: 'Other pages',
 };
-
-function notice(text: string | undefined, error = false): Html {
-  if (!text) return html``;
-  return error ? html`<p class="error" role="alert">${text}</p>` : html`<p class="notice" role="status">${text}</p>`;
-}
 
 function sourceBadge(status: KnowledgeSource['status']): Html {
   const cls = status === 'compiled' ? 'badge-active' : status === 'failed' ? 'badge-error' : 'badge-expired';

@@ -17,7 +17,7 @@ import {
 import type { LintFinding } from '../modules/knowledge/schema.ts';
 import { CreateSource } from '../modules/knowledge/schema.ts';
 import { createKnowledgeSource, listKnowledgeSources } from '../modules/knowledge/sources.service.ts';
-import { type Form, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { type Form, noticeOf, one, pageHelpers, type SignedIn, send } from './common.ts';
 import { basePath, KNOWLEDGE_PATH, knowledgePage, wikiPage } from './knowledge-pages.ts';
 
 const KB_ID = /^kb_[A-Za-z0-9_-]{1,96}$/;
@@ -117,11 +117,10 @@ export async function knowledgePageRoutes(app: App, oauth: OAuthServer): Promise
   app.get(`${KNOWLEDGE_PATH}/:kbId`, page, (req, reply) =>
     withBase(req, reply, (current, kbId) => {
       const query = req.query as Record<string, unknown>;
-      const noticeKey = typeof query.notice === 'string' ? query.notice : '';
       return render(req, reply, current, kbId, {
         q: typeof query.q === 'string' ? query.q : '',
         tag: typeof query.tag === 'string' ? query.tag : '',
-        notice: NOTICES[noticeKey],
+        notice: noticeOf(req, NOTICES),
       });
     }),
   );

@@ -1,7 +1,7 @@
 import type { Agent } from '../modules/agents/schema.ts';
 import type { Task, TaskRun } from '../modules/scheduled-tasks/schema.ts';
 import { AGENTS_PATH, agentPath } from './agent-pages.ts';
-import { type Html, html, layout } from './html.ts';
+import { type Html, html, layout, notice } from './html.ts';
 import type { PageUser } from './pages.ts';
 
 /**
@@ -41,11 +41,6 @@ export function zoned(at: Date | string, timeZone: string): string {
     minute: '2-digit',
     timeZoneName: 'short',
   }).format(date);
-}
-
-function notice(text: string | undefined, error = false): Html {
-  if (!text) return html``;
-  return error ? html`<p class="error" role="alert">${text}</p>` : html`<p class="notice" role="status">${text}</p>`;
 }
 
 const STATUS_BADGE: Record<TaskRun['status'], string> = {

@@ -15,7 +15,7 @@ import {
   runTaskNow,
   updateTask,
 } from '../modules/scheduled-tasks/service.ts';
-import { type Form, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { type Form, formIssues, noticeOf, one, pageHelpers, type SignedIn, send } from './common.ts';
 import { type PreviewView, TASKS_PATH, type TaskDraft, taskPath, taskRunsPage, tasksPage } from './task-pages.ts';
 
 const TASK_ID = /^task_[A-Za-z0-9_-]{1,96}$/;
@@ -40,10 +40,6 @@ const RUNS_SHOWN = 50;
 export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void> {
   const { csrf, csrfOk, signedIn, csrfFailed } = pageHelpers(app, oauth);
   const page = { schema: { hide: true }, config: { auth: 'public' as const } };
-  const noticeOf = (req: FastifyRequest) => {
-    const key = (req.query as Record<string, unknown>).notice;
-    return typeof key === 'string' ? NOTICES[key] : undefined;
-  };
 
   async function renderList(
     req: FastifyRequest,
@@ -100,7 +96,7 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
   app.get(TASKS_PATH, page, async (req, reply) => {
     const current = await signedIn(req, reply);
     if (!current) return reply;
-    return renderList(req, reply, current, { ...(noticeOf(req) ? { notice: noticeOf(req) } : {}) });
+    return renderList(req, reply, current, { notice: noticeOf(req, NOTICES) });
   });
 
   /** The form again with the schedule in words and its next five runs (nothing is saved). */
@@ -134,8 +130,7 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
       timezone: draft.timezone,
     });
     if (!parsed.success) {
-      const error = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-      return renderList(req, reply, current, { error, draft }, 422);
+      return renderList(req, reply, current, { error: formIssues(parsed.error), draft }, 422);
     }
     try {
       await createTask(serviceContextOf(req, current.actor), draft.agentId || 'default', parsed.data);
@@ -165,7 +160,7 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
           agent: agents.data.find((a) => a.id === task.agentId),
           runs: runs.data,
           total: runs.pagination.total,
-          notice: noticeOf(req),
+          notice: noticeOf(req, NOTICES),
         }),
       );
     }),

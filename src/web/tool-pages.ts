@@ -1,7 +1,7 @@
 import type { Agent } from '../modules/agents/schema.ts';
 import type { Skill } from '../modules/skills/schema.ts';
 import { type AgentToolLink, TOOL_LANGUAGES, type Tool, type ToolRun } from '../modules/tools/schema.ts';
-import { type Html, html, layout } from './html.ts';
+import { type Html, html, layout, notice } from './html.ts';
 import type { PageUser } from './pages.ts';
 
 /**
@@ -70,11 +70,6 @@ function toolAgents(v: {
         : ''
     }
   </section>`;
-}
-
-function notice(text: string | undefined, error = false): Html {
-  if (!text) return html``;
-  return error ? html`<p class="error" role="alert">${text}</p>` : html`<p class="notice" role="status">${text}</p>`;
 }
 
 /** A tool's fields as the form holds them (text, so a refused form comes back as typed). */

@@ -20,7 +20,7 @@ import {
 import { linksOfTool, linkTool, unlinkTool, updateToolSecrets } from '../modules/tools/links.service.ts';
 import { CreateTool, type ToolRun, UpdateTool } from '../modules/tools/schema.ts';
 import { createTool, deleteTool, getTool, listTools, testTool, updateTool } from '../modules/tools/service.ts';
-import { type Form, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { type Form, formIssues, noticeOf, one, pageHelpers, type SignedIn, send } from './common.ts';
 import {
   SKILLS_PATH,
   type SkillDraft,
@@ -49,15 +49,6 @@ const NOTICES: Record<string, string> = {
 };
 /** How long a test run's result stays to be shown after the redirect (this instance only). */
 const RUN_TTL_MS = 10 * 60_000;
-
-const noticeOf = (req: FastifyRequest) => {
-  const key = (req.query as Record<string, unknown>).notice;
-  return typeof key === 'string' ? NOTICES[key] : undefined;
-};
-
-/** A refused form's message: the schema's issues, one line. */
-const issues = (error: { issues: { path: PropertyKey[]; message: string }[] }) =>
-  error.issues.map((i) => `${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`).join('; ');
 
 /** The tool form as the API takes it: `parameters` parsed from JSON (else a message), secrets split. */
 function toolInput(form: Form): { draft: ToolDraft; input?: Record<string, unknown>; error?: string } {
@@ -126,7 +117,13 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     const tools = await listTools(ctx, { page: 1, limit: 100, sortBy: 'name', sortOrder: 'asc' });
     return send(
       reply,
-      toolsPage({ user: current.user, csrf: csrf(req, reply), tools: tools.data, notice: noticeOf(req), ...opts }),
+      toolsPage({
+        user: current.user,
+        csrf: csrf(req, reply),
+        tools: tools.data,
+        notice: noticeOf(req, NOTICES),
+        ...opts,
+      }),
       status,
     );
   }
@@ -150,7 +147,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         user: current.user,
         csrf: csrf(req, reply),
         tool,
-        notice: noticeOf(req),
+        notice: noticeOf(req, NOTICES),
         ...opts,
         args: opts.args ?? run?.args ?? '{}',
         run: run?.run,
@@ -194,7 +191,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     const { draft, input, error } = toolInput(form);
     const parsed = CreateTool.safeParse(input);
     if (error || !parsed.success) {
-      const why = error ?? (parsed.success ? '' : issues(parsed.error));
+      const why = error ?? (parsed.success ? '' : formIssues(parsed.error));
       return renderTools(req, reply, current, { error: `The tool was not created: ${why}`, draft }, 422);
     }
     try {
@@ -223,7 +220,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
       const { draft, input, error } = toolInput(form);
       const parsed = UpdateTool.safeParse({ ...input, timeoutMs: input?.timeoutMs ?? null });
       if (error || !parsed.success) {
-        const why = error ?? (parsed.success ? '' : issues(parsed.error));
+        const why = error ?? (parsed.success ? '' : formIssues(parsed.error));
         return renderTool(req, reply, current, toolId, { error: `Not saved: ${why}`, draft }, 422);
       }
       try {
@@ -330,7 +327,13 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     const skills = await listSkills(ctx, { page: 1, limit: 100, sortBy: 'name', sortOrder: 'asc' });
     return send(
       reply,
-      skillsPage({ user: current.user, csrf: csrf(req, reply), skills: skills.data, notice: noticeOf(req), ...opts }),
+      skillsPage({
+        user: current.user,
+        csrf: csrf(req, reply),
+        skills: skills.data,
+        notice: noticeOf(req, NOTICES),
+        ...opts,
+      }),
       status,
     );
   }
@@ -376,7 +379,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         req,
         reply,
         current,
-        { error: `The skill was not created: ${issues(parsed.error)}`, draft },
+        { error: `The skill was not created: ${formIssues(parsed.error)}`, draft },
         422,
       );
     }
@@ -417,7 +420,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         skill,
         agents,
         linkedAgentIds,
-        notice: noticeOf(req),
+        notice: noticeOf(req, NOTICES),
         ...opts,
       }),
       status,
@@ -464,7 +467,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
       const parsed = UpdateSkill.safeParse(draft);
       const refuse = (why: string, status: number) =>
         renderSkill(req, reply, current, skillId, { draft, error: `Not saved: ${why}` }, status);
-      if (!parsed.success) return refuse(issues(parsed.error), 422);
+      if (!parsed.success) return refuse(formIssues(parsed.error), 422);
       try {
         await updateSkill(ctx, skillId, parsed.data);
       } catch (err) {

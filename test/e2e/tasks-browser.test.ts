@@ -1,11 +1,11 @@
-import { and, eq } from 'drizzle-orm';
-import pino from 'pino';
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobs, scheduledTasks } from '../../src/db/schema/index.ts';
+import { scheduledTasks } from '../../src/db/schema/index.ts';
 import type { App } from '../../src/http/types.ts';
 import { taskJobs } from '../../src/modules/scheduled-tasks/jobs.ts';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
 import { call, createHarness, createUser, type TestHarness } from '../harness.ts';
+import { runQueuedJobs } from '../jobs.ts';
 import { artifactPath, launchBrowser, runBrowser, type TestBrowser } from './browser.ts';
 import { listeningApp } from './oauth-helpers.ts';
 
@@ -33,24 +33,6 @@ describe.skipIf(!runBrowser)('scheduled tasks page in a real browser (chromium)'
     await h?.close();
     await llm?.close();
   });
-
-  /** The account's queued task runs, run as the worker would (the worker is off in tests). */
-  const runQueued = async (accountId: string) => {
-    const queued = await h.database.db
-      .select()
-      .from(jobs)
-      .where(and(eq(jobs.type, 'tasks.run'), eq(jobs.status, 'queued'), eq(jobs.accountId, accountId)));
-    const log = pino({ level: 'silent' });
-    for (const job of queued) {
-      await taskJobs['tasks.run'].run(app.deps, job.payload as { runId: string }, {
-        jobId: job.id,
-        attempt: 1,
-        signal: new AbortController().signal,
-        log,
-      });
-    }
-    return queued.length;
-  };
 
   it('previews, creates, pauses, enables, runs now with history, and deletes a task', async () => {
     const user = await createUser(app);
@@ -111,7 +93,7 @@ describe.skipIf(!runBrowser)('scheduled tasks page in a real browser (chromium)'
     await page.getByText('Run queued').waitFor();
     await page.getByRole('heading', { name: 'Monday digest', level: 1 }).waitFor();
     llm.enqueue({ content: 'Quiet week: **two** meetings.' });
-    expect(await runQueued(user.account.id)).toBe(1);
+    expect(await runQueuedJobs(app, taskJobs, 'tasks.run', { accountId: user.account.id })).toHaveLength(1);
     await page.reload();
     const row = page.locator('tr[data-run]');
     expect(await row.locator('.badge').textContent()).toBe('succeeded');

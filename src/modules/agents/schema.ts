@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pageQuery, Timestamp } from '../../lib/pagination.ts';
 
 /**
  * SPEC §2 built-in tool groups, plus `knowledge-base` (the account's wikis; an extension). A group whose
@@ -23,8 +24,6 @@ export const AVAILABLE_GROUPS: ReadonlySet<BuiltInToolGroup> = new Set([
   'account-tasks',
 ]);
 export const DEFAULT_GROUPS: BuiltInToolGroup[] = ['provider-tools'];
-
-const Timestamp = z.iso.datetime().meta({ examples: ['2026-11-23T09:30:00.000Z'] });
 
 export const UsageLimits = z
   .object({
@@ -168,10 +167,7 @@ export const Message = z
   .meta({ id: 'ConversationMessage' });
 export type Message = z.infer<typeof Message>;
 
-export const ListQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-});
+export const ListQuery = pageQuery();
 
 export const MemoryParams = AgentParams.extend({ memoryId: z.string().min(1).max(100) });
 export const MemoryListQuery = ListQuery.extend({

@@ -1,8 +1,7 @@
 import { z } from 'zod';
+import { Timestamp } from '../../lib/pagination.ts';
 
 /** SPEC §2 "Messaging channel" and §4 "Messaging channels": request and response shapes. */
-
-const Timestamp = z.iso.datetime().meta({ examples: ['2026-11-24T09:30:00.000Z'] });
 
 const secret = (what: string) => z.string().trim().min(1).max(1000).describe(what);
 const origin = z

@@ -1,41 +1,18 @@
-import { and, eq, inArray } from 'drizzle-orm';
-import pino from 'pino';
+import { and, eq } from 'drizzle-orm';
 import type { TestHarness } from '../../../test/harness.ts';
+import { runQueuedJobs } from '../../../test/jobs.ts';
 import { buildApp } from '../../app.ts';
 import { openDatabase } from '../../db/client.ts';
 import { jobs } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 import { channelJobs } from './jobs.ts';
 
-const silent = pino({ level: 'silent' });
-
 /**
  * Runs the account's queued channel jobs as a worker would (tests keep the worker off), each once, and marks
  * them done; answers the handlers' results. A handler that throws leaves its job queued (the worker retries it).
  */
-export async function runChannelJobs(h: TestHarness, accountId: string, app: App = h.app): Promise<unknown[]> {
-  const db = h.database.db;
-  const queued = await db
-    .select()
-    .from(jobs)
-    .where(and(eq(jobs.type, 'channels.deliver'), eq(jobs.accountId, accountId), eq(jobs.status, 'queued')));
-  const results: unknown[] = [];
-  for (const job of queued) {
-    const payload = channelJobs['channels.deliver'].payload.parse(job.payload);
-    results.push(
-      await channelJobs['channels.deliver'].run(app.deps, payload, {
-        jobId: job.id,
-        attempt: 1,
-        signal: new AbortController().signal,
-        log: app === h.app ? silent : app.log,
-      }),
-    );
-    await db
-      .update(jobs)
-      .set({ status: 'succeeded' })
-      .where(inArray(jobs.id, [job.id]));
-  }
-  return results;
+export function runChannelJobs(h: TestHarness, accountId: string, app: App = h.app): Promise<unknown[]> {
+  return runQueuedJobs(app, channelJobs, 'channels.deliver', { accountId, ...(app === h.app ? {} : { log: app.log }) });
 }
 
 /** How many channel jobs the account has, whatever their state. */

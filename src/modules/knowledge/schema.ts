@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PAGE_TYPES, RELATIONSHIP_TYPES, SOURCE_STATUSES, SOURCE_TYPES } from '../../db/schema/index.ts';
+import { pageQuery, Timestamp } from '../../lib/pagination.ts';
 import { isSlug } from './links.ts';
 
 /** The largest page of a knowledge list (SPEC §8 leaves it open). */
@@ -7,7 +8,6 @@ export const KNOWLEDGE_MAX_LIMIT = 100;
 export const MAX_SOURCE_CHARS = 2_000_000;
 export const MAX_PAGE_CHARS = 200_000;
 
-const Timestamp = z.iso.datetime().meta({ examples: ['2026-11-23T09:30:00.000Z'] });
 const Tag = z.string().trim().min(1).max(50);
 
 export const KbParams = z.object({ kbId: z.string().min(1).max(100) });
@@ -160,10 +160,7 @@ export const PageVersion = z
   .meta({ id: 'KnowledgePageVersion' });
 export type PageVersion = z.infer<typeof PageVersion>;
 
-export const ListQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  limit: z.coerce.number().int().min(1).max(KNOWLEDGE_MAX_LIMIT).default(20),
-});
+export const ListQuery = pageQuery(KNOWLEDGE_MAX_LIMIT);
 
 export const KnowledgeSource = z
   .object({

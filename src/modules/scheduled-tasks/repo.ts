@@ -42,8 +42,17 @@ export async function listTasks(
   return { rows, total: totals?.n ?? 0 };
 }
 
-export async function countTasks(db: Executor, accountId: string): Promise<number> {
-  const [row] = await db.select({ n: count() }).from(scheduledTasks).where(eq(scheduledTasks.accountId, accountId));
+/** The account's tasks, or those of one of its agents. */
+export async function countTasks(db: Executor, accountId: string, agentId?: string): Promise<number> {
+  const [row] = await db
+    .select({ n: count() })
+    .from(scheduledTasks)
+    .where(
+      and(
+        eq(scheduledTasks.accountId, accountId),
+        agentId === undefined ? undefined : eq(scheduledTasks.agentId, agentId),
+      ),
+    );
   return row?.n ?? 0;
 }
 

@@ -1,9 +1,7 @@
 import { z } from 'zod';
 import { TASK_RUN_STATUSES } from '../../db/schema/index.ts';
-import { listQuery } from '../../lib/pagination.ts';
+import { listQuery, pageQuery, Timestamp } from '../../lib/pagination.ts';
 import { AgentParams } from '../agents/schema.ts';
-
-const Timestamp = z.iso.datetime().meta({ examples: ['2026-11-23T09:00:00.000Z'] });
 
 const fields = {
   name: z
@@ -93,7 +91,4 @@ export type Task = z.infer<typeof Task>;
 
 export const TaskParams = AgentParams.extend({ taskId: z.string().min(1).max(100) });
 export const TaskListQuery = listQuery(['createdAt', 'updatedAt', 'name']);
-export const RunListQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-});
+export const RunListQuery = pageQuery();

@@ -1,10 +1,11 @@
-import { and, eq, like } from 'drizzle-orm';
+import { eq, like } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { type FakeTelegram, startFakeTelegram } from '../../../test/fakes/telegram.ts';
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { runQueuedJobs } from '../../../test/jobs.ts';
 import {
   accounts,
   creditTransactions,
@@ -78,15 +79,8 @@ describe('scheduled tasks', () => {
     signal: new AbortController().signal,
     log: silent,
   });
-  const runJobs = async () => {
-    const queued = await h.database.db
-      .select()
-      .from(jobs)
-      .where(and(eq(jobs.type, 'tasks.run'), eq(jobs.status, 'queued')));
-    return Promise.all(
-      queued.map((j) => taskJobs['tasks.run'].run(h.app.deps, j.payload as { runId: string }, jobContext())),
-    );
-  };
+  /** The queued task runs, run as the worker would (the worker is off in tests). */
+  const runJobs = () => runQueuedJobs(h.app, taskJobs, 'tasks.run');
   const runsOf = (taskId: string) =>
     h.database.db.select().from(scheduledTaskRuns).where(eq(scheduledTaskRuns.taskId, taskId));
   // Charges are written by group commit just after each model call: wait for them before reading.

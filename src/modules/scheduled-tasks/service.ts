@@ -73,14 +73,8 @@ async function agentKey(ctx: ServiceContext, agentId: string, mustExist = false)
   requireScope(ctx, 'agents-all');
   if (agentId === DEFAULT_AGENT_ID || mustExist) return (await ownedAgent(ctx, agentId, ['agents-all'])).id;
   if (await agentsRepo.findAgent(ctx.db, ctx.accountId, agentId)) return agentId;
-  const { total } = await repo.listTasks(ctx.db, ctx.accountId, {
-    agentId,
-    page: 1,
-    limit: 1,
-    sortBy: 'createdAt',
-    sortOrder: 'desc',
-  });
-  if (total === 0) throw new NotFoundError(`Agent ${agentId} not found`);
+  if ((await repo.countTasks(ctx.db, ctx.accountId, agentId)) === 0)
+    throw new NotFoundError(`Agent ${agentId} not found`);
   return agentId;
 }
 

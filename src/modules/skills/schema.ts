@@ -1,11 +1,10 @@
 import { z } from 'zod';
+import { Timestamp } from '../../lib/pagination.ts';
 
 /** SPEC §2 Skill (a reusable prompt) and the agent-skill link. */
 
 /** The longest skill prompt (characters). */
 export const SKILL_PROMPT_MAX_CHARS = 50_000;
-
-const Timestamp = z.iso.datetime().meta({ examples: ['2026-11-24T09:30:00.000Z'] });
 
 const fields = {
   name: z

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Timestamp } from '../../lib/pagination.ts';
 import { SANDBOX_LANGUAGES, SANDBOX_MAX_TIMEOUT_MS } from '../../sandbox/types.ts';
 
 /**
@@ -19,7 +20,6 @@ export const SECRET_VALUE_MAX_CHARS = 10_000;
 export const TOOL_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
-const Timestamp = z.iso.datetime().meta({ examples: ['2026-11-24T09:30:00.000Z'] });
 const JsonSchemaObject = z
   .record(z.string(), z.unknown())
   .describe('a JSON Schema of the arguments: `type: "object"` with its `properties` (and `required`)');

@@ -171,13 +171,14 @@ describe('what the code can reach', () => {
     const runs = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         js(
-          `globalThis.mine = args.n; let t = 0; for (let k = 0; k < 20000; k++) t += k; await Promise.resolve(); return { n: args.n, mine: globalThis.mine, secret: secrets.S };`,
+          `const before = typeof globalThis.mine; globalThis.mine = args.n; let t = 0; for (let k = 0; k < 20000; k++) t += k; await Promise.resolve(); return { before, n: args.n, mine: globalThis.mine, secret: secrets.S };`,
           { args: { n: i }, secrets: { S: `s${i}` } },
         ),
       ),
     );
     expect(runs.map((r) => r.result)).toEqual(
-      Array.from({ length: 6 }, (_, i) => ({ n: i, mine: i, secret: `s${i}` })),
+      // A run never sees what an earlier one left: each starts in a fresh context.
+      Array.from({ length: 6 }, (_, i) => ({ before: 'undefined', n: i, mine: i, secret: `s${i}` })),
     );
   });
 

@@ -3,7 +3,7 @@ import { serviceContextOf } from '../auth/guard.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError, NotFoundError } from '../lib/errors.ts';
-import { listAgents } from '../modules/agents/service.ts';
+import { getAgent, listAgents } from '../modules/agents/service.ts';
 import { CreateChannel } from '../modules/channels/schema.ts';
 import {
   createChannel,
@@ -65,14 +65,15 @@ export async function channelPageRoutes(app: App, oauth: OAuthServer): Promise<v
   ) {
     const ctx = serviceContextOf(req, current.actor);
     const channel = await getChannel(ctx, channelId);
-    const agents = await agentsOf(req, current);
+    // The agent exists: deleting it deletes its channels.
+    const agent = await getAgent(ctx, channel.agentId);
     return send(
       reply,
       channelPage({
         user: current.user,
         csrf: csrf(req, reply),
         channel,
-        agentName: agents.find((a) => a.id === channel.agentId)?.name ?? channel.agentId,
+        agentName: agent.name,
         deliveries: await listDeliveries(ctx, channelId, 20),
         ...opts,
       }),

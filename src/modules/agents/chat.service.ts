@@ -5,9 +5,8 @@ import type { ServiceContext } from '../../lib/context.ts';
 import { BadRequestError, GatewayTimeoutError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { ChatMessage } from '../../llm/types.ts';
-import * as accountsRepo from '../accounts/repo.ts';
 import { providerAgentTools } from '../connections/tools.ts';
-import { leasedCredits } from '../credits/service.ts';
+import { availableCredits } from '../credits/service.ts';
 import { knowledgeAgentTools } from '../knowledge/tools.ts';
 import { resolveModel } from '../llm/service.ts';
 import { executeCodeTools } from '../sandbox/tools.ts';
@@ -161,8 +160,7 @@ export async function toolsOf(
 }
 
 async function balanceOf(ctx: ServiceContext): Promise<number> {
-  const stored = (await accountsRepo.findAccountById(ctx.db, ctx.accountId))?.creditBalance ?? 0;
-  return stored + leasedCredits(ctx.deps, ctx.accountId); // what this instance holds on lease left the stored balance
+  return (await availableCredits(ctx.deps, ctx.accountId)) ?? 0;
 }
 
 export async function chatWithAgent(

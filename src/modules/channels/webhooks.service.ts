@@ -1,9 +1,9 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { Executor } from '../../db/client.ts';
 import type { ChannelType, MessagingChannelRow } from '../../db/schema/index.ts';
 import type { PublicContext } from '../../lib/context.ts';
 import { BadRequestError, ForbiddenError, UnauthorizedError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
+import { hasLoneSurrogate, hasNul, LONE_SURROGATE_MESSAGE, NUL_MESSAGE } from '../../lib/text.ts';
 import { enqueueChannelJob } from './jobs.ts';
 import * as repo from './repo.ts';
 import { openSecrets } from './service.ts';
@@ -22,12 +22,8 @@ export async function channelBySecret(
   presented: string | undefined,
 ): Promise<MessagingChannelRow | undefined> {
   if (!presented) return undefined;
-  const hash = Buffer.from(sha256Hex(presented), 'hex');
-  const rows = await repo.findChannelsBySecretHash(db, type, hash.toString('hex'));
-  return rows.find((r) => {
-    const stored = Buffer.from(r.webhookSecretHash ?? '', 'hex');
-    return stored.length === hash.length && timingSafeEqual(stored, hash);
-  });
+  // Looked up by the secret's hash, never by the secret: the comparison leaks nothing about a stored secret.
+  return (await repo.findChannelsBySecretHash(db, type, sha256Hex(presented)))[0];
 }
 
 /** Records one delivery and queues its job, once per key. Answers whether it was new. */
@@ -125,6 +121,9 @@ export async function receiveWhatsappDelivery(
   } catch {
     throw new BadRequestError('The body must be JSON');
   }
+  // This route parses its own body (for the signature): the JSON rules of every other route apply here too.
+  if (hasLoneSurrogate(payload)) throw new BadRequestError(LONE_SURROGATE_MESSAGE);
+  if (hasNul(payload)) throw new BadRequestError(NUL_MESSAGE);
   const globalSecret = ctx.deps.config.channels.whatsappAppSecret;
   const messages = messagesOf(payload);
   const channels = new Map<string, MessagingChannelRow>();

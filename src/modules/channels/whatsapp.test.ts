@@ -167,6 +167,18 @@ describe('messaging channels: WhatsApp Cloud API', () => {
     expect((await post(raw2, hubSignature(raw2, GLOBAL_SECRET), withGlobalSecret)).statusCode).toBe(200);
   });
 
+  it('a signed delivery holding text no column can store (a lone surrogate, NUL) is a 400, not a 500', async () => {
+    const c = await whatsappChannel();
+    for (const [body, message] of [
+      ['hi \ud800 there', 'Text must not contain unpaired surrogates (a lone \\uD800-\\uDFFF escape)'],
+      ['hi \u0000 there', 'Text must not contain NUL (\\u0000) characters'],
+    ] as const) {
+      const res = await send(c, '15550001111', body);
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json()).toEqual({ error: 'BadRequestError', message, statusCode: 400 });
+    }
+  });
+
   it('links with "link CODE"; a duplicate and a concurrent duplicate message cause one agent run; statuses are ignored', async () => {
     const c = await whatsappChannel();
     await link(c, '4915100000003');

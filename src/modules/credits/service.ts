@@ -62,6 +62,15 @@ export function settleCredits(ctx: ServiceContext, hold: CreditHold, charge: Cha
   });
 }
 
+/**
+ * The balance the credit guard admits against: the stored one plus what this instance has leased for the
+ * account and not yet held (leased credits left the stored balance). Undefined for an account that is gone.
+ */
+export async function availableCredits(deps: Deps, accountId: string): Promise<number | undefined> {
+  const account = await accountsRepo.findAccountById(deps.database.db, accountId);
+  return account ? account.creditBalance + leasedCredits(deps, accountId) : undefined;
+}
+
 /** Credits this instance has leased for the account and not yet held: they count as balance for the guard. */
 export function leasedCredits(deps: Deps, accountId: string): number {
   return banks.get(deps)?.free(accountId) ?? 0;
@@ -69,7 +78,8 @@ export function leasedCredits(deps: Deps, accountId: string): number {
 
 /** Writes this instance's credits made so far (lease takes, batches, charges): tests and /metrics read them. */
 export function creditStats(deps: Deps): CreditBank['stats'] {
-  return bankOf(deps).stats;
+  // A scrape never makes a bank (nor its timer): none yet means nothing written yet.
+  return banks.get(deps)?.stats ?? { takes: 0, batches: 0, charges: 0 };
 }
 
 /** Writes every queued charge and gives back the leases no request holds from (tests read the balance after). */

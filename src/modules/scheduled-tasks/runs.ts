@@ -4,13 +4,12 @@ import { errorText } from '../../jobs/queue.ts';
 import { type Deps, systemContext } from '../../lib/context.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import * as accountsRepo from '../accounts/repo.ts';
 import { chatWithAgent } from '../agents/chat.service.ts';
 import { OWNER } from '../agents/conversations.service.ts';
 import * as agentsRepo from '../agents/repo.ts';
 import { AGENT_DELETED_REASON } from '../agents/service.ts';
 import { deliverToAgentChannels } from '../channels/deliver.service.ts';
-import { leasedCredits } from '../credits/service.ts';
+import { availableCredits } from '../credits/service.ts';
 import { nextRun } from './cron.ts';
 import { enqueueTaskJob, TASK_RUN_RETRY } from './jobs.ts';
 import * as repo from './repo.ts';
@@ -106,10 +105,8 @@ export async function executeTaskRun(deps: Deps, runId: string, job: JobContext)
     await repo.disableTasksOfAgent(db, task.accountId, task.agentId, AGENT_DELETED_REASON);
     return fail(deps, run, AGENT_DELETED_REASON);
   }
-  const account = await accountsRepo.findAccountById(db, task.accountId);
-  // As the credit guard reads it: the stored balance plus what this instance has leased and not yet held.
-  const balance = (account?.creditBalance ?? 0) + leasedCredits(deps, task.accountId);
-  if (!account || balance <= 0) return fail(deps, run, 'The account has no credits left');
+  const balance = (await availableCredits(deps, task.accountId)) ?? 0;
+  if (balance <= 0) return fail(deps, run, 'The account has no credits left');
 
   const base = systemContext(deps, task.accountId, job.log, ['agents-all']);
   const ctx = { ...base, actor: { ...base.actor, ...task.runAs, creditBalance: balance } };

@@ -4,6 +4,33 @@ import { describe, expect, it } from 'vitest';
 import { ALL_SCOPES, type Scope } from '../src/auth/scopes.ts';
 import { call, createUser, type TestHarness, type TestUser } from './harness.ts';
 
+/** One part of a multipart/form-data body: a field, or a file when it has a `filename`. */
+export interface MultipartPart {
+  name: string;
+  content: string | Buffer;
+  filename?: string;
+  contentType?: string;
+}
+
+/** A multipart/form-data body as a browser's `FormData` sends it, and the content type naming its boundary. */
+export function multipartBody(parts: readonly MultipartPart[]): { payload: Buffer; contentType: string } {
+  const boundary = `----sb-guard-${randomBytes(12).toString('hex')}`;
+  const pieces: Buffer[] = [];
+  for (const part of parts) {
+    const file = part.filename !== undefined ? `; filename="${part.filename}"` : '';
+    const type = part.contentType ?? (file ? 'application/octet-stream' : undefined);
+    pieces.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"${file}\r\n${type ? `Content-Type: ${type}\r\n` : ''}\r\n`,
+      ),
+      Buffer.from(part.content),
+      Buffer.from('\r\n'),
+    );
+  }
+  pieces.push(Buffer.from(`--${boundary}--\r\n`));
+  return { payload: Buffer.concat(pieces), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
 /**
  * The guard tests every route gets (CONVENTIONS.md, "Tests"):
  * - 401 UnauthorizedError without a token, and with an unknown PAT, session or other token;
@@ -16,6 +43,9 @@ import { call, createUser, type TestHarness, type TestUser } from './harness.ts'
  * Usage, in an area's `service.test.ts`:
  *   guardTests(() => h, [{ method: 'GET', url: '/api/v1/things/thg_x', scopes: ['account'],
  *     ownedUrl: async (owner) => `/api/v1/things/${(await makeThing(owner)).id}` }]);
+ * An upload route declares its parts instead of a body:
+ *   { method: 'POST', url: '/api/v1/things/thg_x/files', scopes: ['account'],
+ *     multipart: [{ name: 'file', filename: 'a.txt', content: 'hello' }], ownedUrl: ... }
  */
 export interface GuardedRoute {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -25,6 +55,11 @@ export interface GuardedRoute {
   scopes: Scope[];
   /** Sent with every call; for routes that read a body it should be valid. */
   body?: unknown;
+  /**
+   * The route reads multipart/form-data (an upload): these parts are sent with every call instead of `body`,
+   * and should make a valid request (the owner's own call in the 404 case must succeed).
+   */
+  multipart?: readonly MultipartPart[];
   /** The route takes a session token only (`auth: 'session'`): a PAT gets 403 whatever its scopes. */
   sessionOnly?: boolean;
   /**
@@ -56,8 +91,14 @@ export function guardTests(harness: () => TestHarness, routes: GuardedRoute[]): 
   describe('guards', () => {
     for (const route of routes) {
       const name = `${route.method} ${route.url}`;
+      // A multipart body is encoded afresh for each call (a fresh boundary), with its content type.
+      const encoded = () => {
+        if (!route.multipart) return {};
+        const { payload, contentType } = multipartBody(route.multipart);
+        return { body: payload, headers: { 'content-type': contentType } };
+      };
       const send = (token: string | undefined, url = route.url, body = route.body) =>
-        call(harness().app, route.method, url, { body, ...(token ? { token } : {}) });
+        call(harness().app, route.method, url, { body, ...encoded(), ...(token ? { token } : {}) });
 
       it(`${name}: 401 UnauthorizedError without a token`, async () => {
         expectError(
@@ -66,9 +107,11 @@ export function guardTests(harness: () => TestHarness, routes: GuardedRoute[]): 
           'UnauthorizedError',
           'Missing bearer token (Authorization: Bearer <token>)',
         );
+        const multipart = encoded();
         const basic = await call(harness().app, route.method, route.url, {
           body: route.body,
-          headers: { authorization: 'Basic dXNlcjpwYXNz' },
+          ...multipart,
+          headers: { ...multipart.headers, authorization: 'Basic dXNlcjpwYXNz' },
         });
         expectError(basic, 401, 'UnauthorizedError');
       });

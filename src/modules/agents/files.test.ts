@@ -5,6 +5,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ELF_BYTES, makeDocx, makePdf } from '../../../test/documents.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { chatFiles } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
@@ -216,28 +217,16 @@ describe('chat files', () => {
     );
   });
 
-  it('needs a token with agents-all or agents-use', async () => {
-    const u = await createUser(h.app);
-    const agent = await agentOf(u);
-    const form = () => {
-      const f = new FormData();
-      f.append('file', new Blob(['hello']), 'a.txt');
-      return f;
-    };
-    expect((await fetch(`${base}/agents/${agent}/chat/files`, { method: 'POST', body: form() })).status).toBe(401);
-    const pat = await u.pat(['llm-all']);
-    const denied = await fetch(`${base}/agents/${agent}/chat/files`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${pat}` },
-      body: form(),
-    });
-    expect(denied.status).toBe(403);
-    const use = await u.pat(['agents-use']);
-    const ok = await fetch(`${base}/agents/${agent}/chat/files`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${use}` },
-      body: form(),
-    });
-    expect(ok.status).toBe(201);
-  });
+  guardTests(
+    () => h,
+    [
+      {
+        method: 'POST',
+        url: '/api/v1/agents/agt_x/chat/files',
+        scopes: ['agents-all', 'agents-use'],
+        multipart: [{ name: 'file', filename: 'a.txt', contentType: 'text/plain', content: 'hello' }],
+        ownedUrl: async (o) => `/api/v1/agents/${await agentOf(o)}/chat/files`,
+      },
+    ],
+  );
 });

@@ -98,6 +98,41 @@ export interface ConsentView {
   /** Scopes this app already holds from an earlier consent. */
   alreadyGranted: string[];
   redirectUri: string;
+  /** When the scopes reach knowledge bases (or the app asked for some): which the app may use. */
+  knowledge?: KnowledgeOffer | undefined;
+  /** A refused choice, shown above the form. */
+  error?: string | undefined;
+}
+
+/** The knowledge bases a consent offers: all of the account's, or (`fixed`) those the app asked for. */
+export interface KnowledgeOffer {
+  bases: Array<{ id: string; name: string; isDefault: boolean }>;
+  /** The app asked for these bases (`knowledge_base_ids`): no "all" choice. */
+  fixed: boolean;
+  /** "All knowledge bases" is selected. */
+  all: boolean;
+  /** Ticked bases (when not all). */
+  selected: string[];
+}
+
+/** The consent form's knowledge-base choice; its inputs belong to the Allow form by its id (no JS needed). */
+function knowledgeChoice(k: KnowledgeOffer): Html {
+  const f = 'consent-form';
+  const boxes = html`<ul class="kb-list">${k.bases.map(
+    (b) =>
+      html`<li><label><input type="checkbox" form="${f}" name="knowledge_base_id" value="${b.id}"${k.all || !k.selected.includes(b.id) ? html`` : html` checked`}> ${b.name}${b.isDefault ? html` <span class="muted">(default)</span>` : html``}</label></li>`,
+  )}</ul>`;
+  return html`<fieldset class="kb-choice">
+      <legend>Knowledge bases it may use</legend>
+      ${
+        k.fixed
+          ? html`<input type="hidden" form="${f}" name="knowledge_bases" value="some">
+            <p class="muted">The app asks for these knowledge bases only; untick any you do not want to share.</p>`
+          : html`<label><input type="radio" form="${f}" name="knowledge_bases" value="all"${k.all ? html` checked` : html``}> All knowledge bases, including ones you create later</label>
+            <label><input type="radio" form="${f}" name="knowledge_bases" value="some"${k.all ? html`` : html` checked`}> Only the knowledge bases ticked below</label>`
+      }
+      ${boxes}
+    </fieldset>`;
 }
 
 function scopeText(scope: string): string {
@@ -124,13 +159,16 @@ export function consentPage(v: ConsentView): string {
         ${v.client.verified ? html`` : html`<p class="muted">This app registered itself; Switchboard has not reviewed it.</p>`}</div>
       </div>
       ${v.client.description ? html`<p>${v.client.description}</p>` : html``}
+      ${errorLine(v.error)}
       <p>Signed in as <strong>${v.user.name}</strong> (${v.user.email}).</p>
       <h2 id="scopes-title">It asks to:</h2>
       ${
         v.scopes.length
           ? html`<ul class="scopes" aria-labelledby="scopes-title">${v.scopes.map((s) => html`<li><strong>${scopeText(s)}</strong> <code class="muted">${s}</code></li>`)}</ul>`
           : v.alreadyGranted.length
-            ? html`<p>Nothing beyond what you allowed before.</p>`
+            ? v.knowledge
+              ? html`<p>The access you allowed before, with the knowledge bases chosen below.</p>`
+              : html`<p>Nothing beyond what you allowed before.</p>`
             : html`<p>No access to your data: only to know it is you.</p>`
       }
       ${
@@ -138,10 +176,11 @@ export function consentPage(v: ConsentView): string {
           ? html`<p class="muted">Already allowed: ${v.alreadyGranted.map(scopeText).join('; ')}.</p>`
           : html``
       }
+      ${v.knowledge ? knowledgeChoice(v.knowledge) : html``}
       <p class="muted">Apps never manage your sign-in credentials: creating or changing OAuth apps, access tokens and deleting your account stay with you, signed in to Switchboard.</p>
       <p>Allowing sends you back to <strong>${destination}</strong>.</p>
       <div class="actions">
-        <form method="post" action="/interaction/${v.uid}/confirm">
+        <form method="post" action="/interaction/${v.uid}/confirm" id="consent-form">
           <input type="hidden" name="csrf" value="${v.csrf}">
           <button class="primary" type="submit">Allow</button>
         </form>

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { publicContextOf, serviceContextOf } from '../auth/guard.ts';
+import { KNOWLEDGE_BASES_PARAM, parseKnowledgeBaseIds } from '../auth/oauth/policy.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import { ALL_SCOPES, type Scope } from '../auth/scopes.ts';
 import { ipKey } from '../http/rate-limit.ts';
@@ -7,13 +8,14 @@ import type { App } from '../http/types.ts';
 import { AppError } from '../lib/errors.ts';
 import * as authService from '../modules/auth/service.ts';
 import * as authClientsService from '../modules/auth-clients/service.ts';
+import { KNOWLEDGE_SCOPES, knowledgeBaseChoices, unknownKnowledgeBases } from '../modules/knowledge/bases.service.ts';
 import { agentPageRoutes } from './agent-routes.ts';
 import { channelPageRoutes } from './channel-routes.ts';
 import { type Form, many, one, pageHelpers, returnTarget, type SignedIn, send } from './common.ts';
 import { connectionPageRoutes } from './connection-routes.ts';
 import { homePageRoutes } from './home-routes.ts';
 import { knowledgePageRoutes } from './knowledge-routes.ts';
-import { appsPage, consentPage, errorPage, signInPage, signUpPage, tokensPage } from './pages.ts';
+import { appsPage, consentPage, errorPage, type KnowledgeOffer, signInPage, signUpPage, tokensPage } from './pages.ts';
 import { clearSessionCookie, setSessionCookie } from './session.ts';
 import { taskPageRoutes } from './task-routes.ts';
 import { toolPageRoutes } from './tool-routes.ts';
@@ -171,6 +173,123 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     return reply.redirect(returnTo, 303);
   });
 
+  type Details = NonNullable<Awaited<ReturnType<typeof details>>>;
+
+  /** The scopes a consent is about: those asked for now, and those this app already holds of the request. */
+  async function consentScopes(d: Details) {
+    const prompt = d.prompt.details as {
+      missingOIDCScope?: string[];
+      missingResourceScopes?: Record<string, string[]>;
+    };
+    const asked = new Set<string>([
+      ...(prompt.missingOIDCScope ?? []),
+      ...Object.values(prompt.missingResourceScopes ?? {}).flat(),
+    ]);
+    const requested = String(d.params.scope ?? '').split(' ');
+    let granted = new Set<string>();
+    if (d.grantId) {
+      const grant = await (await oauth.provider()).Grant.find(d.grantId);
+      if (grant) {
+        granted = new Set([
+          ...String(grant.getOIDCScope() ?? '').split(' '),
+          ...Object.keys(grant.resources ?? {}).flatMap((r) => String(grant.getResourceScope(r) ?? '').split(' ')),
+        ]);
+      }
+    }
+    const order = (scopes: Iterable<string>) => ALL_SCOPES.filter((s) => [...scopes].includes(s));
+    return { asked: order(asked), alreadyGranted: order(requested.filter((s) => granted.has(s) && !asked.has(s))) };
+  }
+
+  /**
+   * What the consent screen offers about knowledge bases, when the scopes reach them or the app asked for some
+   * (`knowledge_base_ids`): the bases to choose from and what is selected. An app asking for bases that are
+   * not the account's gets `error`: the authorization fails with invalid_request.
+   */
+  async function knowledgeOffer(
+    req: FastifyRequest,
+    d: Details,
+    actor: SignedIn['actor'],
+    scopes: readonly string[],
+  ): Promise<KnowledgeOffer | { error: string } | undefined> {
+    const param = parseKnowledgeBaseIds(d.params[KNOWLEDGE_BASES_PARAM]);
+    if (param && 'error' in param) return { error: param.error };
+    if (!param && !scopes.some((s) => (KNOWLEDGE_SCOPES as readonly string[]).includes(s))) return undefined;
+    const ctx = serviceContextOf(req, actor);
+    if (param) {
+      const unknown = await unknownKnowledgeBases(ctx, param.ids);
+      if (unknown.length)
+        return { error: `knowledge_base_ids: not knowledge bases of this account: ${unknown.join(', ')}` };
+    }
+    const all = await knowledgeBaseChoices(ctx);
+    const held = d.grantId ? await oauth.grantKnowledgeBases(d.grantId) : null;
+    if (param) {
+      return { bases: all.filter((b) => param.ids.includes(b.id)), fixed: true, all: false, selected: param.ids };
+    }
+    return { bases: all, fixed: false, all: !held, selected: held ?? [] };
+  }
+
+  /** The bases the person chose on the consent form (null: all), or what is wrong with the choice. */
+  function chosenKnowledgeBases(form: Form, offer: KnowledgeOffer): { ids: string[] | null } | { error: string } {
+    // A form without the field (no browser) takes what the screen had selected.
+    if (form.knowledge_bases === undefined) return { ids: offer.all ? null : offer.selected };
+    const mode = one(form, 'knowledge_bases');
+    if (mode === 'all' && !offer.fixed) return { ids: null };
+    if (mode !== 'some') return { error: 'Choose all knowledge bases or some of them.' };
+    const ids = [...new Set(many(form, 'knowledge_base_id'))];
+    if (ids.length === 0) return { error: 'Tick at least one knowledge base, or choose all of them.' };
+    const offered = new Set(offer.bases.map((b) => b.id));
+    if (!ids.every((id) => offered.has(id))) return { error: 'Choose among the knowledge bases listed.' };
+    return { ids };
+  }
+
+  /** Ends the authorization with an OAuth error sent back to the app. */
+  async function failAuthorization(req: FastifyRequest, reply: FastifyReply, error: string, description: string) {
+    const returnTo = await (await oauth.provider()).interactionResult(
+      req.raw,
+      reply.raw,
+      { error, error_description: description },
+      { mergeWithLastSubmission: false },
+    );
+    return reply.redirect(returnTo, 303);
+  }
+
+  type ConsentClient = NonNullable<Awaited<ReturnType<typeof authClientsService.findClientForConsent>>>;
+
+  async function renderConsent(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    d: Details,
+    current: SignedIn,
+    client: ConsentClient,
+    refused?: { error: string; knowledge: KnowledgeOffer },
+  ) {
+    const { asked, alreadyGranted } = await consentScopes(d);
+    const knowledge =
+      refused?.knowledge ?? (await knowledgeOffer(req, d, current.actor, [...asked, ...alreadyGranted]));
+    if (knowledge && 'error' in knowledge) return failAuthorization(req, reply, 'invalid_request', knowledge.error);
+    return send(
+      reply,
+      consentPage({
+        uid: d.uid,
+        csrf: csrfOf(req, reply),
+        user: current.user,
+        client: {
+          name: client.name,
+          logo: client.branding.logo,
+          description: client.branding.description,
+          brandColor: client.branding.brandColor,
+          verified: client.registeredVia === 'api',
+        },
+        scopes: asked,
+        alreadyGranted,
+        redirectUri: String(d.params.redirect_uri ?? ''),
+        ...(knowledge ? { knowledge } : {}),
+        ...(refused ? { error: refused.error } : {}),
+      }),
+      refused ? 400 : 200,
+    );
+  }
+
   // ---- The OAuth interaction: sign-in, then consent --------------------------------------------------------
 
   app.get('/interaction/:uid', page, async (req, reply) => {
@@ -206,44 +325,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
         }),
       );
     }
-    const prompt = d.prompt.details as {
-      missingOIDCScope?: string[];
-      missingResourceScopes?: Record<string, string[]>;
-    };
-    const asked = new Set<string>([
-      ...(prompt.missingOIDCScope ?? []),
-      ...Object.values(prompt.missingResourceScopes ?? {}).flat(),
-    ]);
-    const requested = String(d.params.scope ?? '').split(' ');
-    let granted = new Set<string>();
-    if (d.grantId) {
-      const grant = await (await oauth.provider()).Grant.find(d.grantId);
-      if (grant) {
-        granted = new Set([
-          ...String(grant.getOIDCScope() ?? '').split(' '),
-          ...Object.keys(grant.resources ?? {}).flatMap((r) => String(grant.getResourceScope(r) ?? '').split(' ')),
-        ]);
-      }
-    }
-    const order = (scopes: Iterable<string>) => ALL_SCOPES.filter((s) => [...scopes].includes(s));
-    return send(
-      reply,
-      consentPage({
-        uid,
-        csrf,
-        user: current.user,
-        client: {
-          name: client.name,
-          logo: client.branding.logo,
-          description: client.branding.description,
-          brandColor: client.branding.brandColor,
-          verified: client.registeredVia === 'api',
-        },
-        scopes: order(asked),
-        alreadyGranted: order(requested.filter((s) => granted.has(s) && !asked.has(s))),
-        redirectUri: String(d.params.redirect_uri ?? ''),
-      }),
-    );
+    return renderConsent(req, reply, d, current, client);
   });
 
   app.post('/interaction/:uid/login', limited, async (req, reply) => {
@@ -340,6 +422,17 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     if (!current || current.actor.accountId !== d.session?.accountId) {
       return reply.redirect(`/interaction/${d.uid}`, 303);
     }
+    const { asked, alreadyGranted } = await consentScopes(d);
+    const knowledge = await knowledgeOffer(req, d, current.actor, [...asked, ...alreadyGranted]);
+    if (knowledge && 'error' in knowledge) return failAuthorization(req, reply, 'invalid_request', knowledge.error);
+    const chosen = knowledge ? chosenKnowledgeBases(form, knowledge) : undefined;
+    if (knowledge && chosen && 'error' in chosen) {
+      const selected = many(form, 'knowledge_base_id');
+      const keep = { ...knowledge, all: one(form, 'knowledge_bases') === 'all' && !knowledge.fixed, selected };
+      const client = await authClientsService.findClientForConsent(publicContextOf(req), String(d.params.client_id));
+      if (!client) return interactionGone(reply);
+      return renderConsent(req, reply, d, current, client, { error: chosen.error, knowledge: keep });
+    }
     const { Grant } = await oauth.provider();
     const clientId = String(d.params.client_id);
     const grant =
@@ -357,6 +450,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
       grant.addResourceScope(indicator, scopes.join(' '));
     }
     const grantId = await grant.save();
+    if (chosen && 'ids' in chosen) await oauth.setGrantKnowledgeBases(grantId, chosen.ids);
     const returnTo = await (await oauth.provider()).interactionResult(
       req.raw,
       reply.raw,

@@ -41,7 +41,7 @@ export class Browser {
   readonly visited: string[] = [];
   constructor(readonly base: string) {}
 
-  async request(url: string, init: { method?: string; form?: Record<string, string> } = {}): Promise<Response> {
+  async request(url: string, init: { method?: string; form?: FormFields } = {}): Promise<Response> {
     const target = new URL(url, this.base);
     this.visited.push(target.pathname);
     const headers: Record<string, string> = {};
@@ -49,7 +49,9 @@ export class Browser {
     let body: string | undefined;
     if (init.form) {
       headers['content-type'] = 'application/x-www-form-urlencoded';
-      body = new URLSearchParams(init.form).toString();
+      body = new URLSearchParams(
+        Object.entries(init.form).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((one): [string, string] => [k, one])),
+      ).toString();
     }
     const res = await fetch(target, {
       method: init.method ?? (body ? 'POST' : 'GET'),
@@ -70,7 +72,7 @@ export class Browser {
   }
 
   /** Follows redirects until one leaves our origin (the app's redirect URI) or a page answers. */
-  async follow(url: string, init: { method?: string; form?: Record<string, string> } = {}): Promise<FollowResult> {
+  async follow(url: string, init: { method?: string; form?: FormFields } = {}): Promise<FollowResult> {
     let res = await this.request(url, init);
     let hops = 0;
     while (res.status >= 300 && res.status < 400) {
@@ -82,6 +84,9 @@ export class Browser {
     return { page: await res.text(), status: res.status, url: res.url };
   }
 }
+
+/** Form fields; a list repeats the field (checkboxes). */
+export type FormFields = Record<string, string | string[]>;
 
 export type FollowResult = { redirect: string; status: number } | { page: string; status: number; url: string };
 
@@ -99,13 +104,14 @@ export function formAction(page: string, contains: string): string {
 
 /**
  * Drives sign-in and consent as a person would (forms, no JavaScript) from an authorization URL to the
- * redirect back to the app. `consent: 'deny'` presses Deny.
+ * redirect back to the app. `consent: 'deny'` presses Deny; `consentForm` is what the person set on the consent
+ * screen besides (the knowledge-base choice).
  */
 export async function authorizeInBrowser(
   browser: Browser,
   authorizationUrl: string,
   user: { email: string; password: string },
-  opts: { consent?: 'allow' | 'deny' } = {},
+  opts: { consent?: 'allow' | 'deny'; consentForm?: FormFields } = {},
 ): Promise<{ redirect: string; sawConsent: boolean; consentPage?: string }> {
   let step = await browser.follow(authorizationUrl);
   let sawConsent = false;
@@ -121,7 +127,8 @@ export async function authorizeInBrowser(
       sawConsent = true;
       consentPage = page;
       const action = opts.consent === 'deny' ? formAction(page, '/abort') : formAction(page, '/confirm');
-      step = await browser.follow(action, { form: { csrf: csrfOf(page) } });
+      const extra = opts.consent === 'deny' ? {} : (opts.consentForm ?? {});
+      step = await browser.follow(action, { form: { csrf: csrfOf(page), ...extra } });
     } else {
       throw new Error(
         `unexpected page (${step.status}): ${page.slice(page.indexOf('<main'), page.indexOf('<main') + 600)}`,

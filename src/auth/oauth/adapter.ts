@@ -62,6 +62,24 @@ export async function revokeGrantArtifacts(db: Db, grantId: string): Promise<num
   return rows.length;
 }
 
+/** The knowledge bases a grant is limited to; null when it may use all (or is not found). */
+export async function grantKnowledgeBases(db: Db, grantId: string): Promise<string[] | null> {
+  const [row] = await db
+    .select({ ids: oauthArtifacts.knowledgeBaseIds })
+    .from(oauthArtifacts)
+    .where(and(eq(oauthArtifacts.model, 'Grant'), eq(oauthArtifacts.idHash, key(grantId))))
+    .limit(1);
+  return row?.ids ?? null;
+}
+
+/** Sets (or with null lifts) a grant's limit to some knowledge bases. */
+export async function setGrantKnowledgeBases(db: Db, grantId: string, ids: readonly string[] | null): Promise<void> {
+  await db
+    .update(oauthArtifacts)
+    .set({ knowledgeBaseIds: ids ? [...ids] : null })
+    .where(and(eq(oauthArtifacts.model, 'Grant'), eq(oauthArtifacts.idHash, key(grantId))));
+}
+
 /** Removes expired artifacts; run now and then. */
 export async function sweepExpiredArtifacts(db: Db, now = new Date()): Promise<number> {
   const rows = await db

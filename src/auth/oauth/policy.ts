@@ -74,3 +74,51 @@ export function findResource(config: Config, indicator: string): ResourceServer 
   const want = indicator.replace(/\/+$/, '');
   return Object.values(resourceServers(config)).find((r) => r.id === want);
 }
+
+/**
+ * The authorization request parameter (ours, an extension like a PAT's `knowledge_base_ids`) by which an app
+ * asks for some knowledge bases only: comma-separated base ids. The consent screen then offers those only.
+ */
+export const KNOWLEDGE_BASES_PARAM = 'knowledge_base_ids';
+/** As many as a PAT may name. */
+export const MAX_KNOWLEDGE_BASES = 50;
+const KNOWLEDGE_BASE_ID = /^[A-Za-z0-9_-]{1,100}$/;
+
+/**
+ * Reads `knowledge_base_ids` (comma-separated; spaces around commas tolerated, duplicates dropped): undefined
+ * when absent, the ids, or what is wrong with it. Whether they are the account's is checked once it is known.
+ */
+export function parseKnowledgeBaseIds(value: unknown): { ids: string[] } | { error: string } | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') return { error: 'knowledge_base_ids must be one comma-separated string' };
+  const ids = [...new Set(value.split(',').map((s) => s.trim()))];
+  if (ids.length === 1 && ids[0] === '') return { error: 'knowledge_base_ids must name at least one knowledge base' };
+  if (ids.length > MAX_KNOWLEDGE_BASES) {
+    return { error: `knowledge_base_ids may name at most ${MAX_KNOWLEDGE_BASES} knowledge bases` };
+  }
+  const bad = ids.find((id) => !KNOWLEDGE_BASE_ID.test(id));
+  if (bad !== undefined)
+    return {
+      error: `knowledge_base_ids holds something that is not a knowledge base id: ${JSON.stringify(bad.slice(0, 100))}`,
+    };
+  return { ids };
+}
+
+/** Whether an id could be a knowledge base id (checked before it reaches a query). */
+export function looksLikeKnowledgeBaseId(id: string): boolean {
+  return KNOWLEDGE_BASE_ID.test(id);
+}
+
+/**
+ * The bases a token may use: its own claim (what it was issued with) cut to its grant's limit now, so a
+ * consent narrowed later applies to tokens already out. Undefined: every base of the account.
+ */
+export function knowledgeBaseLimit(
+  claim: readonly string[] | undefined,
+  grant: readonly string[] | null | undefined,
+): string[] | undefined {
+  if (!claim && !grant) return undefined;
+  if (!claim) return [...(grant ?? [])];
+  if (!grant) return [...claim];
+  return claim.filter((id) => grant.includes(id));
+}

@@ -8,17 +8,20 @@ import type { Deps } from '../../lib/context.ts';
 import { newId } from '../../lib/ids.ts';
 import { hasLoneSurrogate, hasNul, LONE_SURROGATE_MESSAGE, NUL_MESSAGE } from '../../lib/text.ts';
 import * as accountsRepo from '../../modules/accounts/repo.ts';
+import { unknownKnowledgeBases } from '../../modules/knowledge/bases.service.ts';
 import { errorPage } from '../../web/pages.ts';
 import { SESSION_COOKIE, sessionAccountId } from '../browser-session.ts';
 import { ALL_SCOPES } from '../scopes.ts';
-import { createAdapterClass } from './adapter.ts';
+import { createAdapterClass, grantKnowledgeBases } from './adapter.ts';
 import { routeOidcConsole } from './console-bridge.ts';
 import type { KeySet } from './keys.ts';
 import {
   ALLOWED_SCOPES_PROPERTY,
   effectiveClientScopes,
   findResource,
+  KNOWLEDGE_BASES_PARAM,
   OIDC_SCOPES,
+  parseKnowledgeBaseIds,
   resourceServers,
 } from './policy.ts';
 import { redirectUriProblem } from './redirect-uris.ts';
@@ -88,6 +91,26 @@ export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHo
     }),
   );
 
+  // An app asking for some knowledge bases (`knowledge_base_ids`) is shown the consent screen unless the grant
+  // is already limited to bases among those; ids that are not the account's bases are shown there too, where
+  // the request fails with invalid_request.
+  policy.get('consent')?.checks.add(
+    new interactionPolicy.Check(
+      'knowledge_bases',
+      'the knowledge bases asked for are not those granted',
+      async (ctx) => {
+        const asked = parseKnowledgeBaseIds(ctx.oidc.params?.[KNOWLEDGE_BASES_PARAM]);
+        const accountId = ctx.oidc.session?.accountId;
+        if (!asked || !('ids' in asked) || !accountId) return interactionPolicy.Check.NO_NEED_TO_PROMPT;
+        const { REQUEST_PROMPT, NO_NEED_TO_PROMPT } = interactionPolicy.Check;
+        if ((await unknownKnowledgeBases({ db, accountId }, asked.ids)).length) return REQUEST_PROMPT;
+        const grantId = ctx.oidc.grant?.jti;
+        const held = grantId ? await grantKnowledgeBases(db, grantId) : null;
+        return held?.every((id) => asked.ids.includes(id)) ? NO_NEED_TO_PROMPT : REQUEST_PROMPT;
+      },
+    ),
+  );
+
   const configuration: Configuration = {
     adapter: createAdapterClass({ db, keyRing: deps.keyRing, onGrantRevoked: hooks.onGrantRevoked }),
     clients: [],
@@ -100,6 +123,13 @@ export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHo
     },
     routes: OAUTH_ROUTES,
     scopes: [...OIDC_SCOPES],
+    extraParams: {
+      // Its form is checked here, before sign-in; whether the ids are the account's, on the consent screen.
+      async [KNOWLEDGE_BASES_PARAM](_ctx, value) {
+        const parsed = parseKnowledgeBaseIds(value);
+        if (parsed && 'error' in parsed) throw new errors.InvalidRequest(parsed.error);
+      },
+    },
     claims: {
       openid: ['sub'],
       profile: ['name', 'picture', 'updated_at'],
@@ -196,8 +226,13 @@ export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHo
         (await findGrantId(db, accountId, clientId));
       return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
     },
-    extraTokenClaims: async (_ctx, token) =>
-      token.kind === 'AccessToken' && 'grantId' in token ? { gid: token.grantId } : undefined,
+    // The grant id (revocation ends its tokens) and, when the user limited the app to some knowledge bases,
+    // those: read from the grant at every issue, so refreshed tokens carry the limit too.
+    extraTokenClaims: async (_ctx, token) => {
+      if (token.kind !== 'AccessToken' || !('grantId' in token) || typeof token.grantId !== 'string') return undefined;
+      const kb = await grantKnowledgeBases(db, token.grantId);
+      return { gid: token.grantId, ...(kb ? { [KNOWLEDGE_BASES_PARAM]: kb } : {}) };
+    },
     interactions: {
       policy,
       url: (_ctx, interaction) => `/interaction/${interaction.uid}`,

@@ -7,9 +7,9 @@ import { TokenExpiredError, UnauthorizedError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import type { Scope } from '../scopes.ts';
 import type { BearerTarget } from '../tokens.ts';
-import { revokeGrantArtifacts } from './adapter.ts';
+import { grantKnowledgeBases, revokeGrantArtifacts, setGrantKnowledgeBases } from './adapter.ts';
 import { currentKeyIds, type KeySet, loadKeySet, retireAfterSeconds } from './keys.ts';
-import { effectiveClientScopes, resourceForPath } from './policy.ts';
+import { effectiveClientScopes, KNOWLEDGE_BASES_PARAM, knowledgeBaseLimit, resourceForPath } from './policy.ts';
 import { createProvider } from './provider.ts';
 
 const KEY_CHECK_INTERVAL_MS = 60_000;
@@ -112,6 +112,21 @@ export class OAuthServer {
     this.evictGrant(grantId);
   }
 
+  /** The knowledge bases a grant is limited to (null: all of the account's). */
+  grantKnowledgeBases(grantId: string): Promise<string[] | null> {
+    return grantKnowledgeBases(this.deps.database.db, grantId);
+  }
+
+  /**
+   * Limits a grant to some knowledge bases (null lifts the limit). Tokens issued from now on carry it; tokens
+   * already out are cut to it (never widened: they keep their own claim), here at once, elsewhere within the
+   * actor cache's TTL.
+   */
+  async setGrantKnowledgeBases(grantId: string, ids: readonly string[] | null): Promise<void> {
+    await setGrantKnowledgeBases(this.deps.database.db, grantId, ids);
+    this.evictGrant(grantId);
+  }
+
   /**
    * RFC 7009 for our JWT access tokens: one signed by us for this client (expired or not) revokes its grant.
    * Anything else is not ours to revoke: false.
@@ -171,6 +186,11 @@ export class OAuthServer {
         .split(' ')
         .filter((s): s is Scope => allowed.has(s)),
     );
+    const claim = payload[KNOWLEDGE_BASES_PARAM];
+    const limit = knowledgeBaseLimit(
+      Array.isArray(claim) ? claim.filter((id): id is string => typeof id === 'string') : undefined,
+      row.knowledgeBaseIds,
+    );
     const actor: Actor = {
       kind: 'oauth',
       accountId: row.accountId,
@@ -181,6 +201,7 @@ export class OAuthServer {
       clientId: row.clientId,
       clientRoles: row.roles,
       audience: expected,
+      ...(limit ? { allowedKnowledgeBaseIds: limit } : {}),
       creditBalance: row.creditBalance,
     };
     actorCache.set(hash, actor, (payload.exp ?? 0) * 1000);
@@ -216,6 +237,7 @@ export class OAuthServer {
         clientId: oauthArtifacts.clientId,
         roles: authClients.roles,
         allowedScopes: authClients.allowedScopes,
+        knowledgeBaseIds: oauthArtifacts.knowledgeBaseIds,
         creditBalance: accounts.creditBalance,
       })
       .from(oauthArtifacts)

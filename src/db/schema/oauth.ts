@@ -55,6 +55,12 @@ export const oauthArtifacts = pgTable(
     clientId: text('client_id').references(() => authClients.id, { onDelete: 'cascade' }),
     expiresAt: ts('expires_at'),
     consumedAt: ts('consumed_at'),
+    /**
+     * Grant rows: the knowledge bases the user limited this app to on the consent screen (an extension, like a
+     * PAT's `knowledge_base_ids`); null means every base of the account. Ours, not oidc-provider's: its adapter
+     * never writes this column, so the grant's own saves keep it.
+     */
+    knowledgeBaseIds: text('knowledge_base_ids').array(),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
   (t) => [

@@ -21,6 +21,21 @@ import type {
 
 export const DEFAULT_BASE_NAME = 'My knowledge';
 
+/**
+ * The scopes that reach knowledge bases: the REST API (`account`), MCP's tools/call and agent chat (the
+ * `knowledge-base` tools). A token holding one of them may be limited to some bases.
+ */
+export const KNOWLEDGE_SCOPES: readonly Scope[] = ['account', 'universal-mcp-read-write', 'agents-use', 'agents-all'];
+
+/** Every base of the account (the default made if missing), for a person choosing which a token may use. */
+export async function knowledgeBaseChoices(
+  ctx: Pick<ServiceContext, 'db' | 'accountId'>,
+): Promise<Array<{ id: string; name: string; isDefault: boolean }>> {
+  await ensureDefaultBase(ctx);
+  const { rows } = await repo.listBases(ctx.db, ctx.accountId, { page: 1, limit: 1000 });
+  return rows.map((r) => ({ id: r.id, name: r.name, isDefault: r.isDefault }));
+}
+
 export function toKnowledgeBase(row: KnowledgeBaseRow): KnowledgeBase {
   return {
     id: row.id,
@@ -175,7 +190,10 @@ export async function updateKnowledgeConfig(
 }
 
 /** The ids among `ids` that are not knowledge bases of the caller's account (a token's allow-list is checked so). */
-export async function unknownKnowledgeBases(ctx: ServiceContext, ids: readonly string[]): Promise<string[]> {
+export async function unknownKnowledgeBases(
+  ctx: Pick<ServiceContext, 'db' | 'accountId'>,
+  ids: readonly string[],
+): Promise<string[]> {
   const known = new Set((await repo.findBasesByIds(ctx.db, ctx.accountId, ids)).map((b) => b.id));
   return ids.filter((id) => !known.has(id));
 }

@@ -1,9 +1,8 @@
 import type { AgentTool } from '../../agent/tools.ts';
-import type { Scope } from '../../auth/scopes.ts';
 import type { KnowledgeBaseRow } from '../../db/schema/index.ts';
 import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { BadRequestError, ForbiddenError, NotFoundError } from '../../lib/errors.ts';
-import { ensureDefaultBase, mayUseBase, ownedBase } from './bases.service.ts';
+import { ensureDefaultBase, KNOWLEDGE_SCOPES, mayUseBase, ownedBase } from './bases.service.ts';
 import { INDEX_SLUG, slugify } from './links.ts';
 import { BACKLINK_BOOST, searchBase } from './pages.service.ts';
 import * as repo from './repo.ts';
@@ -17,7 +16,7 @@ import { addSource } from './sources.service.ts';
  */
 
 /** Who may run them: the REST scope of the knowledge API, MCP's tools/call, and agent chat. */
-const TOOL_SCOPES: readonly Scope[] = ['account', 'universal-mcp-read-write', 'agents-use', 'agents-all'];
+const TOOL_SCOPES = KNOWLEDGE_SCOPES;
 const PAGE_CHARS = 12_000;
 
 const kbIdParam = {

@@ -1,0 +1,1 @@
+ALTER TABLE "oauth_artifacts" ADD COLUMN "knowledge_base_ids" text[];

@@ -50,7 +50,9 @@ export class Browser {
     if (init.form) {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = new URLSearchParams(
-        Object.entries(init.form).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((one): [string, string] => [k, one])),
+        Object.entries(init.form).flatMap(([k, v]) =>
+          (Array.isArray(v) ? v : [v]).map((one): [string, string] => [k, one]),
+        ),
       ).toString();
     }
     const res = await fetch(target, {

@@ -336,6 +336,10 @@ describe('robustness of the OAuth endpoints and the pages', () => {
       'S256',
       'code',
       'account openid',
+      'kb_x,kb_y',
+      ' , ',
+      'all',
+      'some',
     ),
   );
   const fields = fc.dictionary(
@@ -375,6 +379,9 @@ describe('robustness of the OAuth endpoints and the pages', () => {
       'timeoutMs',
       'prompt',
       'secret_API_KEY',
+      'knowledge_base_ids',
+      'knowledge_bases',
+      'knowledge_base_id',
     ),
     fc.oneof(nasty, fc.constant('@client'), fc.constant('@csrf')),
     { maxKeys: 8 },
@@ -409,6 +416,7 @@ describe('robustness of the OAuth endpoints and the pages', () => {
     ['POST', '/signup'],
     ['POST', '/signout'],
     ['GET', '/interaction/x'],
+    ['POST', '/interaction/x/confirm'],
     ['GET', '/account/apps'],
     ['GET', '/account/tokens'],
     ['POST', '/account/tokens'],

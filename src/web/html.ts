@@ -59,6 +59,7 @@ form.muted{margin-top:1rem}
 .preview{border-left:4px solid var(--accent);padding:.25rem .75rem;margin:1rem 0}.preview h3{margin:.25rem 0;font-size:1rem}
 .notice{border-left:4px solid var(--accent);padding:.5rem .75rem;background:var(--bg);margin:1rem 0;word-break:break-all}
 ul.scopes{padding-left:1.25rem}ul.scopes li{margin:.35rem 0}
+ul.kb-list{list-style:none;padding-left:1.5rem;margin:.25rem 0}ul.kb-list li{margin:.25rem 0}
 .app-head{display:flex;gap:1rem;align-items:center;margin-bottom:1rem}
 .app-head img{width:56px;height:56px;border-radius:12px;object-fit:contain;background:#fff;border:1px solid var(--line)}
 .brand-bar{height:6px;border-radius:12px 12px 0 0;margin:-1.5rem -1.5rem 1.25rem}

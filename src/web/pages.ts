@@ -208,7 +208,8 @@ export function appsPage(opts: {
   const rows = opts.apps.map(
     (a) => html`<tr>
       <td><strong>${a.name}</strong></td>
-      <td><ul class="scopes">${a.scopes.map((s) => html`<li>${scopeText(s)}</li>`)}</ul></td>
+      <td><ul class="scopes">${a.scopes.map((s) => html`<li>${scopeText(s)}</li>`)}</ul>
+        ${a.knowledgeBases ? html`<p class="muted">Knowledge bases: only ${a.knowledgeBases.length ? a.knowledgeBases.join(', ') : 'none left (those chosen were deleted)'}</p>` : html``}</td>
       <td><time datetime="${a.grantedAt}">${a.grantedAt.slice(0, 10)}</time></td>
       <td><form method="post" action="/account/apps/${a.grantId}/revoke">
         <input type="hidden" name="csrf" value="${opts.csrf}">

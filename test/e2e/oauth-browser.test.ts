@@ -64,15 +64,18 @@ describe.skipIf(!runBrowser)('consent in a real browser (chromium)', () => {
     return ((await res.json()) as { id: string }).id;
   }
 
-  async function authorizationUrl(clientId: string, state: string) {
+  async function authorizationUrl(
+    clientId: string,
+    state: string,
+    ask: Record<string, string> = { scope: 'universal-mcp-read llm-all', resource: `${base}/mcp` },
+  ) {
     const config = await client.discovery(new URL(base), clientId, undefined, client.None(), {
       execute: [client.allowInsecureRequests],
     });
     const { verifier, challenge } = pkcePair();
     const url = client.buildAuthorizationUrl(config, {
       redirect_uri: redirectUri,
-      scope: 'universal-mcp-read llm-all',
-      resource: `${base}/mcp`,
+      ...ask,
       code_challenge: challenge,
       code_challenge_method: 'S256',
       state,
@@ -145,6 +148,53 @@ describe.skipIf(!runBrowser)('consent in a real browser (chromium)', () => {
     expect(landed.searchParams.get('error')).toBe('access_denied');
     expect(landed.searchParams.get('state')).toBe('deny-state');
     expect(landed.searchParams.get('code')).toBeNull();
+    await page.close();
+  });
+
+  it('chooses the knowledge bases the app may use: all by default, or only those ticked', async () => {
+    const owner = await createUser(app);
+    const user = await createUser(app);
+    const api = (path: string, token: string, body?: unknown) =>
+      fetch(`${base}/api/v1${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }).then((r) => r.json() as Promise<Record<string, unknown>>);
+    const basesOf = async (token: string) =>
+      ((await api('/knowledge/bases', token)).data as Array<{ id: string }>).map((b) => b.id);
+    const [def] = await basesOf(user.sessionToken);
+    const other = (await api('/knowledge/bases', user.sessionToken, { name: 'Private notes' })).id as string;
+    const clientId = await registeredClient(owner.sessionToken);
+    await context.clearCookies();
+    const { url, config, verifier } = await authorizationUrl(clientId, 'kb-state', { scope: 'account' });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(url);
+    await page.getByLabel('E-mail').fill(user.account.email);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+
+    const choice = page.getByRole('group', { name: 'Knowledge bases it may use' });
+    await choice.waitFor();
+    const all = choice.getByRole('radio', { name: 'All knowledge bases, including ones you create later' });
+    expect(await all.isChecked()).toBe(true);
+    expect(await choice.getByRole('checkbox').count()).toBe(2);
+    await choice.getByRole('radio', { name: 'Only the knowledge bases ticked below' }).check();
+    await choice.getByRole('checkbox', { name: 'Private notes' }).check();
+    expect(await choice.getByRole('checkbox', { name: /My knowledge/ }).isChecked()).toBe(false);
+    const shot = artifactPath('consent-knowledge-bases');
+    await page.screenshot({ path: shot, fullPage: true });
+    expect(statSync(shot).size).toBeGreaterThan(5_000);
+
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL((u) => u.href.startsWith(redirectUri));
+    const tokens = await client.authorizationCodeGrant(config, new URL(page.url()), {
+      pkceCodeVerifier: verifier,
+      expectedState: 'kb-state',
+    });
+    expect(await basesOf(tokens.access_token)).toEqual([other]);
+    const refused = await api(`/knowledge/bases/${def}`, tokens.access_token);
+    expect(refused.message).toBe(`This token may not use knowledge base ${def}`);
     await page.close();
   });
 });

@@ -2,12 +2,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { eq } from 'drizzle-orm';
+import fc from 'fast-check';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { knowledgeSources } from '../../src/db/schema/index.ts';
 import type { App } from '../../src/http/types.ts';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
 import { createHarness, createUser, type TestHarness, type TestUser } from '../harness.ts';
+import { PageClient } from '../web-client.ts';
 import {
   authorizeInBrowser,
   Browser,
@@ -147,6 +149,10 @@ describe('OAuth grants limited to some knowledge bases', () => {
     expect(decodeJwt(tokens.access_token).payload.knowledge_base_ids).toEqual([other]);
     const actor = await app.oauth.verifyBearer(tokens.access_token, { path: '/api/v1/knowledge/bases' });
     expect(actor?.allowedKnowledgeBaseIds).toEqual([other]);
+    // The authorized-apps page says so.
+    const pages = new PageClient(app);
+    await pages.signIn(u.account.email, u.password);
+    expect((await pages.get('/account/apps')).body).toContain('<p class="muted">Knowledge bases: only Private</p>');
 
     // The same refusal a PAT limited to the same base gets.
     const pat = await api('POST', '/auth/pat', u.sessionToken, {
@@ -218,6 +224,11 @@ describe('OAuth grants limited to some knowledge bases', () => {
     const all = await (await authorize(cfg, u, { scope: 'account' })).tokens();
     expect(decodeJwt(all.access_token).payload).not.toHaveProperty('knowledge_base_ids');
     expect(await listed(all.access_token)).toEqual([def, other]);
+    const pages = new PageClient(app);
+    await pages.signIn(u.account.email, u.password);
+    const apps = (await pages.get('/account/apps')).body;
+    expect(apps).toContain('<strong>Partner App</strong>');
+    expect(apps).not.toContain('Knowledge bases: only');
     expect((await api('GET', `/knowledge/bases/${def}/pages/anvils`, all.access_token)).status).toBe(200);
     expect((await api('GET', `/knowledge/bases/${other}/pages/salaries`, all.access_token)).status).toBe(200);
 
@@ -342,5 +353,56 @@ describe('OAuth grants limited to some knowledge bases', () => {
       form: { csrf: csrfOf(step.page), knowledge_bases: 'some', knowledge_base_id: other },
     });
     expect('redirect' in done && new URL(done.redirect).searchParams.get('code')).toBeTruthy();
+  });
+
+  it('any knowledge_base_ids value ends in a code, invalid_request sent to the app, or the consent screen; never a 5xx', async () => {
+    const u = await createUser(app);
+    const { def, other } = await basesOf(u);
+    const cfg = await partnerClient();
+    const piece = fc.oneof(
+      fc.constantFrom(def, other, 'kb_nope', '', ' ', '\u0000', ` ${other} `),
+      fc.string({ maxLength: 12 }),
+      fc.string({ unit: 'binary', maxLength: 8 }),
+    );
+    const outcomes = new Set<string>();
+    await fc.assert(
+      fc.asyncProperty(fc.array(piece, { minLength: 1, maxLength: 4 }), async (parts) => {
+        const value = parts.join(',');
+        const label = JSON.stringify(value);
+        const { challenge } = pkcePair();
+        const url = client.buildAuthorizationUrl(cfg, {
+          redirect_uri: redirectUri,
+          code_challenge: challenge,
+          code_challenge_method: 'S256',
+          state: 's',
+          scope: 'account',
+          knowledge_base_ids: value,
+        });
+        const browser = new Browser(base);
+        let step = await browser.follow(url.href);
+        if ('page' in step && step.page.includes('/login"')) {
+          step = await browser.follow(formAction(step.page, '/login'), {
+            form: { csrf: csrfOf(step.page), ...login(u) },
+          });
+        }
+        if ('page' in step) {
+          expect(step.status, label).toBe(200);
+          expect(step.page, label).toContain('/confirm"');
+          outcomes.add('consent');
+          step = await browser.follow(formAction(step.page, '/confirm'), { form: { csrf: csrfOf(step.page) } });
+        }
+        if (!('redirect' in step)) throw new Error(`${label}: no redirect back (${step.status})`);
+        const to = new URL(step.redirect);
+        expect(`${to.origin}${to.pathname}`, label).toBe(redirectUri);
+        const error = to.searchParams.get('error');
+        if (error) {
+          expect(error, label).toBe('invalid_request');
+          expect(to.searchParams.get('error_description'), label).toMatch(/^knowledge_base_ids\b/);
+        } else expect(to.searchParams.get('code'), label).toBeTruthy();
+        outcomes.add(error ?? 'code');
+      }),
+      { numRuns: 40 },
+    );
+    expect([...outcomes].sort()).toEqual(['code', 'consent', 'invalid_request']);
   });
 });

@@ -86,6 +86,7 @@ export async function listGrants(db: Executor, accountId: string) {
     .select({
       grantId: oauthArtifacts.grantId,
       payload: oauthArtifacts.payload,
+      knowledgeBaseIds: oauthArtifacts.knowledgeBaseIds,
       createdAt: oauthArtifacts.createdAt,
       clientName: authClients.name,
       branding: authClients.branding,

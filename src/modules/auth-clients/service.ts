@@ -7,6 +7,7 @@ import { BadRequestError, ForbiddenError, NotFoundError, ValidationError } from 
 import { newId } from '../../lib/ids.ts';
 import { type ListParams, type Page, toPage } from '../../lib/pagination.ts';
 import * as accountsRepo from '../accounts/repo.ts';
+import { knowledgeBaseNames } from '../knowledge/bases.service.ts';
 import * as repo from './repo.ts';
 import type { AuthClient, ClientSecret, CreateAuthClient, CreatedAuthClient, UpdateAuthClient } from './schema.ts';
 
@@ -188,12 +189,15 @@ export interface AuthorizedApp {
   name: string;
   logo: string | undefined;
   scopes: Scope[];
+  /** The knowledge bases the user limited the app to (names); null: all of them. */
+  knowledgeBases: string[] | null;
   grantedAt: string;
 }
 
 /** The apps the account has authorized (live OAuth grants), newest first, with the scopes each holds. */
 export async function listAuthorizedApps(ctx: ServiceContext): Promise<AuthorizedApp[]> {
   const rows = await repo.listGrants(ctx.db, ctx.accountId);
+  const names = await knowledgeBaseNames(ctx, [...new Set(rows.flatMap((r) => r.knowledgeBaseIds ?? []))]);
   return rows.flatMap((r) => {
     if (!r.grantId) return [];
     const p = r.payload as { openid?: { scope?: string }; resources?: Record<string, string> };
@@ -207,6 +211,8 @@ export async function listAuthorizedApps(ctx: ServiceContext): Promise<Authorize
         name: r.clientName,
         logo: r.branding.logo,
         scopes: ALL_SCOPES.filter((s) => held.has(s)),
+        // A base deleted since is no longer named.
+        knowledgeBases: r.knowledgeBaseIds ? r.knowledgeBaseIds.flatMap((id) => names.get(id) ?? []) : null,
         grantedAt: r.createdAt.toISOString(),
       },
     ];

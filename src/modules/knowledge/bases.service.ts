@@ -189,6 +189,14 @@ export async function updateKnowledgeConfig(
   return toConfig(await repo.updateConfig(ctx.db, ctx.accountId, input));
 }
 
+/** The names of those of `ids` that are bases of the account, by id. */
+export async function knowledgeBaseNames(
+  ctx: Pick<ServiceContext, 'db' | 'accountId'>,
+  ids: readonly string[],
+): Promise<Map<string, string>> {
+  return new Map((await repo.findBasesByIds(ctx.db, ctx.accountId, ids)).map((b) => [b.id, b.name]));
+}
+
 /** The ids among `ids` that are not knowledge bases of the caller's account (a token's allow-list is checked so). */
 export async function unknownKnowledgeBases(
   ctx: Pick<ServiceContext, 'db' | 'accountId'>,

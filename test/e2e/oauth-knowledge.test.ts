@@ -217,6 +217,35 @@ describe('OAuth grants limited to some knowledge bases', () => {
     expect(await h.database.db.select().from(knowledgeSources).where(eq(knowledgeSources.kbId, def))).toEqual([]);
   });
 
+  it('an agent chatting for a limited OAuth token (agents-use) is given its bases only', async () => {
+    const u = await createUser(app);
+    const { def, other } = await basesOf(u);
+    const agent = (await api('POST', '/agents', u.sessionToken, { name: 'Helper' })).json.id as string;
+    await api('PUT', `/agents/${agent}`, u.sessionToken, { enabledBuiltInTools: ['knowledge-base'] });
+    const cfg = await partnerClient();
+    const granted = await authorize(
+      cfg,
+      u,
+      { scope: 'agents-use' },
+      { knowledge_bases: 'some', knowledge_base_id: other },
+    );
+    expect(granted.consentPage).toContain('<legend>Knowledge bases it may use</legend>');
+    const token = (await granted.tokens()).access_token;
+    llm.enqueue(
+      { toolCalls: [{ name: 'knowledge-list-bases', arguments: {} }] },
+      { toolCalls: [{ name: 'knowledge-read-page', arguments: { slug: 'anvils', kbId: def } }] },
+      { content: 'Only Private.' },
+    );
+    const res = await api('POST', `/agents/${agent}/chat/completions`, token, {
+      messages: [{ role: 'user', content: 'What is in my bases?' }],
+    });
+    expect(res.status, JSON.stringify(res.json)).toBe(200);
+    const told = llm.requests.slice(1, 3).map((r) => r.messages.filter((m) => m.role === 'tool').at(-1)?.content ?? '');
+    expect(told[0]).toContain(`"id":"${other}"`);
+    expect(told[0]).not.toContain(def);
+    expect(told[1]).toContain(`This token may not use knowledge base ${def}`);
+  });
+
   it('an unlimited grant sees every base; re-consent limits it (tokens already out too) and lifts the limit again', async () => {
     const u = await createUser(app);
     const { def, other } = await basesOf(u);

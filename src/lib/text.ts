@@ -27,3 +27,18 @@ export function hasNul(value: unknown): boolean {
   }
   return false;
 }
+
+const UNSTORABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * The value with every NUL and unpaired surrogate (in strings, keys and values) replaced by U+FFFD: for text
+ * the service itself stores (a model's answer, a tool's output), which no table could otherwise hold.
+ */
+export function storable<T>(value: T): T {
+  if (typeof value === 'string') return value.replace(UNSTORABLE, '\uFFFD') as T;
+  if (Array.isArray(value)) return value.map(storable) as T;
+  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [storable(k), storable(v)])) as T;
+  }
+  return value;
+}

@@ -4,6 +4,7 @@ import type { AgentRow, ChatFileRow, ConversationRow, MessageRow } from '../../d
 import type { ServiceContext } from '../../lib/context.ts';
 import { BadRequestError, GatewayTimeoutError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
 import type { ChatMessage } from '../../llm/types.ts';
 import { providerAgentTools } from '../connections/tools.ts';
 import { availableCredits } from '../credits/service.ts';
@@ -14,20 +15,22 @@ import { taskTools } from '../scheduled-tasks/tools.ts';
 import { skillIndexFor, skillTools } from '../skills/service.ts';
 import { linkedAgentTools } from '../tools/links.service.ts';
 import { OWNER } from './conversations.service.ts';
-import { emitEvent, recordMessage } from './events.service.ts';
+import { conversationLog } from './events.service.ts';
 import { filesForChat } from './files.service.ts';
 import { enqueueAgentJob } from './jobs.ts';
 import { memoryTools, recallForPrompt } from './memories.service.ts';
 import * as repo from './repo.ts';
 import type { AgentChatRequest } from './schema.ts';
-import { ownedAgent } from './service.ts';
+import { chatAgent } from './service.ts';
 
 /**
  * Agent chat (SPEC §4 POST /agents/:agentId/chat/completions), callable from code too: scheduled tasks and
  * messaging channels run an agent through `chatWithAgent`. A conversation is created or continued; the usage
  * limits are checked before any model call (a limit answers `limitReachedMessage`, with no model call and no
  * charge) and the monthly cap again between steps; the agent's personality, model, temperature and enabled
- * tool groups drive the ReAct runtime; every message, tool call and tool result is stored as it happens.
+ * tool groups drive the ReAct runtime; every message, tool call and tool result is stored as it happens,
+ * through this instance's group commit (`ConversationLog`): the answer waits only for what it reads (the
+ * agent, cached; a continued conversation's history) and for the usage counters that decide it.
  */
 
 export const DEFAULT_LIMIT_MESSAGE = 'This agent has reached its usage limit for now. Please try again later.';
@@ -169,7 +172,8 @@ export async function chatWithAgent(
   request: AgentChatRequest,
   opts: ChatOptions,
 ): Promise<ChatOutcome> {
-  const agent = await ownedAgent(ctx, agentId);
+  const agent = await chatAgent(ctx, agentId);
+  const log = conversationLog(ctx.deps);
   const model = resolveModel(ctx, agent.llm);
   const endUserId = opts.endUserId ?? request.user ?? OWNER;
 
@@ -178,6 +182,7 @@ export async function chatWithAgent(
   let incoming = request.messages;
   let conversation: ConversationRow | undefined;
   if (request.conversationId) {
+    await log.settled();
     conversation = await repo.findConversation(ctx.db, ctx.accountId, agent.id, request.conversationId);
     if (!conversation) throw new NotFoundError(`Conversation ${request.conversationId} not found`);
     const lastAssistant = incoming.map((m) => m.role).lastIndexOf('assistant');
@@ -189,31 +194,36 @@ export async function chatWithAgent(
       { field: 'body.messages', message: 'must end with a user message' },
     ]);
   }
+  // Stored after the answer: a NUL the database refuses is the caller's 400 now, not a lost message later.
+  if (hasNul(incoming)) throw new BadRequestError(NUL_MESSAGE);
   const files = await filesOf(ctx, incoming);
   const vision = { ok: model.capabilities.vision, model: model.id };
   const asked = contentOf(last.content, files, vision);
   const prompt = asked.text;
   if (!prompt.trim() && !asked.parts) throw new BadRequestError('The user message is empty');
 
-  if (!conversation) {
-    conversation = await ctx.db.transaction(async (tx) => {
-      const row = await repo.insertConversation(tx, {
-        id: newId('conversation'),
-        accountId: ctx.accountId,
-        agentId: agent.id,
-        endUserId,
-        title: prompt.replace(/\s+/g, ' ').trim().slice(0, 80),
-      });
-      if (agent.firstPrompt)
-        await recordMessage(tx, { conversationId: row.id, role: 'assistant', content: agent.firstPrompt });
-      return row;
+  const record = (conversationId: string, m: Pick<MessageRow, 'role' | 'content'> & Partial<MessageRow>) =>
+    log.message({ toolCalls: null, toolCallId: null, toolName: null, ...m, conversationId });
+  let history: ChatMessage[];
+  let conversationId: string;
+  if (conversation) {
+    conversationId = conversation.id;
+    history = (await repo.recentMessages(ctx.db, conversationId, HISTORY_MESSAGES)).map(toChatMessage);
+  } else {
+    // A new conversation's history is its first prompt at most: nothing to read.
+    conversationId = newId('conversation');
+    void log.conversation({
+      id: conversationId,
+      accountId: ctx.accountId,
+      agentId: agent.id,
+      endUserId,
+      title: prompt.replace(/\s+/g, ' ').trim().slice(0, 80),
     });
+    history = agent.firstPrompt
+      ? [toChatMessage(record(conversationId, { role: 'assistant', content: agent.firstPrompt }).message)]
+      : [];
   }
-  const conversationId = conversation.id;
-  const history = (await repo.recentMessages(ctx.db, conversationId, HISTORY_MESSAGES)).map(toChatMessage);
-  for (const m of incoming) {
-    await recordMessage(ctx.db, { conversationId, role: m.role, content: contentOf(m.content, files, vision).text });
-  }
+  for (const m of incoming) record(conversationId, { role: m.role, content: contentOf(m.content, files, vision).text });
   await opts.onConversation?.(conversationId);
 
   const limits = agent.usageLimits;
@@ -227,15 +237,33 @@ export async function chatWithAgent(
     usage: ChatOutcome['usage'],
     credits: ChatOutcome['credits'],
     limited: boolean,
+    /** The exchange may teach the agent something (memory extraction). */
+    learn = false,
   ) => {
-    await emitEvent(ctx.db, conversationId, 'message.delta', { content });
-    const stored = await recordMessage(ctx.db, { conversationId, role: 'assistant', content });
-    await repo.touchConversation(ctx.db, conversationId);
-    await emitEvent(ctx.db, conversationId, 'run.completed', {
+    void log.event(conversationId, 'message.delta', { content });
+    const stored = record(conversationId, { role: 'assistant', content }).message;
+    void log.touch(conversationId);
+    const written = log.event(conversationId, 'run.completed', {
       messageId: stored.id,
       creditsConsumed: credits.consumed,
       limited,
     });
+    if (learn) {
+      // What the exchange teaches is decided off the request path, once the exchange is stored.
+      ctx.deps.background.track(
+        'memory extraction',
+        written.then((ok) =>
+          ok
+            ? enqueueAgentJob(
+                ctx.deps.database.db,
+                'agents.extract-memories',
+                { conversationId },
+                { accountId: ctx.accountId, dedupeKey: `agents.extract-memories:${conversationId}` },
+              )
+            : undefined,
+        ),
+      );
+    }
     return {
       id: newId('completion'),
       created: Math.floor(Date.now() / 1000),
@@ -287,9 +315,8 @@ export async function chatWithAgent(
         if (limits.monthlyCreditsCap !== undefined)
           await repo.addMonthlySpend(ctx.db, agent.id, month, credits.consumed);
       },
-      onMessage: async (m) => {
-        await recordMessage(ctx.db, {
-          conversationId,
+      onMessage: (m) => {
+        record(conversationId, {
           role: m.role === 'tool' ? 'tool' : 'assistant',
           content: typeof m.content === 'string' ? m.content : null,
           toolCalls: m.tool_calls ?? null,
@@ -297,14 +324,14 @@ export async function chatWithAgent(
           toolName: m.toolName ?? null,
         });
         for (const call of m.tool_calls ?? []) {
-          await emitEvent(ctx.db, conversationId, 'tool.called', {
+          void log.event(conversationId, 'tool.called', {
             toolCallId: call.id,
             name: call.function.name,
             arguments: call.function.arguments,
           });
         }
         if (m.role === 'tool') {
-          await emitEvent(ctx.db, conversationId, 'tool.result', {
+          void log.event(conversationId, 'tool.result', {
             toolCallId: m.tool_call_id,
             name: m.toolName,
             content: typeof m.content === 'string' ? m.content.slice(0, 4000) : '',
@@ -319,23 +346,15 @@ export async function chatWithAgent(
     };
     usage.completion_tokens = run.completionTokens;
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
-    if (remembers && run.stoppedBy === 'answer') {
-      // What the exchange teaches is decided off the request path.
-      await enqueueAgentJob(
-        ctx.db,
-        'agents.extract-memories',
-        { conversationId },
-        { accountId: ctx.accountId, dedupeKey: `agents.extract-memories:${conversationId}` },
-      );
-    }
     return answer(
       run.text,
       usage,
       { consumed: run.creditsConsumed, remaining: remaining ?? (await balanceOf(ctx)) },
       run.stoppedBy === 'limit',
+      remembers && run.stoppedBy === 'answer',
     );
   } catch (err) {
-    await emitEvent(ctx.db, conversationId, 'run.failed', { error: (err as Error).message }).catch(() => {});
+    void log.event(conversationId, 'run.failed', { error: (err as Error).message });
     if (err instanceof AgentError && opts.signal.aborted) {
       // The client went away: the run stopped, and what was generated is billed (runCompletion settled it).
       throw new BadRequestError('The client closed the request; the run was stopped');

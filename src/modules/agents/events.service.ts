@@ -1,7 +1,8 @@
-import type { Executor } from '../../db/client.ts';
 import type { MessageRow } from '../../db/schema/index.ts';
-import type { ServiceContext } from '../../lib/context.ts';
+import type { Deps, ServiceContext } from '../../lib/context.ts';
+import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from '../../lib/group-commit.ts';
 import { newId } from '../../lib/ids.ts';
+import { storable } from '../../lib/text.ts';
 import { ownedConversation, toMessage } from './conversations.service.ts';
 import * as repo from './repo.ts';
 
@@ -27,24 +28,111 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-export function emitEvent(
-  db: Executor,
-  conversationId: string,
-  type: EventType,
-  data: Record<string, unknown>,
-): Promise<number> {
-  return repo.insertEvent(db, conversationId, type, data);
+type LogOp =
+  | { kind: 'conversation'; row: repo.ConversationLogBatch['conversations'][number] }
+  | { kind: 'message'; row: repo.ConversationLogBatch['messages'][number] }
+  | { kind: 'event'; row: repo.ConversationLogBatch['events'][number] }
+  | { kind: 'touch'; row: repo.ConversationLogBatch['touches'][number] };
+
+/** Ops in the order they happened as one batch: a conversation made in it takes its touches itself. */
+function toBatch(ops: LogOp[]): repo.ConversationLogBatch {
+  const batch: repo.ConversationLogBatch = { conversations: [], messages: [], events: [], touches: [] };
+  const created = new Map<string, repo.ConversationLogBatch['conversations'][number]>();
+  for (const op of ops) {
+    if (op.kind === 'conversation') {
+      const row = { ...op.row };
+      created.set(row.id, row);
+      batch.conversations.push(row);
+    } else if (op.kind === 'message') batch.messages.push(op.row);
+    else if (op.kind === 'event') batch.events.push(op.row);
+    else {
+      const mine = created.get(op.row.conversationId);
+      if (mine) mine.lastActivityAt = op.row.at;
+      else batch.touches.push(op.row);
+    }
+  }
+  return batch;
 }
 
-/** Stores a message and announces it (`message.created`). */
-export async function recordMessage(
-  db: Executor,
-  row: Omit<Parameters<typeof repo.insertMessages>[1][number], 'id'>,
-): Promise<MessageRow> {
-  const [stored] = await repo.insertMessages(db, [{ id: newId('message'), ...row }]);
-  if (!stored) throw new Error('message insert returned nothing');
-  await emitEvent(db, stored.conversationId, 'message.created', { message: toMessage(stored) });
-  return stored;
+/**
+ * What a chat stores, written off the answer's path: conversations, messages and events of this instance go
+ * through one group commit (GROUP_COMMIT_WINDOW_MS), in the order they happened, so an answer never waits on a
+ * write it does not need. Every read of conversations on this instance first waits for what is queued
+ * (`settled`), so it sees its own writes; another instance sees them once the batch commits (the window plus
+ * one statement; its SSE subscribers are notified then). Shutdown writes everything queued (background work is
+ * drained before the database closes). Text the database cannot store (NUL, unpaired surrogates) is stored as
+ * U+FFFD.
+ */
+export class ConversationLog {
+  private readonly commit: GroupCommit<LogOp>;
+
+  constructor(deps: Deps) {
+    const db = deps.database.db;
+    this.commit = new GroupCommit<LogOp>({
+      what: 'conversation writes',
+      write: (ops) => repo.writeConversationLog(db, toBatch(ops)),
+      windowMs: GROUP_COMMIT_WINDOW_MS[deps.database.driver],
+      log: deps.log,
+      background: deps.background,
+    });
+  }
+
+  /** Statements written so far. */
+  get batches(): number {
+    return this.commit.batches;
+  }
+
+  /** Whether writes are queued or being written. */
+  get pending(): boolean {
+    return this.commit.pending;
+  }
+
+  conversation(
+    row: Omit<repo.ConversationLogBatch['conversations'][number], 'at' | 'lastActivityAt'>,
+  ): Promise<boolean> {
+    const at = new Date();
+    return this.commit.add({
+      kind: 'conversation',
+      row: { ...row, title: storable(row.title), at, lastActivityAt: at },
+    });
+  }
+
+  /** A message and its `message.created` event; answers the message as it is stored (written or not). */
+  message(row: Omit<MessageRow, 'id' | 'seq' | 'createdAt'>): { message: MessageRow; written: Promise<boolean> } {
+    const message: MessageRow = storable({ id: newId('message'), seq: 0, createdAt: new Date(), ...row });
+    const { seq: _seq, createdAt: at, ...rest } = message;
+    void this.commit.add({ kind: 'message', row: { ...rest, at } });
+    return {
+      message,
+      written: this.event(message.conversationId, 'message.created', { message: toMessage(message) }),
+    };
+  }
+
+  event(conversationId: string, type: EventType, data: Record<string, unknown>): Promise<boolean> {
+    return this.commit.add({ kind: 'event', row: { conversationId, type, data: storable(data), at: new Date() } });
+  }
+
+  /** The conversation's last activity is now. */
+  touch(conversationId: string): Promise<boolean> {
+    return this.commit.add({ kind: 'touch', row: { conversationId, at: new Date() } });
+  }
+
+  /** Resolves once everything queued so far is written: call before reading conversations, messages, events. */
+  async settled(): Promise<void> {
+    if (this.commit.pending) await this.commit.flush();
+  }
+}
+
+const logs = new WeakMap<Deps, ConversationLog>();
+
+/** This instance's conversation writes (one per set of deps). */
+export function conversationLog(deps: Deps): ConversationLog {
+  let log = logs.get(deps);
+  if (!log) {
+    log = new ConversationLog(deps);
+    logs.set(deps, log);
+  }
+  return log;
 }
 
 export interface ConversationEvent {
@@ -70,6 +158,7 @@ export async function conversationFeed(
   const conversation = await ownedConversation(ctx, agentId, conversationId);
   return {
     async after(afterId) {
+      await conversationLog(ctx.deps).settled();
       const rows = await repo.eventsAfter(ctx.db, conversation.id, afterId, 500);
       return rows.map((r) => ({ id: r.id, type: r.type, data: r.data, createdAt: r.createdAt.toISOString() }));
     },

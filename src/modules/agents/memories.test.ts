@@ -58,7 +58,8 @@ describe('agent memory', () => {
     llm.enqueue({ content: 'Noted!' });
     const first = await chat(u, agent, "I'm vegetarian and I live in Lyon.");
     const conversationId = first.headers['x-conversation-id'] as string;
-    // The extraction is a job, queued by the reply.
+    // The extraction is a job, queued once the exchange is stored (just after the answer).
+    await h.app.deps.background.drain();
     const queued = await h.database.db
       .select()
       .from(jobs)

@@ -153,14 +153,6 @@ export async function listConversations(
   return { rows, total: totals?.n ?? 0 };
 }
 
-export async function touchConversation(db: Executor, conversationId: string): Promise<void> {
-  const now = new Date();
-  await db
-    .update(conversations)
-    .set({ lastActivityAt: now, updatedAt: now })
-    .where(eq(conversations.id, conversationId));
-}
-
 export async function deleteConversation(db: Executor, conversationId: string): Promise<void> {
   await db.delete(conversations).where(eq(conversations.id, conversationId));
 }
@@ -211,26 +203,81 @@ export async function findChatFiles(db: Executor, accountId: string, ids: string
 
 // ---- Events -------------------------------------------------------------------------------------------
 
+/** What a chat writes after the fact (see events.service.ts `ConversationLog`), in the order it happened. */
+export interface ConversationLogBatch {
+  /** New conversations, with their last activity in this batch. */
+  conversations: Array<{
+    id: string;
+    accountId: string;
+    agentId: string;
+    endUserId: string;
+    title: string;
+    at: Date;
+    lastActivityAt: Date;
+  }>;
+  messages: Array<{
+    id: string;
+    conversationId: string;
+    role: MessageRow['role'];
+    content: string | null;
+    toolCalls: MessageRow['toolCalls'];
+    toolCallId: string | null;
+    toolName: string | null;
+    at: Date;
+  }>;
+  events: Array<{ conversationId: string; type: string; data: Record<string, unknown>; at: Date }>;
+  /** Conversations (created before this batch) whose last activity moves to `at`. */
+  touches: Array<{ conversationId: string; at: Date }>;
+}
+
 /**
- * Records an event of a conversation and notifies its subscribers on every instance, in one statement (the
- * notification is sent when the statement's transaction commits).
+ * Writes a batch of conversations, messages and events in one statement, each table's rows in the batch's
+ * order (message `seq` and event ids follow it), and notifies each conversation's subscribers once (on commit).
+ * Rows of a conversation that is gone (deleted meanwhile, or its agent) are dropped, never an error.
  */
-export async function insertEvent(
-  db: Executor,
-  conversationId: string,
-  type: string,
-  data: Record<string, unknown>,
-): Promise<number> {
-  const rows = (await db.execute(sql`
-    WITH e AS (
-      INSERT INTO conversation_events (conversation_id, type, data)
-      VALUES (${conversationId}, ${type}, ${JSON.stringify(data)}::jsonb)
+export async function writeConversationLog(db: Executor, batch: ConversationLogBatch): Promise<void> {
+  const json = (rows: object[]) => JSON.stringify(rows.map((r, n) => ({ ...r, n })));
+  await db.execute(sql`
+    WITH cv AS (
+      SELECT * FROM jsonb_to_recordset(${json(batch.conversations)}::jsonb) AS x(
+        "id" text, "accountId" text, "agentId" text, "endUserId" text, "title" text, "at" timestamptz,
+        "lastActivityAt" timestamptz)
+    ), ci AS (
+      INSERT INTO conversations (id, account_id, agent_id, end_user_id, title, last_activity_at, created_at, updated_at)
+      SELECT cv.id, cv."accountId", cv."agentId", cv."endUserId", cv.title, cv."lastActivityAt", cv.at, cv."lastActivityAt"
+      FROM cv JOIN agents a ON a.id = cv."agentId" AND a.account_id = cv."accountId"
+      ON CONFLICT (id) DO NOTHING
       RETURNING id
+    ), m AS (
+      SELECT * FROM jsonb_to_recordset(${json(batch.messages)}::jsonb) AS x(
+        "id" text, "conversationId" text, "role" text, "content" text, "toolCalls" jsonb, "toolCallId" text,
+        "toolName" text, "at" timestamptz, n int)
+    ), e AS (
+      SELECT * FROM jsonb_to_recordset(${json(batch.events)}::jsonb) AS x(
+        "conversationId" text, "type" text, "data" jsonb, "at" timestamptz, n int)
+    ), t AS (
+      SELECT * FROM jsonb_to_recordset(${json(batch.touches)}::jsonb) AS x("conversationId" text, "at" timestamptz)
+    ), live AS (
+      SELECT id FROM ci
+      UNION
+      SELECT id FROM conversations
+      WHERE id IN (SELECT "conversationId" FROM m UNION SELECT "conversationId" FROM e UNION SELECT "conversationId" FROM t)
+    ), mi AS (
+      INSERT INTO messages (id, conversation_id, role, content, tool_calls, tool_call_id, tool_name, created_at)
+      SELECT m.id, m."conversationId", m.role, m.content, m."toolCalls", m."toolCallId", m."toolName", m.at
+      FROM m WHERE m."conversationId" IN (SELECT id FROM live) ORDER BY m.n
+      ON CONFLICT (id) DO NOTHING
+    ), ei AS (
+      INSERT INTO conversation_events (conversation_id, type, data, created_at)
+      SELECT e."conversationId", e.type, e.data, e.at
+      FROM e WHERE e."conversationId" IN (SELECT id FROM live) ORDER BY e.n
+      RETURNING conversation_id
+    ), tu AS (
+      UPDATE conversations c SET last_activity_at = t.at, updated_at = t.at
+      FROM (SELECT "conversationId", max(at) AS at FROM t GROUP BY "conversationId") t
+      WHERE c.id = t."conversationId"
     )
-    SELECT e.id::text AS id, pg_notify(${NOTIFY_CHANNEL}, ${conversationId}) FROM e`)) as unknown as {
-    rows: { id: string }[];
-  };
-  return Number(rows.rows[0]?.id ?? 0);
+    SELECT pg_notify(${NOTIFY_CHANNEL}, d.conversation_id) FROM (SELECT DISTINCT conversation_id FROM ei) d`);
 }
 
 /** Events after `afterId`, oldest first, at most `limit`. */

@@ -6,6 +6,7 @@ import { type Page, toPage } from '../../lib/pagination.ts';
 import { releaseChannelsOfAgent } from '../channels/service.ts';
 import { resolveModel } from '../llm/service.ts';
 import * as tasksRepo from '../scheduled-tasks/repo.ts';
+import { agentConfigChanged, cachedAgentConfig } from './config-cache.ts';
 import * as repo from './repo.ts';
 import { type Agent, AVAILABLE_GROUPS, type BuiltInToolGroup, type CreateAgent, type UpdateAgent } from './schema.ts';
 
@@ -55,6 +56,25 @@ export async function ownedAgent(
   return row;
 }
 
+/**
+ * `ownedAgent` for a chat: the row comes from this instance's agent cache (see config-cache.ts), so a chat
+ * reads no agent from the database while the agent is unchanged.
+ */
+export async function chatAgent(ctx: ServiceContext, agentId: string): Promise<AgentRow> {
+  requireScope(ctx, ...READ_SCOPES);
+  const row = await cachedAgentConfig(ctx.deps, ctx.accountId, `agent:${agentId}`, () =>
+    agentId === DEFAULT_AGENT_ID
+      ? repo.findDefaultAgent(ctx.db, ctx.accountId)
+      : repo.findAgent(ctx.db, ctx.accountId, agentId),
+  );
+  if (!row) {
+    throw new NotFoundError(
+      agentId === DEFAULT_AGENT_ID ? 'The account has no default agent' : `Agent ${agentId} not found`,
+    );
+  }
+  return row;
+}
+
 function checkGroups(groups: readonly BuiltInToolGroup[] | undefined): BuiltInToolGroup[] | undefined {
   if (!groups) return undefined;
   const unique = [...new Set(groups)];
@@ -94,6 +114,7 @@ export async function createAgent(ctx: ServiceContext, input: CreateAgent): Prom
     billingAccountType: input.billingAccountType,
     usageLimits: input.usageLimits,
   });
+  agentConfigChanged(ctx.deps, ctx.accountId);
   return toAgent(row);
 }
 
@@ -118,18 +139,20 @@ export async function updateAgent(ctx: ServiceContext, agentId: string, input: U
     ...(input.llm !== undefined ? { llm: checkModel(ctx, input.llm) } : {}),
     ...(input.enabledBuiltInTools ? { enabledBuiltInTools: checkGroups(input.enabledBuiltInTools) } : {}),
   });
+  agentConfigChanged(ctx.deps, ctx.accountId);
   if (!row) throw new NotFoundError(`Agent ${agentId} not found`);
   return toAgent(row);
 }
 
 export async function setDefaultAgent(ctx: ServiceContext, agentId: string): Promise<Agent> {
   const current = await ownedAgent(ctx, agentId, ['agents-all']);
-  return ctx.db.transaction(async (tx) => {
+  const row = await ctx.db.transaction(async (tx) => {
     await repo.setDefaultAgent(tx, ctx.accountId, current.id);
-    const row = await repo.findAgent(tx, ctx.accountId, current.id);
-    if (!row) throw new NotFoundError(`Agent ${agentId} not found`);
-    return toAgent(row);
+    return repo.findAgent(tx, ctx.accountId, current.id);
   });
+  agentConfigChanged(ctx.deps, ctx.accountId);
+  if (!row) throw new NotFoundError(`Agent ${agentId} not found`);
+  return toAgent(row);
 }
 
 /** Why a task stopped when its agent went: shown on the task. */
@@ -143,8 +166,13 @@ export const AGENT_DELETED_REASON = 'Its agent was deleted';
 export async function deleteAgent(ctx: ServiceContext, agentId: string): Promise<void> {
   const current = await ownedAgent(ctx, agentId, ['agents-all']);
   await releaseChannelsOfAgent(ctx, current.id);
-  await ctx.db.transaction(async (tx) => {
-    if (!(await repo.deleteAgent(tx, ctx.accountId, current.id))) throw new NotFoundError(`Agent ${agentId} not found`);
-    await tasksRepo.disableTasksOfAgent(tx, ctx.accountId, current.id, AGENT_DELETED_REASON);
-  });
+  try {
+    await ctx.db.transaction(async (tx) => {
+      if (!(await repo.deleteAgent(tx, ctx.accountId, current.id)))
+        throw new NotFoundError(`Agent ${agentId} not found`);
+      await tasksRepo.disableTasksOfAgent(tx, ctx.accountId, current.id, AGENT_DELETED_REASON);
+    });
+  } finally {
+    agentConfigChanged(ctx.deps, ctx.accountId);
+  }
 }

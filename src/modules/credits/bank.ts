@@ -1,6 +1,7 @@
 import type { Db } from '../../db/client.ts';
 import type { BackgroundTasks } from '../../lib/background.ts';
 import { CreditsExhaustedError } from '../../lib/errors.ts';
+import { GROUP_COMMIT_WINDOW_MS } from '../../lib/group-commit.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Logger } from '../../lib/logger.ts';
 import * as repo from './repo.ts';
@@ -32,9 +33,9 @@ export const LEASE_RATE_SECONDS = 1;
 export const LEASE_BUSY_RATE = 10;
 /**
  * Group commit: charges wait at most this long for others to share their write (on PGlite a statement runs on
- * the service's own thread, so fewer of them matter more)...
+ * the service's own thread, so fewer of them matter more): the window conversation writes use too...
  */
-export const BATCH_WINDOW_MS = { pg: 5, pglite: 20 } as const;
+export const BATCH_WINDOW_MS = GROUP_COMMIT_WINDOW_MS;
 /** ...and a batch holds at most this many (the rest go in the next one, at once). */
 export const BATCH_MAX = 1000;
 

@@ -3,6 +3,7 @@ import type { AgentRow, AgentToolRow, CustomToolRow } from '../../db/schema/inde
 import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
+import { agentConfigChanged, cachedAgentConfig } from '../agents/config-cache.ts';
 import { ownedAgent } from '../agents/service.ts';
 import * as repo from './repo.ts';
 import { runTool } from './run.ts';
@@ -136,6 +137,7 @@ export async function linkTool(
     accountId: ctx.accountId,
     ...sealed,
   });
+  agentConfigChanged(ctx.deps, ctx.accountId);
   if (!link) throw new ConflictError(`Tool ${tool.id} is already linked to agent ${agent.id}`);
   return toLink({ link, tool });
 }
@@ -148,7 +150,7 @@ export async function updateToolSecrets(
   secrets: Record<string, string | null>,
 ): Promise<AgentToolLink> {
   const agent = await ownedAgent(ctx, agentId, MANAGE);
-  return ctx.db.transaction(async (tx) => {
+  const updated = await ctx.db.transaction(async (tx) => {
     const found = await repo.lockLink(tx, ctx.accountId, agent.id, toolId);
     if (!found) throw new NotFoundError(`Tool ${toolId} is not linked to agent ${agent.id}`);
     const sealed = sealSecrets(ctx, found.tool, agent.id, openSecrets(ctx, found.link), secrets);
@@ -156,13 +158,15 @@ export async function updateToolSecrets(
     if (!link) throw new NotFoundError(`Tool ${toolId} is not linked to agent ${agent.id}`);
     return toLink({ link, tool: found.tool });
   });
+  agentConfigChanged(ctx.deps, ctx.accountId);
+  return updated;
 }
 
 export async function unlinkTool(ctx: ServiceContext, agentId: string, toolId: string): Promise<void> {
   const agent = await ownedAgent(ctx, agentId, MANAGE);
-  if (!(await repo.deleteLink(ctx.db, ctx.accountId, agent.id, toolId))) {
-    throw new NotFoundError(`Tool ${toolId} is not linked to agent ${agent.id}`);
-  }
+  const deleted = await repo.deleteLink(ctx.db, ctx.accountId, agent.id, toolId);
+  agentConfigChanged(ctx.deps, ctx.accountId);
+  if (!deleted) throw new NotFoundError(`Tool ${toolId} is not linked to agent ${agent.id}`);
 }
 
 /** How much of a run the model reads back (the rest of stdout is cut). */
@@ -174,7 +178,10 @@ const STDOUT_FOR_MODEL = 4000;
  */
 export async function linkedAgentTools(ctx: ServiceContext, agent: AgentRow): Promise<AgentTool[]> {
   requireScope(ctx, ...READ);
-  const links = await repo.listLinks(ctx.db, agent.accountId, agent.id);
+  // Read once per AUTH_CACHE_TTL_MS while unchanged (see agents/config-cache.ts): shared rows, never modified.
+  const links = await cachedAgentConfig(ctx.deps, agent.accountId, `links:${agent.id}`, () =>
+    repo.listLinks(ctx.db, agent.accountId, agent.id),
+  );
   return links
     .filter((l) => missingOf(l.tool, l.link).length === 0)
     .map(({ link, tool }) => ({

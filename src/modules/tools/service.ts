@@ -6,6 +6,7 @@ import { ConflictError, ForbiddenError, isUniqueViolation, NotFoundError, Valida
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import { toolsOf } from '../agents/chat.service.ts';
+import { agentConfigChanged } from '../agents/config-cache.ts';
 import { OWNER } from '../agents/conversations.service.ts';
 import { AVAILABLE_GROUPS, BUILT_IN_TOOL_GROUPS, type BuiltInToolGroup } from '../agents/schema.ts';
 import { parametersProblem, syntaxProblem } from './check.ts';
@@ -144,6 +145,7 @@ export async function updateTool(ctx: ServiceContext, toolId: string, input: Upd
       ...(requiredSecrets ? { requiredSecrets: [...new Set(requiredSecrets)] } : {}),
     })
     .catch((err: unknown) => nameTaken(err, input.name));
+  agentConfigChanged(ctx.deps, ctx.accountId);
   if (!row) throw new NotFoundError(`Tool ${toolId} not found`);
   return toTool(row);
 }
@@ -151,7 +153,9 @@ export async function updateTool(ctx: ServiceContext, toolId: string, input: Upd
 /** Deletes the tool; its links to agents (and their secrets) go with it. */
 export async function deleteTool(ctx: ServiceContext, toolId: string): Promise<void> {
   const current = await ownedTool(ctx, toolId);
-  if (!(await repo.deleteTool(ctx.db, ctx.accountId, current.id))) throw new NotFoundError(`Tool ${toolId} not found`);
+  const deleted = await repo.deleteTool(ctx.db, ctx.accountId, current.id);
+  agentConfigChanged(ctx.deps, ctx.accountId);
+  if (!deleted) throw new NotFoundError(`Tool ${toolId} not found`);
 }
 
 /** Runs the stored tool once with the arguments and secrets given (never stored), billed to the caller. */

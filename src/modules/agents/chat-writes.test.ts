@@ -1,0 +1,186 @@
+import { asc, eq } from 'drizzle-orm';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { conversationEvents, conversations, messages } from '../../db/schema/index.ts';
+import type { App } from '../../http/types.ts';
+import { conversationLog } from './events.service.ts';
+
+/**
+ * Agent chat stores its conversation through this instance's group commit (events.service.ts `ConversationLog`)
+ * and reads its agent from a per-instance cache (config-cache.ts): what is stored must still be complete and in
+ * order, also across a graceful shutdown, and a change to an agent must reach the next chat on this instance.
+ */
+describe('agent chat: group-committed writes and the agent cache', () => {
+  let h: TestHarness;
+  let llm: FakeLlm;
+
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    h = await createHarness({ LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await llm?.close();
+  });
+  beforeEach(() => {
+    llm.reset();
+    llm.requests.length = 0;
+  });
+
+  const makeAgent = async (app: App, u: TestUser, body: Record<string, unknown> = {}) => {
+    const res = await call(app, 'POST', '/api/v1/agents', { token: u.sessionToken, body: { name: 'W', ...body } });
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json().id as string;
+  };
+  const chat = (app: App, u: TestUser, agent: string, content: string, conversationId?: string) =>
+    call(app, 'POST', `/api/v1/agents/${agent}/chat/completions`, {
+      token: u.sessionToken,
+      body: { messages: [{ role: 'user', content }], ...(conversationId ? { conversationId } : {}) },
+    });
+  /** The stored rows, read from the database itself (not through the API, which waits for queued writes). */
+  const stored = async (conversationId: string) => ({
+    messages: (
+      await h.database.db
+        .select()
+        .from(messages)
+        .where(eq(messages.conversationId, conversationId))
+        .orderBy(asc(messages.seq))
+    ).map((m) => [m.role, m.content]),
+    events: (
+      await h.database.db
+        .select()
+        .from(conversationEvents)
+        .where(eq(conversationEvents.conversationId, conversationId))
+        .orderBy(asc(conversationEvents.id))
+    ).map((e) => e.type),
+  });
+
+  it('a graceful shutdown right after the answers writes every queued message and event, in order', async () => {
+    const app = await h.extraApp();
+    const u = await createUser(app);
+    const agent = await makeAgent(app, u, { firstPrompt: 'Hi, how can I help?' });
+    llm.enqueue({ content: 'One.' }, { content: 'Two.' }, { content: 'Three.' });
+    const first = await chat(app, u, agent, 'First?');
+    expect(first.statusCode, first.body).toBe(200);
+    const conversationId = first.headers['x-conversation-id'] as string;
+    expect((await chat(app, u, agent, 'Second?', conversationId)).statusCode).toBe(200);
+    const other = await chat(app, u, agent, 'Elsewhere?');
+    expect(other.statusCode).toBe(200);
+    await app.close();
+
+    expect(await stored(conversationId)).toEqual({
+      messages: [
+        ['assistant', 'Hi, how can I help?'],
+        ['user', 'First?'],
+        ['assistant', 'One.'],
+        ['user', 'Second?'],
+        ['assistant', 'Two.'],
+      ],
+      events: [
+        ...['message.created', 'message.created', 'message.delta', 'message.created', 'run.completed'],
+        ...['message.created', 'message.delta', 'message.created', 'run.completed'],
+      ],
+    });
+    expect(await stored(other.headers['x-conversation-id'] as string)).toMatchObject({
+      messages: [
+        ['assistant', 'Hi, how can I help?'],
+        ['user', 'Elsewhere?'],
+        ['assistant', 'Three.'],
+      ],
+    });
+    // The second turn read the first from the database: the model saw the whole history.
+    expect(llm.requests[1]?.messages.map((m) => m.content).slice(1)).toEqual([
+      'Hi, how can I help?',
+      'First?',
+      'One.',
+      'Second?',
+    ]);
+    const [conversation] = await h.database.db.select().from(conversations).where(eq(conversations.id, conversationId));
+    expect(conversation?.title).toBe('First?');
+    expect(conversation?.lastActivityAt.getTime()).toBeGreaterThan(conversation?.createdAt.getTime() ?? 0);
+  });
+
+  it("an answer the database could not store as is (NUL) is stored with U+FFFD; a NUL in the user's message is a 400", async () => {
+    const u = await createUser(h.app);
+    const agent = await makeAgent(h.app, u);
+    llm.enqueue({ content: 'A\u0000B \ud800' });
+    const res = await chat(h.app, u, agent, 'Say something odd.');
+    expect(res.statusCode, res.body).toBe(200);
+    await h.app.deps.background.drain();
+    expect((await stored(res.headers['x-conversation-id'] as string)).messages).toEqual([
+      ['user', 'Say something odd.'],
+      ['assistant', 'A\uFFFDB \uFFFD'],
+    ]);
+
+    const nul = await chat(h.app, u, agent, 'A\u0000B');
+    expect(nul.statusCode).toBe(400);
+    // The OpenAI error shape, as every chat completion route answers.
+    expect(nul.json().error).toMatchObject({
+      type: 'BadRequestError',
+      message: 'Text must not contain NUL (\\u0000) characters',
+    });
+    expect(llm.requests).toHaveLength(1);
+  });
+
+  it("an agent deleted before its chat's writes land loses only its own conversation", async () => {
+    const u = await createUser(h.app);
+    const doomed = await makeAgent(h.app, u);
+    const kept = await makeAgent(h.app, u);
+    llm.enqueue({ content: 'Gone soon.' }, { content: 'Still here.' });
+    const a = await chat(h.app, u, doomed, 'Hello?');
+    const b = await chat(h.app, u, kept, 'Hello?');
+    expect([a.statusCode, b.statusCode]).toEqual([200, 200]);
+    // Its writes were queued (not yet landed: dropped) or landed (then deleted with it): either way nothing of
+    // it remains, and the other chat's writes, in the same batch or not, are whole.
+    expect((await call(h.app, 'DELETE', `/api/v1/agents/${doomed}`, { token: u.sessionToken })).statusCode).toBe(204);
+    await h.app.deps.background.drain();
+    expect(await stored(a.headers['x-conversation-id'] as string)).toEqual({ messages: [], events: [] });
+    expect((await stored(b.headers['x-conversation-id'] as string)).messages).toEqual([
+      ['user', 'Hello?'],
+      ['assistant', 'Still here.'],
+    ]);
+  });
+
+  it('reads on the instance that chatted see its writes at once', async () => {
+    const u = await createUser(h.app);
+    const agent = await makeAgent(h.app, u);
+    llm.enqueue({ content: 'Listed.' });
+    const log = conversationLog(h.app.deps);
+    const res = await chat(h.app, u, agent, 'List me.');
+    const conversationId = res.headers['x-conversation-id'] as string;
+    const listed = await call(h.app, 'GET', `/api/v1/agents/${agent}/conversations`, { token: u.sessionToken });
+    expect(listed.json().data.map((c: { id: string }) => c.id)).toEqual([conversationId]);
+    const read = await call(h.app, 'GET', `/api/v1/agents/${agent}/conversations/${conversationId}/messages`, {
+      token: u.sessionToken,
+    });
+    expect(read.json().data.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
+    expect(log.pending).toBe(false);
+  });
+
+  it('with the agent cache on, an update, a new default and a delete reach the next chat on this instance', async () => {
+    const app = await h.extraApp({ AUTH_CACHE_TTL_MS: '60000' });
+    const u = await createUser(app);
+    const agent = await makeAgent(app, u, { personality: 'You are Alpha.' });
+    llm.enqueue({ content: '1' }, { content: '2' }, { content: '3' }, { content: '4' });
+    expect((await chat(app, u, 'default', 'Who?')).statusCode).toBe(200);
+    expect((await chat(app, u, agent, 'Who?')).statusCode).toBe(200);
+    const put = await call(app, 'PUT', `/api/v1/agents/${agent}`, {
+      token: u.sessionToken,
+      body: { personality: 'You are Beta.' },
+    });
+    expect(put.statusCode).toBe(200);
+    expect((await chat(app, u, agent, 'Who?')).statusCode).toBe(200);
+    const second = await makeAgent(app, u, { personality: 'You are Gamma.' });
+    expect(
+      (await call(app, 'POST', `/api/v1/agents/${second}/set-default`, { token: u.sessionToken })).statusCode,
+    ).toBe(200);
+    expect((await chat(app, u, 'default', 'Who?')).statusCode).toBe(200);
+    const systems = llm.requests.map((r) => r.messages[0]?.content ?? '');
+    expect(systems.map((s) => /You are (\w+)\./.exec(s)?.[1])).toEqual(['Alpha', 'Alpha', 'Beta', 'Gamma']);
+
+    expect((await call(app, 'DELETE', `/api/v1/agents/${agent}`, { token: u.sessionToken })).statusCode).toBe(204);
+    expect((await chat(app, u, agent, 'Still there?')).statusCode).toBe(404);
+    expect(llm.requests).toHaveLength(4);
+  });
+});

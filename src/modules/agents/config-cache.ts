@@ -1,0 +1,55 @@
+import type { Deps } from '../../lib/context.ts';
+import { TtlCache } from '../../lib/ttl-cache.ts';
+
+/**
+ * What a chat reads of an agent's configuration (the agent row, its linked tools), kept per instance for
+ * `AUTH_CACHE_TTL_MS` (0: off), the bound resolved tokens and active connections already have: on the embedded
+ * database each read costs more than the rest of a chat's own work. A change made through this instance (an
+ * agent created, updated, made default or deleted; a tool linked, unlinked, changed or deleted) evicts the
+ * account's entries at once, after its commit; other instances follow within the TTL.
+ */
+class AgentConfigCache {
+  private readonly cache: TtlCache<string, { accountId: string; value: unknown }>;
+  /** Bumped by every eviction: a read that overlapped one does not store what it read (it may be older). */
+  private generation = 0;
+
+  constructor(ttlMs: number) {
+    this.cache = new TtlCache(ttlMs);
+  }
+
+  async get<T>(accountId: string, key: string, load: () => Promise<T>): Promise<T> {
+    const k = `${accountId}\n${key}`;
+    const hit = this.cache.get(k);
+    if (hit) return hit.value as T;
+    const generation = this.generation;
+    const value = await load();
+    if (value !== undefined && generation === this.generation) this.cache.set(k, { accountId, value });
+    return value;
+  }
+
+  evict(accountId: string): void {
+    this.generation++;
+    this.cache.deleteWhere((e) => e.accountId === accountId);
+  }
+}
+
+const caches = new WeakMap<Deps, AgentConfigCache>();
+
+function cacheOf(deps: Deps): AgentConfigCache {
+  let cache = caches.get(deps);
+  if (!cache) {
+    cache = new AgentConfigCache(deps.config.authCacheTtlMs);
+    caches.set(deps, cache);
+  }
+  return cache;
+}
+
+/** `load()` once per TTL for the account and key (`undefined` is never kept: a missing agent is read again). */
+export function cachedAgentConfig<T>(deps: Deps, accountId: string, key: string, load: () => Promise<T>): Promise<T> {
+  return cacheOf(deps).get(accountId, key, load);
+}
+
+/** Call after a committed change to an account's agents or their tools. */
+export function agentConfigChanged(deps: Deps, accountId: string): void {
+  caches.get(deps)?.evict(accountId);
+}

@@ -180,11 +180,18 @@ export async function chatWithAgent(
   // With a conversation, only what follows the request's last assistant message is new (clients that resend
   // the whole history do not store it twice).
   let incoming = request.messages;
-  let conversation: ConversationRow | undefined;
+  let continued: { conversation: ConversationRow; messages: MessageRow[] } | undefined;
   if (request.conversationId) {
-    await log.settled();
-    conversation = await repo.findConversation(ctx.db, ctx.accountId, agent.id, request.conversationId);
-    if (!conversation) throw new NotFoundError(`Conversation ${request.conversationId} not found`);
+    // Writes of this conversation still queued here are written first: the history includes them.
+    await log.settled(request.conversationId);
+    continued = await repo.conversationWithHistory(
+      ctx.db,
+      ctx.accountId,
+      agent.id,
+      request.conversationId,
+      HISTORY_MESSAGES,
+    );
+    if (!continued) throw new NotFoundError(`Conversation ${request.conversationId} not found`);
     const lastAssistant = incoming.map((m) => m.role).lastIndexOf('assistant');
     incoming = incoming.slice(lastAssistant + 1);
   }
@@ -206,9 +213,9 @@ export async function chatWithAgent(
     log.message({ toolCalls: null, toolCallId: null, toolName: null, ...m, conversationId });
   let history: ChatMessage[];
   let conversationId: string;
-  if (conversation) {
-    conversationId = conversation.id;
-    history = (await repo.recentMessages(ctx.db, conversationId, HISTORY_MESSAGES)).map(toChatMessage);
+  if (continued) {
+    conversationId = continued.conversation.id;
+    history = continued.messages.map(toChatMessage);
   } else {
     // A new conversation's history is its first prompt at most: nothing to read.
     conversationId = newId('conversation');

@@ -80,7 +80,7 @@ export async function ownedConversation(
 ): Promise<ConversationRow> {
   const agent = await ownedAgent(ctx, agentId);
   // This instance's chats may have writes queued (group commit): a read here sees them.
-  await conversationLog(ctx.deps).settled();
+  await conversationLog(ctx.deps).settled(conversationId);
   const row = await repo.findConversation(ctx.db, ctx.accountId, agent.id, conversationId);
   if (!row) throw new NotFoundError(`Conversation ${conversationId} not found`);
   return row;

@@ -65,6 +65,8 @@ function toBatch(ops: LogOp[]): repo.ConversationLogBatch {
  */
 export class ConversationLog {
   private readonly commit: GroupCommit<LogOp>;
+  /** Each conversation's last queued write, while it is not written yet. */
+  private readonly last = new Map<string, Promise<boolean>>();
 
   constructor(deps: Deps) {
     const db = deps.database.db;
@@ -91,7 +93,7 @@ export class ConversationLog {
     row: Omit<repo.ConversationLogBatch['conversations'][number], 'at' | 'lastActivityAt'>,
   ): Promise<boolean> {
     const at = new Date();
-    return this.commit.add({
+    return this.add(row.id, {
       kind: 'conversation',
       row: { ...row, title: storable(row.title), at, lastActivityAt: at },
     });
@@ -101,7 +103,7 @@ export class ConversationLog {
   message(row: Omit<MessageRow, 'id' | 'seq' | 'createdAt'>): { message: MessageRow; written: Promise<boolean> } {
     const message: MessageRow = storable({ id: newId('message'), seq: 0, createdAt: new Date(), ...row });
     const { seq: _seq, createdAt: at, ...rest } = message;
-    void this.commit.add({ kind: 'message', row: { ...rest, at } });
+    void this.add(message.conversationId, { kind: 'message', row: { ...rest, at } });
     return {
       message,
       written: this.event(message.conversationId, 'message.created', { message: toMessage(message) }),
@@ -109,17 +111,39 @@ export class ConversationLog {
   }
 
   event(conversationId: string, type: EventType, data: Record<string, unknown>): Promise<boolean> {
-    return this.commit.add({ kind: 'event', row: { conversationId, type, data: storable(data), at: new Date() } });
+    return this.add(conversationId, {
+      kind: 'event',
+      row: { conversationId, type, data: storable(data), at: new Date() },
+    });
   }
 
   /** The conversation's last activity is now. */
   touch(conversationId: string): Promise<boolean> {
-    return this.commit.add({ kind: 'touch', row: { conversationId, at: new Date() } });
+    return this.add(conversationId, { kind: 'touch', row: { conversationId, at: new Date() } });
   }
 
-  /** Resolves once everything queued so far is written: call before reading conversations, messages, events. */
-  async settled(): Promise<void> {
-    if (this.commit.pending) await this.commit.flush();
+  private add(conversationId: string, op: LogOp): Promise<boolean> {
+    const written = this.commit.add(op);
+    this.last.set(conversationId, written);
+    void written.then(() => {
+      if (this.last.get(conversationId) === written) this.last.delete(conversationId);
+    });
+    return written;
+  }
+
+  /**
+   * Resolves once what is queued so far is written (for one conversation, or all): call before reading
+   * conversations, messages or events. What is queued is written at once rather than at the window's end.
+   */
+  async settled(conversationId?: string): Promise<void> {
+    if (conversationId === undefined) {
+      if (this.commit.pending) await this.commit.flush();
+      return;
+    }
+    const written = this.last.get(conversationId);
+    if (!written) return;
+    void this.commit.flush();
+    await written;
   }
 }
 
@@ -158,7 +182,7 @@ export async function conversationFeed(
   const conversation = await ownedConversation(ctx, agentId, conversationId);
   return {
     async after(afterId) {
-      await conversationLog(ctx.deps).settled();
+      await conversationLog(ctx.deps).settled(conversation.id);
       const rows = await repo.eventsAfter(ctx.db, conversation.id, afterId, 500);
       return rows.map((r) => ({ id: r.id, type: r.type, data: r.data, createdAt: r.createdAt.toISOString() }));
     },

@@ -134,6 +134,38 @@ export async function findConversation(
   return row;
 }
 
+/**
+ * The account's conversation with the agent and its newest `limit` messages, oldest first, in one statement
+ * (a continued chat's reads); undefined when there is no such conversation.
+ */
+export async function conversationWithHistory(
+  db: Executor,
+  accountId: string,
+  agentId: string,
+  conversationId: string,
+  limit: number,
+): Promise<{ conversation: ConversationRow; messages: MessageRow[] } | undefined> {
+  const rows = await db
+    .select({ conversation: conversations, message: messages })
+    .from(conversations)
+    .leftJoin(messages, eq(messages.conversationId, conversations.id))
+    .where(
+      and(
+        eq(conversations.accountId, accountId),
+        eq(conversations.agentId, agentId),
+        eq(conversations.id, conversationId),
+      ),
+    )
+    .orderBy(desc(messages.seq))
+    .limit(limit);
+  const first = rows[0];
+  if (!first) return undefined;
+  return {
+    conversation: first.conversation,
+    messages: rows.flatMap((r) => (r.message ? [r.message] : [])).reverse(),
+  };
+}
+
 export async function listConversations(
   db: Executor,
   agentId: string,

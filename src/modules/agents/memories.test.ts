@@ -45,12 +45,15 @@ describe('agent memory', () => {
     expect(res.statusCode, res.body).toBe(200);
     return res;
   };
-  const extract = (conversationId: string) =>
-    agentJobs['agents.extract-memories'].run(
+  /** The job as the queue runs it: once the exchange is stored (the reply queues it then). */
+  const extract = async (conversationId: string) => {
+    await h.app.deps.background.drain();
+    return agentJobs['agents.extract-memories'].run(
       h.app.deps,
       { conversationId },
       { jobId: 'job_t', attempt: 1, signal: new AbortController().signal, log: silent },
     );
+  };
 
   it('a memory extracted in one conversation is recalled in a later one', async () => {
     const u = await createUser(h.app);

@@ -420,6 +420,11 @@ describe('robustness of the OAuth endpoints and the pages', () => {
     ['GET', '/account/apps'],
     ['GET', '/account/tokens'],
     ['POST', '/account/tokens'],
+    ['GET', '/account/tokens/pat_x/revoke'],
+    ['POST', '/account/tokens/pat_x/revoke'],
+    ['GET', '/account/apps/x/revoke'],
+    ['POST', '/account/apps/x/revoke'],
+    ['GET', '/account/tasks'],
     ['GET', '/account/connections'],
     ['GET', '/account/connections/pending/x'],
     ['GET', '/account/channels'],
@@ -450,13 +455,18 @@ describe('robustness of the OAuth endpoints and the pages', () => {
         registration,
         fc.boolean(),
         fc.option(fc.tuple(nasty, nasty)),
-        async ([method, path], form, reg, signedIn, basic) => {
+        fc.option(fc.oneof(nasty, fc.constant('v1.k.AAAA.AAAA'))),
+        async ([method, path], form, reg, signedIn, basic, flash) => {
           const values = Object.fromEntries(
             Object.entries(form).map(([k, v]) => [k, v === '@client' ? clientId : v === '@csrf' ? csrf : v]),
           );
           const encoded = new URLSearchParams(values as Record<string, string>).toString();
           const headers: Record<string, string> = {};
           if (signedIn) headers.cookie = cookie;
+          // A flash cookie the service did not seal (or sealed for another session) shows nothing and fails nothing.
+          if (flash !== null) {
+            headers.cookie = `${headers.cookie ? `${headers.cookie}; ` : ''}sb_flash=${encodeURIComponent(flash.replace(/[\ud800-\udfff]/g, '\ufffd'))}`;
+          }
           if (basic) headers.authorization = `Basic ${Buffer.from(`${basic[0]}:${basic[1]}`).toString('base64')}`;
           let url = path as string;
           let payload: string | undefined;

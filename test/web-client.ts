@@ -43,6 +43,23 @@ export class PageClient {
     return res;
   }
 
+  /**
+   * Submits a form that answers post-redirect-get: the POST must be a 303, and the page it sends the browser
+   * to is loaded (where the flash shows).
+   */
+  async submit(
+    url: string,
+    form: Record<string, string | string[]>,
+    headers: Record<string, string> = {},
+  ): Promise<LightMyRequestResponse> {
+    const posted = await this.post(url, form, headers);
+    const location = posted.headers.location;
+    if (posted.statusCode !== 303 || typeof location !== 'string') {
+      throw new Error(`POST ${url}: expected a 303 redirect, got ${posted.statusCode}: ${posted.body.slice(0, 200)}`);
+    }
+    return this.get(location);
+  }
+
   /** Signs in through the sign-in form; answers the form's answer (303 on success). */
   async signIn(email: string, password: string): Promise<LightMyRequestResponse> {
     const page = await this.get('/signin');

@@ -92,6 +92,21 @@ export async function listPats(
   return { rows, total: total?.n ?? 0 };
 }
 
+/** One live token of the account, or undefined (another account's, revoked or unknown). */
+export async function findPat(db: Executor, accountId: string, id: string) {
+  const [row] = await db
+    .select()
+    .from(personalAccessTokens)
+    .where(
+      and(
+        eq(personalAccessTokens.id, id),
+        eq(personalAccessTokens.accountId, accountId),
+        isNull(personalAccessTokens.revokedAt),
+      ),
+    );
+  return row;
+}
+
 /** Marks the token revoked; false when it is not the account's or already revoked. */
 export async function revokePat(db: Executor, accountId: string, id: string, now: Date): Promise<boolean> {
   const rows = await db

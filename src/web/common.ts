@@ -32,15 +32,6 @@ export function returnTarget(value: unknown, appUrl: string, fallback = '/accoun
   return `${target.pathname}${target.search}${target.hash}`;
 }
 
-/**
- * The notice a redirect asked for (`?notice=created`), looked up among the page's own messages: an unknown key,
- * `constructor` included, shows nothing (the URL never reaches the page as text).
- */
-export function noticeOf(req: FastifyRequest, notices: Readonly<Record<string, string>>): string | undefined {
-  const key = (req.query as Record<string, unknown> | undefined)?.notice;
-  return typeof key === 'string' && Object.hasOwn(notices, key) ? notices[key] : undefined;
-}
-
 /** A refused form's message: the schema's issues on one line (`name: Too small; ...`). */
 export function formIssues(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string {
   return error.issues.map((i) => `${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`).join('; ');

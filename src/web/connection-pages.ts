@@ -1,7 +1,7 @@
 import type { Connection, PendingFields } from '../modules/connections/schema.ts';
 import type { FinalizeField, Provider } from '../modules/providers/schema.ts';
 import { type Html, html, layout } from './html.ts';
-import type { PageUser } from './pages.ts';
+import { confirmPage, type PageUser } from './pages.ts';
 
 /**
  * The markup of the connections pages: the user's connections with their status, the catalog to connect
@@ -233,21 +233,18 @@ export function connectionsPage(v: ConnectionsView): string {
 
 export function disconnectPage(v: { user: PageUser; csrf: string; item: ConnectionItem }): string {
   const c = v.item.connection;
-  return layout(
-    `Disconnect ${c.metadata.providerName}?`,
-    html`<div class="card"><div class="app-head"><img class="logo" src="${v.item.logo}" alt="" width="32" height="32">
-      <h1>Disconnect ${c.metadata.providerName}?</h1></div>
-      <p>Account: <strong>${c.metadata.displayName}</strong>${c.metadata.email ? ` (${c.metadata.email})` : ''}.</p>
+  return confirmPage({
+    user: v.user,
+    csrf: v.csrf,
+    title: `Disconnect ${c.metadata.providerName}?`,
+    head: html`<img class="logo" src="${v.item.logo}" alt="" width="32" height="32">`,
+    body: html`<p>Account: <strong>${c.metadata.displayName}</strong>${c.metadata.email ? ` (${c.metadata.email})` : ''}.</p>
       <p>Switchboard deletes this connection and asks ${c.metadata.providerName} to revoke its token. Your agents
-        and apps can no longer use this account. You can connect it again later.</p>
-      <div class="actions">
-        <form method="post" action="/account/connections/${c.id}/disconnect">${hidden(v.csrf)}
-          <button class="danger" type="submit">Disconnect</button></form>
-        <a class="button" href="/account/connections">Cancel</a>
-      </div>
-    </div>`,
-    { user: v.user, csrf: v.csrf },
-  );
+        and apps can no longer use this account. You can connect it again later.</p>`,
+    action: `/account/connections/${c.id}/disconnect`,
+    button: 'Disconnect',
+    cancelHref: '/account/connections',
+  });
 }
 
 export function pendingPage(v: {

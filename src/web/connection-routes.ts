@@ -24,6 +24,7 @@ import {
   disconnectPage,
   pendingPage,
 } from './connection-pages.ts';
+import { redirectWithFlash, takeFlash } from './flash.ts';
 
 const PAGE_PATH = '/account/connections';
 /** A connection or pending-connection id as the services issue them; anything else is not looked up. */
@@ -143,11 +144,13 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
     const pendingId = one(query, 'pendingId');
     if (PENDING_ID.test(pendingId)) return reply.redirect(`${PAGE_PATH}/pending/${pendingId}`, 303);
     const error = one(query, 'error');
+    const flash = takeFlash(req, reply);
     return render(req, reply, current, {
       q: one(query, 'q'),
       category: one(query, 'category'),
       connectedId: one(query, 'connectionId'),
-      error: error ? callbackMessage(error, one(query, 'error_description')) : undefined,
+      notice: flash.notice,
+      error: error ? callbackMessage(error, one(query, 'error_description')) : flash.error,
     });
   });
 
@@ -210,16 +213,16 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
   app.post(
     `${PAGE_PATH}/:connectionId/refresh`,
     page,
-    onConnection('action', async (ctx, connectionId, current, req, reply) => {
+    onConnection('action', async (ctx, connectionId, _current, req, reply) => {
       const c = await refreshConnection(ctx, connectionId);
       const name = `${c.metadata.providerName} (${c.metadata.displayName})`;
       if (c.status === 'active') {
         const until = c.expiresAt
           ? `; the new token is valid until ${c.expiresAt.slice(0, 16).replace('T', ' ')} UTC`
           : '';
-        return render(req, reply, current, { notice: `Refreshed ${name}: active${until}.` });
+        return redirectWithFlash(req, reply, PAGE_PATH, { notice: `Refreshed ${name}: active${until}.` });
       }
-      return render(req, reply, current, {
+      return redirectWithFlash(req, reply, PAGE_PATH, {
         error: `Refreshing ${name} failed: the connection is ${c.status}${c.lastError ? ` (${c.lastError})` : ''}.`,
       });
     }),
@@ -244,10 +247,10 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
   app.post(
     `${PAGE_PATH}/:connectionId/disconnect`,
     page,
-    onConnection('action', async (ctx, connectionId, current, req, reply) => {
+    onConnection('action', async (ctx, connectionId, _current, req, reply) => {
       const c = await getConnection(ctx, connectionId);
       await deleteConnection(ctx, connectionId);
-      return render(req, reply, current, {
+      return redirectWithFlash(req, reply, PAGE_PATH, {
         notice: `Disconnected ${c.metadata.providerName} (${c.metadata.displayName}).`,
       });
     }),

@@ -259,7 +259,7 @@ describe('connections page', () => {
     const id = await connectAcme(h.app, user);
     const before = await rowOf(id);
     const page = await browser.get(PAGE);
-    const ok = await browser.post(`${PAGE}/${id}/refresh`, { csrf: csrfOf(page.body) });
+    const ok = await browser.submit(`${PAGE}/${id}/refresh`, { csrf: csrfOf(page.body) });
     expect(ok.statusCode).toBe(200);
     expect(ok.body).toMatch(
       /Refreshed Acme \(Ada Lovelace\): active; the new token is valid until \d{4}-\d\d-\d\d \d\d:\d\d UTC\./,
@@ -270,9 +270,11 @@ describe('connections page', () => {
     expect(after?.status).toBe('active');
 
     fake.revokeEverything();
-    const dead = await browser.post(`${PAGE}/${id}/refresh`, { csrf: csrfOf(page.body) });
+    const dead = await browser.submit(`${PAGE}/${id}/refresh`, { csrf: csrfOf(page.body) });
     expect(dead.statusCode).toBe(200);
     expect(dead.body).toContain('Refreshing Acme (Ada Lovelace) failed: the connection is revoked');
+    // Shown once: a reload does not say it again.
+    expect((await browser.get(PAGE)).body).not.toContain('Refreshing Acme');
     expect(await rowOf(id)).toMatchObject({ status: 'revoked', canRefresh: false });
     const item = new RegExp(`<li class="item" data-connection-id="${id}">[\\s\\S]*?</li>`).exec(dead.body)?.[0];
     expect(item).toContain('<span class="badge badge-revoked">revoked</span>');
@@ -302,10 +304,11 @@ describe('connections page', () => {
     expect(confirm.statusCode).toBe(200);
     expect(confirm.body).toContain('<h1>Disconnect Acme?</h1>');
     expect(confirm.body).toContain(`<form method="post" action="/account/connections/${id}/disconnect">`);
+    expect(confirm.body).toContain('<img class="logo" src="http://localhost:8080/providers/logos/acme.svg"');
     expect(confirm.body).toContain('<a class="button" href="/account/connections">Cancel</a>');
     expect(await rowOf(id)).toBeDefined();
 
-    const done = await browser.post(`${PAGE}/${id}/disconnect`, { csrf: csrfOf(confirm.body) });
+    const done = await browser.submit(`${PAGE}/${id}/disconnect`, { csrf: csrfOf(confirm.body) });
     expect(done.statusCode).toBe(200);
     expect(done.body).toContain('Disconnected Acme (Ada Lovelace).');
     expect(done.body).toContain('No connections yet.');

@@ -17,15 +17,16 @@ import {
 import type { LintFinding } from '../modules/knowledge/schema.ts';
 import { CreateSource } from '../modules/knowledge/schema.ts';
 import { createKnowledgeSource, listKnowledgeSources } from '../modules/knowledge/sources.service.ts';
-import { type Form, noticeOf, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { type Form, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { redirectWithFlash, takeFlash } from './flash.ts';
 import { basePath, KNOWLEDGE_PATH, knowledgePage, wikiPage } from './knowledge-pages.ts';
 
 const KB_ID = /^kb_[A-Za-z0-9_-]{1,96}$/;
-/** Notices an action redirects with (PRG): the key travels in the URL, the text stays here. */
-const NOTICES: Record<string, string> = {
+/** What the page says after an action (post-redirect-get: the text travels in the flash cookie). */
+const NOTICES = {
   added: 'Source added: it is compiled in the background.',
   linted: 'Health check done: the findings are below.',
-};
+} as const;
 const MAX_PAGES = 500;
 
 /** The wiki in the account pages (`/account/knowledge`), over the knowledge services. */
@@ -120,7 +121,7 @@ export async function knowledgePageRoutes(app: App, oauth: OAuthServer): Promise
       return render(req, reply, current, kbId, {
         q: typeof query.q === 'string' ? query.q : '',
         tag: typeof query.tag === 'string' ? query.tag : '',
-        notice: noticeOf(req, NOTICES),
+        ...takeFlash(req, reply),
       });
     }),
   );
@@ -139,7 +140,7 @@ export async function knowledgePageRoutes(app: App, oauth: OAuthServer): Promise
         return render(req, reply, current, kbId, { error: `The source was not added: ${why}`, draft }, 422);
       }
       await createKnowledgeSource(serviceContextOf(req, current.actor), kbId, parsed.data);
-      return reply.redirect(`${basePath(kbId)}?notice=added`, 303);
+      return redirectWithFlash(req, reply, basePath(kbId), { notice: NOTICES.added });
     });
   });
 
@@ -148,7 +149,7 @@ export async function knowledgePageRoutes(app: App, oauth: OAuthServer): Promise
     if (!csrfOk(req, form)) return csrfFailed(reply);
     return withBase(req, reply, async (current, kbId) => {
       await lintKnowledgeBase(serviceContextOf(req, current.actor), kbId);
-      return reply.redirect(`${basePath(kbId)}?notice=linted#lint-h`, 303);
+      return redirectWithFlash(req, reply, `${basePath(kbId)}#lint-h`, { notice: NOTICES.linted });
     });
   });
 

@@ -1,6 +1,6 @@
 import { SCOPES } from '../auth/scopes.ts';
 import type { AuthorizedApp } from '../modules/auth-clients/service.ts';
-import { type Html, html, layout } from './html.ts';
+import { type Html, html, layout, notice } from './html.ts';
 
 /** The pages' markup. Every value is escaped by `html`; forms post with a CSRF token and work without JS. */
 
@@ -14,6 +14,36 @@ export function errorPage(title: string, message: string): string {
     title,
     html`<div class="card" role="alert"><h1>${title}</h1><p>${message}</p>
       <p><a href="/account/apps">Go to your account</a></p></div>`,
+  );
+}
+
+/**
+ * The page before anything that cannot be undone (revoking a token or an app, disconnecting a service): what
+ * will happen, the one button that does it (a POST with the CSRF token) and a way back. Without JavaScript, so
+ * every destructive action is two steps.
+ */
+export function confirmPage(v: {
+  user: PageUser;
+  csrf: string;
+  title: string;
+  /** Shown beside the title (a provider's logo). */
+  head?: Html | undefined;
+  body: Html;
+  action: string;
+  button: string;
+  cancelHref: string;
+}): string {
+  return layout(
+    v.title,
+    html`<div class="card"><div class="app-head">${v.head ?? html``}<h1>${v.title}</h1></div>
+      ${v.body}
+      <div class="actions">
+        <form method="post" action="${v.action}"><input type="hidden" name="csrf" value="${v.csrf}">
+          <button class="danger" type="submit">${v.button}</button></form>
+        <a class="button" href="${v.cancelHref}">Cancel</a>
+      </div>
+    </div>`,
+    { user: v.user, csrf: v.csrf },
   );
 }
 
@@ -135,7 +165,7 @@ function knowledgeChoice(k: KnowledgeOffer): Html {
     </fieldset>`;
 }
 
-function scopeText(scope: string): string {
+export function scopeText(scope: string): string {
   return (SCOPES as Record<string, string>)[scope] ?? scope;
 }
 
@@ -204,6 +234,7 @@ export function appsPage(opts: {
   csrf: string;
   apps: AuthorizedApp[];
   notice?: string | undefined;
+  error?: string | undefined;
 }): string {
   const rows = opts.apps.map(
     (a) => html`<tr>
@@ -211,15 +242,13 @@ export function appsPage(opts: {
       <td><ul class="scopes">${a.scopes.map((s) => html`<li>${scopeText(s)}</li>`)}</ul>
         ${a.knowledgeBases ? html`<p class="muted">Knowledge bases: only ${a.knowledgeBases.length ? a.knowledgeBases.join(', ') : 'none left (those chosen were deleted)'}</p>` : html``}</td>
       <td><time datetime="${a.grantedAt}">${a.grantedAt.slice(0, 10)}</time></td>
-      <td><form method="post" action="/account/apps/${a.grantId}/revoke">
-        <input type="hidden" name="csrf" value="${opts.csrf}">
-        <button class="danger" type="submit">Revoke <span class="sr-only">${a.name}</span></button></form></td>
+      <td><a class="button danger" href="/account/apps/${a.grantId}/revoke">Revoke <span class="sr-only">${a.name}</span></a></td>
     </tr>`,
   );
   return layout(
     'Authorized apps',
     html`<div class="card"><h1>Authorized apps</h1>
-      ${opts.notice ? html`<p class="notice" role="status">${opts.notice}</p>` : html``}
+      ${notice(opts.notice)}${notice(opts.error, true)}
       ${
         opts.apps.length
           ? html`<table><caption class="sr-only">Apps that can act on your account</caption>
@@ -259,9 +288,7 @@ export function tokensPage(opts: {
       <td>${t.scopes.join(', ')}</td>
       <td><time datetime="${t.expiresAt}">${t.expiresAt.slice(0, 10)}</time></td>
       <td>${t.lastUsedAt ? html`<time datetime="${t.lastUsedAt}">${t.lastUsedAt.slice(0, 10)}</time>` : 'never'}</td>
-      <td><form method="post" action="/account/tokens/${t.id}/revoke">
-        <input type="hidden" name="csrf" value="${opts.csrf}">
-        <button class="danger" type="submit">Revoke <span class="sr-only">${t.name}</span></button></form></td>
+      <td><a class="button danger" href="/account/tokens/${t.id}/revoke">Revoke <span class="sr-only">${t.name}</span></a></td>
     </tr>`,
   );
   return layout(
@@ -273,7 +300,7 @@ export function tokensPage(opts: {
             <label for="new-token">Your new token</label><input id="new-token" type="text" readonly value="${opts.created.token}"></div>`
           : html``
       }
-      ${opts.notice ? html`<p class="notice" role="status">${opts.notice}</p>` : html``}
+      ${notice(opts.notice)}
       ${
         opts.tokens.length
           ? html`<table><caption class="sr-only">Your personal access tokens</caption>

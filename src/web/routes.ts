@@ -5,7 +5,8 @@ import type { OAuthServer } from '../auth/oauth/server.ts';
 import { ALL_SCOPES, type Scope } from '../auth/scopes.ts';
 import { ipKey } from '../http/rate-limit.ts';
 import type { App } from '../http/types.ts';
-import { AppError } from '../lib/errors.ts';
+import { AppError, NotFoundError } from '../lib/errors.ts';
+import type { Pat } from '../modules/auth/schema.ts';
 import * as authService from '../modules/auth/service.ts';
 import * as authClientsService from '../modules/auth-clients/service.ts';
 import { KNOWLEDGE_SCOPES, knowledgeBaseChoices, unknownKnowledgeBases } from '../modules/knowledge/bases.service.ts';
@@ -13,9 +14,21 @@ import { agentPageRoutes } from './agent-routes.ts';
 import { channelPageRoutes } from './channel-routes.ts';
 import { type Form, many, one, pageHelpers, returnTarget, type SignedIn, send } from './common.ts';
 import { connectionPageRoutes } from './connection-routes.ts';
+import { redirectWithFlash, takeFlash } from './flash.ts';
 import { homePageRoutes } from './home-routes.ts';
+import { html } from './html.ts';
 import { knowledgePageRoutes } from './knowledge-routes.ts';
-import { appsPage, consentPage, errorPage, type KnowledgeOffer, signInPage, signUpPage, tokensPage } from './pages.ts';
+import {
+  appsPage,
+  confirmPage,
+  consentPage,
+  errorPage,
+  type KnowledgeOffer,
+  scopeText,
+  signInPage,
+  signUpPage,
+  tokensPage,
+} from './pages.ts';
 import { clearSessionCookie, setSessionCookie } from './session.ts';
 import { taskPageRoutes } from './task-routes.ts';
 import { toolPageRoutes } from './tool-routes.ts';
@@ -475,9 +488,9 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
 
   // ---- Account pages ---------------------------------------------------------------------------------------
 
-  async function renderApps(req: FastifyRequest, reply: FastifyReply, { user, actor }: SignedIn, notice?: string) {
+  async function renderApps(req: FastifyRequest, reply: FastifyReply, { user, actor }: SignedIn) {
     const apps = await authClientsService.listAuthorizedApps(serviceContextOf(req, actor));
-    return send(reply, appsPage({ user, csrf: csrfOf(req, reply), apps, notice }));
+    return send(reply, appsPage({ user, csrf: csrfOf(req, reply), apps, ...takeFlash(req, reply) }));
   }
 
   app.get('/account/apps', page, async (req, reply) => {
@@ -486,17 +499,43 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     return renderApps(req, reply, current);
   });
 
-  app.post('/account/apps/:grantId/revoke', page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
+  const appGone = (reply: FastifyReply) =>
+    send(reply, errorPage('Not found', 'That app authorization does not exist.'), 404);
+
+  app.get('/account/apps/:grantId/revoke', page, async (req, reply) => {
     const current = await signedIn(req, reply);
     if (!current) return reply;
     const { grantId } = req.params as { grantId: string };
-    if (!(await authClientsService.ownsGrant(serviceContextOf(req, current.actor), grantId))) {
-      return send(reply, errorPage('Not found', 'That app authorization does not exist.'), 404);
-    }
+    const apps = await authClientsService.listAuthorizedApps(serviceContextOf(req, current.actor));
+    const found = apps.find((a) => a.grantId === grantId);
+    if (!found) return appGone(reply);
+    return send(
+      reply,
+      confirmPage({
+        user: current.user,
+        csrf: csrfOf(req, reply),
+        title: `Revoke ${found.name}?`,
+        body: html`<p><strong>${found.name}</strong> can now:</p>
+          <ul class="scopes">${found.scopes.map((s) => html`<li>${scopeText(s)}</li>`)}</ul>
+          <p>Revoking ends its tokens at once: it can no longer act on your account until you authorize it again.</p>`,
+        action: `/account/apps/${grantId}/revoke`,
+        button: 'Revoke access',
+        cancelHref: '/account/apps',
+      }),
+    );
+  });
+
+  app.post('/account/apps/:grantId/revoke', page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    const current = await signedIn(req, reply, '/account/apps');
+    if (!current) return reply;
+    const { grantId } = req.params as { grantId: string };
+    if (!(await authClientsService.ownsGrant(serviceContextOf(req, current.actor), grantId))) return appGone(reply);
     await oauth.revokeGrant(grantId);
-    return renderApps(req, reply, current, 'Access revoked: the app can no longer use your account.');
+    return redirectWithFlash(req, reply, '/account/apps', {
+      notice: 'Access revoked: the app can no longer use your account.',
+    });
   });
 
   const patScopes = ALL_SCOPES;
@@ -539,7 +578,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   app.get('/account/tokens', page, async (req, reply) => {
     const current = await signedIn(req, reply);
     if (!current) return reply;
-    return renderTokens(req, reply, current);
+    return renderTokens(req, reply, current, takeFlash(req, reply));
   });
 
   app.post('/account/tokens', page, async (req, reply) => {
@@ -561,24 +600,58 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
         scopes,
         ...(expiresIn ? { expires_in: expiresIn } : {}),
       });
-      return renderTokens(req, reply, current, { created: { name, token: created.personal_access_token } }, 201);
+      // Shown once by the page the browser lands on: the flash is sealed and read once.
+      return redirectWithFlash(req, reply, '/account/tokens', {
+        created: { name, token: created.personal_access_token },
+      });
     } catch (err) {
       return refuse(formError(err));
     }
   });
 
+  const tokenGone = (req: FastifyRequest, reply: FastifyReply, current: SignedIn) =>
+    renderTokens(req, reply, current, { error: 'That token does not exist: it may have been revoked already.' }, 404);
+
+  app.get('/account/tokens/:id/revoke', page, async (req, reply) => {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    const { id } = req.params as { id: string };
+    let token: Pat;
+    try {
+      token = await authService.getPat(serviceContextOf(req, current.actor), id);
+    } catch (err) {
+      if (err instanceof NotFoundError) return tokenGone(req, reply, current);
+      throw err;
+    }
+    return send(
+      reply,
+      confirmPage({
+        user: current.user,
+        csrf: csrfOf(req, reply),
+        title: `Revoke ${token.name}?`,
+        body: html`<p>Token <strong>${token.name}</strong> (<code>${token.token_prefix}…</code>, scopes
+          ${token.scopes.join(', ')}) stops working at once. Scripts and apps that use it get 401 until you give
+          them a new token.</p>`,
+        action: `/account/tokens/${id}/revoke`,
+        button: 'Revoke token',
+        cancelHref: '/account/tokens',
+      }),
+    );
+  });
+
   app.post('/account/tokens/:id/revoke', page, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
     if (!csrfOk(req, form)) return csrfFailed(reply);
-    const current = await signedIn(req, reply);
+    const current = await signedIn(req, reply, '/account/tokens');
     if (!current) return reply;
     const { id } = req.params as { id: string };
     try {
       await authService.revokePat(serviceContextOf(req, current.actor), id);
     } catch (err) {
-      return renderTokens(req, reply, current, { error: formError(err) }, 404);
+      if (err instanceof NotFoundError) return tokenGone(req, reply, current);
+      throw err;
     }
-    return renderTokens(req, reply, current, { notice: 'Token revoked.' });
+    return redirectWithFlash(req, reply, '/account/tokens', { notice: 'Token revoked.' });
   });
 
   await connectionPageRoutes(app, oauth);

@@ -15,17 +15,18 @@ import {
   runTaskNow,
   updateTask,
 } from '../modules/scheduled-tasks/service.ts';
-import { type Form, formIssues, noticeOf, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { type Form, formIssues, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { redirectWithFlash, takeFlash } from './flash.ts';
 import { type PreviewView, TASKS_PATH, type TaskDraft, taskPath, taskRunsPage, tasksPage } from './task-pages.ts';
 
 const TASK_ID = /^task_[A-Za-z0-9_-]{1,96}$/;
-const NOTICES: Record<string, string> = {
+const NOTICES = {
   created: 'Task created.',
   paused: 'Task paused: it will not run until you enable it.',
   enabled: 'Task enabled.',
   queued: 'Run queued: it starts within moments; its result appears in the run history.',
   deleted: 'Task deleted.',
-};
+} as const;
 /** The zones the form suggests (any IANA name is accepted). */
 const ZONES: string[] = (() => {
   try {
@@ -96,7 +97,7 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
   app.get(TASKS_PATH, page, async (req, reply) => {
     const current = await signedIn(req, reply);
     if (!current) return reply;
-    return renderList(req, reply, current, { notice: noticeOf(req, NOTICES) });
+    return renderList(req, reply, current, takeFlash(req, reply));
   });
 
   /** The form again with the schedule in words and its next five runs (nothing is saved). */
@@ -134,7 +135,7 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
     }
     try {
       await createTask(serviceContextOf(req, current.actor), draft.agentId || 'default', parsed.data);
-      return reply.redirect(`${TASKS_PATH}?notice=created`, 303);
+      return redirectWithFlash(req, reply, TASKS_PATH, { notice: NOTICES.created });
     } catch (err) {
       if (err instanceof AppError && err.statusCode < 500) {
         return renderList(req, reply, current, { error: err.message, draft }, err.statusCode);
@@ -160,7 +161,7 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
           agent: agents.data.find((a) => a.id === task.agentId),
           runs: runs.data,
           total: runs.pagination.total,
-          notice: noticeOf(req, NOTICES),
+          ...takeFlash(req, reply),
         }),
       );
     }),
@@ -174,7 +175,7 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
       const task = await getAccountTask(ctx, taskId);
       const enabled = one(form, 'enabled') === 'true';
       await updateTask(ctx, task.agentId, task.id, { enabled });
-      return reply.redirect(`${TASKS_PATH}?notice=${enabled ? 'enabled' : 'paused'}`, 303);
+      return redirectWithFlash(req, reply, TASKS_PATH, { notice: NOTICES[enabled ? 'enabled' : 'paused'] });
     });
   });
 
@@ -185,7 +186,7 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
       const ctx = serviceContextOf(req, current.actor);
       const task = await getAccountTask(ctx, taskId);
       await runTaskNow(ctx, task.agentId, task.id);
-      return reply.redirect(`${taskPath(task.id)}?notice=queued`, 303);
+      return redirectWithFlash(req, reply, taskPath(task.id), { notice: NOTICES.queued });
     });
   });
 
@@ -196,7 +197,7 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
       const ctx = serviceContextOf(req, current.actor);
       const task = await getAccountTask(ctx, taskId);
       await deleteTask(ctx, task.agentId, task.id);
-      return reply.redirect(`${TASKS_PATH}?notice=deleted`, 303);
+      return redirectWithFlash(req, reply, TASKS_PATH, { notice: NOTICES.deleted });
     });
   });
 }

@@ -20,7 +20,8 @@ import {
 import { linksOfTool, linkTool, unlinkTool, updateToolSecrets } from '../modules/tools/links.service.ts';
 import { CreateTool, type ToolRun, UpdateTool } from '../modules/tools/schema.ts';
 import { createTool, deleteTool, getTool, listTools, testTool, updateTool } from '../modules/tools/service.ts';
-import { type Form, formIssues, noticeOf, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { type Form, formIssues, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { redirectWithFlash, takeFlash } from './flash.ts';
 import {
   SKILLS_PATH,
   type SkillDraft,
@@ -38,15 +39,15 @@ const TOOL_ID = /^tool_[A-Za-z0-9_-]{1,96}$/;
 const SKILL_ID = /^skl_[A-Za-z0-9_-]{1,96}$/;
 const AGENT_ID = /^agt_[A-Za-z0-9_-]{1,96}$/;
 const RUN_KEY = /^[A-Za-z0-9_-]{22}$/;
-/** Notices an action redirects with (PRG): the key travels in the URL, the text stays here. */
-const NOTICES: Record<string, string> = {
+/** What the page says after an action (post-redirect-get: the text travels in the flash cookie). */
+const NOTICES = {
   created: 'Created.',
   saved: 'Saved.',
   deleted: 'Deleted.',
   linked: 'Linked to the agent.',
   secrets: 'Secrets saved.',
   unlinked: 'Unlinked from the agent.',
-};
+} as const;
 /** How long a test run's result stays to be shown after the redirect (this instance only). */
 const RUN_TTL_MS = 10 * 60_000;
 
@@ -121,7 +122,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         user: current.user,
         csrf: csrf(req, reply),
         tools: tools.data,
-        notice: noticeOf(req, NOTICES),
+        ...takeFlash(req, reply),
         ...opts,
       }),
       status,
@@ -147,7 +148,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         user: current.user,
         csrf: csrf(req, reply),
         tool,
-        notice: noticeOf(req, NOTICES),
+        ...takeFlash(req, reply),
         ...opts,
         args: opts.args ?? run?.args ?? '{}',
         run: run?.run,
@@ -196,7 +197,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     }
     try {
       const tool = await createTool(serviceContextOf(req, current.actor), parsed.data);
-      return reply.redirect(`${toolPath(tool.id)}?notice=created`, 303);
+      return redirectWithFlash(req, reply, toolPath(tool.id), { notice: NOTICES.created });
     } catch (err) {
       if (!shown(err)) throw err;
       return renderTools(
@@ -229,7 +230,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         if (!shown(err) || err instanceof NotFoundError) throw err;
         return renderTool(req, reply, current, toolId, { error: `Not saved: ${err.message}`, draft }, err.statusCode);
       }
-      return reply.redirect(`${toolPath(toolId)}?notice=saved`, 303);
+      return redirectWithFlash(req, reply, toolPath(toolId), { notice: NOTICES.saved });
     });
   });
 
@@ -268,7 +269,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     req: FastifyRequest,
     reply: FastifyReply,
     act: (ctx: ReturnType<typeof serviceContextOf>, toolId: string, agentId: string) => Promise<unknown>,
-    noticeKey: string,
+    noticeKey: keyof typeof NOTICES,
   ) => {
     const form = (req.body ?? {}) as Form;
     if (!csrfOk(req, form)) return csrfFailed(reply);
@@ -281,7 +282,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         if (!shown(err)) throw err;
         return renderTool(req, reply, current, toolId, { error: err.message }, err.statusCode);
       }
-      return reply.redirect(`${toolPath(toolId)}?notice=${noticeKey}#agents-h`, 303);
+      return redirectWithFlash(req, reply, `${toolPath(toolId)}#agents-h`, { notice: NOTICES[noticeKey] });
     });
   };
 
@@ -310,7 +311,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     if (!csrfOk(req, form)) return csrfFailed(reply);
     return withTool(req, reply, async (current, toolId) => {
       await deleteTool(serviceContextOf(req, current.actor), toolId);
-      return reply.redirect(`${TOOLS_PATH}?notice=deleted`, 303);
+      return redirectWithFlash(req, reply, TOOLS_PATH, { notice: NOTICES.deleted });
     });
   });
 
@@ -331,7 +332,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         user: current.user,
         csrf: csrf(req, reply),
         skills: skills.data,
-        notice: noticeOf(req, NOTICES),
+        ...takeFlash(req, reply),
         ...opts,
       }),
       status,
@@ -385,7 +386,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     }
     try {
       const skill = await createSkill(serviceContextOf(req, current.actor), parsed.data);
-      return reply.redirect(`${skillPath(skill.id)}?notice=created`, 303);
+      return redirectWithFlash(req, reply, skillPath(skill.id), { notice: NOTICES.created });
     } catch (err) {
       if (!shown(err)) throw err;
       return renderSkills(
@@ -420,7 +421,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         skill,
         agents,
         linkedAgentIds,
-        notice: noticeOf(req, NOTICES),
+        ...takeFlash(req, reply),
         ...opts,
       }),
       status,
@@ -435,7 +436,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     req: FastifyRequest,
     reply: FastifyReply,
     act: (ctx: ReturnType<typeof serviceContextOf>, skillId: string, agentId: string) => Promise<unknown>,
-    noticeKey: string,
+    noticeKey: keyof typeof NOTICES,
   ) => {
     const form = (req.body ?? {}) as Form;
     if (!csrfOk(req, form)) return csrfFailed(reply);
@@ -448,7 +449,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         if (!shown(err)) throw err;
         return renderSkill(req, reply, current, skillId, { error: err.message }, err.statusCode);
       }
-      return reply.redirect(`${skillPath(skillId)}?notice=${noticeKey}#agents-h`, 303);
+      return redirectWithFlash(req, reply, `${skillPath(skillId)}#agents-h`, { notice: NOTICES[noticeKey] });
     });
   };
   app.post(`${SKILLS_PATH}/:skillId/links`, page, (req, reply) =>
@@ -474,7 +475,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         if (!shown(err) || err instanceof NotFoundError) throw err;
         return refuse(err.message, err.statusCode);
       }
-      return reply.redirect(`${skillPath(skillId)}?notice=saved`, 303);
+      return redirectWithFlash(req, reply, skillPath(skillId), { notice: NOTICES.saved });
     });
   });
 
@@ -483,7 +484,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     if (!csrfOk(req, form)) return csrfFailed(reply);
     return withSkill(req, reply, async (current, skillId) => {
       await deleteSkill(serviceContextOf(req, current.actor), skillId);
-      return reply.redirect(`${SKILLS_PATH}?notice=deleted`, 303);
+      return redirectWithFlash(req, reply, SKILLS_PATH, { notice: NOTICES.deleted });
     });
   });
 }

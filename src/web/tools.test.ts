@@ -49,7 +49,12 @@ describe('tools and skills pages', () => {
     expect(created.statusCode).toBe(303);
     const [tool] = (await call(h.app, 'GET', '/api/v1/tools', { token: u.sessionToken })).json().data;
     expect(tool).toMatchObject({ name: 'adder', requiredSecrets: ['KEY', 'OTHER'], timeoutMs: null });
-    expect(created.headers.location).toBe(`/account/tools/${tool.id}?notice=created`);
+    expect(created.headers.location).toBe(`/account/tools/${tool.id}`);
+    // The notice shows on the page the redirect lands on, once.
+    expect((await browser.get(`/account/tools/${tool.id}`)).body).toContain(
+      '<p class="notice" role="status">Created.</p>',
+    );
+    expect((await browser.get(`/account/tools/${tool.id}`)).body).not.toContain('Created.');
     const refused = await browser.post('/account/tools', { csrf, name: 'bad', parameters: '{not json', code: 'x' });
     expect(refused.statusCode).toBe(422);
     expect(refused.body).toContain('The tool was not created: Parameters must be JSON (a JSON Schema object).');

@@ -197,19 +197,48 @@ describe('web pages', () => {
       scopes: ['account', 'llm-all'],
       expires_days: '30',
     });
-    expect(created.statusCode).toBe(201);
-    const pat = /id="new-token" type="text" readonly value="(pat_[^"]+)"/.exec(created.body)?.[1] ?? '';
+    // Post-redirect-get: the token travels sealed in a one-time flash cookie, never in the URL.
+    expect(created.statusCode).toBe(303);
+    expect(created.headers.location).toBe('/account/tokens');
+    expect(created.body).not.toContain('pat_');
+    const sealed = jar.jar.get('sb_flash') ?? '';
+    expect(sealed).not.toContain('pat_');
+    // The flash is bound to this browser's session: carried into another signed-in browser, it does not open.
+    const thief = browser();
+    await thief.signIn(u.account.email, u.password);
+    thief.jar.set('sb_flash', sealed);
+    expect((await thief.get('/account/tokens')).body).not.toContain('id="new-token"');
+    const shown = await jar.get('/account/tokens');
+    expect(shown.statusCode).toBe(200);
+    const pat = /id="new-token" type="text" readonly value="(pat_[^"]+)"/.exec(shown.body)?.[1] ?? '';
     expect(pat).toMatch(/^pat_/);
+    expect(shown.body).toContain('Token <strong>ci token</strong> created. Copy it now: it is not shown again.');
     const me = await call(h.app, 'GET', '/api/v1/accounts/me', { token: pat });
     expect(me.statusCode).toBe(200);
+    // A reload shows it no more.
     const list = await jar.get('/account/tokens');
     expect(list.body).not.toContain(pat);
+    expect(list.body).not.toContain('Copy it now');
     expect(list.body).toContain(pat.slice(0, 10));
-    const id = /action="\/account\/tokens\/([^/"]+)\/revoke"/.exec(list.body)?.[1] ?? '';
-    const revoked = await jar.post(`/account/tokens/${id}/revoke`, { csrf: csrfOf(list.body) });
-    expect(revoked.statusCode).toBe(200);
-    expect(revoked.body).toContain('Token revoked.');
+    // Revoke asks first: the list links to a confirmation page, whose button does it.
+    const id = /href="\/account\/tokens\/([^/"]+)\/revoke"/.exec(list.body)?.[1] ?? '';
+    const confirm = await jar.get(`/account/tokens/${id}/revoke`);
+    expect(confirm.statusCode).toBe(200);
+    expect(confirm.body).toContain('<h1>Revoke ci token?</h1>');
+    expect(confirm.body).toContain(`action="/account/tokens/${id}/revoke"`);
+    expect(confirm.body).toContain('<a class="button" href="/account/tokens">Cancel</a>');
+    // Looking at the confirmation changes nothing.
+    expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token: pat })).statusCode).toBe(200);
+    const revoked = await jar.post(`/account/tokens/${id}/revoke`, { csrf: csrfOf(confirm.body) });
+    expect(revoked.statusCode).toBe(303);
+    expect(revoked.headers.location).toBe('/account/tokens');
+    const after = await jar.get('/account/tokens');
+    expect(after.body).toContain('Token revoked.');
+    expect(after.body).toContain('You have no active tokens.');
+    expect((await jar.get('/account/tokens')).body).not.toContain('Token revoked.');
     expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token: pat })).statusCode).toBe(401);
+    // A revoked token's confirmation page is a 404 too.
+    expect((await jar.get(`/account/tokens/${id}/revoke`)).statusCode).toBe(404);
     // Another account's token id is not found.
     const other = await createUser(h.app);
     const theirs = (
@@ -218,7 +247,9 @@ describe('web pages', () => {
         body: { name: 'x', scopes: ['account'] },
       })
     ).json().id;
+    expect((await jar.get(`/account/tokens/${theirs}/revoke`)).statusCode).toBe(404);
     expect((await jar.post(`/account/tokens/${theirs}/revoke`, { csrf: csrfOf(list.body) })).statusCode).toBe(404);
+    expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token: other.sessionToken })).statusCode).toBe(200);
   });
 
   it('an unknown or expired interaction says so instead of failing', async () => {

@@ -282,7 +282,15 @@ describe('OAuth 2.1 code flow (openid-client)', () => {
     if (!('page' in page)) throw new Error('expected the apps page');
     expect(page.page).toContain('Notes &lt;b&gt;App&lt;/b&gt;');
     expect(page.page).toContain('Use the LLM gateway');
-    const action = formAction(page.page, '/revoke');
+    // Revoke asks first: the list links to a confirmation page naming the app and its access.
+    const confirmUrl = /<a class="button danger" href="([^"]+\/revoke)">/.exec(page.page)?.[1] ?? '';
+    const confirm = await browser.follow(confirmUrl);
+    if (!('page' in confirm)) throw new Error('expected the confirmation page');
+    expect(confirm.page).toContain('<h1>Revoke Notes &lt;b&gt;App&lt;/b&gt;?</h1>');
+    expect(confirm.page).toContain('Use the LLM gateway');
+    expect((await me(t.access_token)).status).toBe(200);
+    const action = formAction(confirm.page, '/revoke');
+    expect(action).toBe(confirmUrl);
     // Another account cannot revoke it.
     const stranger = new Browser(base);
     const other = await createUser(app);
@@ -297,7 +305,8 @@ describe('OAuth 2.1 code flow (openid-client)', () => {
     expect(refused.status).toBe(404);
     expect((await me(t.access_token)).status).toBe(200);
 
-    const done = await browser.follow(action, { form: { csrf: csrfOf(page.page) } });
+    expect((await stranger.follow(confirmUrl)).status).toBe(404);
+    const done = await browser.follow(action, { form: { csrf: csrfOf(confirm.page) } });
     if (!('page' in done)) throw new Error('expected the apps page');
     expect(done.page).toContain('Access revoked');
     expect(done.page).toContain('No app has access to your account.');

@@ -186,6 +186,13 @@ export async function listPats(
   return toPage(rows.map(toPat), total, p);
 }
 
+export async function getPat(ctx: ServiceContext, id: string): Promise<Pat> {
+  requireFirstParty(ctx);
+  const row = await authRepo.findPat(ctx.db, ctx.accountId, id);
+  if (!row) throw new NotFoundError(`Personal access token ${id} not found`);
+  return toPat(row);
+}
+
 export async function revokePat(ctx: ServiceContext, id: string): Promise<void> {
   requireFirstParty(ctx);
   const revoked = await authRepo.revokePat(ctx.db, ctx.accountId, id, new Date());

@@ -22,7 +22,7 @@ describe('API description', () => {
   let doc: {
     openapi: string;
     paths: Record<string, Record<string, Operation>>;
-    components: { securitySchemes: Record<string, unknown> };
+    components: { securitySchemes: Record<string, unknown>; schemas: Record<string, unknown> };
   };
 
   beforeAll(async () => {
@@ -94,6 +94,58 @@ describe('API description', () => {
     expect(operation('GET', '/api/v1/accounts/me')?.security).toEqual([{ bearerAuth: ['account'] }]);
     expect(operation('POST', '/api/v1/auth/signup')?.security).toEqual([]);
     expect(operation('GET', '/api/v1/auth-scopes')?.security).toEqual([{ bearerAuth: [] }]);
+  });
+
+  /** Every string in `schema` with nothing that shows what it holds (no example, enum, format or pattern). */
+  function bare(schema: unknown, path: string, out: string[]): string[] {
+    if (!schema || typeof schema !== 'object') return out;
+    const s = schema as Record<string, unknown>;
+    if ('$ref' in s || 'examples' in s || 'example' in s) return out;
+    for (const key of ['anyOf', 'oneOf', 'allOf']) {
+      for (const branch of (s[key] as unknown[] | undefined) ?? []) bare(branch, path, out);
+    }
+    for (const [name, property] of Object.entries((s.properties as Record<string, unknown> | undefined) ?? {})) {
+      bare(property, `${path}.${name}`, out);
+    }
+    if (s.items) bare(s.items, `${path}[]`, out);
+    const described = ['enum', 'const', 'format', 'pattern'].some((k) => k in s);
+    if ([s.type].flat().includes('string') && !described && !/\.(metadata|arguments|parameters)\b/.test(path)) {
+      out.push(path);
+    }
+    return out;
+  }
+
+  it('/docs shows values that look real: every string of a request, answer or parameter has an example', () => {
+    const missing: string[] = [];
+    for (const [name, schema] of Object.entries(doc.components.schemas)) bare(schema, name, missing);
+    for (const [path, item] of Object.entries(doc.paths)) {
+      if (!path.startsWith('/api/')) continue;
+      for (const [method, op] of Object.entries(item)) {
+        const where = `${method.toUpperCase()} ${path}`;
+        const body = (op.requestBody as { content?: Record<string, { schema: unknown }> } | undefined)?.content;
+        bare(body?.['application/json']?.schema, `${where} body`, missing);
+        for (const p of (op.parameters ?? []) as Array<{
+          name: string;
+          in: string;
+          example?: unknown;
+          schema: unknown;
+        }>) {
+          if (p.example === undefined && bare(p.schema, p.name, []).length) missing.push(`${where} ${p.in} ${p.name}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+    // Ids look like the service's own: their kind's prefix.
+    const example = (component: string, property: string) =>
+      (doc.components.schemas[component] as { properties: Record<string, { examples?: unknown[] }> }).properties[
+        property
+      ]?.examples?.[0];
+    expect(example('Agent', 'id')).toMatch(/^agt_[A-Za-z0-9_-]{22}$/);
+    expect(example('Connection', 'id')).toMatch(/^conn_[A-Za-z0-9_-]{22}$/);
+    expect(example('Agent', 'accountId')).toMatch(/^acc_[A-Za-z0-9_-]{22}$/);
+    expect(example('ScheduledTask', 'cronExpression')).toBe('0 9 * * 1');
+    const param = operation('GET', '/api/v1/agents/:agentId')?.parameters?.[0] as { example?: string };
+    expect(param.example).toMatch(/^agt_/);
   });
 
   it('/docs serves a browsable reference', async () => {

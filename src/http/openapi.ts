@@ -5,6 +5,7 @@ import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-pro
 import { authModeOf } from '../auth/guard.ts';
 import { SCOPES } from '../auth/scopes.ts';
 import type { Config } from '../config.ts';
+import { addExamples, addParameterExamples } from './openapi-examples.ts';
 import type { RouteAuthConfig } from './types.ts';
 
 const errorBody = {
@@ -63,6 +64,9 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       const mode = authModeOf(doc.url, cfg);
       const schema = (out.schema ?? {}) as Record<string, unknown> & { response?: Record<string, unknown> };
       if ((schema as { hide?: boolean }).hide) return out;
+      addParameterExamples(schema.params);
+      addParameterExamples(schema.querystring);
+      addExamples(schema.body, '');
       const responses: Record<string, unknown> = { ...(schema.response ?? {}) };
       const add = (code: number, description: string) => {
         responses[code] ??= errorResponse(description);
@@ -87,7 +91,14 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       add(500, 'InternalServerError');
       return { ...out, schema: { ...schema, response: responses } };
     },
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (doc) => {
+      const out = jsonSchemaTransformObject(doc) as { components?: { schemas?: Record<string, unknown> } };
+      // Each component twice (`Agent`, and `AgentInput` for requests): both get the same examples.
+      for (const [name, schema] of Object.entries(out.components?.schemas ?? {})) {
+        addExamples(schema, name.replace(/Input$/, ''));
+      }
+      return out as ReturnType<typeof jsonSchemaTransformObject>;
+    },
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
   app.get('/openapi.json', { schema: { hide: true }, config: { auth: 'public' } }, async () => app.swagger());

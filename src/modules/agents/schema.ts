@@ -41,11 +41,31 @@ const fields = {
     .min(1)
     .max(100)
     .meta({ examples: ['Support bot'] }),
-  llm: z.string().min(1).max(200).describe('a model id of GET /models; default: the default model'),
-  personality: z.string().max(20_000).describe('system-style instructions'),
-  description: z.string().max(2000),
+  llm: z
+    .string()
+    .min(1)
+    .max(200)
+    .describe('a model id of GET /models; default: the default model')
+    .meta({ examples: ['gpt-4o-mini'] }),
+  personality: z
+    .string()
+    .max(20_000)
+    .describe('system-style instructions')
+    .meta({
+      examples: [
+        'You are the support agent of Acme Corp. Answer briefly and politely; look orders up before answering.',
+      ],
+    }),
+  description: z
+    .string()
+    .max(2000)
+    .meta({ examples: ['Answers customer questions about orders and returns.'] }),
   temperature: z.number().min(0).max(2),
-  firstPrompt: z.string().max(4000).describe("the conversation's opening assistant message"),
+  firstPrompt: z
+    .string()
+    .max(4000)
+    .describe("the conversation's opening assistant message")
+    .meta({ examples: ['Hi! I can help with your orders and returns. What do you need?'] }),
   enabledBuiltInTools: z.array(z.enum(BUILT_IN_TOOL_GROUPS)).max(BUILT_IN_TOOL_GROUPS.length),
   billingAccountType: z.enum(['owner']),
   usageLimits: UsageLimits,
@@ -142,7 +162,14 @@ export const Conversation = z
 export type Conversation = z.infer<typeof Conversation>;
 
 export const CreateConversation = z
-  .object({ title: z.string().max(300).optional(), metadata: z.record(z.string(), z.unknown()).optional() })
+  .object({
+    title: z
+      .string()
+      .max(300)
+      .optional()
+      .meta({ examples: ['Order 1042 refund'] }),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
   .strict();
 export type CreateConversation = z.infer<typeof CreateConversation>;
 

@@ -3,6 +3,12 @@ import { Timestamp } from '../../lib/pagination.ts';
 
 /** SPEC §2 "Messaging channel" and §4 "Messaging channels": request and response shapes. */
 
+/** The agent a channel answers with: its id, or `default`. */
+const agentRef = z
+  .string()
+  .min(1)
+  .max(100)
+  .meta({ examples: ['agt_5kY0bq9xTnq1y8Wv3mDgZA'] });
 const secret = (what: string) => z.string().trim().min(1).max(1000).describe(what);
 const origin = z
   .string()
@@ -11,7 +17,11 @@ const origin = z
   .regex(/^https?:\/\/[^/\s?#]+$/, 'an origin: scheme://host[:port], no path');
 
 export const TelegramConfig = z
-  .object({ botToken: secret('the token @BotFather gave (sealed at rest, never returned)') })
+  .object({
+    botToken: secret('the token @BotFather gave (sealed at rest, never returned)').meta({
+      examples: ['7412345678:AAHk3v9dH2TQm0bq1yWzY8cAxQm3v0bq9xT'],
+    }),
+  })
   .strict();
 export const WhatsappConfig = z
   .object({
@@ -19,9 +29,15 @@ export const WhatsappConfig = z
       .string()
       .trim()
       .regex(/^\d{1,30}$/, 'digits'),
-    accessToken: secret('a Cloud API access token (sealed, never returned)'),
-    verifyToken: secret('the verify token you enter in the Meta app webhook settings (stored hashed)'),
-    appSecret: secret('extension: the Meta app secret that signs deliveries (else WHATSAPP_APP_SECRET)').optional(),
+    accessToken: secret('a Cloud API access token (sealed, never returned)').meta({
+      examples: ['EAAGm0PX4ZCpsBAKZCZAhZBq3v9dH2TQm0bq1yWzY8cA'],
+    }),
+    verifyToken: secret('the verify token you enter in the Meta app webhook settings (stored hashed)').meta({
+      examples: ['my-verify-token'],
+    }),
+    appSecret: secret('extension: the Meta app secret that signs deliveries (else WHATSAPP_APP_SECRET)')
+      .meta({ examples: ['3f1c9a7e2b4d6f8a0c1e3b5d7f9a1c3e'] })
+      .optional(),
   })
   .strict();
 export const WebchatConfig = z
@@ -37,12 +53,12 @@ export const WebchatConfig = z
 export const ChannelType = z.enum(['telegram', 'whatsapp', 'webchat']);
 
 export const CreateChannel = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('telegram'), agentId: z.string().min(1).max(100), config: TelegramConfig }).strict(),
-  z.object({ type: z.literal('whatsapp'), agentId: z.string().min(1).max(100), config: WhatsappConfig }).strict(),
+  z.object({ type: z.literal('telegram'), agentId: agentRef, config: TelegramConfig }).strict(),
+  z.object({ type: z.literal('whatsapp'), agentId: agentRef, config: WhatsappConfig }).strict(),
   z
     .object({
       type: z.literal('webchat'),
-      agentId: z.string().min(1).max(100),
+      agentId: agentRef,
       config: WebchatConfig.default({}),
     })
     .strict(),
@@ -52,7 +68,7 @@ export type CreateChannel = z.infer<typeof CreateChannel>;
 /** SPEC leaves PUT's body open: the agent, and config fields of the channel's type (secrets replaced when given). */
 export const UpdateChannel = z
   .object({
-    agentId: z.string().min(1).max(100).optional(),
+    agentId: agentRef.optional(),
     config: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
@@ -61,7 +77,7 @@ export type UpdateChannel = z.infer<typeof UpdateChannel>;
 export const ChannelParams = z.object({ channelId: z.string().min(1).max(100) });
 
 export const LinkedUser = z.object({
-  externalUserId: z.string(),
+  externalUserId: z.string().meta({ examples: ['123456789'] }),
   displayName: z.string(),
   linkedAt: Timestamp,
 });
@@ -94,23 +110,35 @@ export const Channel = z
 export type Channel = z.infer<typeof Channel>;
 
 export const LinkCode = z.object({
-  code: z.string(),
+  code: z.string().meta({ examples: ['K7QX-2M9P'] }),
   expiresAt: Timestamp,
-  link: z.string().optional().describe('telegram: the deep link that sends the code'),
-  instructions: z.string(),
+  link: z
+    .string()
+    .optional()
+    .describe('telegram: the deep link that sends the code')
+    .meta({ examples: ['https://t.me/acme_support_bot?start=K7QX-2M9P'] }),
+  instructions: z.string().meta({ examples: ['Send /start K7QX-2M9P to @acme_support_bot within 10 minutes.'] }),
 });
 export type LinkCode = z.infer<typeof LinkCode>;
 
 export const UnlinkAccount = z
-  .object({ externalUserId: z.string().min(1).max(200).optional().describe('absent: every linked user') })
+  .object({
+    externalUserId: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('absent: every linked user')
+      .meta({ examples: ['123456789'] }),
+  })
   .strict();
 
 export const Delivery = z.object({
-  key: z.string(),
+  key: z.string().meta({ examples: ['telegram:7412345678:1042'] }),
   direction: z.enum(['in', 'out']),
   chatId: z.string().nullable(),
   senderId: z.string().nullable(),
-  status: z.string(),
+  status: z.string().meta({ examples: ['delivered'] }),
   error: z.string().nullable(),
   createdAt: Timestamp,
   updatedAt: Timestamp,
@@ -119,17 +147,36 @@ export type Delivery = z.infer<typeof Delivery>;
 
 export const WebchatMessage = z
   .object({
-    channelId: z.string().min(1).max(100),
-    content: z.string().trim().min(1).max(4000),
-    visitorToken: z.string().min(1).max(200).optional(),
-    clientMessageId: z.string().min(1).max(100).optional(),
+    channelId: z
+      .string()
+      .min(1)
+      .max(100)
+      .meta({ examples: ['mch_5kY0bq9xTnq1y8Wv3mDgZA'] }),
+    content: z
+      .string()
+      .trim()
+      .min(1)
+      .max(4000)
+      .meta({ examples: ['Where is my order 1042?'] }),
+    visitorToken: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .meta({ examples: ['wct_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b'] }),
+    clientMessageId: z
+      .string()
+      .min(1)
+      .max(100)
+      .optional()
+      .meta({ examples: ['msg-2026-11-24-0001'] }),
   })
   .strict();
 export type WebchatMessage = z.infer<typeof WebchatMessage>;
 
 export const WebchatReply = z.object({
-  reply: z.string(),
-  visitorToken: z.string(),
-  conversationId: z.string(),
+  reply: z.string().meta({ examples: ['Order 1042 left our warehouse yesterday; it arrives Thursday.'] }),
+  visitorToken: z.string().meta({ examples: ['wct_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b'] }),
+  conversationId: z.string().meta({ examples: ['conv_5kY0bq9xTnq1y8Wv3mDgZA'] }),
 });
 export type WebchatReply = z.infer<typeof WebchatReply>;

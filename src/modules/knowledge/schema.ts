@@ -39,8 +39,16 @@ const baseFields = {
     .min(1)
     .max(100)
     .meta({ examples: ['Company wiki'] }),
-  description: z.string().trim().max(2000),
-  customInstructions: z.string().max(10_000).describe('instructions for the compiling model'),
+  description: z
+    .string()
+    .trim()
+    .max(2000)
+    .meta({ examples: ['Everything we know about our customers and partners.'] }),
+  customInstructions: z
+    .string()
+    .max(10_000)
+    .describe('instructions for the compiling model')
+    .meta({ examples: ['Keep one page per company; note the contract renewal date when a source gives it.'] }),
   maxPagesLimit: z.number().int().min(1).max(100_000),
 };
 export const CreateKnowledgeBase = z
@@ -114,9 +122,23 @@ export type PageListQuery = z.infer<typeof PageListQuery>;
 
 export const PutPage = z
   .object({
-    title: z.string().trim().min(1).max(300).optional(),
-    content: z.string().max(MAX_PAGE_CHARS).optional(),
-    tags: z.array(Tag).max(50).optional(),
+    title: z
+      .string()
+      .trim()
+      .min(1)
+      .max(300)
+      .optional()
+      .meta({ examples: ['Acme Corp'] }),
+    content: z
+      .string()
+      .max(MAX_PAGE_CHARS)
+      .optional()
+      .meta({ examples: ['# Acme Corp\n\nAcme is a customer since 2021. Its contact is [[Jane Doe]].'] }),
+    tags: z
+      .array(Tag)
+      .max(50)
+      .optional()
+      .meta({ examples: ['customer', 'manufacturing'] }),
     pageType: z.enum(['entity', 'concept', 'summary', 'custom']).optional().describe('for a new page; default custom'),
   })
   .strict();
@@ -189,9 +211,24 @@ export type SourceListQuery = z.infer<typeof SourceListQuery>;
 export const CreateSource = z
   .object({
     type: z.enum(['text', 'url', 'file']),
-    name: z.string().trim().min(1).max(300),
-    rawContent: z.string().max(MAX_SOURCE_CHARS).optional().describe('required for text and file'),
-    url: z.string().max(2000).optional().describe('required for url: http(s)'),
+    name: z
+      .string()
+      .trim()
+      .min(1)
+      .max(300)
+      .meta({ examples: ['Q3 call notes'] }),
+    rawContent: z
+      .string()
+      .max(MAX_SOURCE_CHARS)
+      .optional()
+      .describe('required for text and file')
+      .meta({ examples: ['Call with Jane Doe of Acme Corp on 2026-09-14: they renew in March and want SSO.'] }),
+    url: z
+      .string()
+      .max(2000)
+      .optional()
+      .describe('required for url: http(s)')
+      .meta({ examples: ['https://acme.example/about'] }),
     metadata: z.record(z.string(), z.unknown()).optional(),
   })
   .strict()

@@ -13,8 +13,21 @@ const fields = {
     .min(1)
     .max(100)
     .meta({ examples: ['Weekly report'] }),
-  description: z.string().max(1000).describe('one line: the agent reads it in its skill index to decide when to load'),
-  prompt: z.string().min(1).max(SKILL_PROMPT_MAX_CHARS).describe('the full instructions the agent loads'),
+  description: z
+    .string()
+    .max(1000)
+    .describe('one line: the agent reads it in its skill index to decide when to load')
+    .meta({ examples: ["Writes the Monday status report from the week's closed issues"] }),
+  prompt: z
+    .string()
+    .min(1)
+    .max(SKILL_PROMPT_MAX_CHARS)
+    .describe('the full instructions the agent loads')
+    .meta({
+      examples: [
+        'List the issues closed last week with github_list_issues, group them by label, and write a five-line summary with links.',
+      ],
+    }),
 };
 
 export const CreateSkill = z
@@ -51,14 +64,30 @@ export const AgentSkillParams = z.object({
 });
 
 export const GeneratePrompt = z
-  .object({ description: z.string().trim().min(1).max(4000).describe('what the skill should make the agent do') })
+  .object({
+    description: z
+      .string()
+      .trim()
+      .min(1)
+      .max(4000)
+      .describe('what the skill should make the agent do')
+      .meta({ examples: ['Write a weekly status report from my closed GitHub issues'] }),
+  })
   .strict();
 export const GeneratedPrompt = z
   .object({ name: z.string(), description: z.string(), prompt: z.string() })
   .meta({ id: 'GeneratedSkillPrompt' });
 export type GeneratedPrompt = z.infer<typeof GeneratedPrompt>;
 
-export const LinkSkill = z.object({ skillId: z.string().min(1).max(100) }).strict();
+export const LinkSkill = z
+  .object({
+    skillId: z
+      .string()
+      .min(1)
+      .max(100)
+      .meta({ examples: ['skl_5kY0bq9xTnq1y8Wv3mDgZA'] }),
+  })
+  .strict();
 
 export const SkillSummary = z
   .object({ id: z.string(), name: z.string(), description: z.string() })

@@ -29,14 +29,23 @@ const fields = {
     .string()
     .regex(TOOL_NAME, 'letters, digits, _ and -, starting with a letter, at most 64')
     .meta({ examples: ['weather_lookup'] }),
-  description: z.string().max(2000).describe('what the tool does: the model reads it to decide when to call it'),
+  description: z
+    .string()
+    .max(2000)
+    .describe('what the tool does: the model reads it to decide when to call it')
+    .meta({ examples: ['Returns the current weather for a city.'] }),
   code: z
     .string()
     .min(1)
     .max(TOOL_CODE_MAX_CHARS)
     .describe(
       'JavaScript/TypeScript: the body of an async function with `args` and `secrets` in scope; what it returns is the result. Python: `args` and `secrets` are dicts; set `result`. What the code prints is stdout.',
-    ),
+    )
+    .meta({
+      examples: [
+        'const res = await fetch(`https://api.open-meteo.com/v1/forecast?latitude=${args.lat}&longitude=${args.lon}&current_weather=true`);\nreturn (await res.json()).current_weather;',
+      ],
+    }),
   language: z.enum(TOOL_LANGUAGES),
   parameters: JsonSchemaObject,
   requiredSecrets: z
@@ -99,7 +108,13 @@ export const AgentToolParams = z.object({
 
 export const GenerateCode = z
   .object({
-    description: z.string().trim().min(1).max(4000).describe('what the tool should do'),
+    description: z
+      .string()
+      .trim()
+      .min(1)
+      .max(4000)
+      .describe('what the tool should do')
+      .meta({ examples: ['Look up the current weather for a city with the Open-Meteo API'] }),
     language: fields.language.default('javascript'),
     parameters: fields.parameters.optional().describe('the arguments, if you know them already'),
   })
@@ -155,7 +170,16 @@ export const BuiltInGroup = z
   .meta({ id: 'BuiltInToolGroup' });
 export type BuiltInGroup = z.infer<typeof BuiltInGroup>;
 
-export const LinkTool = z.object({ toolId: z.string().min(1).max(100), secrets: SecretValues.optional() }).strict();
+export const LinkTool = z
+  .object({
+    toolId: z
+      .string()
+      .min(1)
+      .max(100)
+      .meta({ examples: ['tool_5kY0bq9xTnq1y8Wv3mDgZA'] }),
+    secrets: SecretValues.optional(),
+  })
+  .strict();
 export type LinkTool = z.infer<typeof LinkTool>;
 
 export const UpdateToolSecrets = z.object({ secrets: SecretValues }).strict();

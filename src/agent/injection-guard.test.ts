@@ -9,7 +9,7 @@ import { loadConfig } from '../config.ts';
 import { creditTransactions } from '../db/schema/index.ts';
 import { loadCatalog } from '../llm/catalog.ts';
 import { detectInjection } from './injection.ts';
-import { guardVerdictOf } from './injection-guard.ts';
+import { GUARD_TEXT_LIMIT, guardVerdictOf } from './injection-guard.ts';
 import { runAgent } from './runtime.ts';
 import type { AgentTool } from './tools.ts';
 
@@ -101,6 +101,25 @@ describe('injection guard model', () => {
     expect(result._meta?.creditsConsumed).toBe(101 + 12);
     const rows = await ledger(u);
     expect(rows.map((r) => r.amount).sort((a, b) => a - b)).toEqual([-101, -12]);
+  });
+
+  it(`a long prompt: the guard model reads its first and last ${GUARD_TEXT_LIMIT / 2} characters, the agent all of it`, async () => {
+    const u = await createUser(h.app);
+    const filler = (n: number) => 'Meeting notes: the team reviewed the quarterly roadmap. '.repeat(n);
+    const prompt = `HEAD-7f3 ${filler(150)} MIDDLE-9c1 ${filler(150)} TAIL-2b8`;
+    expect(prompt.length).toBeGreaterThan(2 * GUARD_TEXT_LIMIT);
+    expect(detectInjection(prompt).flagged).toBe(false);
+    llm.enqueue({ content: 'SAFE' }, { content: 'Done.' });
+    const result = await useAgent(await u.pat(['universal-mcp-read-write']), prompt);
+    expect(textOf(result)).toBe('Done.');
+    const judged = String(llm.requests[0]?.messages[1]?.content);
+    const inside = judged.replace(/^<text kind="prompt">\n/, '').replace(/\n<\/text>$/, '');
+    expect(inside).toBe(`${prompt.slice(0, GUARD_TEXT_LIMIT / 2)}\n[…]\n${prompt.slice(-GUARD_TEXT_LIMIT / 2)}`);
+    expect(inside).toContain('HEAD-7f3');
+    expect(inside).toContain('TAIL-2b8');
+    expect(inside).not.toContain('MIDDLE-9c1');
+    // The agent itself is not cut.
+    expect(JSON.stringify(llm.requests[1]?.messages)).toContain('MIDDLE-9c1');
   });
 
   it('a prompt the rules block never reaches the guard model', async () => {

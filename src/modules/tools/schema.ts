@@ -43,7 +43,11 @@ const fields = {
     )
     .meta({
       examples: [
-        'const res = await fetch(`https://api.open-meteo.com/v1/forecast?latitude=${args.lat}&longitude=${args.lon}&current_weather=true`);\nreturn (await res.json()).current_weather;',
+        [
+          "const url = 'https://api.open-meteo.com/v1/forecast?current_weather=true&latitude=' + args.lat + '&longitude=' + args.lon;",
+          'const res = await fetch(url);',
+          'return (await res.json()).current_weather;',
+        ].join('\n'),
       ],
     }),
   language: z.enum(TOOL_LANGUAGES),

@@ -39,6 +39,71 @@ describe('ActorCache', () => {
   });
 });
 
+describe('ActorCache.resolve', () => {
+  const later = () => new Date(Date.now() + 60_000);
+
+  it('makes one read for concurrent misses of a token and caches it', async () => {
+    const cache = new ActorCache(60_000);
+    let reads = 0;
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const load = async () => {
+      reads++;
+      await gate;
+      return { actor: actor('t1', 'acc1'), expiresAt: later() };
+    };
+    const all = Promise.all(Array.from({ length: 200 }, () => cache.resolve('h', load)));
+    release();
+    expect((await all).every((a) => a.tokenId === 't1')).toBe(true);
+    expect(reads).toBe(1);
+    await cache.resolve('h', load);
+    expect(reads).toBe(1);
+  });
+
+  it('shares a failed read with its waiters only; the next request reads again', async () => {
+    const cache = new ActorCache(60_000);
+    let reads = 0;
+    const failing = async () => {
+      reads++;
+      throw new Error('invalid');
+    };
+    const outcomes = await Promise.allSettled([cache.resolve('h', failing), cache.resolve('h', failing)]);
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected']);
+    expect(reads).toBe(1);
+    await expect(cache.resolve('h', failing)).rejects.toThrow('invalid');
+    expect(reads).toBe(2);
+  });
+
+  it('does not cache a read that an eviction overtook, and later requests read afresh', async () => {
+    const cache = new ActorCache(60_000);
+    let reads = 0;
+    let release: () => void = () => {};
+    const load = () => {
+      reads++;
+      return new Promise<{ actor: Actor; expiresAt: Date }>((resolve) => {
+        release = () => resolve({ actor: actor('t1', 'acc1'), expiresAt: later() });
+      });
+    };
+    const before = cache.resolve('h', load);
+    cache.evict({ tokenId: 't1' }); // revoked while the read was in flight
+    const first = release;
+    const after = cache.resolve('h', load);
+    expect(reads).toBe(2);
+    first();
+    release();
+    await Promise.all([before, after]);
+    expect(cache.get('h')?.tokenId).toBe('t1'); // the read that began after the eviction
+    const stale = new ActorCache(60_000);
+    const p = stale.resolve('x', load);
+    stale.evict({ accountId: 'acc1' });
+    release();
+    await p;
+    expect(stale.get('x')).toBeUndefined();
+  });
+});
+
 describe('token cache in the auth guard', () => {
   let h: TestHarness;
   let app: App;

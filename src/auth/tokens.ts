@@ -42,11 +42,8 @@ export async function resolveBearer(
     throw new UnauthorizedError('Invalid bearer token');
   }
   const hash = sha256Hex(token);
-  const cached = cache?.get(hash);
-  if (cached) return cached;
-  const { actor, expiresAt } = await lookupStored(db, token, hash);
-  cache?.set(hash, actor, expiresAt.getTime());
-  return actor;
+  if (cache) return cache.resolve(hash, () => lookupStored(db, token, hash));
+  return (await lookupStored(db, token, hash)).actor;
 }
 
 /** Our own opaque tokens, looked up by hash. */

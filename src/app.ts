@@ -62,6 +62,8 @@ export interface BuildAppOptions {
   jobCatalog?: JobCatalog;
 }
 
+/** Log levels at which the per-request line is written. */
+const INFO_LEVELS = new Set(['trace', 'debug', 'info']);
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Paths whose 404 is always the JSON body, whatever the client accepts. */
 const API_PATH = /^\/(api|mcp|oauth|auth|\.well-known|healthz|readyz|metrics|openapi\.json|docs|providers)(\/|$)/;
@@ -145,6 +147,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     }
   });
   app.addHook('onResponse', async (req, reply) => {
+    if (!INFO_LEVELS.has(req.log.level)) return; // nothing to build when the line would not be written
     req.log.info(
       {
         method: req.method,

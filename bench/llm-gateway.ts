@@ -1,6 +1,6 @@
 import { loadavg } from 'node:os';
 import { Pool } from 'undici';
-import { BENCH_ENCRYPTION_KEYS, signupWithPat, startBenchServer, startChild, stopChild } from './lib.ts';
+import { BENCH_ENCRYPTION_KEYS, cpuMs, signupWithPat, startBenchServer, startChild, stopChild } from './lib.ts';
 
 /**
  * LLM gateway against its upstream called directly, in one run: on each database (the embedded PGlite, and
@@ -14,20 +14,27 @@ import { BENCH_ENCRYPTION_KEYS, signupWithPat, startBenchServer, startChild, sto
  * figures beside it.
  *
  * BENCH_DURATION_MS (default 3000) per measurement; BENCH_LEVELS (default 1,50,200); BENCH_DATABASES
- * (`pglite,pg`); BENCH_PROFILE=<dir> writes the gateway's CPU profile there (node --cpu-prof).
+ * (`pglite,pg`); BENCH_UPSTREAMS (`instant,slow`); BENCH_MODES (`json,stream`); BENCH_PROFILE=<dir> writes the
+ * gateway's CPU profile there (node --cpu-prof).
  */
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 3000);
 const LEVELS = (process.env.BENCH_LEVELS ?? '1,50,200').split(',').map(Number);
+const UPSTREAMS = (process.env.BENCH_UPSTREAMS ?? 'instant,slow').split(',');
+const MODES = (process.env.BENCH_MODES ?? 'json,stream').split(',');
 const MODELS = [
-  { model: 'bench-instant', label: 'instant' },
-  { model: 'bench-slow', label: '200 ms' },
-];
+  { model: 'bench-instant', label: 'instant', key: 'instant' },
+  { model: 'bench-slow', label: '200 ms', key: 'slow' },
+].filter((m) => UPSTREAMS.includes(m.key));
 
 interface Result {
   rps: number;
   p50: number;
   p99: number;
   errors: number;
+  /** CPU time per request (µs) of the process answering the load (the relay or the gateway; the upstream). */
+  cpu: number;
+  /** ... of the load generator itself (this process). */
+  clientCpu: number;
 }
 
 const pct = (sorted: number[], p: number) =>
@@ -44,11 +51,15 @@ async function load(
   body: string,
   concurrency: number,
   stream: boolean,
+  /** The process whose CPU per request is reported. */
+  pid: number | undefined,
 ): Promise<Result> {
   const pool = new Pool(origin, { connections: concurrency, pipelining: 1 });
   const latencies: number[] = [];
   let errors = 0;
-  // A short warm-up opens the connections (and the gateway's to its upstream) before measuring.
+  // A warm-up opens the connections (and the gateway's to its upstream, and its token cache) before measuring:
+  // at 200 concurrent requests on a loaded machine half a second was not enough, and the first seconds of the
+  // gateway's measurement opened connections the direct run had open already.
   const run = async (ms: number, record: boolean) => {
     const deadline = performance.now() + ms;
     const worker = async () => {
@@ -72,13 +83,25 @@ async function load(
     };
     await Promise.all(Array.from({ length: concurrency }, worker));
   };
-  await run(Math.min(500, DURATION_MS / 4), false);
+  await run(Math.min(2000, Math.max(1000, DURATION_MS / 4)), false);
   const started = performance.now();
+  const cpu0 = cpuMs(pid);
+  const client0 = process.cpuUsage();
   await run(DURATION_MS, true);
   const elapsed = (performance.now() - started) / 1000;
+  const cpu = cpuMs(pid) - cpu0;
+  const client = process.cpuUsage(client0);
   await pool.close();
+  const n = latencies.length || 1;
   latencies.sort((a, b) => a - b);
-  return { rps: latencies.length / elapsed, p50: pct(latencies, 50), p99: pct(latencies, 99), errors };
+  return {
+    rps: latencies.length / elapsed,
+    p50: pct(latencies, 50),
+    p99: pct(latencies, 99),
+    errors,
+    cpu: (cpu * 1000) / n,
+    clientCpu: (client.user + client.system) / n,
+  };
 }
 
 const num = (n: number, d = 1) => n.toFixed(d).padStart(8);
@@ -126,10 +149,10 @@ export async function benchLlmGateway(): Promise<void> {
         const gwUrl = new URL(server.url);
         console.log(`\n## LLM gateway on ${database.name}: ${DURATION_MS / 1000} s a measurement (latencies in ms)`);
         console.log(
-          'upstream mode   conc | direct rps   bare rps     gw rps  ratio | direct p50   gw p50    +p50 | direct p99   gw p99    +p99 | writes/100 req | load',
+          'upstream mode   conc | direct rps   bare rps     gw rps  ratio | direct p50   gw p50    +p50 | direct p99   gw p99    +p99 | writes/100 req | cpu µs/req up bare gw client | load',
         );
         for (const { model, label } of MODELS) {
-          for (const stream of [false, true]) {
+          for (const stream of [false, true].filter((s) => MODES.includes(s ? 'stream' : 'json'))) {
             const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'Say ok.' }], stream });
             for (const c of LEVELS) {
               const direct = await load(
@@ -139,8 +162,9 @@ export async function benchLlmGateway(): Promise<void> {
                 body,
                 c,
                 stream,
+                upstream.child.pid,
               );
-              const floor = await load(bare.line, '/chat/completions', {}, body, c, stream);
+              const floor = await load(bare.line, '/chat/completions', {}, body, c, stream, bare.child.pid);
               const before = await creditWrites(server.url);
               const gw = await load(
                 gwUrl.origin,
@@ -149,13 +173,14 @@ export async function benchLlmGateway(): Promise<void> {
                 body,
                 c,
                 stream,
+                server.child.pid,
               );
               const errors = direct.errors + floor.errors + gw.errors;
               const after = await creditWrites(server.url);
               const served = gw.rps * (DURATION_MS / 1000) || 1;
               const writes = `${((100 * (after.takes - before.takes)) / served).toFixed(1)} t ${((100 * (after.batches - before.batches)) / served).toFixed(1)} b`;
               console.log(
-                `${label.padEnd(8)} ${(stream ? 'ttfb' : 'json').padEnd(4)} ${String(c).padStart(5)} |${num(direct.rps, 0)}   ${num(floor.rps, 0)}   ${num(gw.rps, 0)}  ${(gw.rps / direct.rps).toFixed(2)} |${num(direct.p50)}${num(gw.p50)}${num(gw.p50 - direct.p50)} |${num(direct.p99)}${num(gw.p99)}${num(gw.p99 - direct.p99)} | ${writes.padStart(14)} | ${loadavg()[0]?.toFixed(1)}${errors ? ` (${errors} errors)` : ''}`,
+                `${label.padEnd(8)} ${(stream ? 'ttfb' : 'json').padEnd(4)} ${String(c).padStart(5)} |${num(direct.rps, 0)}   ${num(floor.rps, 0)}   ${num(gw.rps, 0)}  ${(gw.rps / direct.rps).toFixed(2)} |${num(direct.p50)}${num(gw.p50)}${num(gw.p50 - direct.p50)} |${num(direct.p99)}${num(gw.p99)}${num(gw.p99 - direct.p99)} | ${writes.padStart(14)} | ${[direct.cpu, floor.cpu, gw.cpu, gw.clientCpu].map((x) => x.toFixed(0).padStart(5)).join(' ')} | ${loadavg()[0]?.toFixed(1)}${errors ? ` (${errors} errors)` : ''}`,
               );
             }
           }
@@ -167,10 +192,14 @@ export async function benchLlmGateway(): Promise<void> {
     console.log(
       '(ttfb rows: latencies are to the first byte of the stream; ratio is gateway over direct throughput; writes:',
     );
+    console.log(' lease takes (t) and group-commit batches (b) per 100 gateway requests, warm-up included;');
     console.log(
-      ' lease takes (t) and group-commit batches (b) per 100 gateway requests, warm-up included; load: the 1-minute',
+      ' cpu: CPU time per request of the upstream (direct run), the bare relay and the gateway (its process only, not',
     );
-    console.log(' load average of the machine as the row was measured)');
+    console.log(
+      ' the database), and of the load generator in the gateway run; load: the 1-minute load average of the machine',
+    );
+    console.log(' as the row was measured)');
   } finally {
     await stopChild(upstream.child);
     await stopChild(bare.child);

@@ -41,6 +41,7 @@ export function channelsPage(v: {
   channels: Channel[];
   agents: Agent[];
   error?: string | undefined;
+  notice?: string | undefined;
   draft?: ChannelDraft | undefined;
 }): string {
   const agentName = new Map(v.agents.map((a) => [a.id, a.name]));
@@ -83,7 +84,7 @@ export function channelsPage(v: {
     </section>`;
   const body = html`
     <h1>Messaging channels</h1>
-    ${notice(v.error, true)}
+    ${notice(v.error, true)}${notice(v.notice)}
     <section class="card" aria-labelledby="list-h">
       <h2 id="list-h">Your channels</h2>
       ${

@@ -16,6 +16,7 @@ import {
 } from '../modules/channels/service.ts';
 import { CHANNELS_PATH, type ChannelDraft, channelPage, channelPath, channelsPage } from './channel-pages.ts';
 import { type Form, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { redirectWithFlash, takeFlash } from './flash.ts';
 
 const CHANNEL_ID = /^mch_[A-Za-z0-9_-]{1,96}$/;
 
@@ -37,7 +38,7 @@ export async function channelPageRoutes(app: App, oauth: OAuthServer): Promise<v
     req: FastifyRequest,
     reply: FastifyReply,
     current: SignedIn,
-    opts: { error?: string; draft?: ChannelDraft } = {},
+    opts: { error?: string; notice?: string; draft?: ChannelDraft } = {},
     status = 200,
   ) {
     const ctx = serviceContextOf(req, current.actor);
@@ -55,14 +56,8 @@ export async function channelPageRoutes(app: App, oauth: OAuthServer): Promise<v
     );
   }
 
-  async function renderChannel(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    current: SignedIn,
-    channelId: string,
-    opts: { code?: Parameters<typeof channelPage>[0]['code']; message?: string; error?: string } = {},
-    status = 200,
-  ) {
+  async function renderChannel(req: FastifyRequest, reply: FastifyReply, current: SignedIn, channelId: string) {
+    const flash = takeFlash(req, reply);
     const ctx = serviceContextOf(req, current.actor);
     const channel = await getChannel(ctx, channelId);
     // The agent exists: deleting it deletes its channels.
@@ -75,9 +70,10 @@ export async function channelPageRoutes(app: App, oauth: OAuthServer): Promise<v
         channel,
         agentName: agent.name,
         deliveries: await listDeliveries(ctx, channelId, 20),
-        ...opts,
+        code: flash.linkCode,
+        message: flash.notice,
+        error: flash.error,
       }),
-      status,
     );
   }
 
@@ -102,7 +98,7 @@ export async function channelPageRoutes(app: App, oauth: OAuthServer): Promise<v
   app.get(CHANNELS_PATH, page, async (req, reply) => {
     const current = await signedIn(req, reply);
     if (!current) return reply;
-    return renderList(req, reply, current);
+    return renderList(req, reply, current, takeFlash(req, reply));
   });
 
   app.post(CHANNELS_PATH, page, async (req, reply) => {
@@ -157,13 +153,13 @@ export async function channelPageRoutes(app: App, oauth: OAuthServer): Promise<v
     withChannel(req, reply, (current, channelId) => renderChannel(req, reply, current, channelId)),
   );
 
-  // A link code is shown once, on the page this POST answers (a reload makes another: harmless, each is single-use).
+  // A link code is shown once, on the channel's page this POST redirects to (a reload shows it no more).
   app.post(`${CHANNELS_PATH}/:channelId/link`, page, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
     if (!csrfOk(req, form)) return csrfFailed(reply);
     return withChannel(req, reply, async (current, channelId) => {
-      const code = await createLinkCode(serviceContextOf(req, current.actor), channelId);
-      return renderChannel(req, reply, current, channelId, { code });
+      const linkCode = await createLinkCode(serviceContextOf(req, current.actor), channelId);
+      return redirectWithFlash(req, reply, channelPath(channelId), { linkCode });
     });
   });
 
@@ -173,7 +169,9 @@ export async function channelPageRoutes(app: App, oauth: OAuthServer): Promise<v
     return withChannel(req, reply, async (current, channelId) => {
       const user = one(form, 'externalUserId');
       if (user) await unlinkAccount(serviceContextOf(req, current.actor), channelId, user.slice(0, 200));
-      return reply.redirect(channelPath(channelId), 303);
+      return redirectWithFlash(req, reply, channelPath(channelId), {
+        notice: 'Unlinked: that person talks to the agent as a stranger now.',
+      });
     });
   });
 
@@ -182,7 +180,7 @@ export async function channelPageRoutes(app: App, oauth: OAuthServer): Promise<v
     if (!csrfOk(req, form)) return csrfFailed(reply);
     return withChannel(req, reply, async (current, channelId) => {
       await deleteChannel(serviceContextOf(req, current.actor), channelId);
-      return reply.redirect(CHANNELS_PATH, 303);
+      return redirectWithFlash(req, reply, CHANNELS_PATH, { notice: 'Channel deleted.' });
     });
   });
 }

@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import { SESSION_COOKIE } from '../auth/browser-session.ts';
+import { LinkCode } from '../modules/channels/schema.ts';
 import { secureCookies } from './session.ts';
 
 /**
@@ -14,12 +16,15 @@ import { secureCookies } from './session.ts';
 export const FLASH_COOKIE = 'sb_flash';
 const FLASH_SECONDS = 60;
 
-export interface Flash {
-  notice?: string;
-  error?: string;
-  /** A secret the page shows once (a new personal access token, a channel's key). */
-  created?: { name: string; token: string };
-}
+const Flash = z.object({
+  notice: z.string().optional(),
+  error: z.string().optional(),
+  /** A secret the page shows once (a new personal access token). */
+  created: z.object({ name: z.string(), token: z.string() }).optional(),
+  /** A channel's new link code, shown once. */
+  linkCode: LinkCode.optional(),
+});
+export type Flash = z.infer<typeof Flash>;
 
 function boundTo(req: FastifyRequest): string {
   return `flash:${req.cookies[SESSION_COOKIE] ?? ''}`;
@@ -49,21 +54,8 @@ export function takeFlash(req: FastifyRequest, reply: FastifyReply): Flash {
     secure: secureCookies(req.server.deps),
   });
   try {
-    const value: unknown = JSON.parse(req.server.deps.keyRing.decrypt(sealed, boundTo(req)));
-    if (!value || typeof value !== 'object') return {};
-    const { notice, error, created } = value as Record<string, unknown>;
-    const flash: Flash = {};
-    if (typeof notice === 'string') flash.notice = notice;
-    if (typeof error === 'string') flash.error = error;
-    if (
-      created &&
-      typeof created === 'object' &&
-      typeof (created as Flash['created'])?.name === 'string' &&
-      typeof (created as Flash['created'])?.token === 'string'
-    ) {
-      flash.created = created as NonNullable<Flash['created']>;
-    }
-    return flash;
+    const parsed = Flash.safeParse(JSON.parse(req.server.deps.keyRing.decrypt(sealed, boundTo(req))));
+    return parsed.success ? parsed.data : {};
   } catch {
     return {};
   }

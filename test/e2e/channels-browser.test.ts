@@ -87,6 +87,11 @@ describe.skipIf(!runBrowser)('messaging channels page in a real browser (chromiu
     await page.getByRole('status').waitFor();
     const link = await page.getByRole('link', { name: /^https:\/\/t\.me\/frontdesk_bot\?start=/ }).textContent();
     expect(link).toMatch(/^https:\/\/t\.me\/frontdesk_bot\?start=[A-Z2-9]{10}$/);
+    // Post-redirect-get: the code is shown on the channel's page, once; a reload neither shows it nor makes another.
+    expect(new URL(page.url()).pathname).toBe(`/account/channels/${channelId}`);
+    await page.reload();
+    await page.getByRole('heading', { name: 'Telegram @frontdesk_bot' }).waitFor();
+    expect(await page.getByText(link ?? '').count()).toBe(0);
 
     // Someone unknown writes (answered with the how-to-link hint); a send to another chat fails.
     const secret = tg.webhooks.get(botToken)?.secret_token ?? '';

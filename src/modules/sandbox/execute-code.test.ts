@@ -47,11 +47,14 @@ describe('execute-code', () => {
     const text = String(tool?.content ?? '');
     return JSON.parse(text.slice(text.indexOf('\n') + 1, text.lastIndexOf('\n'))) as Record<string, unknown>;
   };
-  const sandboxRows = (u: TestUser) =>
-    h.database.db
+  // Charges are written after the answer, with the next batch: wait for it before reading the books.
+  const sandboxRows = async (u: TestUser) => {
+    await h.app.deps.background.drain();
+    return h.database.db
       .select()
       .from(creditTransactions)
       .where(and(eq(creditTransactions.accountId, u.account.id), eq(creditTransactions.type, 'sandbox')));
+  };
 
   it('the agent runs JavaScript; the model reads the result, its output cut; the run is billed', async () => {
     const u = await createUser(h.app);

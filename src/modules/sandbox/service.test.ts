@@ -14,13 +14,18 @@ describe('billed sandbox runs', () => {
 
   /** Python's first run loads Pyodide: seconds of CPU, many more on a machine running other suites. */
   const PY = { timeout: 90_000 };
-  const balanceOf = async (id: string) =>
-    (await h.database.db.select({ b: accounts.creditBalance }).from(accounts).where(eq(accounts.id, id)))[0]?.b;
-  const sandboxRows = (u: TestUser) =>
-    h.database.db
+  // Charges are written after the answer, with the next batch: wait for it before reading the books.
+  const balanceOf = async (id: string) => {
+    await h.app.deps.background.drain();
+    return (await h.database.db.select({ b: accounts.creditBalance }).from(accounts).where(eq(accounts.id, id)))[0]?.b;
+  };
+  const sandboxRows = async (u: TestUser) => {
+    await h.app.deps.background.drain();
+    return h.database.db
       .select()
       .from(creditTransactions)
       .where(and(eq(creditTransactions.accountId, u.account.id), eq(creditTransactions.type, 'sandbox')));
+  };
 
   it('the sandbox is not started at boot', async () => {
     const fresh = await h.extraApp();

@@ -35,16 +35,24 @@ export async function runBilled(
   try {
     outcome = await ctx.deps.sandbox.runDetailed({ ...req, timeoutMs });
   } catch (err) {
-    await settleCredits(ctx, hold, { type: 'sandbox', cost: 0, description: '' });
+    ctx.deps.background.track(
+      'settle credits',
+      settleCredits(ctx, hold, { type: 'sandbox', cost: 0, description: '' }),
+    );
     throw err;
   }
   const { result, ran } = outcome;
   const cost = ran ? sandboxCost(result.durationMs, rate) : 0;
   const seconds = Math.max(1, Math.ceil(result.durationMs / 1000));
-  await settleCredits(ctx, hold, {
-    type: 'sandbox',
-    cost,
-    description: `${opts.description ?? 'Code sandbox run'} (${req.language}, ${ran ? seconds : 0} s)`.slice(0, 500),
-  });
+  // Written with the next batch, after the answer (as the gateway's charges): shutdown drains it, and a hold
+  // the process dies with expires and is given back.
+  ctx.deps.background.track(
+    'settle credits',
+    settleCredits(ctx, hold, {
+      type: 'sandbox',
+      cost,
+      description: `${opts.description ?? 'Code sandbox run'} (${req.language}, ${ran ? seconds : 0} s)`.slice(0, 500),
+    }),
+  );
   return { ...result, creditsCharged: cost };
 }

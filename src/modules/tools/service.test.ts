@@ -439,6 +439,7 @@ describe('custom tools API and agent links', () => {
         creditsCharged: 2,
       });
       expect(res.body).not.toContain(SECRET);
+      await h.app.deps.background.drain();
       const charges = await h.database.db
         .select()
         .from(creditTransactions)
@@ -548,6 +549,7 @@ describe('custom tools API and agent links', () => {
           .map((m: { toolName: string }) => m.toolName),
       ).toEqual(['skill-load', 'echo_upper']);
       expect(stored.body).not.toContain(SECRET);
+      await h.app.deps.background.drain();
       const sandbox = await h.database.db
         .select()
         .from(creditTransactions)

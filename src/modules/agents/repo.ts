@@ -145,10 +145,31 @@ export async function conversationWithHistory(
   conversationId: string,
   limit: number,
 ): Promise<{ conversation: ConversationRow; messages: MessageRow[] } | undefined> {
+  // A lateral read of the newest messages walks the (conversation, seq) index backwards and stops at `limit`.
+  const recent = db
+    .select()
+    .from(messages)
+    .where(eq(messages.conversationId, conversations.id))
+    .orderBy(desc(messages.seq))
+    .limit(limit)
+    .as('recent');
   const rows = await db
-    .select({ conversation: conversations, message: messages })
+    .select({
+      conversation: conversations,
+      message: {
+        id: recent.id,
+        seq: recent.seq,
+        conversationId: recent.conversationId,
+        role: recent.role,
+        content: recent.content,
+        toolCalls: recent.toolCalls,
+        toolCallId: recent.toolCallId,
+        toolName: recent.toolName,
+        createdAt: recent.createdAt,
+      },
+    })
     .from(conversations)
-    .leftJoin(messages, eq(messages.conversationId, conversations.id))
+    .leftJoinLateral(recent, sql`true`)
     .where(
       and(
         eq(conversations.accountId, accountId),
@@ -156,8 +177,7 @@ export async function conversationWithHistory(
         eq(conversations.id, conversationId),
       ),
     )
-    .orderBy(desc(messages.seq))
-    .limit(limit);
+    .orderBy(desc(recent.seq));
   const first = rows[0];
   if (!first) return undefined;
   return {

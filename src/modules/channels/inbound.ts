@@ -2,11 +2,10 @@ import type { ChannelChatRow, ChannelDeliveryRow, MessagingChannelRow } from '..
 import type { JobContext } from '../../jobs/definition.ts';
 import { errorText } from '../../jobs/queue.ts';
 import { type Deps, type ServiceContext, systemContext } from '../../lib/context.ts';
-import { AppError, NotFoundError } from '../../lib/errors.ts';
+import { AppError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
-import { chatWithAgent } from '../agents/chat.service.ts';
 import * as repo from './repo.ts';
-import { type ChannelSecrets, linkCodeHash, openSecrets } from './service.ts';
+import { askChannelAgent, type ChannelSecrets, linkCodeHash, openSecrets } from './service.ts';
 
 /**
  * What a channel does with one delivery, whatever the platform: an inbound message runs the agent (or links
@@ -75,6 +74,8 @@ export async function processDelivery(
   try {
     let reply = delivery.reply;
     let chatId = delivery.chatId ?? '';
+    // The chat's row, read once: from the inbound message on a first run, before sending on a resumed one.
+    let chat: ChannelChatRow | undefined;
     if (delivery.status === 'received') {
       const msg = platform.parse(channel, delivery.payload);
       if (!msg || (msg.isGroup && !msg.addressed)) {
@@ -82,7 +83,8 @@ export async function processDelivery(
         return { status: 'ignored' };
       }
       chatId = msg.chatId;
-      await repo.touchChat(db, channel.id, msg.chatId, true);
+      const touched = await repo.touchChat(db, channel.id, msg.chatId, true);
+      chat = touched;
       if (msg.linkCode !== undefined) {
         const ok = await repo.consumeLinkCode(db, channel.id, linkCodeHash(channel.id, msg.linkCode));
         if (ok) {
@@ -101,14 +103,14 @@ export async function processDelivery(
         }
         reply = platform.linkHint;
       } else {
-        const run = await runAgent(deps, platform, channel, secrets, msg, job);
+        const run = await runAgent(deps, platform, channel, secrets, msg, touched, job);
         reply = run.content;
         await update({ conversationId: run.conversationId });
       }
       await update({ status: 'answered', reply, chatId });
     }
     const parts = platform.split(reply ?? '');
-    const why = platform.cannotSend?.(await repo.findChat(db, channel.id, chatId), new Date());
+    const why = platform.cannotSend?.(chat ?? (await repo.findChat(db, channel.id, chatId)), new Date());
     if (why) {
       await update({ status: 'failed', error: why });
       return { status: 'failed' };
@@ -136,32 +138,18 @@ async function runAgent(
   channel: MessagingChannelRow,
   secrets: ChannelSecrets,
   msg: InboundMessage,
+  chat: ChannelChatRow,
   job: JobContext,
 ): Promise<{ content: string; conversationId: string }> {
-  const db = deps.database.db;
   const ctx = ownerContext(deps, channel.accountId, job.log);
   const typing = () => platform.typing?.(deps, channel, secrets, msg).catch(() => {});
   await typing();
   const timer = platform.typingOnce ? undefined : setInterval(() => void typing(), TYPING_EVERY_MS);
   try {
-    const chat = await repo.findChat(db, channel.id, msg.chatId);
-    const ask = (conversationId: string | undefined) =>
-      chatWithAgent(
-        ctx,
-        channel.agentId,
-        { messages: [{ role: 'user', content: msg.text }], ...(conversationId ? { conversationId } : {}) },
-        { signal: job.signal, endUserId: `${channel.type}:${msg.senderId}` },
-      );
-    let outcome: Awaited<ReturnType<typeof ask>>;
-    try {
-      outcome = await ask(chat?.conversationId ?? undefined);
-    } catch (err) {
-      // The conversation was deleted by its owner: the chat starts a new one.
-      if (!(err instanceof NotFoundError) || !chat?.conversationId) throw err;
-      outcome = await ask(undefined);
-    }
-    await repo.setChatConversation(db, channel.id, msg.chatId, outcome.conversationId);
-    return { content: outcome.content, conversationId: outcome.conversationId };
+    return await askChannelAgent(ctx, channel, chat, msg.text, {
+      signal: job.signal,
+      endUserId: `${channel.type}:${msg.senderId}`,
+    });
   } finally {
     clearInterval(timer);
   }

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, isNull, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
 import {
   type ChannelChatRow,
@@ -267,11 +267,20 @@ export async function findLink(
 }
 
 export async function linksOf(db: Executor, channelId: string): Promise<ChannelLinkRow[]> {
-  return db
+  return (await linksOfChannels(db, [channelId])).get(channelId) ?? [];
+}
+
+/** The linked people of several channels in one read, oldest link first, by channel id. */
+export async function linksOfChannels(db: Executor, channelIds: string[]): Promise<Map<string, ChannelLinkRow[]>> {
+  const byChannel = new Map<string, ChannelLinkRow[]>();
+  if (channelIds.length === 0) return byChannel;
+  const rows = await db
     .select()
     .from(channelLinks)
-    .where(eq(channelLinks.channelId, channelId))
+    .where(inArray(channelLinks.channelId, channelIds))
     .orderBy(asc(channelLinks.createdAt));
+  for (const row of rows) byChannel.set(row.channelId, [...(byChannel.get(row.channelId) ?? []), row]);
+  return byChannel;
 }
 
 export async function deleteLinks(db: Executor, channelId: string, externalUserId?: string): Promise<number> {

@@ -296,6 +296,9 @@ describe('messaging channels: API and Telegram', () => {
       expect(channel.linkedUsers).toEqual([
         { externalUserId: '77', displayName: '@ada', linkedAt: expect.any(String) },
       ]);
+      // The list reads every channel's links at once and gives each its own.
+      const listed = (await call(h.app, 'GET', API, as(t.user))).json().data as Array<{ id: string }>;
+      expect(listed.find((c) => c.id === t.channel.id)).toEqual(channel);
 
       // An expired code.
       const late = (await call(h.app, 'POST', `${API}/${t.channel.id}/link-account`, as(t.user))).json().code;

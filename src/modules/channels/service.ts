@@ -1,9 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import type { ChannelPublicConfig, MessagingChannelRow } from '../../db/schema/index.ts';
+import type {
+  ChannelChatRow,
+  ChannelLinkRow,
+  ChannelPublicConfig,
+  MessagingChannelRow,
+} from '../../db/schema/index.ts';
 import { type Deps, requireScope, type ServiceContext } from '../../lib/context.ts';
 import { BadGatewayError, ConflictError, isUniqueViolation, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId, sha256Hex } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
+import { type ChatOptions, type ChatOutcome, chatWithAgent } from '../agents/chat.service.ts';
 import * as agentsRepo from '../agents/repo.ts';
 import * as repo from './repo.ts';
 import {
@@ -54,7 +60,8 @@ export function widgetSnippet(deps: Deps, channelId: string): string {
   return `<script src="${deps.config.baseUrl}/webchat/widget.js" data-channel-id="${channelId}" async></script>`;
 }
 
-async function toChannel(ctx: ServiceContext, row: MessagingChannelRow): Promise<Channel> {
+/** The API's view of a channel; `links` are its linked people (read by the caller: one read for a whole list). */
+function toChannel(ctx: ServiceContext, row: MessagingChannelRow, links: ChannelLinkRow[]): Channel {
   const secrets = openSecrets(ctx.deps, row);
   const c = row.config;
   const config: Channel['config'] =
@@ -68,7 +75,6 @@ async function toChannel(ctx: ServiceContext, row: MessagingChannelRow): Promise
             appSecretSet: Boolean(secrets.appSecret),
           }
         : { allowedOrigins: c.allowedOrigins ?? [] };
-  const links = row.type === 'webchat' ? [] : await repo.linksOf(ctx.db, row.id);
   return {
     id: row.id,
     accountId: row.accountId,
@@ -86,6 +92,11 @@ async function toChannel(ctx: ServiceContext, row: MessagingChannelRow): Promise
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };
+}
+
+/** One channel with its linked people (a web chat links nobody: no read). */
+async function withLinks(ctx: ServiceContext, row: MessagingChannelRow): Promise<Channel> {
+  return toChannel(ctx, row, row.type === 'webchat' ? [] : await repo.linksOf(ctx.db, row.id));
 }
 
 /** The caller's channel or 404. */
@@ -175,7 +186,7 @@ export async function createChannel(ctx: ServiceContext, input: CreateChannel): 
       await repo.deleteChannel(ctx.db, ctx.accountId, id);
       throw err;
     }
-    return toChannel(ctx, row);
+    return toChannel(ctx, row, []);
   }
   if (input.type === 'whatsapp') {
     const c = input.config;
@@ -193,13 +204,13 @@ export async function createChannel(ctx: ServiceContext, input: CreateChannel): 
       ctx,
       'phone number',
     );
-    return toChannel(ctx, row);
+    return toChannel(ctx, row, []);
   }
   const row = await repo.insertChannel(ctx.db, {
     ...base,
     config: { allowedOrigins: input.config.allowedOrigins ?? [] },
   });
-  return toChannel(ctx, row);
+  return toChannel(ctx, row, []);
 }
 
 async function insertOrConflict(
@@ -221,11 +232,19 @@ export async function listChannels(
 ): Promise<Page<Channel>> {
   requireScope(ctx, SCOPE);
   const { rows, total } = await repo.listChannels(ctx.db, ctx.accountId, p);
-  return toPage(await Promise.all(rows.map((r) => toChannel(ctx, r))), total, p);
+  const links = await repo.linksOfChannels(
+    ctx.db,
+    rows.filter((r) => r.type !== 'webchat').map((r) => r.id),
+  );
+  return toPage(
+    rows.map((r) => toChannel(ctx, r, links.get(r.id) ?? [])),
+    total,
+    p,
+  );
 }
 
 export async function getChannel(ctx: ServiceContext, channelId: string): Promise<Channel> {
-  return toChannel(ctx, await ownedChannel(ctx, channelId));
+  return withLinks(ctx, await ownedChannel(ctx, channelId));
 }
 
 function parseConfig<T>(
@@ -299,7 +318,7 @@ export async function updateChannel(ctx: ServiceContext, channelId: string, inpu
     throw err;
   }
   if (!updated) throw new NotFoundError(`Messaging channel ${channelId} not found`);
-  return toChannel(ctx, updated);
+  return withLinks(ctx, updated);
 }
 
 /** Deletes the channel (its chats, links and deliveries with it); a Telegram bot's webhook is removed first. */
@@ -387,4 +406,35 @@ export async function listDeliveries(ctx: ServiceContext, channelId: string, lim
     createdAt: d.createdAt.toISOString(),
     updatedAt: d.updatedAt.toISOString(),
   }));
+}
+
+/**
+ * Runs the channel's agent on one message in the conversation the chat keeps (`chat.conversationId`), and
+ * makes the chat keep the conversation the answer came in: when the owner deleted the old one, a new one.
+ */
+export async function askChannelAgent(
+  ctx: ServiceContext,
+  channel: MessagingChannelRow,
+  chat: Pick<ChannelChatRow, 'chatId' | 'conversationId'>,
+  content: string,
+  opts: ChatOptions,
+): Promise<ChatOutcome> {
+  const ask = (conversationId: string | null) =>
+    chatWithAgent(
+      ctx,
+      channel.agentId,
+      { messages: [{ role: 'user', content }], ...(conversationId ? { conversationId } : {}) },
+      opts,
+    );
+  let outcome: ChatOutcome;
+  try {
+    outcome = await ask(chat.conversationId);
+  } catch (err) {
+    if (!(err instanceof NotFoundError) || !chat.conversationId) throw err;
+    outcome = await ask(null);
+  }
+  if (outcome.conversationId !== chat.conversationId) {
+    await repo.setChatConversation(ctx.db, channel.id, chat.chatId, outcome.conversationId);
+  }
+  return outcome;
 }

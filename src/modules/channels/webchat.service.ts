@@ -3,9 +3,9 @@ import type { MessagingChannelRow } from '../../db/schema/index.ts';
 import { type PublicContext, systemContext } from '../../lib/context.ts';
 import { ConflictError, ForbiddenError, NotFoundError, TooManyRequestsError } from '../../lib/errors.ts';
 import { newId, sha256Hex } from '../../lib/ids.ts';
-import { chatWithAgent } from '../agents/chat.service.ts';
 import * as repo from './repo.ts';
 import type { WebchatMessage, WebchatReply } from './schema.ts';
+import { askChannelAgent } from './service.ts';
 
 /**
  * The public web chat (`POST /messaging-channels/webchat/messages`): visitors of a page talk to the channel's
@@ -108,26 +108,12 @@ export async function answerWebchat(
   const agentCtx = systemContext(ctx.deps, channel.accountId, ctx.log, ['agents-use']);
   try {
     const chat = await repo.touchChat(ctx.db, channel.id, visitorId, true);
-    const ask = (conversationId: string | null) =>
-      chatWithAgent(
-        agentCtx,
-        channel.agentId,
-        { messages: [{ role: 'user', content: prepared.content }], ...(conversationId ? { conversationId } : {}) },
-        {
-          signal: opts.signal,
-          endUserId: `webchat:${visitorId}`,
-          allowedToolGroups: VISITOR_GROUPS,
-          ...(opts.onConversation ? { onConversation: opts.onConversation } : {}),
-        },
-      );
-    let outcome: Awaited<ReturnType<typeof ask>>;
-    try {
-      outcome = await ask(chat.conversationId);
-    } catch (err) {
-      if (!(err instanceof NotFoundError) || !chat.conversationId) throw err;
-      outcome = await ask(null);
-    }
-    await repo.setChatConversation(ctx.db, channel.id, visitorId, outcome.conversationId);
+    const outcome = await askChannelAgent(agentCtx, channel, chat, prepared.content, {
+      signal: opts.signal,
+      endUserId: `webchat:${visitorId}`,
+      allowedToolGroups: VISITOR_GROUPS,
+      ...(opts.onConversation ? { onConversation: opts.onConversation } : {}),
+    });
     await repo.updateDelivery(ctx.db, channel.id, prepared.key, {
       status: 'replied',
       reply: outcome.content,

@@ -34,6 +34,11 @@ export interface RunAgentOptions {
   beforeStep?: () => Promise<string | undefined>;
   /** Told each message the run adds (the assistant's tool calls, each tool's result), as it happens. */
   onMessage?: (message: ChatMessage & { toolName?: string }) => void | Promise<void>;
+  /**
+   * Told the model's text as it is written (the model is then asked for a stream). A step that ends in tool
+   * calls may write some text first; `onMessage` tells its calls right after.
+   */
+  onDelta?: (text: string) => void | Promise<void>;
 }
 
 export interface AgentRun {
@@ -126,7 +131,7 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
         ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
         ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}),
       },
-      { signal, billing: opts.billing },
+      { signal, billing: opts.billing, onDelta: opts.onDelta },
     ).catch((err: unknown) => {
       if (signal.aborted) throw new AgentError('The agent ran out of time');
       throw err;

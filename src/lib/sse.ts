@@ -36,3 +36,8 @@ export async function* readSse(body: AsyncIterable<Uint8Array | string>): AsyncG
 export function sseData(payload: unknown): string {
   return `data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`;
 }
+
+/** A named event (`event:` and a JSON `data:` line). */
+export function sseEvent(event: string, data: unknown): string {
+  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}

@@ -59,7 +59,16 @@ export interface ChatOptions {
   allowedToolGroups?: readonly string[];
   /** Told the credits of each model call as it is charged (a scheduled run knows what a failure cost). */
   onCharge?: (credits: number) => void;
+  /** Told the model's text as it is written (the model is then asked for a stream): a page shows it coming. */
+  onDelta?: (text: string) => void | Promise<void>;
+  /** Told each tool call and tool result as it happens (its message and event are queued for writing). */
+  onStep?: (step: ChatStep) => void | Promise<void>;
 }
+
+/** A tool step of a run, with the data of its `tool.called` or `tool.result` event. */
+export type ChatStep =
+  | { type: 'tool.called'; toolCallId: string; name: string; arguments: string }
+  | { type: 'tool.result'; toolCallId: string; name: string; content: string };
 
 const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 const utcMonth = (d: Date) => d.toISOString().slice(0, 7);
@@ -322,7 +331,7 @@ export async function chatWithAgent(
         if (limits.monthlyCreditsCap !== undefined)
           await repo.addMonthlySpend(ctx.db, agent.id, month, credits.consumed);
       },
-      onMessage: (m) => {
+      onMessage: async (m) => {
         record(conversationId, {
           role: m.role === 'tool' ? 'tool' : 'assistant',
           content: typeof m.content === 'string' ? m.content : null,
@@ -330,21 +339,27 @@ export async function chatWithAgent(
           toolCallId: m.tool_call_id ?? null,
           toolName: m.toolName ?? null,
         });
-        for (const call of m.tool_calls ?? []) {
-          void log.event(conversationId, 'tool.called', {
-            toolCallId: call.id,
-            name: call.function.name,
-            arguments: call.function.arguments,
-          });
-        }
+        const steps: ChatStep[] = (m.tool_calls ?? []).map((call) => ({
+          type: 'tool.called',
+          toolCallId: call.id,
+          name: call.function.name,
+          arguments: call.function.arguments,
+        }));
         if (m.role === 'tool') {
-          void log.event(conversationId, 'tool.result', {
-            toolCallId: m.tool_call_id,
-            name: m.toolName,
+          steps.push({
+            type: 'tool.result',
+            toolCallId: m.tool_call_id ?? '',
+            name: m.toolName ?? '',
             content: typeof m.content === 'string' ? m.content.slice(0, 4000) : '',
           });
         }
+        for (const step of steps) {
+          const { type, ...data } = step;
+          void log.event(conversationId, type, data);
+          await opts.onStep?.(step);
+        }
       },
+      onDelta: opts.onDelta,
     });
     usage = {
       prompt_tokens: run.promptTokens.reduce((a, b) => a + b, 0),

@@ -7,6 +7,7 @@ import { ipKey } from '../../http/rate-limit.ts';
 import { startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
 import { listQuery, paginated } from '../../lib/pagination.ts';
+import { sseEvent } from '../../lib/sse.ts';
 import {
   Channel,
   ChannelParams,
@@ -210,8 +211,6 @@ export async function channelRoutes(app: App, config: Config): Promise<void> {
     async (req) => ({ data: await service.listDeliveries(req.ctx, req.params.channelId, req.query.limit) }),
   );
 }
-
-const sseEvent = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
 /** Pages on other sites call the web chat: every answer says which origin may read it (the service checks it). */
 function allowOrigin(req: FastifyRequest, reply: FastifyReply): void {

@@ -11,7 +11,7 @@ import {
 import type { CatalogModel } from '../../llm/catalog.ts';
 import { creditsFor } from '../../llm/catalog.ts';
 import { countTokens, promptText, requestTokenBound } from '../../llm/tokens.ts';
-import type { ChatChunk, ChatCompletion, ChatRequest, Upstream, Usage } from '../../llm/types.ts';
+import type { ChatChunk, ChatCompletion, ChatRequest, ChatToolCall, Upstream, Usage } from '../../llm/types.ts';
 import { UpstreamError } from '../../llm/types.ts';
 import type { CreditTransactionType } from '../credits/repo.ts';
 import { type CreditHold, holdCredits, settleCredits } from '../credits/service.ts';
@@ -136,25 +136,87 @@ export async function createCompletion(
 
 /**
  * The completion itself, for callers that authorized their caller already (the agent runtime runs under
- * MCP's or an agent's scopes, not `llm-all`).
+ * MCP's or an agent's scopes, not `llm-all`). With `onDelta` the upstream is asked for a stream and each piece
+ * of answer text is told as it arrives (a chat page shows the reply as it is written); the answer is the same
+ * completion either way. A failed upstream call costs nothing; one the caller abandoned costs its prompt and,
+ * when streamed, what was generated until then.
  */
 export async function runCompletion(
   ctx: ServiceContext,
   request: ChatRequest,
-  opts: { signal: AbortSignal; billing: Billing },
+  opts: { signal: AbortSignal; billing: Billing; onDelta?: ((text: string) => void | Promise<void>) | undefined },
 ): Promise<{ completion: ChatCompletion; credits: Credits }> {
   const { model, upstream, hold } = await admit(ctx, request);
   let completion: ChatCompletion;
+  const sofar = { text: '' };
   try {
-    completion = await upstream.complete({ model, request, signal: opts.signal });
+    completion = opts.onDelta
+      ? await gatherStream(upstream.stream({ model, request, signal: opts.signal }), opts.onDelta, sofar)
+      : await upstream.complete({ model, request, signal: opts.signal });
   } catch (err) {
-    const promptTokens = opts.signal.aborted ? await countTokens(promptText(request.messages)) : 0;
-    settle(ctx, hold, model, { prompt_tokens: promptTokens, completion_tokens: 0 }, opts.billing);
+    const abandoned = opts.signal.aborted;
+    const usage = abandoned ? await countedUsage(request, sofar.text) : { prompt_tokens: 0, completion_tokens: 0 };
+    settle(ctx, hold, model, usage, opts.billing);
     throw upstreamFault(err);
   }
   const usage = completion.usage ?? (await countedUsage(request, completionText(completion)));
   const credits = settle(ctx, hold, model, usage, opts.billing);
   return { completion: { ...completion, model: model.id, usage: withTotal(usage) }, credits };
+}
+
+/**
+ * A streamed answer gathered into the completion the upstream would have sent whole: the text, the tool calls
+ * (their pieces joined by index), the finish reason and the usage of the last chunk. `sofar.text` holds what
+ * was generated, so an abandoned stream is billed for it.
+ */
+async function gatherStream(
+  chunks: AsyncIterable<ChatChunk>,
+  onDelta: (text: string) => void | Promise<void>,
+  sofar: { text: string },
+): Promise<ChatCompletion> {
+  let id = '';
+  let created = Math.floor(Date.now() / 1000);
+  let content: string | null = null;
+  let finish: string | null = null;
+  let usage: Usage | undefined;
+  const calls = new Map<number, ChatToolCall>();
+  for await (const chunk of chunks) {
+    id ||= chunk.id;
+    created = chunk.created || created;
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices?.[0];
+    if (!choice) continue;
+    finish = choice.finish_reason ?? finish;
+    const text = choice.delta?.content;
+    if (text) {
+      content = (content ?? '') + text;
+      sofar.text += text;
+      await onDelta(text);
+    }
+    for (const piece of choice.delta?.tool_calls ?? []) {
+      const call = calls.get(piece.index) ?? { id: '', type: 'function', function: { name: '', arguments: '' } };
+      calls.set(piece.index, call);
+      if (piece.id) call.id = piece.id;
+      call.function.name += piece.function?.name ?? '';
+      call.function.arguments += piece.function?.arguments ?? '';
+      sofar.text += `${piece.function?.name ?? ''}${piece.function?.arguments ?? ''}`;
+    }
+  }
+  const toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
+  return {
+    id,
+    object: 'chat.completion',
+    created,
+    model: '',
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+        finish_reason: finish,
+      },
+    ],
+    usage,
+  };
 }
 
 function withTotal(u: Pick<Usage, 'prompt_tokens' | 'completion_tokens'> & { total_tokens?: number }): Usage {

@@ -6,7 +6,8 @@ import type { PageUser } from './pages.ts';
 /**
  * The agents pages: the account's agents with a form to make one, and the chat with one agent: its
  * conversations (reopen, delete), the open conversation's messages with every tool step visible, and the
- * message form. Forms are POSTs with the CSRF token answered by a redirect; no JavaScript.
+ * message form. Forms are POSTs with the CSRF token answered by a redirect, so every page works without
+ * JavaScript; on the chat page a small same-origin script (agent-chat-script.ts) streams the reply in.
  */
 
 export const AGENTS_PATH = '/account/agents';
@@ -58,7 +59,8 @@ function messageView(m: Message): Html {
     return html`<li class="msg tool"><details><summary>Tool result: ${m.toolName ?? 'tool'}</summary><pre class="small">${(m.content ?? '').slice(0, 2000)}</pre></details></li>`;
   }
   if (m.role === 'assistant' && m.toolCalls?.length) {
-    return html`<li class="msg tool">${m.toolCalls.map(
+    // What the model wrote before calling its tools (shown as it streamed in) stays, in small print.
+    return html`<li class="msg tool">${m.content?.trim() ? html`<div class="small">${m.content}</div>` : ''}${m.toolCalls.map(
       (c) =>
         html`<div class="small muted">Called <code>${c.function.name}</code> <code>${c.function.arguments.slice(0, 300)}</code></div>`,
     )}</li>`;
@@ -75,6 +77,8 @@ export function chatPage(v: {
   messages: Message[];
   error?: string | undefined;
   draft?: string | undefined;
+  /** The page's script (agent-chat-script.ts), which streams replies in. */
+  script: string;
 }): string {
   const { agent } = v;
   const body = html`
@@ -96,13 +100,13 @@ export function chatPage(v: {
     </section>
     <section class="card" aria-labelledby="chat-h">
       <h2 id="chat-h">${v.current ? v.current.title || 'Conversation' : 'New conversation'}</h2>
-      <ol class="chat">${v.messages.map(messageView)}</ol>
-      <form method="post" action="${agentPath(agent.id)}/chat">
+      <ol class="chat" aria-live="polite">${v.messages.map(messageView)}</ol>
+      <form method="post" action="${agentPath(agent.id)}/chat" data-stream="${agentPath(agent.id)}/chat/stream">
         <input type="hidden" name="csrf" value="${v.csrf}">
         ${v.current ? html`<input type="hidden" name="conversationId" value="${v.current.id}">` : ''}
         <label for="chat-message">Message</label><textarea id="chat-message" name="message" rows="3" style="width:100%" required>${v.draft ?? ''}</textarea>
         <div class="actions"><button type="submit" class="primary">Send</button></div>
       </form>
     </section>`;
-  return layout(`${agent.name} · Agents`, body, { user: v.user, csrf: v.csrf });
+  return layout(`${agent.name} · Agents`, body, { user: v.user, csrf: v.csrf, scripts: [v.script] });
 }

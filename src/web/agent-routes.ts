@@ -1,8 +1,18 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { serviceContextOf } from '../auth/guard.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
+import { toAppError } from '../http/error-handler.ts';
+import { startSse } from '../http/sse.ts';
 import type { App } from '../http/types.ts';
-import { AppError, NotFoundError } from '../lib/errors.ts';
+import {
+  AppError,
+  CreditsExhaustedError,
+  ForbiddenError,
+  NotFoundError,
+  UnauthorizedError,
+  ValidationError,
+} from '../lib/errors.ts';
+import { sseEvent } from '../lib/sse.ts';
 import { chatWithAgent } from '../modules/agents/chat.service.ts';
 import {
   deleteConversation,
@@ -13,7 +23,10 @@ import {
 } from '../modules/agents/conversations.service.ts';
 import { AVAILABLE_GROUPS, CreateAgent } from '../modules/agents/schema.ts';
 import { createAgent, getAgent, listAgents } from '../modules/agents/service.ts';
+import { availableCredits } from '../modules/credits/service.ts';
+import { clientGone } from '../modules/llm/routes.ts';
 import { listModels } from '../modules/llm/service.ts';
+import { AGENT_CHAT_JS, AGENT_CHAT_JS_PATH } from './agent-chat-script.ts';
 import { AGENTS_PATH, agentPath, agentsPage, chatPage } from './agent-pages.ts';
 import { type Form, many, one, pageHelpers, type SignedIn, send } from './common.ts';
 
@@ -22,7 +35,8 @@ const CONVERSATION_ID = /^conv_[A-Za-z0-9_-]{1,96}$/;
 
 /** The agents and chat pages (`/account/agents`), over the agents services. */
 export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<void> {
-  const { csrf, csrfOk, signedIn, csrfFailed } = pageHelpers(app, oauth);
+  const { csrf, csrfOk, signedIn, csrfFailed, currentUser } = pageHelpers(app, oauth);
+  const { config } = app.deps;
   const page = { schema: { hide: true }, config: { auth: 'public' as const } };
   const modelsOf = (req: FastifyRequest, current: SignedIn) => {
     try {
@@ -80,9 +94,11 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
         conversations: conversations.data,
         current: currentConversation ? toConversation(currentConversation) : undefined,
         messages,
+        script: AGENT_CHAT_JS_PATH,
         ...opts,
       }),
       status,
+      { scripts: true },
     );
   }
 
@@ -183,6 +199,91 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
       }
     });
   });
+
+  app.get(AGENT_CHAT_JS_PATH.split('?')[0] ?? '', page, async (_req, reply) =>
+    reply
+      .type('application/javascript; charset=utf-8')
+      .header('cache-control', 'public, max-age=86400')
+      .header('x-content-type-options', 'nosniff')
+      .send(AGENT_CHAT_JS),
+  );
+
+  /**
+   * The chat page's script posts the message form here and reads the reply as it is written (Server-Sent
+   * Events: `conversation`, `delta`, `tool.called`, `tool.result`, then `done` or `error`), from the same
+   * `chatWithAgent` as the API. The browser's session and the form's CSRF token, as the form's own POST; the
+   * agent chat's limits (RATE_LIMIT_LLM a window per account, as the API's agent chat; 402 at a zero balance).
+   * Refusals before the stream are §7 JSON bodies the script shows.
+   */
+  app.post(
+    `${AGENTS_PATH}/:agentId/chat/stream`,
+    {
+      ...page,
+      config: {
+        ...page.config,
+        rateLimit: {
+          max: config.rateLimits.llm,
+          timeWindow: config.rateLimits.windowMs,
+          keyGenerator: async (req: FastifyRequest) => {
+            const user = await currentUser(req);
+            return user ? `acct:${user.actor.accountId}` : `ip:${req.ip}`;
+          },
+        },
+      },
+    },
+    async (req, reply) => {
+      const form = (req.body ?? {}) as Form;
+      if (!csrfOk(req, form)) throw new ForbiddenError('The form was out of date: reload the page and try again.');
+      const current = await currentUser(req);
+      if (!current) throw new UnauthorizedError('You are signed out: reload the page and sign in again.');
+      const { agentId } = req.params as { agentId: string };
+      if (!AGENT_ID.test(agentId)) throw new NotFoundError(`Agent ${agentId.slice(0, 40)} not found`);
+      const message = one(form, 'message').trim();
+      const given = one(form, 'conversationId');
+      const conversationId = CONVERSATION_ID.test(given) ? given : undefined;
+      if (!message) throw new ValidationError('Write a message first.', [{ field: 'message', message: 'required' }]);
+      const ctx = serviceContextOf(req, current.actor);
+      if (((await availableCredits(ctx.deps, ctx.accountId)) ?? 0) <= 0) {
+        throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
+      }
+      const signal = clientGone(reply);
+      let raw: ReturnType<typeof startSse> | undefined;
+      let url: string | undefined;
+      const write = (event: string, data: unknown) => {
+        if (raw && !raw.destroyed) raw.write(sseEvent(event, data));
+      };
+      try {
+        const outcome = await chatWithAgent(
+          ctx,
+          agentId,
+          { messages: [{ role: 'user', content: message }], ...(conversationId ? { conversationId } : {}) },
+          {
+            signal,
+            onConversation: (id) => {
+              url = agentPath(agentId, id);
+              raw = startSse(reply);
+              write('conversation', { conversationId: id, url });
+            },
+            onDelta: (text) => write('delta', { text }),
+            onStep: ({ type, ...step }) => write(type, step),
+          },
+        );
+        write('done', {
+          conversationId: outcome.conversationId,
+          url,
+          limited: outcome.limited,
+          creditsConsumed: outcome.credits.consumed,
+        });
+        raw?.end();
+      } catch (err) {
+        if (!raw) throw err; // before the stream: an ordinary error answer
+        const fault = toAppError(err);
+        if (fault.statusCode >= 500) req.log.error({ err }, 'agent chat stream failed');
+        write('error', { ...fault.toBody(), url });
+        raw.end();
+      }
+    },
+  );
 
   app.post(`${AGENTS_PATH}/:agentId/conversations/:conversationId/delete`, page, async (req, reply) => {
     const form = (req.body ?? {}) as Form;

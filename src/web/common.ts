@@ -53,10 +53,16 @@ export interface SendOptions {
    * `https://api.example/providers/logos/` allows only what lies under it.
    */
   imgSrc?: readonly string[];
+  /**
+   * The page runs its own same-origin scripts (`script-src 'self'`) and they call this origin
+   * (`connect-src 'self'`): never inline script. Off for every page that works without them.
+   */
+  scripts?: boolean;
 }
 
 export function send(reply: FastifyReply, page: string, status = 200, opts: SendOptions = {}) {
   const imgSrc = ['data:', ...(opts.imgSrc ?? [])].join(' ');
+  const scripts = opts.scripts ? " script-src 'self'; connect-src 'self';" : '';
   return reply
     .code(status)
     .header('content-type', 'text/html; charset=utf-8')
@@ -64,7 +70,7 @@ export function send(reply: FastifyReply, page: string, status = 200, opts: Send
     .header('x-frame-options', 'DENY')
     .header(
       'content-security-policy',
-      `default-src 'none'; style-src 'unsafe-inline'; img-src ${imgSrc}; form-action 'self' http: https:; frame-ancestors 'none'; base-uri 'none'`,
+      `default-src 'none';${scripts} style-src 'unsafe-inline'; img-src ${imgSrc}; form-action 'self' http: https:; frame-ancestors 'none'; base-uri 'none'`,
     )
     .send(page);
 }

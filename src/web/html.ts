@@ -90,6 +90,8 @@ export interface LayoutOptions {
   /** The signed-in user's name, for the navigation; absent on sign-in pages. */
   user?: { name: string; email: string } | undefined;
   csrf?: string | undefined;
+  /** Same-origin scripts the page loads (deferred), as paths; the page must be sent with `scripts: true`. */
+  scripts?: readonly string[];
 }
 
 export function layout(title: string, body: Html, opts: LayoutOptions = {}): string {
@@ -115,7 +117,7 @@ export function layout(title: string, body: Html, opts: LayoutOptions = {}): str
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
 <title>${escapeHtml(title)} · Switchboard</title>
-<style>${STYLE}</style>
+<style>${STYLE}</style>${(opts.scripts ?? []).map((src) => `\n<script src="${escapeHtml(src)}" defer></script>`).join('')}
 </head>
 <body>
 <header class="top"><a href="/account/apps">Switchboard</a>${nav.value}</header>

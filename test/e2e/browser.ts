@@ -27,14 +27,18 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-/** A fresh profile in a temporary directory, removed on close. */
-export async function launchBrowser(viewport = { width: 800, height: 900 }): Promise<TestBrowser> {
+/** A fresh profile in a temporary directory, removed on close; `javaScript: false` for the no-script path. */
+export async function launchBrowser(
+  viewport = { width: 800, height: 900 },
+  opts: { javaScript?: boolean } = {},
+): Promise<TestBrowser> {
   const userDataDir = mkdtempSync(join(tmpdir(), 'sb-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
     args: ARGS,
     viewport,
+    javaScriptEnabled: opts.javaScript ?? true,
   });
   return {
     context,

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../test/fakes/llm-upstream.ts';
@@ -41,7 +42,7 @@ describe('agents chat page stream', () => {
   };
   const eventsOf = async (body: string) => {
     const out: Array<{ event: string | undefined; data: Record<string, unknown> }> = [];
-    for await (const e of readSse([body])) out.push({ event: e.event, data: JSON.parse(e.data) });
+    for await (const e of readSse(Readable.from([body]))) out.push({ event: e.event, data: JSON.parse(e.data) });
     return out;
   };
 

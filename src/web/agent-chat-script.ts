@@ -163,17 +163,22 @@ export const AGENT_CHAT_JS = `(function () {
       if (!res.ok || (res.headers.get('content-type') || '').indexOf('text/event-stream') !== 0) {
         mine.remove();
         box.value = text;
+        button.disabled = false;
+        log.removeAttribute('aria-busy');
         return showError(await messageOf(res));
       }
       await readEvents(res.body, handle);
       if (!state.done && !state.error) state.error = 'The answer broke off. What was saved is shown.';
     } catch (e) {
       state.error = 'The connection broke off. What was saved is shown.';
-    } finally {
-      button.disabled = false;
-      log.removeAttribute('aria-busy');
     }
+    // The form stays disabled until the page is the conversation's; what was typed meanwhile is kept.
+    var typed = box.value;
     if (state.url) await refresh(state.url);
+    var fresh = document.querySelector('form[data-stream] textarea[name=message]');
+    if (fresh && typed && !fresh.value) fresh.value = typed;
+    button.disabled = false;
+    log.removeAttribute('aria-busy');
     if (state.error) showError(state.error);
   }
 

@@ -165,7 +165,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
       await page.screenshot({ path: artifactPath('agents-chat-streaming'), fullPage: true });
 
       // At the end the page is what the server renders for the conversation.
-      await page.locator('ol.chat li.assistant:not(.streaming)', { hasText: 'to read' }).waitFor();
+      await page.locator('ol.chat:not([aria-busy]) li.assistant:not(.streaming)', { hasText: 'to read' }).waitFor();
       expect(await page.locator('ol.chat').getAttribute('aria-busy')).toBeNull();
       const conversationId = new URL(page.url()).searchParams.get('c');
       expect(conversationId).toMatch(/^conv_/);
@@ -195,7 +195,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
       llm.enqueue({ content: 'Still **one**.' });
       await page.getByLabel('Message').fill('And now?');
       await page.getByRole('button', { name: 'Send' }).click();
-      await page.locator('ol.chat li.assistant:not(.streaming) strong', { hasText: 'one' }).waitFor();
+      await page.locator('ol.chat:not([aria-busy]) li.assistant:not(.streaming) strong', { hasText: 'one' }).waitFor();
       expect(new URL(page.url()).searchParams.get('c')).toBe(conversationId);
       expect(llm.requests.at(-1)?.messages.some((m) => m.content === 'Which knowledge bases do I have?')).toBe(true);
       expect(await page.locator('ol.chat li.assistant').count()).toBe(2);
@@ -222,20 +222,22 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
         await page.getByLabel('Message').fill(text);
         await page.getByRole('button', { name: 'Send' }).click();
       };
+      /** The reply as the server renders it, once the stream is over and the page swapped. */
+      const answered = (text?: string) =>
+        page.locator('ol.chat:not([aria-busy]) li.assistant:not(.streaming)', text ? { hasText: text } : {});
 
       llm.enqueue({ content: 'First answer.' });
       await send('One');
-      await page.locator('ol.chat li.assistant', { hasText: 'First answer.' }).waitFor();
+      await answered('First answer.').waitFor();
       await send('Two');
-      await page.locator('ol.chat li.assistant', { hasText: 'That is all for today, see you tomorrow.' }).waitFor();
+      await answered('That is all for today, see you tomorrow.').waitFor();
       expect(llm.requests).toHaveLength(1);
 
       // RATE_LIMIT_LLM is 4 here: two more pass (limited answers are messages too), the fifth is refused.
       await send('Three');
-      await page.locator('ol.chat li.user', { hasText: 'Three' }).waitFor();
-      await page.locator('ol.chat li.assistant').nth(2).waitFor();
+      await answered().nth(2).waitFor();
       await send('Four');
-      await page.locator('ol.chat li.assistant').nth(3).waitFor();
+      await answered().nth(3).waitFor();
       await send('Five');
       const alert = page.getByRole('alert');
       await alert.waitFor();

@@ -24,7 +24,10 @@ export interface RunAgentOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
   onProgress?: (p: { progress: number; total: number; message: string }) => void | Promise<void>;
-  /** Told each model call's bill as it happens, so a caller knows what a run cost even when it fails later. */
+  /**
+   * Told each bill as it happens (a model call, an injection check, a tool's sandbox run), so a caller knows
+   * what a run cost even when it fails later.
+   */
   onCharge?: (credits: Credits) => void | Promise<void>;
   /** The conversation so far (agent chat): placed between the system prompt and `prompt`. */
   history?: readonly ChatMessage[];
@@ -110,6 +113,20 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
     completionTokens: 0,
     stoppedBy: 'answer',
   };
+  // The balance after the latest bill, as its charge reported it: a tool's bill (which reports only its cost)
+  // is taken from it.
+  let remaining = 0;
+  const charge = async (credits: Credits) => {
+    run.creditsConsumed += credits.consumed;
+    remaining = credits.remaining;
+    await opts.onCharge?.(credits);
+  };
+  // Tools bill while their step's calls run side by side: their charges are reported in order, then awaited.
+  let toolCharges = Promise.resolve();
+  const charged = (consumed: number) => {
+    if (consumed <= 0) return;
+    toolCharges = toolCharges.then(() => charge({ consumed, remaining: remaining - consumed }));
+  };
 
   for (let step = 1; step <= maxSteps; step++) {
     if (signal.aborted) throw new AgentError('The agent ran out of time');
@@ -137,8 +154,7 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
       throw err;
     });
     run.steps = step;
-    run.creditsConsumed += credits.consumed;
-    await opts.onCharge?.(credits);
+    await charge(credits);
     run.promptTokens.push(completion.usage?.prompt_tokens ?? 0);
     run.completionTokens += completion.usage?.completion_tokens ?? 0;
     const message = completion.choices[0]?.message;
@@ -162,16 +178,14 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
         threshold: TOOL_OUTPUT_THRESHOLD,
         billing: opts.billing,
         signal,
-        onCharge: async (credits) => {
-          run.creditsConsumed += credits.consumed;
-          await opts.onCharge?.(credits);
-        },
+        onCharge: charge,
       });
       return { flagged: verdict.flagged, families: verdict.families };
     };
     const results = await Promise.all(
-      calls.map((call) => runToolCall(call, { byName, loaded, useCatalog, signal, judge })),
+      calls.map((call) => runToolCall(call, { byName, loaded, useCatalog, signal, judge, charged })),
     );
+    await toolCharges;
     for (const [i, result] of results.entries()) {
       const call = calls[i];
       if (!call) continue;
@@ -213,6 +227,7 @@ interface CallState {
   useCatalog: boolean;
   signal: AbortSignal;
   judge: (text: string) => Promise<{ flagged: boolean; families: readonly string[] }>;
+  charged: (credits: number) => void;
 }
 
 /**
@@ -254,7 +269,7 @@ async function runToolCall(
   const tool = st.byName.get(name);
   if (!tool) return wrapWith(name, { error: `No tool named ${name}` }, false);
   try {
-    return wrapWith(name, await tool.run(args, st.signal), true);
+    return wrapWith(name, await tool.run(args, st.signal, st.charged), true);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     return wrapWith(name, { error: message }, false);

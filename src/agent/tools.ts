@@ -12,7 +12,11 @@ export interface AgentTool {
   keywords?: string;
   /** The provider's category (`video-meetings`): matched as loosely as a description. */
   category?: string;
-  run(args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
+  /**
+   * Runs the call. A tool that bills on its own (a sandbox run) tells `charged` what it cost, so the run's
+   * total, `X-Credits-Consumed` and an agent's monthly cap count it like a model call.
+   */
+  run(args: Record<string, unknown>, signal: AbortSignal, charged?: (credits: number) => void): Promise<unknown>;
 }
 
 export function toChatTool(tool: Pick<AgentTool, 'name' | 'description' | 'parameters'>): ChatTool {

@@ -1,4 +1,4 @@
-import { and, eq } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
@@ -80,6 +80,15 @@ describe('execute-code', () => {
     expect(String(seen.stdout)).toMatch(/\[cut: 12001 more characters\]$/);
     const rows = await sandboxRows(u);
     expect(rows.map((r) => [r.amount, r.description])).toEqual([[-2, 'Agent execute-code (javascript, 1 s)']]);
+    // What the chat says it cost is what the books hold: both model calls and the sandbox run.
+    const all = await h.database.db
+      .select()
+      .from(creditTransactions)
+      .where(
+        and(eq(creditTransactions.accountId, u.account.id), inArray(creditTransactions.type, ['agent', 'sandbox'])),
+      );
+    expect(all).toHaveLength(3);
+    expect(Number(res.headers['x-credits-consumed'])).toBe(-all.reduce((sum, r) => sum + r.amount, 0));
   });
 
   it('Python too, and a failing program is an answer the model reads, not a failed chat', async () => {

@@ -34,7 +34,7 @@ export function executeCodeTools(ctx: ServiceContext): AgentTool[] {
       },
       mode: 'read',
       source: 'execute-code',
-      async run(args) {
+      async run(args, _signal, charged) {
         const language = String(args.language ?? '') as SandboxLanguage;
         if (!(SANDBOX_LANGUAGES as readonly string[]).includes(language)) {
           throw new BadRequestError(`language must be one of ${SANDBOX_LANGUAGES.join(', ')}`);
@@ -49,6 +49,7 @@ export function executeCodeTools(ctx: ServiceContext): AgentTool[] {
           { language, code, args: {}, secrets: {} },
           { description: 'Agent execute-code' },
         );
+        charged?.(run.creditsCharged);
         const resultJson = JSON.stringify(run.result) ?? 'null';
         return {
           stdout: cut(run.stdout, EXECUTE_CODE_LIMITS.stdout),

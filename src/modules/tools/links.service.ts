@@ -190,8 +190,9 @@ export async function linkedAgentTools(ctx: ServiceContext, agent: AgentRow): Pr
       parameters: tool.parameters,
       mode: 'write' as const,
       source: 'custom',
-      async run(args) {
+      async run(args, _signal, charged) {
         const run = await runTool(ctx, tool, args, openSecrets(ctx, link));
+        charged?.(run.creditsCharged);
         if (run.error) throw new Error(`${run.error.name}: ${run.error.message}`);
         const stdout = run.stdout.length > STDOUT_FOR_MODEL ? `${run.stdout.slice(0, STDOUT_FOR_MODEL)}…` : run.stdout;
         return stdout ? { result: run.result ?? null, stdout } : (run.result ?? null);

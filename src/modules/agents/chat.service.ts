@@ -2,6 +2,7 @@ import { AgentError, runAgent } from '../../agent/runtime.ts';
 import type { AgentTool } from '../../agent/tools.ts';
 import type { AgentRow, ChatFileRow, ConversationRow, MessageRow } from '../../db/schema/index.ts';
 import type { ServiceContext } from '../../lib/context.ts';
+import { utcDay, utcMonth } from '../../lib/dates.ts';
 import { BadRequestError, GatewayTimeoutError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
@@ -69,9 +70,6 @@ export interface ChatOptions {
 export type ChatStep =
   | { type: 'tool.called'; toolCallId: string; name: string; arguments: string }
   | { type: 'tool.result'; toolCallId: string; name: string; content: string };
-
-const utcDay = (d: Date) => d.toISOString().slice(0, 10);
-const utcMonth = (d: Date) => d.toISOString().slice(0, 7);
 
 type Content = AgentChatRequest['messages'][number]['content'];
 /** The most of one file's text a message carries. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { MessagingChannelRow } from '../../db/schema/index.ts';
 import { type PublicContext, systemContext } from '../../lib/context.ts';
+import { utcDay } from '../../lib/dates.ts';
 import { ConflictError, ForbiddenError, NotFoundError, TooManyRequestsError } from '../../lib/errors.ts';
 import { newId, sha256Hex } from '../../lib/ids.ts';
 import * as repo from './repo.ts';
@@ -29,7 +30,6 @@ export interface PreparedWebchat {
   replay?: WebchatReply;
 }
 
-const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 const secondsToMidnight = (now: Date) => {
   const next = new Date(now);
   next.setUTCHours(24, 0, 0, 0);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import type { Scope } from '../src/auth/scopes.ts';
 import { type Config, loadConfig } from '../src/config.ts';
@@ -17,6 +17,7 @@ import { newId } from '../src/lib/ids.ts';
 import type { Account } from '../src/modules/accounts/schema.ts';
 import type { CreatePat } from '../src/modules/auth/schema.ts';
 import { createPat, signup } from '../src/modules/auth/service.ts';
+import { type FakeLlm, startFakeLlm } from './fakes/llm-upstream.ts';
 
 /**
  * One database per test file (a copy of the migrated PGlite template, or the run's PostgreSQL database),
@@ -234,5 +235,34 @@ export function call(
     url,
     headers: { ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}), ...opts.headers },
     ...(opts.body !== undefined ? { payload: opts.body as InjectOptions['payload'] } : {}),
+  });
+}
+
+/** The fake upstream's one model at its usual rates (1 credit a prompt token, 2 a completion token). */
+export const FAKE_MODELS = 'fake-model=1000000/2000000';
+
+/**
+ * A suite on a harness whose LLM upstream is the scripted fake: both started before the suite and closed after
+ * it, the fake's script and recorded requests cleared before each test. `bind` receives them once started
+ * (`fakeLlmSuite((s) => ({ h, llm } = s))`); `env` adds settings (`LLM_MODELS` defaults to FAKE_MODELS).
+ */
+export function fakeLlmSuite(
+  bind: (suite: { h: TestHarness; llm: FakeLlm }) => void,
+  env: Record<string, string> = {},
+): void {
+  let llm: FakeLlm | undefined;
+  let h: TestHarness | undefined;
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    h = await createHarness({ LLM_BASE_URL: llm.url, LLM_MODELS: FAKE_MODELS, ...env });
+    bind({ h, llm });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await llm?.close();
+  });
+  beforeEach(() => {
+    llm?.reset();
+    if (llm) llm.requests.length = 0;
   });
 }

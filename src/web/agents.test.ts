@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeLlm, startFakeLlm } from '../../test/fakes/llm-upstream.ts';
-import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
+import { describe, expect, it } from 'vitest';
+import type { FakeLlm } from '../../test/fakes/llm-upstream.ts';
+import { call, createUser, fakeLlmSuite, type TestHarness } from '../../test/harness.ts';
 import { csrfOf, PageClient } from '../../test/web-client.ts';
 import { accounts } from '../db/schema/index.ts';
 import { readSse } from '../lib/sse.ts';
@@ -14,18 +14,7 @@ import { readSse } from '../lib/sse.ts';
 describe('agents chat page stream', () => {
   let h: TestHarness;
   let llm: FakeLlm;
-  beforeAll(async () => {
-    llm = await startFakeLlm();
-    h = await createHarness({ LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' });
-  });
-  afterAll(async () => {
-    await h?.close();
-    await llm?.close();
-  });
-  beforeEach(() => {
-    llm.reset();
-    llm.requests.length = 0;
-  });
+  fakeLlmSuite((s) => ({ h, llm } = s));
 
   const signedIn = async (tools: string[] = []) => {
     const u = await createUser(h.app);

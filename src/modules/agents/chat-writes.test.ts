@@ -1,7 +1,7 @@
 import { asc, eq } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
-import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { describe, expect, it } from 'vitest';
+import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { call, createUser, fakeLlmSuite, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { conversationEvents, conversations, messages } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 import { conversationLog } from './events.service.ts';
@@ -15,18 +15,7 @@ describe('agent chat: group-committed writes and the agent cache', () => {
   let h: TestHarness;
   let llm: FakeLlm;
 
-  beforeAll(async () => {
-    llm = await startFakeLlm();
-    h = await createHarness({ LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' });
-  });
-  afterAll(async () => {
-    await h?.close();
-    await llm?.close();
-  });
-  beforeEach(() => {
-    llm.reset();
-    llm.requests.length = 0;
-  });
+  fakeLlmSuite((s) => ({ h, llm } = s));
 
   const makeAgent = async (app: App, u: TestUser, body: Record<string, unknown> = {}) => {
     const res = await call(app, 'POST', '/api/v1/agents', { token: u.sessionToken, body: { name: 'W', ...body } });

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { and, eq } from 'drizzle-orm';
 import pino from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { describe, expect, it } from 'vitest';
+import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { guardTests } from '../../../test/guards.ts';
-import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { call, createUser, fakeLlmSuite, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { agentMemories, jobs } from '../../db/schema/index.ts';
 import { newId } from '../../lib/ids.ts';
 import { agentJobs } from './jobs.ts';
@@ -16,18 +16,7 @@ describe('agent memory', () => {
   let h: TestHarness;
   let llm: FakeLlm;
 
-  beforeAll(async () => {
-    llm = await startFakeLlm();
-    h = await createHarness({ LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' });
-  });
-  afterAll(async () => {
-    await h?.close();
-    await llm?.close();
-  });
-  beforeEach(() => {
-    llm.reset();
-    llm.requests.length = 0;
-  });
+  fakeLlmSuite((s) => ({ h, llm } = s));
 
   const as = (u: TestUser) => ({ token: u.sessionToken });
   const makeAgent = async (u: TestUser) =>

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
-import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { describe, expect, it } from 'vitest';
+import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { call, createUser, fakeLlmSuite, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { webchatVisitors } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 import { sha256Hex } from '../../lib/ids.ts';
@@ -13,18 +13,7 @@ describe('messaging channels: web chat', () => {
   let h: TestHarness;
   let llm: FakeLlm;
 
-  beforeAll(async () => {
-    llm = await startFakeLlm();
-    h = await createHarness({ LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' });
-  });
-  afterAll(async () => {
-    await h?.close();
-    await llm?.close();
-  });
-  beforeEach(() => {
-    llm.reset();
-    llm.requests.length = 0;
-  });
+  fakeLlmSuite((s) => ({ h, llm } = s));
 
   const as = (u: TestUser) => ({ token: u.sessionToken });
   const webchat = async (config: Record<string, unknown> = {}, agent: Record<string, unknown> = {}) => {

@@ -1,8 +1,8 @@
 import { and, eq } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { describe, expect, it } from 'vitest';
+import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { guardTests } from '../../../test/guards.ts';
-import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { call, createUser, fakeLlmSuite, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { creditTransactions } from '../../db/schema/index.ts';
 
 const MODELS = 'fake-model=1000000/2000000';
@@ -11,18 +11,7 @@ describe('skills API, agent links and the skills group', () => {
   let h: TestHarness;
   let llm: FakeLlm;
 
-  beforeAll(async () => {
-    llm = await startFakeLlm();
-    h = await createHarness({ LLM_BASE_URL: llm.url, LLM_MODELS: MODELS });
-  });
-  afterAll(async () => {
-    await h?.close();
-    await llm?.close();
-  });
-  beforeEach(() => {
-    llm.reset();
-    llm.requests.length = 0;
-  });
+  fakeLlmSuite((s) => ({ h, llm } = s), { LLM_MODELS: MODELS });
 
   const as = (u: TestUser) => ({ token: u.sessionToken });
   const report = {

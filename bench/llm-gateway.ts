@@ -14,10 +14,12 @@ import { BENCH_ENCRYPTION_KEYS, cpuMs, signupWithPat, startBenchServer, startChi
  * figures beside it.
  *
  * BENCH_DURATION_MS (default 3000) per measurement; BENCH_LEVELS (default 1,50,200); BENCH_DATABASES
- * (`pglite,pg`); BENCH_UPSTREAMS (`instant,slow`); BENCH_MODES (`json,stream`); BENCH_PROFILE=<dir> writes the
+ * (`pglite,pg`); BENCH_ROUNDS (default 1: direct, bare and gateway measured in turn that many times, medians
+ * reported); BENCH_UPSTREAMS (`instant,slow`); BENCH_MODES (`json,stream`); BENCH_PROFILE=<dir> writes the
  * gateway's CPU profile there (node --cpu-prof).
  */
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 3000);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
 const LEVELS = (process.env.BENCH_LEVELS ?? '1,50,200').split(',').map(Number);
 const UPSTREAMS = (process.env.BENCH_UPSTREAMS ?? 'instant,slow').split(',');
 const MODES = (process.env.BENCH_MODES ?? 'json,stream').split(',');
@@ -106,6 +108,23 @@ async function load(
 
 const num = (n: number, d = 1) => n.toFixed(d).padStart(8);
 
+/** Each figure's median over rounds (errors summed). */
+function medianResult(results: Result[]): Result {
+  const med = (f: (r: Result) => number) => {
+    const xs = results.map(f).sort((a, b) => a - b);
+    const mid = Math.floor(xs.length / 2);
+    return xs.length % 2 ? (xs[mid] ?? 0) : ((xs[mid - 1] ?? 0) + (xs[mid] ?? 0)) / 2;
+  };
+  return {
+    rps: med((r) => r.rps),
+    p50: med((r) => r.p50),
+    p99: med((r) => r.p99),
+    errors: results.reduce((a, r) => a + r.errors, 0),
+    cpu: med((r) => r.cpu),
+    clientCpu: med((r) => r.clientCpu),
+  };
+}
+
 /** The gateway's credit writes so far (its /metrics). */
 async function creditWrites(base: string): Promise<{ takes: number; batches: number }> {
   const text = await (await fetch(`${base}/metrics`)).text();
@@ -149,38 +168,48 @@ export async function benchLlmGateway(): Promise<void> {
         const gwUrl = new URL(server.url);
         console.log(`\n## LLM gateway on ${database.name}: ${DURATION_MS / 1000} s a measurement (latencies in ms)`);
         console.log(
-          'upstream mode   conc | direct rps   bare rps     gw rps  ratio | direct p50   gw p50    +p50 | direct p99   gw p99    +p99 | writes/100 req | cpu µs/req up bare gw client | load',
+          'upstream mode   conc | direct rps   bare rps ratio    gw rps ratio | direct p50 bare+p50 gw+p50 | direct p99 bare+p99 gw+p99 | writes/100 req | cpu µs/req up bare gw client | load',
         );
         for (const { model, label } of MODELS) {
           for (const stream of [false, true].filter((s) => MODES.includes(s ? 'stream' : 'json'))) {
             const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'Say ok.' }], stream });
             for (const c of LEVELS) {
-              const direct = await load(
-                upstreamUrl.origin,
-                `${upstreamUrl.pathname}/chat/completions`,
-                {},
-                body,
-                c,
-                stream,
-                upstream.child.pid,
-              );
-              const floor = await load(bare.line, '/chat/completions', {}, body, c, stream, bare.child.pid);
+              // Rounds interleave the three (direct, bare relay, gateway) so that a change in the shared machine's
+              // load falls on all of them; each column is the median of its rounds.
+              const rounds: Array<{ direct: Result; floor: Result; gw: Result }> = [];
               const before = await creditWrites(server.url);
-              const gw = await load(
-                gwUrl.origin,
-                '/api/v1/chat/completions',
-                { authorization: `Bearer ${pat}` },
-                body,
-                c,
-                stream,
-                server.child.pid,
-              );
-              const errors = direct.errors + floor.errors + gw.errors;
+              let served = 0;
+              for (let r = 0; r < ROUNDS; r++) {
+                const direct = await load(
+                  upstreamUrl.origin,
+                  `${upstreamUrl.pathname}/chat/completions`,
+                  {},
+                  body,
+                  c,
+                  stream,
+                  upstream.child.pid,
+                );
+                const floor = await load(bare.line, '/chat/completions', {}, body, c, stream, bare.child.pid);
+                const gw = await load(
+                  gwUrl.origin,
+                  '/api/v1/chat/completions',
+                  { authorization: `Bearer ${pat}` },
+                  body,
+                  c,
+                  stream,
+                  server.child.pid,
+                );
+                served += gw.rps * (DURATION_MS / 1000);
+                rounds.push({ direct, floor, gw });
+              }
               const after = await creditWrites(server.url);
-              const served = gw.rps * (DURATION_MS / 1000) || 1;
+              const of = (who: 'direct' | 'floor' | 'gw') => medianResult(rounds.map((r) => r[who]));
+              const [direct, floor, gw] = [of('direct'), of('floor'), of('gw')];
+              const errors = direct.errors + floor.errors + gw.errors;
+              served ||= 1;
               const writes = `${((100 * (after.takes - before.takes)) / served).toFixed(1)} t ${((100 * (after.batches - before.batches)) / served).toFixed(1)} b`;
               console.log(
-                `${label.padEnd(8)} ${(stream ? 'ttfb' : 'json').padEnd(4)} ${String(c).padStart(5)} |${num(direct.rps, 0)}   ${num(floor.rps, 0)}   ${num(gw.rps, 0)}  ${(gw.rps / direct.rps).toFixed(2)} |${num(direct.p50)}${num(gw.p50)}${num(gw.p50 - direct.p50)} |${num(direct.p99)}${num(gw.p99)}${num(gw.p99 - direct.p99)} | ${writes.padStart(14)} | ${[direct.cpu, floor.cpu, gw.cpu, gw.clientCpu].map((x) => x.toFixed(0).padStart(5)).join(' ')} | ${loadavg()[0]?.toFixed(1)}${errors ? ` (${errors} errors)` : ''}`,
+                `${label.padEnd(8)} ${(stream ? 'ttfb' : 'json').padEnd(4)} ${String(c).padStart(5)} |${num(direct.rps, 0)}   ${num(floor.rps, 0)} ${(floor.rps / direct.rps).toFixed(2)}   ${num(gw.rps, 0)}  ${(gw.rps / direct.rps).toFixed(2)} |${num(direct.p50)}${num(floor.p50 - direct.p50)}${num(gw.p50 - direct.p50)} |${num(direct.p99)}${num(floor.p99 - direct.p99)}${num(gw.p99 - direct.p99)} | ${writes.padStart(14)} | ${[direct.cpu, floor.cpu, gw.cpu, gw.clientCpu].map((x) => x.toFixed(0).padStart(5)).join(' ')} | ${loadavg()[0]?.toFixed(1)}${errors ? ` (${errors} errors)` : ''}`,
               );
             }
           }
@@ -190,7 +219,10 @@ export async function benchLlmGateway(): Promise<void> {
       }
     }
     console.log(
-      '(ttfb rows: latencies are to the first byte of the stream; ratio is gateway over direct throughput; writes:',
+      '(ttfb rows: latencies are to the first byte of the stream; ratios are throughput over direct; +p50 and +p99 are',
+    );
+    console.log(
+      ' what the bare relay and the gateway add to the direct call; each figure the median of BENCH_ROUNDS; writes:',
     );
     console.log(' lease takes (t) and group-commit batches (b) per 100 gateway requests, warm-up included;');
     console.log(

@@ -254,6 +254,32 @@ export function addParameterExamples(schema: unknown): void {
   }
 }
 
+/** Numbers by name; any other number shows its smallest allowed value, or 1 (never -2^53). */
+const NUMBERS: Readonly<Record<string, number>> = {
+  creditBalance: 98_750,
+  balanceAfter: 98_750,
+  amount: -125,
+  creditsConsumed: 125,
+  creditsCharged: 2,
+  promptTokens: 980,
+  completionTokens: 145,
+  durationMs: 184,
+  temperature: 0.7,
+  timeoutMs: 10_000,
+  attempts: 1,
+  total: 42,
+  page: 1,
+  limit: 20,
+  statusCode: 200,
+  version: 3,
+  confidence: 0.9,
+  score: 0.82,
+  expires_in: 3600,
+  expiresIn: 7_776_000,
+  sentParts: 1,
+  seq: 7,
+};
+
 type Schema = Record<string, unknown>;
 
 function described(s: Record<string, unknown>): boolean {
@@ -278,9 +304,16 @@ export function addExamples(schema: unknown, component: string, path: string[] =
   }
   if (s.type === 'array' && s.items) addExamples(s.items, component, path);
   const types = [s.type].flat();
-  if (!types.includes('string') || described(s)) return;
   const name = path.at(-1);
-  if (!name) return;
+  if (!name || described(s)) return;
+  if (types.includes('integer') || types.includes('number')) {
+    const min = typeof s.minimum === 'number' && s.minimum > Number.MIN_SAFE_INTEGER ? s.minimum : undefined;
+    const max = typeof s.maximum === 'number' && s.maximum < Number.MAX_SAFE_INTEGER ? s.maximum : undefined;
+    const wanted = NUMBERS[name] ?? Math.max(min ?? 1, 1);
+    s.examples = [Math.min(Math.max(wanted, min ?? wanted), max ?? wanted)];
+    return;
+  }
+  if (!types.includes('string')) return;
   const example =
     (path.length === 1 && name === 'id' ? ID_OF[component] : undefined) ??
     BY_COMPONENT[`${component}.${path.join('.')}`] ??

@@ -146,6 +146,24 @@ describe('API description', () => {
     expect(example('ScheduledTask', 'cronExpression')).toBe('0 9 * * 1');
     const param = operation('GET', '/api/v1/agents/:agentId')?.parameters?.[0] as { example?: string };
     expect(param.example).toMatch(/^agt_/);
+    // Numbers show a value a client could send or get, never the bounds of a safe integer.
+    const extremes = JSON.stringify(doc).match(/"examples":\[-?9007199254740991\]/g);
+    expect(extremes).toBeNull();
+    // Every error answer shows the service's own body for its status.
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const [code, response] of Object.entries(op.responses)) {
+          const json = response.content?.['application/json'] as
+            | { schema: { required?: string[] }; example?: { statusCode?: number; error?: string } }
+            | undefined;
+          // The §7 error body (OAuth's own endpoints answer RFC 6749's shape, with their own schema).
+          if (Number(code) < 400 || !json?.schema.required?.includes('statusCode')) continue;
+          const shown = json.example;
+          expect(shown?.statusCode, `${method} ${path} ${code}`).toBe(Number(code));
+          expect(shown?.error, `${method} ${path} ${code}`).toMatch(/Error$/);
+        }
+      }
+    }
   });
 
   it('/docs serves a browsable reference', async () => {

@@ -26,9 +26,33 @@ const errorBody = {
   },
 };
 
-const errorResponse = (description: string) => ({
+/** What each error answer looks like, with the service's own messages. */
+function errorExample(code: number, scopes: readonly string[]): Record<string, unknown> {
+  const body = (error: string, message: string) => ({ error, message, statusCode: code });
+  switch (code) {
+    case 400:
+      return body('BadRequestError', 'Body is not valid JSON');
+    case 401:
+      return body('UnauthorizedError', 'Missing bearer token (Authorization: Bearer <token>)');
+    case 402:
+      return body('CreditsExhaustedError', 'Credit balance exhausted');
+    case 403:
+      return body('ForbiddenError', `Missing required scope: ${scopes.join(' or ') || 'account'}`);
+    case 422:
+      return {
+        ...body('ValidationError', 'Invalid request'),
+        details: [{ field: 'body.name', message: 'Too small: expected string to have >=1 characters' }],
+      };
+    case 429:
+      return body('TooManyRequestsError', 'Rate limit exceeded');
+    default:
+      return body('InternalServerError', 'Internal server error');
+  }
+}
+
+const errorResponse = (description: string, example: Record<string, unknown>) => ({
   description,
-  content: { 'application/json': { schema: errorBody } },
+  content: { 'application/json': { schema: errorBody, example } },
 });
 
 /**
@@ -69,7 +93,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       addExamples(schema.body, '');
       const responses: Record<string, unknown> = { ...(schema.response ?? {}) };
       const add = (code: number, description: string) => {
-        responses[code] ??= errorResponse(description);
+        responses[code] ??= errorResponse(description, errorExample(code, cfg.scopes ?? []));
       };
       if (schema.body || schema.querystring || schema.params) {
         add(400, 'BadRequestError: malformed request');

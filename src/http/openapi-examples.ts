@@ -101,6 +101,8 @@ const BY_COMPONENT: Readonly<Record<string, string>> = {
   'BuiltInToolGroup.tools.name': 'memory_save',
   'BuiltInToolGroup.tools.description': 'Remember a fact about the user for later conversations.',
   'ProviderToolResult.toolName': 'github_get_issue',
+  'ScheduledTaskRun.error': 'The model upstream answered 503 three times; the run gave up.',
+  'ScheduledTask.lastRun.error': 'The model upstream answered 503 three times; the run gave up.',
 };
 
 /** By the property's name alone. */

@@ -61,7 +61,6 @@ interface Lease {
 }
 
 export interface BankHold {
-  id: string;
   accountId: string;
   amount: number;
   /** The balance when the request was admitted, before its hold: the last written balance plus free credits. */
@@ -184,7 +183,7 @@ export class CreditBank {
     lease.lastUsed = now;
     lease.closeWanted = false;
     this.endIdle(lease);
-    return { id: `${lease.id}.${lease.holds}`, accountId: lease.accountId, amount: need, balanceBefore, lease };
+    return { accountId: lease.accountId, amount: need, balanceBefore, lease };
   }
 
   private async take(accountId: string, current: Lease | undefined, need: number, now: number): Promise<BankHold> {

@@ -538,6 +538,8 @@ describe('knowledge bases', () => {
         body: { messages: [{ role: 'user', content: 'Remember: Acme ships on Mondays.' }] },
       });
       const conversationId = chat.headers['x-conversation-id'] as string;
+      // The chat's messages are written with the next group-commit batch, after the answer.
+      await h.app.deps.background.drain();
       const later = new Date(Date.now() + 31 * 60 * 1000);
       const conversationSources = async () =>
         (await get(u, `/bases/${kb}/sources?type=conversation`)).data as {
@@ -572,6 +574,7 @@ describe('knowledge bases', () => {
         ...as(u),
         body: { messages: [{ role: 'user', content: 'Also Fridays.' }], conversationId },
       });
+      await h.app.deps.background.drain();
       await ingestIdleConversations(h.app.deps, new Date(Date.now() + 31 * 60 * 1000));
       const again = await conversationSources();
       expect(again.map((s) => s.id)).toEqual([captured?.id]);

@@ -166,7 +166,8 @@ export async function agentRoutes(app: App, config: Config): Promise<void> {
       }
       await streamChat(
         reply,
-        (onConversation) => chatWithAgent(req.ctx, req.params.agentId, req.body, { signal, onConversation }),
+        (onConversation, onDelta) =>
+          chatWithAgent(req.ctx, req.params.agentId, req.body, { signal, onConversation, onDelta }),
         req.ctx.actor.creditBalance,
       );
     },
@@ -340,16 +341,19 @@ export async function agentRoutes(app: App, config: Config): Promise<void> {
 
 /**
  * The agent's answer as an OpenAI stream: headers (with the conversation id) as soon as the conversation is
- * known, a role chunk, the answer's text in word-sized deltas, a final chunk, the credits, `[DONE]`. Faults
- * before the headers are ordinary error answers.
+ * known, a role chunk, the model's text as the upstream writes it, a final chunk, the credits, `[DONE]`. The
+ * agent's tool steps run in between (text a model writes before calling tools streams too). An answer no model
+ * wrote (a usage limit's message) is sent in word-sized deltas at the end. Faults before the headers are
+ * ordinary error answers.
  */
 async function streamChat(
   reply: FastifyReply,
-  run: (onConversation: (id: string) => void) => Promise<ChatOutcome>,
+  run: (onConversation: (id: string) => void, onDelta: (text: string) => void) => Promise<ChatOutcome>,
   balanceBefore: number,
 ): Promise<void> {
   const raw = reply.raw;
   let started = false;
+  let streamed = '';
   const id = `chatcmpl_${Date.now().toString(36)}`;
   const created = Math.floor(Date.now() / 1000);
   const chunk = (delta: Record<string, unknown>, finish: string | null = null, model = '') =>
@@ -366,9 +370,14 @@ async function streamChat(
 
     raw.write(chunk({ role: 'assistant', content: '' }));
   };
+  const onDelta = (text: string) => {
+    if (!started || raw.destroyed || !text) return;
+    streamed += text;
+    raw.write(chunk({ content: text }));
+  };
   let outcome: ChatOutcome;
   try {
-    outcome = await run(start);
+    outcome = await run(start, onDelta);
   } catch (err) {
     if (!started) throw err;
     const fault = toAppError(err);
@@ -379,8 +388,9 @@ async function streamChat(
     return;
   }
   if (raw.destroyed) return;
-  for (const piece of outcome.content.match(/\S+\s*|\s+/g) ?? [])
-    raw.write(chunk({ content: piece }, null, outcome.model));
+  // What the stream has not said yet: all of an answer no model wrote, nothing when the model's text streamed.
+  const rest = streamed.endsWith(outcome.content) ? '' : outcome.content;
+  for (const piece of rest.match(/\S+\s*|\s+/g) ?? []) raw.write(chunk({ content: piece }, null, outcome.model));
   raw.write(chunk({}, 'stop', outcome.model));
   writeStreamCredits(raw, outcome.credits);
   raw.end('data: [DONE]\n\n');

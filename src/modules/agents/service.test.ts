@@ -157,6 +157,31 @@ describe('agents, agent chat and conversations', () => {
   });
 
   describe('chat', () => {
+    it("a streamed chat passes the model's text on as the upstream writes it", async () => {
+      const u = await createUser(h.app);
+      const agent = await makeAgent(u);
+      const openai = client(await u.pat(['agents-use']), agent.id);
+      // Six upstream chunks 250 ms apart: the answer's words arrive over more than a second.
+      llm.enqueue({ content: 'Streaming words one by one.', chunkDelayMs: 250 });
+      const stream = await openai.chat.completions.create({
+        model: 'ignored',
+        stream: true,
+        messages: [{ role: 'user', content: 'Say something slowly.' }],
+      });
+      let text = '';
+      let firstWordAt = 0;
+      for await (const chunk of stream) {
+        const piece = chunk.choices[0]?.delta?.content ?? '';
+        if (piece && !firstWordAt) firstWordAt = performance.now();
+        text += piece;
+      }
+      const endedAt = performance.now();
+      expect(text).toBe('Streaming words one by one.');
+      // The first word came while the upstream was still writing, not after the whole run.
+      expect(endedAt - firstWordAt).toBeGreaterThan(600);
+      expect(llm.requests[0]?.stream).toBe(true);
+    });
+
     it('the openai client chats plain and streamed, and continues a conversation by id', async () => {
       const u = await createUser(h.app);
       const agent = await makeAgent(u, {

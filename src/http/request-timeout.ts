@@ -16,6 +16,9 @@ export interface RequestTimeouts {
   closing(): void;
 }
 
+/** How long a refused connection may stay open for the client to read the answer and close. */
+const LINGER_MS = 1000;
+
 export function requestTimeouts(opts: { requestTimeoutMs: number; shutdownTimeoutMs: number }): RequestTimeouts {
   const sockets = new Set<Socket>();
   const current = new WeakMap<Socket, { req: IncomingMessage; res: ServerResponse }>();
@@ -25,16 +28,26 @@ export function requestTimeouts(opts: { requestTimeoutMs: number; shutdownTimeou
     statusCode: 408,
   });
 
-  /** A raw answer on the socket (no response object may exist yet), then the connection is closed. */
+  /**
+   * A raw answer on the socket (no response object may exist yet), then the connection is closed gracefully:
+   * our side ends after the answer and what the client still sends is read and dropped until it closes too
+   * (at most LINGER_MS). Destroying the socket at once, with the client's bytes still unread, makes the kernel
+   * reset the connection, and a reset can discard the answer before the client reads it.
+   */
   const refuse = (socket: Socket, status: string, body: string) => {
     const res = current.get(socket)?.res;
-    if (socket.writable && !res?.headersSent) {
-      socket.write(
-        `HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
+    if (!socket.writable || res?.headersSent) {
+      socket.destroy();
+      return;
     }
-    socket.destroy();
+    socket.end(
+      `HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    socket.removeAllListeners('data');
+    socket.on('data', () => {});
+    socket.resume();
+    setTimeout(() => socket.destroy(), LINGER_MS).unref();
   };
 
   return {

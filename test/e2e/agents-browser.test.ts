@@ -1,12 +1,11 @@
 import { eq } from 'drizzle-orm';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { accounts } from '../../src/db/schema/index.ts';
 import type { App } from '../../src/http/types.ts';
-import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
-import { call, createHarness, createUser, type TestHarness, type TestUser } from '../harness.ts';
-import { artifactPath, launchBrowser, runBrowser, type TestBrowser } from './browser.ts';
-import { listeningApp } from './oauth-helpers.ts';
+import type { FakeLlm } from '../fakes/llm-upstream.ts';
+import { call, createUser, type TestHarness, type TestUser } from '../harness.ts';
+import { artifactPath, browserSuite, runBrowser, submitSignIn, suiteBrowser, type TestBrowser } from './browser.ts';
 
 /**
  * A person on the agents pages in a real browser. Without JavaScript: makes an agent, chats (a tool step is
@@ -19,18 +18,8 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
   let llm: FakeLlm;
   let app: App;
   let base: string;
-  const env = () => ({ LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' });
-
-  beforeAll(async () => {
-    llm = await startFakeLlm();
-    h = await createHarness(env());
-    // The page's chat rate limit is low, so its 429 can be seen.
-    ({ app, base } = await listeningApp(h, { ...env(), RATE_LIMIT_LLM: '4' }));
-  }, 90_000);
-  afterAll(async () => {
-    await h?.close();
-    await llm?.close();
-  });
+  // The page's chat rate limit is low, so its 429 can be seen; each describe launches its own browser.
+  browserSuite((s) => ({ h, llm, app, base } = s), { appEnv: { RATE_LIMIT_LLM: '4' }, viewport: false });
   beforeEach(() => {
     llm.reset();
     llm.requests.length = 0;
@@ -40,28 +29,18 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
   const signIn = async (page: Page, user: TestUser, path: string) => {
     await page.context().clearCookies();
     await page.goto(`${base}${path}`);
-    await page.getByLabel('E-mail').fill(user.account.email);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitSignIn(page, user);
   };
 
   describe('without JavaScript', () => {
     let browser: TestBrowser;
-    beforeAll(async () => {
-      browser = await launchBrowser({ width: 900, height: 1100 }, { javaScript: false });
-    }, 60_000);
-    afterAll(async () => {
-      await browser?.close();
-    });
+    suiteBrowser((b) => (browser = b), { width: 900, height: 1100 }, { javaScript: false });
 
     it('creates an agent, chats with tool steps visible, reopens and deletes a conversation', async () => {
       const user = await createUser(app);
-      const page = await browser.context.newPage();
-      page.setDefaultTimeout(15_000);
+      const page = await browser.newPage();
       await page.goto(`${base}/account/agents`);
-      await page.getByLabel('E-mail').fill(user.account.email);
-      await page.getByLabel('Password').fill(user.password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await submitSignIn(page, user);
       await page.getByRole('heading', { name: 'Agents', exact: true }).waitFor();
       expect(await page.getByText('No agents yet').isVisible()).toBe(true);
 
@@ -120,12 +99,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
 
   describe('with JavaScript', () => {
     let browser: TestBrowser;
-    beforeAll(async () => {
-      browser = await launchBrowser({ width: 900, height: 1100 });
-    }, 60_000);
-    afterAll(async () => {
-      await browser?.close();
-    });
+    suiteBrowser((b) => (browser = b), { width: 900, height: 1100 });
 
     it('streams the reply in: partial text and the tool step before the end; a reload shows the same', async () => {
       const user = await createUser(app);
@@ -135,8 +109,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
           body: { name: 'Streamer', enabledBuiltInTools: ['knowledge-base'] },
         })
       ).json();
-      const page = await browser.context.newPage();
-      page.setDefaultTimeout(15_000);
+      const page = await browser.newPage();
       const scriptErrors: string[] = [];
       page.on('pageerror', (e) => scriptErrors.push(e.message));
       page.on('console', (m) => {
@@ -214,8 +187,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
           },
         })
       ).json();
-      const page = await browser.context.newPage();
-      page.setDefaultTimeout(15_000);
+      const page = await browser.newPage();
       await signIn(page, user, `/account/agents/${agent.id}`);
       await page.getByRole('heading', { name: 'Rationed', level: 1 }).waitFor();
       const send = async (text: string) => {
@@ -253,8 +225,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
       const theirs = (
         await call(app, 'POST', '/api/v1/agents', { token: broke.sessionToken, body: { name: 'Broke' } })
       ).json();
-      const page2 = await browser.context.newPage();
-      page2.setDefaultTimeout(15_000);
+      const page2 = await browser.newPage();
       await signIn(page2, broke, `/account/agents/${theirs.id}`);
       await page2.getByRole('heading', { name: 'Broke', level: 1 }).waitFor();
       await page2.getByLabel('Message').fill('Hello?');

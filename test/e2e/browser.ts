@@ -1,7 +1,12 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium } from 'playwright-core';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
+import type { App } from '../../src/http/types.ts';
+import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
+import { createHarness, FAKE_MODELS, type TestHarness, type TestUser } from '../harness.ts';
+import { listeningApp } from './oauth-helpers.ts';
 
 /** Debian's chromium driven by playwright-core, for the page tests (PITFALLS "Browser tests"). */
 
@@ -24,6 +29,8 @@ export const runBrowser = existsSync(CHROMIUM) || !!process.env.CI;
 
 export interface TestBrowser {
   context: BrowserContext;
+  /** A new tab whose waits give up after `timeout` ms. */
+  newPage(timeout?: number): Promise<Page>;
   close(): Promise<void>;
 }
 
@@ -42,6 +49,11 @@ export async function launchBrowser(
   });
   return {
     context,
+    async newPage(timeout = 15_000) {
+      const page = await context.newPage();
+      page.setDefaultTimeout(timeout);
+      return page;
+    },
     async close() {
       await context.close();
       rmSync(userDataDir, { recursive: true, force: true });
@@ -53,4 +65,81 @@ export async function launchBrowser(
 export function artifactPath(name: string): string {
   mkdirSync(ARTIFACTS, { recursive: true });
   return join(ARTIFACTS, `${name}.png`);
+}
+
+/** Fills in and sends the sign-in form the page shows. */
+export async function submitSignIn(page: Page, user: TestUser): Promise<void> {
+  await page.getByLabel('E-mail').fill(user.account.email);
+  await page.getByLabel('Password').fill(user.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** A browser for the enclosing describe: launched before its tests, closed after them. */
+export function suiteBrowser(
+  bind: (browser: TestBrowser) => void,
+  viewport?: { width: number; height: number },
+  opts: { javaScript?: boolean } = {},
+): void {
+  let browser: TestBrowser | undefined;
+  beforeAll(async () => {
+    browser = await launchBrowser(viewport, opts);
+    bind(browser);
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+}
+
+export interface BrowserSuite {
+  h: TestHarness;
+  /** The app listening on loopback at `base`, where the browser goes. */
+  app: App;
+  base: string;
+  /** The scripted LLM upstream (absent with `llm: false`). */
+  llm: FakeLlm;
+  /** Absent with `viewport: false`. */
+  browser: TestBrowser;
+}
+
+export interface BrowserSuiteOptions {
+  /** Starts the other servers the pages talk to, after the fake LLM; returns the harness's settings for them. */
+  start?: () => Promise<Record<string, string>>;
+  /** Closes what `start` started, last (after the browser, whose kept-alive connections would hold a server). */
+  stop?: () => Promise<unknown>;
+  /** Settings for the listening app only (on top of the harness's). */
+  appEnv?: Record<string, string>;
+  /** The browser's window; `false` launches none (the describes launch their own with `suiteBrowser`). */
+  viewport?: { width: number; height: number } | false;
+  /** `false`: no fake LLM, and the app gets no LLM settings. */
+  llm?: false;
+}
+
+/**
+ * The set-up the page tests share: the fake LLM upstream (its one model at FAKE_MODELS) and the fakes `start`
+ * makes, a harness and an app listening on loopback pointed at them, and a fresh browser; all started before
+ * the suite and closed after it, the browser first. `bind` receives them once started
+ * (`browserSuite((s) => ({ h, llm, app, base, browser } = s))`).
+ */
+export function browserSuite(bind: (suite: BrowserSuite) => void, opts: BrowserSuiteOptions = {}): void {
+  let llm: FakeLlm | undefined;
+  let h: TestHarness | undefined;
+  let browser: TestBrowser | undefined;
+  beforeAll(async () => {
+    if (opts.llm !== false) llm = await startFakeLlm();
+    const env = {
+      ...(llm ? { LLM_BASE_URL: llm.url, LLM_MODELS: FAKE_MODELS } : {}),
+      ...(await opts.start?.()),
+    };
+    h = await createHarness(env);
+    const { app, base } = await listeningApp(h, opts.appEnv);
+    if (opts.viewport !== false) browser = await launchBrowser(opts.viewport);
+    // The absent ones are declared present: a suite that turned them off does not use them.
+    bind({ h, app, base, llm: llm as FakeLlm, browser: browser as TestBrowser });
+  }, 90_000);
+  afterAll(async () => {
+    await browser?.close();
+    await h?.close();
+    await llm?.close();
+    await opts.stop?.();
+  });
 }

@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/types.ts';
 import { runChannelJobs } from '../../src/modules/channels/test-support.ts';
-import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
+import type { FakeLlm } from '../fakes/llm-upstream.ts';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram.ts';
-import { call, createHarness, createUser, type TestHarness } from '../harness.ts';
-import { artifactPath, launchBrowser, runBrowser, type TestBrowser } from './browser.ts';
-import { listeningApp } from './oauth-helpers.ts';
+import { call, createUser, type TestHarness } from '../harness.ts';
+import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 /**
  * A person on the channels page in a real browser: connects a Telegram bot by its token (a refused token is
@@ -19,31 +18,18 @@ describe.skipIf(!runBrowser)('messaging channels page in a real browser (chromiu
   let app: App;
   let base: string;
   let browser: TestBrowser;
-
-  beforeAll(async () => {
-    llm = await startFakeLlm();
-    tg = await startFakeTelegram();
-    const env = {
-      LLM_BASE_URL: llm.url,
-      LLM_MODELS: 'fake-model=1000000/2000000',
-      TELEGRAM_API_URL: tg.url,
-      CHANNEL_SEND_INTERVAL_MS: '0',
-    };
-    h = await createHarness(env);
-    ({ app, base } = await listeningApp(h, env));
-    browser = await launchBrowser({ width: 900, height: 1100 });
-  }, 90_000);
-  afterAll(async () => {
-    await browser?.close();
-    await h?.close();
-    await llm?.close();
-    await tg?.close();
+  browserSuite((s) => ({ h, llm, app, base, browser } = s), {
+    viewport: { width: 900, height: 1100 },
+    start: async () => {
+      tg = await startFakeTelegram();
+      return { TELEGRAM_API_URL: tg.url, CHANNEL_SEND_INTERVAL_MS: '0' };
+    },
+    stop: async () => tg?.close(),
   });
 
   it('connects a bot, links, shows deliveries and failures, adds a web chat, deletes', async () => {
     const user = await createUser(app);
-    const page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    const page = await browser.newPage();
     const errors: string[] = [];
     page.on('console', (m) => {
       // A refused form answers 422 by design: the browser reports that status, which is no fault of the page.
@@ -51,9 +37,7 @@ describe.skipIf(!runBrowser)('messaging channels page in a real browser (chromiu
     });
     await page.goto(`${base}/account/channels`);
     expect(new URL(page.url()).pathname).toBe('/signin');
-    await page.getByLabel('E-mail').fill(user.account.email);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitSignIn(page, user);
     await page.getByRole('heading', { name: 'Messaging channels' }).waitFor();
     expect(await page.getByText('Make an agent first').isVisible()).toBe(true);
 

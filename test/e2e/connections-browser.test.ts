@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { eq } from 'drizzle-orm';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { connections } from '../../src/db/schema/index.ts';
 import type { App } from '../../src/http/types.ts';
 import {
@@ -12,9 +12,8 @@ import {
   providersDirEnv,
   startFakeOAuthProvider,
 } from '../fakes/oauth-provider.ts';
-import { createHarness, createUser, type TestHarness, type TestUser } from '../harness.ts';
-import { artifactPath, launchBrowser, runBrowser, type TestBrowser } from './browser.ts';
-import { listeningApp } from './oauth-helpers.ts';
+import { createUser, type TestHarness, type TestUser } from '../harness.ts';
+import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 /** What the page's own scripts see; the test compiles without the DOM library. */
 interface LoadedImage {
@@ -36,21 +35,16 @@ describe.skipIf(!runBrowser)('connections page in a real browser (chromium)', ()
   /** Messages the browser logged (a CSP violation is one). */
   const logged: string[] = [];
 
-  beforeAll(async () => {
-    fake = await startFakeOAuthProvider();
-    h = await createHarness(
-      providersDirEnv(
+  browserSuite((s) => ({ h, app, base, browser } = s), {
+    llm: false,
+    viewport: { width: 900, height: 1000 },
+    start: async () => {
+      fake = await startFakeOAuthProvider();
+      return providersDirEnv(
         [acmeProvider, acmeTeamProvider, acmeRegionalProvider].map((p) => ({ fake, definition: p(fake.url) })),
-      ),
-    );
-    ({ app, base } = await listeningApp(h));
-    browser = await launchBrowser({ width: 900, height: 1000 });
-  }, 90_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await h?.close();
-    await fake?.close();
+      );
+    },
+    stop: async () => fake?.close(),
   });
 
   beforeEach(() => {
@@ -63,17 +57,14 @@ describe.skipIf(!runBrowser)('connections page in a real browser (chromium)', ()
 
   async function signedInPage(user: TestUser): Promise<Page> {
     await browser.context.clearCookies();
-    const page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    const page = await browser.newPage();
     page.on('console', (m) => {
       if (m.type() === 'error' || m.type() === 'warning') logged.push(m.text());
     });
     await page.goto(`${base}/account/connections`);
     // Signed out: sign-in first, then back to the page.
     expect(new URL(page.url()).pathname).toBe('/signin');
-    await page.getByLabel('E-mail').fill(user.account.email);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitSignIn(page, user);
     await page.getByRole('heading', { name: 'Connections', exact: true }).waitFor();
     expect(new URL(page.url()).pathname).toBe('/account/connections');
     return page;

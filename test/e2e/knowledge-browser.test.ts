@@ -1,11 +1,10 @@
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/types.ts';
 import { knowledgeJobs } from '../../src/modules/knowledge/jobs.ts';
-import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
-import { call, createHarness, createUser, type TestHarness } from '../harness.ts';
-import { artifactPath, launchBrowser, runBrowser, type TestBrowser } from './browser.ts';
-import { listeningApp } from './oauth-helpers.ts';
+import type { FakeLlm } from '../fakes/llm-upstream.ts';
+import { call, createUser, type TestHarness } from '../harness.ts';
+import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 /**
  * A person on the wiki page in a real browser: adds a source, watches its status move once the compiler ran,
@@ -18,32 +17,18 @@ describe.skipIf(!runBrowser)('knowledge page in a real browser (chromium)', () =
   let app: App;
   let base: string;
   let browser: TestBrowser;
-
-  beforeAll(async () => {
-    llm = await startFakeLlm();
-    h = await createHarness({ LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' });
-    ({ app, base } = await listeningApp(h, { LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' }));
-    browser = await launchBrowser({ width: 900, height: 1100 });
-  }, 90_000);
-  afterAll(async () => {
-    await browser?.close();
-    await h?.close();
-    await llm?.close();
-  });
+  browserSuite((s) => ({ h, llm, app, base, browser } = s), { viewport: { width: 900, height: 1100 } });
 
   it('adds a source, watches it compile, reads, searches, lints and sees the graph', async () => {
     const user = await createUser(app);
-    const page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    const page = await browser.newPage();
     const errors: string[] = [];
     page.on('console', (m) => {
       if (m.type() === 'error') errors.push(m.text());
     });
     await page.goto(`${base}/account/knowledge`);
     expect(new URL(page.url()).pathname).toBe('/signin');
-    await page.getByLabel('E-mail').fill(user.account.email);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitSignIn(page, user);
     await page.getByRole('heading', { name: 'Knowledge', exact: true }).waitFor();
     expect(await page.getByText('No pages yet: add a source below').isVisible()).toBe(true);
 

@@ -1,13 +1,12 @@
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { scheduledTasks } from '../../src/db/schema/index.ts';
 import type { App } from '../../src/http/types.ts';
 import { taskJobs } from '../../src/modules/scheduled-tasks/jobs.ts';
-import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
-import { call, createHarness, createUser, type TestHarness } from '../harness.ts';
+import type { FakeLlm } from '../fakes/llm-upstream.ts';
+import { call, createUser, type TestHarness } from '../harness.ts';
 import { runQueuedJobs } from '../jobs.ts';
-import { artifactPath, launchBrowser, runBrowser, type TestBrowser } from './browser.ts';
-import { listeningApp } from './oauth-helpers.ts';
+import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 /**
  * A person on the scheduled tasks page in a real browser: previews a schedule (in words, the next five runs in
@@ -20,28 +19,13 @@ describe.skipIf(!runBrowser)('scheduled tasks page in a real browser (chromium)'
   let app: App;
   let base: string;
   let browser: TestBrowser;
-  const env = () => ({ LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' });
-
-  beforeAll(async () => {
-    llm = await startFakeLlm();
-    h = await createHarness(env());
-    ({ app, base } = await listeningApp(h, env()));
-    browser = await launchBrowser({ width: 900, height: 1100 });
-  }, 90_000);
-  afterAll(async () => {
-    await browser?.close();
-    await h?.close();
-    await llm?.close();
-  });
+  browserSuite((s) => ({ h, llm, app, base, browser } = s), { viewport: { width: 900, height: 1100 } });
 
   it('previews, creates, pauses, enables, runs now with history, and deletes a task', async () => {
     const user = await createUser(app);
-    const page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    const page = await browser.newPage();
     await page.goto(`${base}/account/tasks`);
-    await page.getByLabel('E-mail').fill(user.account.email);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitSignIn(page, user);
     await page.getByRole('heading', { name: 'Scheduled tasks', exact: true }).waitFor();
     expect(await page.getByText('make an agent first').isVisible()).toBe(true);
     await call(app, 'POST', '/api/v1/agents', { token: user.sessionToken, body: { name: 'Planner' } });

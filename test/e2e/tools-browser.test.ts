@@ -1,9 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/types.ts';
-import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
-import { call, createHarness, createUser, type TestHarness } from '../harness.ts';
-import { artifactPath, launchBrowser, runBrowser, type TestBrowser } from './browser.ts';
-import { listeningApp } from './oauth-helpers.ts';
+import { call, createUser, type TestHarness } from '../harness.ts';
+import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 /**
  * A person on the tools and skills pages in a real browser: writes a tool (a refused schema keeps the form),
@@ -15,35 +13,19 @@ describe.skipIf(!runBrowser)('tools and skills pages in a real browser (chromium
   let app: App;
   let base: string;
   let browser: TestBrowser;
-  let llm: FakeLlm;
-
-  beforeAll(async () => {
-    // Agents need a model to be made; nothing here calls it.
-    llm = await startFakeLlm();
-    const env = { LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' };
-    h = await createHarness(env);
-    ({ app, base } = await listeningApp(h, env));
-    browser = await launchBrowser({ width: 1000, height: 1200 });
-  }, 90_000);
-  afterAll(async () => {
-    await browser?.close();
-    await h?.close();
-    await llm?.close();
-  });
+  // The fake LLM is there because agents need a model to be made; nothing here calls it.
+  browserSuite((s) => ({ h, app, base, browser } = s), { viewport: { width: 1000, height: 1200 } });
 
   it('creates a tool, edits its code and schema, runs a test and sees the result', async () => {
     const user = await createUser(app);
-    const page = await browser.context.newPage();
-    page.setDefaultTimeout(20_000);
+    const page = await browser.newPage(20_000);
     const errors: string[] = [];
     page.on('console', (m) => {
       if (m.type() === 'error') errors.push(m.text());
     });
     await page.goto(`${base}/account/tools`);
     expect(new URL(page.url()).pathname).toBe('/signin');
-    await page.getByLabel('E-mail').fill(user.account.email);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitSignIn(page, user);
     await page.getByRole('heading', { name: 'Tools', exact: true }).waitFor();
     expect(await page.getByText('No tools yet').isVisible()).toBe(true);
 
@@ -152,12 +134,9 @@ describe.skipIf(!runBrowser)('tools and skills pages in a real browser (chromium
   it('creates, edits and deletes a skill', async () => {
     const user = await createUser(app);
     await browser.context.clearCookies();
-    const page = await browser.context.newPage();
-    page.setDefaultTimeout(20_000);
+    const page = await browser.newPage(20_000);
     await page.goto(`${base}/signin?return_to=/account/skills`);
-    await page.getByLabel('E-mail').fill(user.account.email);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitSignIn(page, user);
     await page.getByRole('heading', { name: 'Skills', exact: true }).waitFor();
 
     await page.getByLabel('Name').fill('Weekly report');

@@ -1,11 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/types.ts';
-import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
-import { call, createHarness, createUser, type TestHarness } from '../harness.ts';
-import { artifactPath, launchBrowser, runBrowser, type TestBrowser } from './browser.ts';
-import { listeningApp } from './oauth-helpers.ts';
+import type { FakeLlm } from '../fakes/llm-upstream.ts';
+import { call, createUser } from '../harness.ts';
+import { artifactPath, browserSuite, runBrowser, type TestBrowser } from './browser.ts';
 
 /**
  * The web chat widget on a plain HTML page of another site, in a real browser: the bubble opens the chat, a
@@ -13,7 +12,6 @@ import { listeningApp } from './oauth-helpers.ts';
  * localStorage), and a page whose origin the channel does not allow sees the refusal.
  */
 describe.skipIf(!runBrowser)('web chat widget in a real browser (chromium)', () => {
-  let h: TestHarness;
   let llm: FakeLlm;
   let app: App;
   let base: string;
@@ -22,28 +20,24 @@ describe.skipIf(!runBrowser)('web chat widget in a real browser (chromium)', () 
   let siteOrigin: string;
   let channelOf: Record<string, string> = {};
 
-  beforeAll(async () => {
-    llm = await startFakeLlm();
-    const env = { LLM_BASE_URL: llm.url, LLM_MODELS: 'fake-model=1000000/2000000' };
-    h = await createHarness(env);
-    ({ app, base } = await listeningApp(h, env));
-    // The shop's own site: a plain page that embeds the widget, on another origin than the service.
-    site = createServer((req, res) => {
-      const id = channelOf[(req.url ?? '/').slice(1)] ?? '';
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      res.end(
-        `<!doctype html><html lang="en"><head><title>Shop</title></head><body><h1>Anvils for sale</h1><script src="${base}/webchat/widget.js" data-channel-id="${id}"></script></body></html>`,
-      );
-    });
-    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
-    siteOrigin = `http://localhost:${(site.address() as AddressInfo).port}`;
-    browser = await launchBrowser({ width: 900, height: 800 });
-  }, 90_000);
-  afterAll(async () => {
-    await browser?.close();
-    await new Promise<void>((r) => site?.close(() => r()));
-    await h?.close();
-    await llm?.close();
+  browserSuite((s) => ({ llm, app, base, browser } = s), {
+    viewport: { width: 900, height: 800 },
+    // The shop's own site: a plain page that embeds the widget, on another origin than the service (it reads
+    // `base` per request, so it can start before the app).
+    start: async () => {
+      site = createServer((req, res) => {
+        const id = channelOf[(req.url ?? '/').slice(1)] ?? '';
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end(
+          `<!doctype html><html lang="en"><head><title>Shop</title></head><body><h1>Anvils for sale</h1><script src="${base}/webchat/widget.js" data-channel-id="${id}"></script></body></html>`,
+        );
+      });
+      await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+      siteOrigin = `http://localhost:${(site.address() as AddressInfo).port}`;
+      return {};
+    },
+    // After the browser, whose kept-alive connections would hold it open.
+    stop: () => new Promise<void>((r) => site?.close(() => r())),
   });
 
   const makeChannel = async (allowedOrigins: string[]) => {
@@ -62,8 +56,7 @@ describe.skipIf(!runBrowser)('web chat widget in a real browser (chromium)', () 
   it('opens from the bubble, streams the reply, and keeps the conversation across a reload', async () => {
     const channel = await makeChannel([siteOrigin]);
     channelOf = { ...channelOf, shop: channel.id };
-    const page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    const page = await browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${siteOrigin}/shop`);
@@ -102,8 +95,7 @@ describe.skipIf(!runBrowser)('web chat widget in a real browser (chromium)', () 
   it('shows the refusal on a page whose origin the channel does not allow', async () => {
     const channel = await makeChannel(['https://only-this.example']);
     channelOf = { ...channelOf, other: channel.id };
-    const page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    const page = await browser.newPage();
     await page.goto(`${siteOrigin}/other`);
     await page.getByRole('button', { name: 'Open chat' }).click();
     await page.getByLabel('Message').fill('Hello?');

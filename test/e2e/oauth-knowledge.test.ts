@@ -94,6 +94,21 @@ describe('OAuth grants limited to some knowledge bases', () => {
     );
   }
 
+  /** The authorization request's URL for `params`, with PKCE (S256) and `state`. */
+  const authorizationUrl = (
+    cfg: client.Configuration,
+    params: Record<string, string>,
+    challenge: string,
+    state: string,
+  ) =>
+    client.buildAuthorizationUrl(cfg, {
+      redirect_uri: redirectUri,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state,
+      ...params,
+    }).href;
+
   /** One authorization through sign-in and (if asked) consent; the redirect back to the app. */
   async function authorize(
     cfg: client.Configuration,
@@ -103,18 +118,24 @@ describe('OAuth grants limited to some knowledge bases', () => {
   ) {
     const { verifier, challenge } = pkcePair();
     const state = client.randomState();
-    const url = client.buildAuthorizationUrl(cfg, {
-      redirect_uri: redirectUri,
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-      state,
-      ...params,
-    });
-    const done = await authorizeInBrowser(new Browser(base), url.href, login(u), consentForm ? { consentForm } : {});
+    const url = authorizationUrl(cfg, params, challenge, state);
+    const done = await authorizeInBrowser(new Browser(base), url, login(u), consentForm ? { consentForm } : {});
     const tokens = async () =>
       client.authorizationCodeGrant(cfg, new URL(done.redirect), { pkceCodeVerifier: verifier, expectedState: state });
     return { ...done, tokens };
   }
+
+  /** An authorization request for the bases `knowledgeBaseIds` names, from a fresh browser followed by hand. */
+  async function askForBases(cfg: client.Configuration, knowledgeBaseIds: string) {
+    const { challenge } = pkcePair();
+    const url = authorizationUrl(cfg, { scope: 'account', knowledge_base_ids: knowledgeBaseIds }, challenge, 's');
+    const browser = new Browser(base);
+    return { browser, step: await browser.follow(url) };
+  }
+
+  /** Sends the sign-in form of `page` as `u`. */
+  const signIn = (browser: Browser, page: string, u: TestUser) =>
+    browser.follow(formAction(page, '/login'), { form: { csrf: csrfOf(page), ...login(u) } });
 
   const useAgent = async (token: string, prompt: string) => {
     const mcp = new Client({ name: 'oauth-knowledge-test', version: '1.0.0' });
@@ -326,17 +347,7 @@ describe('OAuth grants limited to some knowledge bases', () => {
       ['kb_\u0000', 'knowledge_base_ids holds something that is not a knowledge base id: "kb_\\u0000"'],
       [many, 'knowledge_base_ids may name at most 50 knowledge bases'],
     ] as const) {
-      const { challenge } = pkcePair();
-      const url = client.buildAuthorizationUrl(cfg, {
-        redirect_uri: redirectUri,
-        code_challenge: challenge,
-        code_challenge_method: 'S256',
-        state: 's',
-        scope: 'account',
-        knowledge_base_ids: value,
-      });
-      const browser = new Browser(base);
-      const res = await browser.follow(url.href);
+      const { browser, step: res } = await askForBases(cfg, value);
       expect('redirect' in res, JSON.stringify(value)).toBe(true);
       const to = new URL('redirect' in res ? res.redirect : '');
       expect(to.searchParams.get('error'), JSON.stringify(value)).toBe('invalid_request');
@@ -349,21 +360,11 @@ describe('OAuth grants limited to some knowledge bases', () => {
     const u = await createUser(app);
     const { def, other } = await basesOf(u);
     const cfg = await partnerClient();
-    const { challenge } = pkcePair();
-    const url = client.buildAuthorizationUrl(cfg, {
-      redirect_uri: redirectUri,
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-      state: 's',
-      scope: 'account',
-      knowledge_base_ids: other,
-    });
-    const browser = new Browser(base);
-    let step = await browser.follow(url.href);
+    const asked = await askForBases(cfg, other);
+    const browser = asked.browser;
+    let step = asked.step;
     if (!('page' in step)) throw new Error('expected the sign-in page');
-    step = await browser.follow(formAction(step.page, '/login'), {
-      form: { csrf: csrfOf(step.page), ...login(u) },
-    });
+    step = await signIn(browser, step.page, u);
     if (!('page' in step)) throw new Error('expected the consent page');
     const confirm = formAction(step.page, '/confirm');
     for (const [form, message] of [
@@ -398,22 +399,10 @@ describe('OAuth grants limited to some knowledge bases', () => {
       fc.asyncProperty(fc.array(piece, { minLength: 1, maxLength: 4 }), async (parts) => {
         const value = parts.join(',');
         const label = JSON.stringify(value);
-        const { challenge } = pkcePair();
-        const url = client.buildAuthorizationUrl(cfg, {
-          redirect_uri: redirectUri,
-          code_challenge: challenge,
-          code_challenge_method: 'S256',
-          state: 's',
-          scope: 'account',
-          knowledge_base_ids: value,
-        });
-        const browser = new Browser(base);
-        let step = await browser.follow(url.href);
-        if ('page' in step && step.page.includes('/login"')) {
-          step = await browser.follow(formAction(step.page, '/login'), {
-            form: { csrf: csrfOf(step.page), ...login(u) },
-          });
-        }
+        const asked = await askForBases(cfg, value);
+        const browser = asked.browser;
+        let step = asked.step;
+        if ('page' in step && step.page.includes('/login"')) step = await signIn(browser, step.page, u);
         if ('page' in step) {
           expect(step.status, label).toBe(200);
           expect(step.page, label).toContain('/confirm"');

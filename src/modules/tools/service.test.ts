@@ -113,7 +113,11 @@ describe('custom tools API and agent links', () => {
         'The name memory-save belongs to a built-in tool: choose another',
       );
       expect((await refused({ name: 'skill-load' })).message).toContain('belongs to a built-in tool');
-      await makeTool(u);
+      const mine = await makeTool(u);
+      // Renaming to a built-in tool's name is refused the same way.
+      const renamed = await call(h.app, 'PUT', `/api/v1/tools/${mine.id}`, { ...as(u), body: { name: 'tasks-list' } });
+      expect(renamed.statusCode).toBe(422);
+      expect(renamed.json().message).toBe('The name tasks-list belongs to a built-in tool: choose another');
       const taken = await call(h.app, 'POST', '/api/v1/tools', { ...as(u), body: weather });
       expect(taken.statusCode).toBe(409);
       expect(taken.json().message).toBe('A tool named "weather_lookup" already exists');

@@ -75,11 +75,20 @@ async function builtInTools(ctx: ServiceContext, groups: readonly BuiltInToolGro
   }
 }
 
-/** Names a custom tool may not take: the built-in tools' (provider tools aside) and the tool catalogue's. */
-async function reservedNames(ctx: ServiceContext): Promise<Set<string>> {
-  const groups = [...AVAILABLE_GROUPS].filter((g) => g !== 'provider-tools');
-  const names = (await builtInTools(ctx, groups)).map((t) => t.name);
-  return new Set([...names, ...CATALOG_TOOLS.map((t) => t.function.name), 'execute-code', 'skill-load']);
+let reserved: ReadonlySet<string> | undefined;
+
+/**
+ * Names a custom tool may not take: the built-in tools' (provider tools aside) and the tool catalogue's. They
+ * are the same for every account (the probe agent has no linked tools; the callers hold `agents-all`), so the
+ * set is made by the first create or update and kept for the life of the process.
+ */
+async function reservedNames(ctx: ServiceContext): Promise<ReadonlySet<string>> {
+  if (!reserved) {
+    const groups = [...AVAILABLE_GROUPS].filter((g) => g !== 'provider-tools');
+    const names = (await builtInTools(ctx, groups)).map((t) => t.name);
+    reserved = new Set([...names, ...CATALOG_TOOLS.map((t) => t.function.name), 'execute-code', 'skill-load']);
+  }
+  return reserved;
 }
 
 async function checkTool(

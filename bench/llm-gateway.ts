@@ -126,10 +126,11 @@ function medianResult(results: Result[]): Result {
 }
 
 /** The gateway's credit writes so far (its /metrics). */
-async function creditWrites(base: string): Promise<{ takes: number; batches: number }> {
+async function creditWrites(base: string): Promise<{ takes: number; batches: number; waits: number }> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const of = (kind: string) => Number(new RegExp(`credit_writes\\{kind="${kind}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
-  return { takes: of('lease_takes'), batches: of('batches') };
+  const waits = Number(/credit_lease_waits (\d+)/.exec(text)?.[1] ?? 0);
+  return { takes: of('lease_takes'), batches: of('batches'), waits };
 }
 
 export async function benchLlmGateway(): Promise<void> {
@@ -168,7 +169,7 @@ export async function benchLlmGateway(): Promise<void> {
         const gwUrl = new URL(server.url);
         console.log(`\n## LLM gateway on ${database.name}: ${DURATION_MS / 1000} s a measurement (latencies in ms)`);
         console.log(
-          'upstream mode   conc | direct rps   bare rps ratio    gw rps ratio | direct p50 bare+p50 gw+p50 | direct p99 bare+p99 gw+p99 | writes/100 req | cpu µs/req up bare gw client | load',
+          'upstream mode   conc | direct rps   bare rps ratio    gw rps ratio | direct p50 bare+p50 gw+p50 | direct p99 bare+p99 gw+p99 |   writes/100 req   | cpu µs/req up bare gw client | load',
         );
         for (const { model, label } of MODELS) {
           for (const stream of [false, true].filter((s) => MODES.includes(s ? 'stream' : 'json'))) {
@@ -207,9 +208,10 @@ export async function benchLlmGateway(): Promise<void> {
               const [direct, floor, gw] = [of('direct'), of('floor'), of('gw')];
               const errors = direct.errors + floor.errors + gw.errors;
               served ||= 1;
-              const writes = `${((100 * (after.takes - before.takes)) / served).toFixed(1)} t ${((100 * (after.batches - before.batches)) / served).toFixed(1)} b`;
+              const per100 = (k: 'takes' | 'batches' | 'waits') => ((100 * (after[k] - before[k])) / served).toFixed(1);
+              const writes = `${per100('takes')} t ${per100('batches')} b ${per100('waits')} w`;
               console.log(
-                `${label.padEnd(8)} ${(stream ? 'ttfb' : 'json').padEnd(4)} ${String(c).padStart(5)} |${num(direct.rps, 0)}   ${num(floor.rps, 0)} ${(floor.rps / direct.rps).toFixed(2)}   ${num(gw.rps, 0)}  ${(gw.rps / direct.rps).toFixed(2)} |${num(direct.p50)}${num(floor.p50 - direct.p50)}${num(gw.p50 - direct.p50)} |${num(direct.p99)}${num(floor.p99 - direct.p99)}${num(gw.p99 - direct.p99)} | ${writes.padStart(14)} | ${[direct.cpu, floor.cpu, gw.cpu, gw.clientCpu].map((x) => x.toFixed(0).padStart(5)).join(' ')} | ${loadavg()[0]?.toFixed(1)}${errors ? ` (${errors} errors)` : ''}`,
+                `${label.padEnd(8)} ${(stream ? 'ttfb' : 'json').padEnd(4)} ${String(c).padStart(5)} |${num(direct.rps, 0)}   ${num(floor.rps, 0)} ${(floor.rps / direct.rps).toFixed(2)}   ${num(gw.rps, 0)}  ${(gw.rps / direct.rps).toFixed(2)} |${num(direct.p50)}${num(floor.p50 - direct.p50)}${num(gw.p50 - direct.p50)} |${num(direct.p99)}${num(floor.p99 - direct.p99)}${num(gw.p99 - direct.p99)} | ${writes.padStart(18)} | ${[direct.cpu, floor.cpu, gw.cpu, gw.clientCpu].map((x) => x.toFixed(0).padStart(5)).join(' ')} | ${loadavg()[0]?.toFixed(1)}${errors ? ` (${errors} errors)` : ''}`,
               );
             }
           }
@@ -224,7 +226,10 @@ export async function benchLlmGateway(): Promise<void> {
     console.log(
       ' what the bare relay and the gateway add to the direct call; each figure the median of BENCH_ROUNDS; writes:',
     );
-    console.log(' lease takes (t) and group-commit batches (b) per 100 gateway requests, warm-up included;');
+    console.log(
+      ' lease takes (t), group-commit batches (b) and requests that waited on a take (w) per 100 gateway requests,',
+    );
+    console.log(' warm-up included;');
     console.log(
       ' cpu: CPU time per request of the upstream (direct run), the bare relay and the gateway (its process only, not',
     );

@@ -53,7 +53,7 @@ export function registerMetrics(app: FastifyInstance, database: Database): void 
 
   new Gauge({
     name: 'credit_writes',
-    help: "This instance's credit writes: lease takes (on a request's path), batches and the charges they wrote",
+    help: "This instance's credit writes: lease takes (on a request's path or ahead of it), batches and the charges they wrote",
     labelNames: ['kind'] as const,
     registers: [registry],
     collect() {
@@ -61,6 +61,15 @@ export function registerMetrics(app: FastifyInstance, database: Database): void 
       this.set({ kind: 'lease_takes' }, s.takes);
       this.set({ kind: 'batches' }, s.batches);
       this.set({ kind: 'charges' }, s.charges);
+    },
+  });
+
+  new Gauge({
+    name: 'credit_lease_waits',
+    help: 'Requests of this instance that waited on a lease take (a database write on their path) before admission',
+    registers: [registry],
+    collect() {
+      this.set(creditStats(app.deps).waits);
     },
   });
 

@@ -62,7 +62,7 @@ describe('credit bank: lease sizing, batch bound and retries', () => {
   const expectWhole = async (id: string) =>
     expect((await balanceOf(id)) + (await leased(id))).toBe(await ledgerSum(id));
 
-  it('tops a lease that runs low up from the balance, sized from the account’s recent rate', async () => {
+  it('tops a lease that runs low up from the balance, sized from the account’s recent rate, before it runs out', async () => {
     const b = bank();
     const u = await createUser(h.app);
     const id = u.account.id;
@@ -72,12 +72,13 @@ describe('credit bank: lease sizing, batch bound and retries', () => {
     // Overlapping the first, it takes the rate of the last second (2 requests, 200 credits): 200 more.
     const h2 = await b.hold(id, 100);
     expect([b.stats.takes, await leased(id), await balanceOf(id)]).toEqual([2, 300, 99_700]);
-    // Served from the lease in memory: no write.
+    // Served from the lease in memory; it leaves the lease below half of what its take left free (200), so a
+    // top-up to the rate (now 300 credits a second) starts in the background.
     const h3 = await b.hold(id, 100);
-    expect([b.stats.takes, await leased(id), await balanceOf(id)]).toEqual([2, 300, 99_700]);
-    // The lease ran out: one statement tops it up by the rate, now 400 credits a second.
+    expect(b.stats.takes).toBe(3);
+    // The next request finds its credits there: no take on its path.
     const h4 = await b.hold(id, 100);
-    expect([b.stats.takes, await leased(id), await balanceOf(id)]).toEqual([3, 700, 99_300]);
+    expect([b.stats.takes, await leased(id), await balanceOf(id)]).toEqual([3, 600, 99_400]);
     // Each request was admitted against the stored balance plus the lease's free credits.
     expect([h1, h2, h3, h4].map((x) => x.balanceBefore)).toEqual([100_000, 99_900, 99_800, 99_700]);
 
@@ -87,6 +88,35 @@ describe('credit bank: lease sizing, batch bound and retries', () => {
     expect(await leased(id)).toBe(0);
     expect(await balanceOf(id)).toBe(100_000 - 4 * 30);
     expect((await charges(id)).map((r) => r.amount)).toEqual([-30, -30, -30, -30]);
+  });
+
+  it('tops a steady stream’s lease up ahead of need: no request waits on a take once the lease is sized', async () => {
+    let clock = 1_000_000;
+    const b = bank(() => clock);
+    const u = await createUser(h.app);
+    const id = u.account.id;
+    // 200 requests a second (5 ms apart by the bank's clock), 10 in flight, each costing its whole hold: the
+    // lease is spent quickly and topped up again and again.
+    const inFlight: Array<{ hold: BankHold; n: number }> = [];
+    let waitsAfterWarmUp = 0;
+    for (let n = 0; n < 400; n++) {
+      clock += 5;
+      if (n === 200) waitsAfterWarmUp = b.stats.waits; // the rate is known: a second of requests
+      inFlight.push({ hold: await b.hold(id, 50), n });
+      if (inFlight.length > 10) {
+        const done = inFlight.shift();
+        if (done) void b.settle(done.hold, charge(50, done.n));
+      }
+      await new Promise((r) => setTimeout(r, 1)); // the database answers meanwhile, as between real requests
+    }
+    expect(b.stats.waits - waitsAfterWarmUp).toBe(0);
+    expect(b.stats.takes).toBeGreaterThan(3);
+    await Promise.all(inFlight.map((f) => b.settle(f.hold, charge(50, f.n))));
+    await b.returnIdle();
+    expect(await leased(id)).toBe(0);
+    expect(await balanceOf(id)).toBe(100_000 - 400 * 50);
+    expect(await charges(id)).toHaveLength(400);
+    await expectWhole(id);
   });
 
   it('never leases more than half of what is available, however high the rate; a request’s own hold still goes', async () => {
@@ -99,11 +129,12 @@ describe('credit bank: lease sizing, batch bound and retries', () => {
     await b.settle(big, charge(0, 0));
     expect([await balanceOf(id), await leased(id)]).toEqual([10_000, 0]);
 
-    const h1 = await b.hold(id, 1); // alone: its own hold
-    expect(await balanceOf(id)).toBe(9999);
-    // The rate asks for 8,002 more; half of the 9,999 available is 4,999.
-    const h2 = await b.hold(id, 1);
+    // Following it within the second, the next request's lease is sized from the rate (8,001 credits), bounded
+    // by half of the 10,000 available: 5,000. The one after is served from it in memory.
+    const h1 = await b.hold(id, 1);
     expect([await leased(id), await balanceOf(id)]).toEqual([5000, 5000]);
+    const h2 = await b.hold(id, 1);
+    expect([b.stats.takes, await leased(id), await balanceOf(id)]).toEqual([2, 5000, 5000]);
     // A hold larger than half of what is available is still admitted whole (balance + free > 0): it takes
     // exactly its need, 5,000, of which 4,998 were free in the lease already.
     const h3 = await b.hold(id, 5000);
@@ -123,12 +154,13 @@ describe('credit bank: lease sizing, batch bound and retries', () => {
     await setBalance(id, 10 * LEASE_MAX_CREDITS);
     const big = await b.hold(id, 3 * LEASE_MAX_CREDITS);
     await b.settle(big, charge(0, 0));
+    // The rate asks for 3 × LEASE_MAX_CREDITS + 1 and half of the balance is 5 ×: the cap decides.
     const h1 = await b.hold(id, 1);
-    // The rate asks for 3 × LEASE_MAX_CREDITS + 2 and half of the balance is about 5 ×: the cap decides.
-    const h2 = await b.hold(id, 1);
-    expect(await leased(id)).toBe(1 + LEASE_MAX_CREDITS);
-    expect(await balanceOf(id)).toBe(10 * LEASE_MAX_CREDITS - 1 - LEASE_MAX_CREDITS);
-    expect(b.free(id)).toBe(LEASE_MAX_CREDITS - 1);
+    expect(await leased(id)).toBe(LEASE_MAX_CREDITS);
+    const h2 = await b.hold(id, 1); // served from the lease
+    expect(await leased(id)).toBe(LEASE_MAX_CREDITS);
+    expect(await balanceOf(id)).toBe(10 * LEASE_MAX_CREDITS - LEASE_MAX_CREDITS);
+    expect(b.free(id)).toBe(LEASE_MAX_CREDITS - 2);
     await Promise.all([h1, h2].map((x, i) => b.settle(x, charge(2, i + 1))));
     await b.returnIdle();
     expect(await balanceOf(id)).toBe(10 * LEASE_MAX_CREDITS - 4);
@@ -201,6 +233,7 @@ describe('credit bank: lease sizing, batch bound and retries', () => {
     const u = await createUser(h.app);
     const id = u.account.id;
     const holds = await Promise.all(Array.from({ length: 20 }, () => b.hold(id, 40)));
+    await b.takesDone(); // a top-up ahead of need may still be on its way
     const leasedBefore = await leased(id);
     const undo = await failBatches(id, 2);
     try {
@@ -245,6 +278,7 @@ describe('credit bank: lease sizing, batch bound and retries', () => {
     const u = await createUser(h.app);
     const id = u.account.id;
     const holds: BankHold[] = await Promise.all(Array.from({ length: 10 }, () => b.hold(id, 40)));
+    await b.takesDone();
     const leasedBefore = await leased(id);
     const locker = new pg.Client({ connectionString: h.config.databaseUrl });
     await locker.connect();

@@ -106,7 +106,7 @@ describe('credit bank: group commit and leases', () => {
       const hold = await b.hold(u.account.id, 20);
       background.track('settle', b.settle(hold, charge(2, i)));
     }
-    // One at a time, each of the first LEASE_BUSY_RATE leases its own hold; then one lease serves the rest.
+    // One at a time: the first leases its own hold; from the second on, a lease sized from the rate serves them.
     expect(b.stats.takes).toBeLessThanOrEqual(LEASE_BUSY_RATE + 2);
     await background.drain();
     expect(await leaseRows(u.account.id)).toEqual([]);

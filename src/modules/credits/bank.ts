@@ -29,8 +29,12 @@ export const LEASE_TTL_MS = 2 * 60 * 1000;
 export const LEASE_IDLE_MS = 1000;
 export const LEASE_MAX_CREDITS = 1_000_000;
 export const LEASE_RATE_SECONDS = 1;
-/** Requests a second from which one at a time still get a sized lease (fewer: each leases its own hold). */
-export const LEASE_BUSY_RATE = 10;
+/**
+ * Requests of an account within about a second from which one at a time still get a sized lease: a client
+ * sending one request after another is served from memory from its second request on; a lone request leases its
+ * own hold and gives it back with its charge.
+ */
+export const LEASE_BUSY_RATE = 2;
 /**
  * Group commit: charges wait at most this long for others to share their write (on PGlite a statement runs on
  * the service's own thread, so fewer of them matter more): the window conversation writes use too...
@@ -49,6 +53,8 @@ interface Lease {
   holds: number;
   /** Sized for a rate, not one request: kept while idle for LEASE_IDLE_MS. */
   sized: boolean;
+  /** Its free credits right after its last take: below half of that, it is topped up early. */
+  topped: number;
   /** The balance the last write on this account answered (without any lease). */
   dbBalance: number;
   lastUsed: number;
@@ -118,8 +124,11 @@ class RecentRate {
 }
 
 export class CreditBank {
-  /** Writes so far: lease takes (on the request's path) and batches (after the answer). */
-  readonly stats = { takes: 0, batches: 0, charges: 0 };
+  /**
+   * Writes so far: lease takes and batches (after the answer), the charges batches wrote, and the requests
+   * that waited on a take (a write on their path).
+   */
+  readonly stats = { takes: 0, batches: 0, charges: 0, waits: 0 };
   private readonly leases = new Map<string, Lease>();
   private queue: Queued[] = [];
   private readonly rate = new RecentRate();
@@ -160,13 +169,20 @@ export class CreditBank {
     const need = Math.max(0, Math.ceil(amount));
     const now = this.clock();
     this.rate.add(accountId, need, now);
+    let waited = false;
     for (;;) {
       const lease = this.leases.get(accountId);
+      if (lease && lease.granted - lease.held >= need) {
+        const hold = this.admit(lease, need, now);
+        this.topUpEarly(lease, now);
+        return hold;
+      }
+      if (!waited) this.stats.waits++;
+      waited = true;
       if (lease?.taking) {
         await lease.taking.catch(() => {});
         continue;
       }
-      if (lease && lease.granted - lease.held >= need) return this.admit(lease, need, now);
       // A lease of the account is being given back: take once its credits are in the balance again.
       if (this.batch && this.returning.has(accountId)) {
         await this.batch.catch(() => {});
@@ -194,13 +210,14 @@ export class CreditBank {
       held: 0,
       holds: 0,
       sized: false,
+      topped: 0,
       dbBalance: 0,
       lastUsed: now,
       closeWanted: false,
     };
     if (!current) this.leases.set(accountId, lease);
     const free = lease.granted - lease.held;
-    // Sized from the rate while requests overlap or follow each other closely (LEASE_BUSY_RATE a second);
+    // Sized from the rate while requests overlap or follow each other (LEASE_BUSY_RATE within about a second);
     // otherwise a lease is one request's hold.
     const recent = this.rate.of(accountId, now);
     const want =
@@ -239,7 +256,43 @@ export class CreditBank {
     lease.granted += taken.take - free;
     lease.dbBalance = taken.balance;
     if (taken.take > need) lease.sized = true;
+    lease.topped = taken.take;
     return this.admit(lease, need, now);
+  }
+
+  /**
+   * A sized lease whose free credits fell below half of what its last take left free is topped up in the
+   * background, to the account's recent rate, before a request finds it short: a steady stream of requests
+   * never waits on a take, and a growing one takes a few times larger each time. It asks for nothing beyond
+   * what is free (`need` = free), so it never takes the balance below zero and never refuses anyone: a refusal
+   * or a failure only means no top-up (a request then short of credits takes on its path, as without it).
+   */
+  private topUpEarly(lease: Lease, now: number): void {
+    if (!lease.sized || lease.taking || this.closed) return;
+    const free = lease.granted - lease.held;
+    if (free * 2 >= lease.topped) return;
+    const rate = this.rate.of(lease.accountId, now).credits * LEASE_RATE_SECONDS;
+    const taking = repo.takeLease(this.db, {
+      id: lease.id,
+      accountId: lease.accountId,
+      need: free,
+      want: Math.min(LEASE_MAX_CREDITS, Math.max(rate, lease.topped)),
+      free,
+      expiresAt: new Date(now + LEASE_TTL_MS),
+    });
+    lease.taking = taking;
+    this.stats.takes++;
+    taking
+      .then((taken) => {
+        if (!taken) return;
+        lease.granted += taken.take - free;
+        lease.dbBalance = taken.balance;
+        lease.topped = taken.take;
+      })
+      .catch((err: unknown) => this.log.warn({ err }, 'credits: topping a lease up early failed'))
+      .finally(() => {
+        lease.taking = undefined;
+      });
   }
 
   /** A lease nothing was taken into and nothing holds from: drop it from memory (no row was written). */
@@ -399,8 +452,15 @@ export class CreditBank {
     lease.idle = undefined;
   }
 
+  /** Resolves once no take is in flight (a top-up ahead of need included). */
+  async takesDone(): Promise<void> {
+    await Promise.all([...this.leases.values()].map((lease) => lease.taking?.catch(() => {})));
+  }
+
   /** Writes what is queued and gives back every lease no request holds from (tests, and shutdown). */
   async returnIdle(): Promise<void> {
+    // A top-up still in flight would leave its credits in a row nothing gives back until it expires.
+    await this.takesDone();
     await this.flush();
     for (const lease of this.leases.values()) if (lease.holds === 0) lease.closeWanted = true;
     await this.flush();

@@ -76,10 +76,10 @@ export function leasedCredits(deps: Deps, accountId: string): number {
   return banks.get(deps)?.free(accountId) ?? 0;
 }
 
-/** Writes this instance's credits made so far (lease takes, batches, charges): tests and /metrics read them. */
+/** This instance's credit writes so far (lease takes, batches, charges, requests that waited on a take). */
 export function creditStats(deps: Deps): CreditBank['stats'] {
   // A scrape never makes a bank (nor its timer): none yet means nothing written yet.
-  return banks.get(deps)?.stats ?? { takes: 0, batches: 0, charges: 0 };
+  return banks.get(deps)?.stats ?? { takes: 0, batches: 0, charges: 0, waits: 0 };
 }
 
 /** Writes every queued charge and gives back the leases no request holds from (tests read the balance after). */

@@ -13,22 +13,24 @@ export async function* readSse(body: AsyncIterable<Uint8Array | string>): AsyncG
   let data: string[] = [];
   for await (const piece of body) {
     buffer += typeof piece === 'string' ? piece : decoder.decode(piece, { stream: true });
+    // Lines are read where they stand; only the unfinished last one is kept for the next piece.
+    let start = 0;
     let nl = buffer.indexOf('\n');
     while (nl >= 0) {
-      let line = buffer.slice(0, nl);
-      buffer = buffer.slice(nl + 1);
-      if (line.endsWith('\r')) line = line.slice(0, -1);
-      if (line === '') {
-        if (data.length) yield { event, data: data.join('\n') };
+      const end = nl > start && buffer.charCodeAt(nl - 1) === 13 ? nl - 1 : nl; // without a trailing \r
+      if (end === start) {
+        if (data.length) yield { event, data: data.length === 1 ? (data[0] as string) : data.join('\n') };
         event = undefined;
         data = [];
-      } else if (line.startsWith('data:')) {
-        data.push(line.slice(line[5] === ' ' ? 6 : 5));
-      } else if (line.startsWith('event:')) {
-        event = line.slice(6).trim();
+      } else if (buffer.startsWith('data:', start)) {
+        data.push(buffer.slice(start + (buffer.charCodeAt(start + 5) === 32 ? 6 : 5), end));
+      } else if (buffer.startsWith('event:', start)) {
+        event = buffer.slice(start + 6, end).trim();
       }
-      nl = buffer.indexOf('\n');
+      start = nl + 1;
+      nl = buffer.indexOf('\n', start);
     }
+    if (start) buffer = buffer.slice(start);
   }
   if (data.length) yield { event, data: data.join('\n') };
 }

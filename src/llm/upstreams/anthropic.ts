@@ -1,4 +1,3 @@
-import { readSse } from '../../lib/sse.ts';
 import type { CatalogModel } from '../catalog.ts';
 import type {
   ChatChunk,
@@ -12,7 +11,7 @@ import type {
   Usage,
 } from '../types.ts';
 import { UpstreamError } from '../types.ts';
-import { classifyTransportError, postUpstream } from './http.ts';
+import { classifyTransportError, postUpstream, upstreamEvents } from './http.ts';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 
@@ -54,7 +53,7 @@ export function anthropicUpstream(opts: { baseUrl: string; apiKey: string | unde
       const res = await postUpstream(url, headers, payload, signal, opts.timeoutMs);
       const translate = streamTranslator(model.id);
       try {
-        for await (const ev of readSse(res.body)) {
+        for await (const ev of upstreamEvents(res)) {
           const { chunks, done } = translate(JSON.parse(ev.data) as StreamEvent);
           yield* chunks;
           if (done) return;

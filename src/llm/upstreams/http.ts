@@ -1,4 +1,5 @@
 import { Agent, errors, request } from 'undici';
+import { readSse, type SseEvent } from '../../lib/sse.ts';
 import { UpstreamError } from '../types.ts';
 
 /**
@@ -11,7 +12,29 @@ const agent = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000
 export interface UpstreamResponse {
   statusCode: number;
   headers: Record<string, string | string[] | undefined>;
-  body: AsyncIterable<Uint8Array> & { json(): Promise<unknown>; text(): Promise<string>; dump(): Promise<void> };
+  body: AsyncIterable<Uint8Array> & {
+    json(): Promise<unknown>;
+    text(): Promise<string>;
+    dump(): Promise<void>;
+    iterator(opts: { destroyOnReturn: boolean }): AsyncIterable<Uint8Array>;
+  };
+}
+
+/**
+ * The Server-Sent Events of an upstream answer. A reader that stops early (at the stream's last event, or
+ * gone) leaves the body whole instead of destroying it, which made an AbortError and its stack trace for
+ * every stream (about a tenth of a stream's CPU time in the gateway): what remains, usually only the end of
+ * the answer, is read in the background (`dump`: at most 128 KB, then destroyed), which also gives the
+ * connection back to the pool.
+ */
+export async function* upstreamEvents(res: UpstreamResponse): AsyncGenerator<SseEvent> {
+  let ended = false;
+  try {
+    yield* readSse(res.body.iterator({ destroyOnReturn: false }));
+    ended = true;
+  } finally {
+    if (!ended) void res.body.dump().catch(() => {});
+  }
 }
 
 export async function postUpstream(

@@ -1,7 +1,6 @@
-import { readSse } from '../../lib/sse.ts';
 import type { ChatChunk, ChatCompletion, Upstream } from '../types.ts';
 import { UpstreamError } from '../types.ts';
-import { classifyTransportError, postUpstream } from './http.ts';
+import { classifyTransportError, postUpstream, upstreamEvents } from './http.ts';
 
 /** Any OpenAI-compatible server (OpenAI, OpenRouter, vLLM, Ollama, LM Studio): the request passes as is. */
 export function openAiUpstream(opts: { baseUrl: string; apiKey: string | undefined; timeoutMs: number }): Upstream {
@@ -33,7 +32,7 @@ export function openAiUpstream(opts: { baseUrl: string; apiKey: string | undefin
       };
       const res = await postUpstream(url, headers, payload, signal, opts.timeoutMs);
       try {
-        for await (const ev of readSse(res.body)) {
+        for await (const ev of upstreamEvents(res)) {
           if (ev.data === '[DONE]') return;
           yield JSON.parse(ev.data) as ChatChunk;
         }

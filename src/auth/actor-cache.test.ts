@@ -76,6 +76,47 @@ describe('ActorCache.resolve', () => {
     expect(reads).toBe(2);
   });
 
+  it('reads a busy token again in the last fifth of its entry’s life, while the entry still answers', async () => {
+    const cache = new ActorCache(1000);
+    let reads = 0;
+    let release: () => void = () => {};
+    const load = () => {
+      reads++;
+      const id = `t${reads}`;
+      return new Promise<{ actor: Actor; expiresAt: Date }>((resolve) => {
+        release = () => resolve({ actor: actor(id, 'acc1'), expiresAt: later() });
+      });
+    };
+    const first = cache.resolve('h', load);
+    release();
+    expect((await first).tokenId).toBe('t1');
+    const start = Date.now();
+    // Before the last fifth: the entry answers and nothing is read.
+    expect((await cache.resolve('h', load, start + 700)).tokenId).toBe('t1');
+    expect(reads).toBe(1);
+    // In the last fifth: the entry still answers at once, and one read starts, shared by later requests.
+    expect((await cache.resolve('h', load, start + 900)).tokenId).toBe('t1');
+    expect((await cache.resolve('h', load, start + 910)).tokenId).toBe('t1');
+    expect(reads).toBe(2);
+    release();
+    await new Promise((r) => setImmediate(r));
+    expect(cache.get('h')?.tokenId).toBe('t2'); // cached for a whole TTL again
+    expect((await cache.resolve('h', load)).tokenId).toBe('t2');
+    expect(reads).toBe(2);
+  });
+
+  it('drops the entry when reading it ahead of time fails (the token was revoked elsewhere)', async () => {
+    const cache = new ActorCache(1000);
+    await cache.resolve('h', async () => ({ actor: actor('t1', 'acc1'), expiresAt: later() }));
+    const revoked = async (): Promise<{ actor: Actor; expiresAt: Date }> => {
+      throw new Error('Invalid or revoked personal access token');
+    };
+    expect((await cache.resolve('h', revoked, Date.now() + 900)).tokenId).toBe('t1');
+    await new Promise((r) => setImmediate(r));
+    expect(cache.get('h')).toBeUndefined();
+    await expect(cache.resolve('h', revoked)).rejects.toThrow('revoked');
+  });
+
   it('does not cache a read that an eviction overtook, and later requests read afresh', async () => {
     const cache = new ActorCache(60_000);
     let reads = 0;

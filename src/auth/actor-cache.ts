@@ -6,6 +6,9 @@ import { TtlCache } from '../lib/ttl-cache.ts';
  * signing out or deleting an account evicts at once on this instance; other instances notice within the
  * TTL (`AUTH_CACHE_TTL_MS`, 0 turns the cache off). Keys are token hashes, never tokens.
  */
+/** The last part of an entry's life in which a request reads its token again in the background. */
+export const REFRESH_AHEAD = 0.2;
+
 export class ActorCache {
   private readonly cache: TtlCache<string, Actor>;
   /** Lookups in flight by token hash: concurrent misses of one token share one database read. */
@@ -27,14 +30,29 @@ export class ActorCache {
   }
 
   /**
-   * The cached actor, or the one `load` reads, cached until the TTL or `expiresAt`. When the entry of a busy
-   * token expires, every request of it misses at once: they wait for one read (and one `lastUsedAt` touch)
-   * instead of each making its own, which queued hundreds of queries behind the pool every TTL.
+   * The cached actor, or the one `load` reads, cached until the TTL or `expiresAt`. Concurrent misses of a
+   * token wait for one read (and one `lastUsedAt` touch) instead of each making its own, which queued hundreds
+   * of queries behind the pool every TTL. A token in use is read again ahead of time, in the last
+   * REFRESH_AHEAD of its entry's life, while the entry still answers: a busy token's requests never wait on the
+   * read, and the entry still lives no longer than the TTL. A refresh that fails (the token was revoked
+   * elsewhere) drops the entry, so the next request reads afresh and is refused.
    */
-  resolve(tokenHash: string, load: () => Promise<{ actor: Actor; expiresAt: Date }>): Promise<Actor> {
-    const cached = this.cache.get(tokenHash);
-    if (cached) return Promise.resolve(cached);
+  resolve(tokenHash: string, load: () => Promise<{ actor: Actor; expiresAt: Date }>, now = Date.now()): Promise<Actor> {
+    const cached = this.cache.entry(tokenHash, now);
+    if (cached) {
+      if (cached.until - now < this.cache.ttlMs * REFRESH_AHEAD && !this.loading.has(tokenHash)) {
+        this.load(tokenHash, load).catch(() => {
+          if (this.cache.get(tokenHash) === cached.value) this.cache.delete(tokenHash);
+        });
+      }
+      return Promise.resolve(cached.value);
+    }
     if (!this.cache.enabled) return load().then((r) => r.actor);
+    return this.load(tokenHash, load);
+  }
+
+  /** One read of a token at a time; what it reads is cached unless an eviction overtook it. */
+  private load(tokenHash: string, load: () => Promise<{ actor: Actor; expiresAt: Date }>): Promise<Actor> {
     let loading = this.loading.get(tokenHash);
     if (!loading) {
       const generation = this.generation;

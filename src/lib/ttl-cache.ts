@@ -15,13 +15,18 @@ export class TtlCache<K, V> {
   }
 
   get(key: K, now = Date.now()): V | undefined {
+    return this.entry(key, now)?.value;
+  }
+
+  /** The live entry with the time it expires at (ms since the epoch). */
+  entry(key: K, now = Date.now()): { value: V; until: number } | undefined {
     const hit = this.entries.get(key);
     if (!hit) return undefined;
     if (hit.until <= now) {
       this.entries.delete(key);
       return undefined;
     }
-    return hit.value;
+    return hit;
   }
 
   /** Stores until `until` (default: the TTL from now). */

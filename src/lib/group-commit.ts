@@ -3,7 +3,7 @@ import type { Logger } from './logger.ts';
 
 /**
  * How long a write waits for others to share its statement (group commit): on PGlite a statement runs on the
- * service's own thread, so fewer of them matter more. Credit charges and conversation writes use it.
+ * service's own thread, so fewer of them matter more. Conversation writes use it (credit charges wait longer).
  */
 export const GROUP_COMMIT_WINDOW_MS = { pg: 5, pglite: 20 } as const;
 

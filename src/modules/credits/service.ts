@@ -14,13 +14,7 @@ const banks = new WeakMap<Deps, CreditBank>();
 function bankOf(deps: Deps): CreditBank {
   let bank = banks.get(deps);
   if (!bank) {
-    bank = new CreditBank(
-      deps.database.asyncCommitDb,
-      deps.log,
-      deps.background,
-      Date.now,
-      BATCH_WINDOW_MS[deps.database.driver],
-    );
+    bank = new CreditBank(deps.database.asyncCommitDb, deps.log, deps.background, Date.now, BATCH_WINDOW_MS);
     banks.set(deps, bank);
   }
   return bank;

@@ -15,14 +15,23 @@ import { BENCH_ENCRYPTION_KEYS, cpuMs, signupWithPat, startBenchServer, startChi
  *
  * BENCH_DURATION_MS (default 3000) per measurement; BENCH_LEVELS (default 1,50,200); BENCH_DATABASES
  * (`pglite,pg`); BENCH_ROUNDS (default 1: direct, bare and gateway measured in turn that many times, medians
- * reported); BENCH_UPSTREAMS (`instant,slow`); BENCH_MODES (`json,stream`); BENCH_PROFILE=<dir> writes the
- * gateway's CPU profile there (node --cpu-prof).
+ * reported); BENCH_UPSTREAMS (`instant,slow`); BENCH_MODES (`json,stream`); BENCH_PROMPT_KB (default 0: the
+ * prompt is `Say ok.`; N: a prompt of N KB); BENCH_PROFILE=<dir> writes the gateway's CPU profile there (node
+ * --cpu-prof).
  */
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 3000);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
 const LEVELS = (process.env.BENCH_LEVELS ?? '1,50,200').split(',').map(Number);
 const UPSTREAMS = (process.env.BENCH_UPSTREAMS ?? 'instant,slow').split(',');
 const MODES = (process.env.BENCH_MODES ?? 'json,stream').split(',');
+/** The user message: `Say ok.`, or with BENCH_PROMPT_KB a prompt of that many KB (a long chat, a pasted file). */
+const PROMPT_KB = Number(process.env.BENCH_PROMPT_KB ?? 0);
+const PROMPT = PROMPT_KB
+  ? 'Summarize the notes below in one line.\n'.padEnd(
+      PROMPT_KB * 1024,
+      'The meeting moved the launch to Thursday; Dana owns the release notes and Lee the rollback plan. ',
+    )
+  : 'Say ok.';
 const MODELS = [
   { model: 'bench-instant', label: 'instant', key: 'instant' },
   { model: 'bench-slow', label: '200 ms', key: 'slow' },
@@ -167,13 +176,15 @@ export async function benchLlmGateway(): Promise<void> {
       try {
         const pat = await signupWithPat(server.url, ['llm-all']);
         const gwUrl = new URL(server.url);
-        console.log(`\n## LLM gateway on ${database.name}: ${DURATION_MS / 1000} s a measurement (latencies in ms)`);
+        console.log(
+          `\n## LLM gateway on ${database.name}: ${DURATION_MS / 1000} s a measurement (latencies in ms)${PROMPT_KB ? `, ${PROMPT_KB} KB prompts` : ''}`,
+        );
         console.log(
           'upstream mode   conc | direct rps   bare rps ratio    gw rps ratio | direct p50 bare+p50 gw+p50 | direct p99 bare+p99 gw+p99 |   writes/100 req   | cpu µs/req up bare gw client | load',
         );
         for (const { model, label } of MODELS) {
           for (const stream of [false, true].filter((s) => MODES.includes(s ? 'stream' : 'json'))) {
-            const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'Say ok.' }], stream });
+            const body = JSON.stringify({ model, messages: [{ role: 'user', content: PROMPT }], stream });
             for (const c of LEVELS) {
               // Rounds interleave the three (direct, bare relay, gateway) so that a change in the shared machine's
               // load falls on all of them; each column is the median of its rounds.

@@ -22,7 +22,8 @@ async function probe(port: number): Promise<'accepted' | 'refused'> {
     await once(socket, 'connect');
     return 'accepted';
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ECONNREFUSED') return 'refused';
+    // Reset before it connected: the attempt was waiting in the backlog when the listener closed.
+    if (['ECONNREFUSED', 'ECONNRESET'].includes((err as NodeJS.ErrnoException).code ?? '')) return 'refused';
     throw err;
   } finally {
     socket.destroy();

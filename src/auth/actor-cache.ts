@@ -1,14 +1,14 @@
 import type { Actor } from '../lib/context.ts';
 import { TtlCache } from '../lib/ttl-cache.ts';
 
+/** The last part of an entry's life in which a request reads its token again in the background. */
+export const REFRESH_AHEAD = 0.2;
+
 /**
  * Resolved bearer tokens, kept for a few seconds so the hot path skips a database round trip. Revoking,
  * signing out or deleting an account evicts at once on this instance; other instances notice within the
  * TTL (`AUTH_CACHE_TTL_MS`, 0 turns the cache off). Keys are token hashes, never tokens.
  */
-/** The last part of an entry's life in which a request reads its token again in the background. */
-export const REFRESH_AHEAD = 0.2;
-
 export class ActorCache {
   private readonly cache: TtlCache<string, Actor>;
   /** Lookups in flight by token hash: concurrent misses of one token share one database read. */

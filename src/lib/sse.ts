@@ -19,7 +19,7 @@ export async function* readSse(body: AsyncIterable<Uint8Array | string>): AsyncG
     while (nl >= 0) {
       const end = nl > start && buffer.charCodeAt(nl - 1) === 13 ? nl - 1 : nl; // without a trailing \r
       if (end === start) {
-        if (data.length) yield { event, data: data.length === 1 ? (data[0] as string) : data.join('\n') };
+        if (data.length) yield { event, data: data.join('\n') };
         event = undefined;
         data = [];
       } else if (buffer.startsWith('data:', start)) {

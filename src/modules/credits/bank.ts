@@ -152,7 +152,6 @@ export class CreditBank {
     private readonly background?: BackgroundTasks,
     /** The clock the account rates are read with (tests pass their own). */
     private readonly clock: () => number = Date.now,
-    private readonly windowMs: number = BATCH_WINDOW_MS,
   ) {
     // Idle leases go back, live ones are renewed; unref'd: it never keeps a process alive.
     this.ticker = setInterval(() => this.tick(), Math.min(250, LEASE_IDLE_MS)).unref();
@@ -256,10 +255,8 @@ export class CreditBank {
       }
       throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
     }
-    lease.granted += taken.take - free;
-    lease.dbBalance = taken.balance;
+    this.applyTake(lease, taken, free);
     if (taken.take > need) lease.sized = true;
-    lease.topped = taken.take;
     return this.admit(lease, need, now);
   }
 
@@ -287,15 +284,19 @@ export class CreditBank {
     this.stats.takes++;
     taking
       .then((taken) => {
-        if (!taken) return;
-        lease.granted += taken.take - free;
-        lease.dbBalance = taken.balance;
-        lease.topped = taken.take;
+        if (taken) this.applyTake(lease, taken, free);
       })
       .catch((err: unknown) => this.log.warn({ err }, 'credits: topping a lease up early failed'))
       .finally(() => {
         lease.taking = undefined;
       });
+  }
+
+  /** What a take wrote, in memory: the row grew by `take - free`, and `take` credits were free after it. */
+  private applyTake(lease: Lease, taken: { balance: number; take: number }, free: number): void {
+    lease.granted += taken.take - free;
+    lease.dbBalance = taken.balance;
+    lease.topped = taken.take;
   }
 
   /** A lease nothing was taken into and nothing holds from: drop it from memory (no row was written). */
@@ -343,7 +344,7 @@ export class CreditBank {
 
   private schedule(): void {
     if (this.timer || this.flushing) return;
-    this.timer = setTimeout(() => void this.flush(), this.windowMs);
+    this.timer = setTimeout(() => void this.flush(), BATCH_WINDOW_MS);
   }
 
   private tick(): void {

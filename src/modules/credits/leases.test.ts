@@ -72,6 +72,24 @@ describe('credit leases on two instances', () => {
     expect(await db().select().from(creditHolds).where(eq(creditHolds.accountId, u.account.id))).toEqual([]);
   }, 60_000);
 
+  it('/metrics reports the instance’s lease takes, batches and the requests that waited on a take', async () => {
+    const app = apps[0] as App;
+    const u = await createUser(app);
+    const token = await u.pat(['llm-all']);
+    await Promise.all(Array.from({ length: 20 }, () => complete(app, token)));
+    await app.deps.background.drain();
+    const text = (await call(app, 'GET', '/metrics')).body;
+    const figure = (pattern: RegExp) => Number(pattern.exec(text)?.[1]);
+    const stats = creditStats(app.deps);
+    // The first of the burst, at least, waited on the take that made the account's lease.
+    expect(stats.waits).toBeGreaterThanOrEqual(1);
+    expect(figure(/^credit_lease_waits (\d+)$/m)).toBe(stats.waits);
+    expect(figure(/^credit_writes\{kind="lease_takes"\} (\d+)$/m)).toBe(stats.takes);
+    expect(figure(/^credit_writes\{kind="batches"\} (\d+)$/m)).toBe(stats.batches);
+    expect(figure(/^credit_writes\{kind="charges"\} (\d+)$/m)).toBe(stats.charges);
+    await settled();
+  });
+
   it('never overdraw an account by more than one request, from both instances at once', async () => {
     await fc.assert(
       fc.asyncProperty(

@@ -4,7 +4,7 @@ import { requireScope } from '../../lib/context.ts';
 import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import * as accountsRepo from '../accounts/repo.ts';
-import { BATCH_WINDOW_MS, type BankHold, CreditBank } from './bank.ts';
+import { type BankHold, CreditBank } from './bank.ts';
 import * as repo from './repo.ts';
 import type { CreditTransaction, CreditTransactionQuery } from './schema.ts';
 
@@ -14,7 +14,7 @@ const banks = new WeakMap<Deps, CreditBank>();
 function bankOf(deps: Deps): CreditBank {
   let bank = banks.get(deps);
   if (!bank) {
-    bank = new CreditBank(deps.database.asyncCommitDb, deps.log, deps.background, Date.now, BATCH_WINDOW_MS);
+    bank = new CreditBank(deps.database.asyncCommitDb, deps.log, deps.background);
     banks.set(deps, bank);
   }
   return bank;

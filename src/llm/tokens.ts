@@ -21,9 +21,8 @@ export function promptText(messages: ReadonlyArray<{ content?: unknown; tool_cal
 }
 
 /**
- * Room for what the upstream adds to the body we send (its model name, `stream`, `stream_options`) and for
- * the chat template's own tokens (role markers, the tool preamble): the JSON framing of every message and
- * tool is already longer than those markers, this covers the fixed part.
+ * Room for the chat template's own tokens (role markers, the tool preamble) beyond the body the upstream reads:
+ * the JSON framing of every message and tool is already longer than those markers, this covers the fixed part.
  */
 const FRAMING_TOKENS = 256;
 
@@ -45,14 +44,16 @@ export interface TokenBound {
 /**
  * An upper bound on what one request can be billed, without tokenizing. The upstream bills as prompt every
  * field it reads (messages, tool definitions, `response_format` schemas, anything an OpenAI-compatible server
- * adds), so the whole serialized request counts, one token per UTF-8 byte: byte-level BPE tokenizers never
- * make a token of less than one byte. Media parts get their own allowance. The completion bound is the output
- * allowance times the choices asked for (`n`, or `best_of` where a server honours it), plus a `prediction`
- * (its rejected tokens are billed as completion). Used only to size a credit hold: the gateway, MCP's agent
- * and agent chats all hold this, so that concurrent requests overdraw by at most one request's real cost.
+ * adds), so the whole body sent upstream (`bodyBytes`, from `Upstream.prepare`) counts, one token per UTF-8
+ * byte: byte-level BPE tokenizers never make a token of less than one byte. Media parts get their own
+ * allowance. The completion bound is the output allowance times the choices asked for (`n`, or `best_of`
+ * where a server honours it), plus a `prediction` (its rejected tokens are billed as completion). Used only to
+ * size a credit hold: the gateway, MCP's agent and agent chats all hold this, so that concurrent requests
+ * overdraw by at most one request's real cost.
  */
 export function requestTokenBound(
   request: { messages: ReadonlyArray<{ content?: unknown }>; [field: string]: unknown },
+  bodyBytes: number,
   maxOutputTokens: number,
 ): TokenBound {
   let media = 0;
@@ -62,7 +63,7 @@ export function requestTokenBound(
       if (typeof part === 'object' && part !== null && (part as { type?: unknown }).type !== 'text') media++;
     }
   }
-  const prompt = Buffer.byteLength(JSON.stringify(request)) + FRAMING_TOKENS + media * MEDIA_PART_TOKENS;
+  const prompt = bodyBytes + FRAMING_TOKENS + media * MEDIA_PART_TOKENS;
 
   const asked = positiveInt(request.max_completion_tokens) ?? positiveInt(request.max_tokens) ?? maxOutputTokens;
   const choices = Math.min(MAX_CHOICES, Math.max(positiveInt(request.n) ?? 1, positiveInt(request.best_of) ?? 1));

@@ -83,12 +83,19 @@ export interface ChatChunk {
 
 export interface UpstreamCall {
   model: CatalogModel;
-  request: ChatRequest;
+  /** The request as this upstream reads it, from `prepare`. */
+  body: Buffer;
   signal: AbortSignal;
 }
 
 /** One upstream API; adapters translate to and from the OpenAI format. */
 export interface Upstream {
+  /**
+   * The body sent upstream for a request, serialized once: the credit hold is sized from its bytes (what the
+   * upstream reads is what it bills) and the same bytes go on the wire. Throws an `UpstreamError` ('rejected')
+   * for a request this upstream cannot express.
+   */
+  prepare(model: CatalogModel, request: ChatRequest, stream: boolean): Buffer;
   complete(call: UpstreamCall): Promise<ChatCompletion>;
   /** Chunks in OpenAI form; the last one carries `usage` when the upstream reports it. */
   stream(call: UpstreamCall): AsyncIterable<ChatChunk>;

@@ -168,4 +168,15 @@ describe('LLM gateway with an Anthropic upstream', () => {
     const rejected = await ask().catch((e: unknown) => e);
     expect(rejected).toBeInstanceOf(OpenAI.BadRequestError);
   });
+
+  it('refuses a request Anthropic cannot express with a 400, before anything is held or sent', async () => {
+    const refused = await client.chat.completions
+      .create({ model: MODEL, n: 2, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((refused as InstanceType<typeof OpenAI.BadRequestError>).message).toContain(
+      'Anthropic models answer one choice per request (n)',
+    );
+    expect(fake.requests).toHaveLength(0);
+  });
 });

@@ -37,19 +37,16 @@ describe('Anthropic upstream', () => {
   afterAll(() => fake.close());
   beforeEach(() => fake.reset());
 
-  const ask = (request: Partial<ChatRequest>) =>
-    upstream.complete({
-      model,
-      request: { model: model.id, messages: [{ role: 'user', content: 'hi' }], ...request },
-      signal: new AbortController().signal,
-    });
+  /** A call as the gateway makes it: the request prepared (refused there when it cannot be expressed). */
+  const callOf = (request: Partial<ChatRequest>, stream: boolean, via = upstream) => ({
+    model,
+    body: via.prepare(model, { model: model.id, messages: [{ role: 'user', content: 'hi' }], ...request }, stream),
+    signal: new AbortController().signal,
+  });
+  const ask = async (request: Partial<ChatRequest>, via = upstream) => via.complete(callOf(request, false, via));
   const stream = async (request: Partial<ChatRequest>, via = upstream) => {
     const chunks: ChatChunk[] = [];
-    const source = via.stream({
-      model,
-      request: { model: model.id, messages: [{ role: 'user', content: 'hi' }], stream: true, ...request },
-      signal: new AbortController().signal,
-    });
+    const source = via.stream(callOf({ stream: true, ...request }, true, via));
     for await (const c of source) chunks.push(c);
     return chunks;
   };
@@ -334,11 +331,7 @@ describe('Anthropic upstream', () => {
     it('accepts a base URL given with /v1 or a trailing slash', async () => {
       const other = anthropicUpstream({ baseUrl: `${fake.url}/v1/`, apiKey: FAKE_ANTHROPIC_KEY, timeoutMs: 5000 });
       fake.enqueue({ text: 'fine' });
-      const completion = await other.complete({
-        model,
-        request: { model: model.id, messages: [{ role: 'user', content: 'hi' }] },
-        signal: new AbortController().signal,
-      });
+      const completion = await ask({}, other);
       expect(completion.choices[0]?.message.content).toBe('fine');
     });
   });
@@ -459,12 +452,7 @@ describe('Anthropic upstream', () => {
       const got: ChatChunk[] = [];
       const err = await faultOf(
         (async () => {
-          for await (const c of upstream.stream({
-            model,
-            request: { model: model.id, messages: [{ role: 'user', content: 'hi' }] },
-            signal: new AbortController().signal,
-          }))
-            got.push(c);
+          for await (const c of upstream.stream(callOf({}, true))) got.push(c);
         })(),
       );
       expect(err.fault).toBe(fault);
@@ -474,13 +462,7 @@ describe('Anthropic upstream', () => {
 
     it('an error event before any content fails the first read', async () => {
       fake.enqueue({ text: 'never', streamError: { type: 'overloaded_error', afterDeltas: 0 } });
-      const source = upstream
-        .stream({
-          model,
-          request: { model: model.id, messages: [{ role: 'user', content: 'hi' }] },
-          signal: new AbortController().signal,
-        })
-        [Symbol.asyncIterator]();
+      const source = upstream.stream(callOf({}, true))[Symbol.asyncIterator]();
       expect((await source.next()).value?.choices[0]?.delta.role).toBe('assistant'); // message_start
       expect((await faultOf(source.next())).fault).toBe('failed');
     });
@@ -495,25 +477,13 @@ describe('Anthropic upstream', () => {
       const slow = anthropicUpstream({ baseUrl: fake.url, apiKey: FAKE_ANTHROPIC_KEY, timeoutMs: 200 });
       // undici's timers are coarse (about half a second): leave a wide margin.
       fake.enqueue({ text: 'late', delayMs: 1500 });
-      const err = await faultOf(
-        slow.complete({
-          model,
-          request: { model: model.id, messages: [{ role: 'user', content: 'hi' }] },
-          signal: new AbortController().signal,
-        }),
-      );
+      const err = await faultOf(ask({}, slow));
       expect(err.fault).toBe('timeout');
     });
 
     it('a wrong API key is failed (the operator must fix it, not the caller)', async () => {
       const wrong = anthropicUpstream({ baseUrl: fake.url, apiKey: 'nope', timeoutMs: 5000 });
-      const err = await faultOf(
-        wrong.complete({
-          model,
-          request: { model: model.id, messages: [{ role: 'user', content: 'hi' }] },
-          signal: new AbortController().signal,
-        }),
-      );
+      const err = await faultOf(ask({}, wrong));
       expect(err.fault).toBe('failed');
       expect(err.upstreamStatus).toBe(401);
     });

@@ -35,9 +35,13 @@ export function anthropicUpstream(opts: { baseUrl: string; apiKey: string | unde
   };
 
   return {
-    async complete({ model, request, signal }) {
+    prepare(model, request, stream) {
       const payload = toAnthropicRequest(model, request);
-      const res = await postUpstream(url, headers, payload, signal, opts.timeoutMs);
+      return Buffer.from(JSON.stringify(stream ? { ...payload, stream: true } : payload));
+    },
+
+    async complete({ model, body, signal }) {
+      const res = await postUpstream(url, headers, body, signal, opts.timeoutMs);
       let message: AnthropicMessage;
       try {
         message = (await res.body.json()) as AnthropicMessage;
@@ -48,9 +52,8 @@ export function anthropicUpstream(opts: { baseUrl: string; apiKey: string | unde
       return toCompletion(message, model.id);
     },
 
-    async *stream({ model, request, signal }) {
-      const payload = { ...toAnthropicRequest(model, request), stream: true };
-      const res = await postUpstream(url, headers, payload, signal, opts.timeoutMs);
+    async *stream({ model, body, signal }) {
+      const res = await postUpstream(url, headers, body, signal, opts.timeoutMs);
       const translate = streamTranslator(model.id);
       try {
         for await (const ev of upstreamEvents(res)) {

@@ -31,7 +31,7 @@ describe('upstream streams', () => {
   });
 
   async function readUntilDone(): Promise<string[]> {
-    const res = await postUpstream(url, {}, { stream: true }, new AbortController().signal, 5000);
+    const res = await postUpstream(url, {}, Buffer.from('{"stream":true}'), new AbortController().signal, 5000);
     const seen: string[] = [];
     for await (const ev of upstreamEvents(res)) {
       if (ev.data === '[DONE]') return seen;

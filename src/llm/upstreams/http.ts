@@ -40,7 +40,7 @@ export async function* upstreamEvents(res: UpstreamResponse): AsyncGenerator<Sse
 export async function postUpstream(
   url: string,
   headers: Record<string, string>,
-  payload: unknown,
+  body: Buffer,
   signal: AbortSignal,
   timeoutMs: number,
 ): Promise<UpstreamResponse> {
@@ -49,7 +49,7 @@ export async function postUpstream(
     res = (await request(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(payload),
+      body,
       signal,
       dispatcher: agent,
       headersTimeout: timeoutMs,

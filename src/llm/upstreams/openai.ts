@@ -8,29 +8,28 @@ export function openAiUpstream(opts: { baseUrl: string; apiKey: string | undefin
   const headers: Record<string, string> = opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {};
 
   return {
-    async complete({ model, request, signal }) {
-      const res = await postUpstream(
-        url,
-        headers,
-        { ...request, model: model.upstreamModel, stream: false },
-        signal,
-        opts.timeoutMs,
-      );
+    prepare(model, request, stream) {
+      const payload = stream
+        ? {
+            ...request,
+            model: model.upstreamModel,
+            stream: true,
+            // Usage is how we bill: always ask for it.
+            stream_options: { ...(request.stream_options ?? {}), include_usage: true },
+          }
+        : { ...request, model: model.upstreamModel, stream: false };
+      return Buffer.from(JSON.stringify(payload));
+    },
+    async complete({ body, signal }) {
+      const res = await postUpstream(url, headers, body, signal, opts.timeoutMs);
       try {
         return (await res.body.json()) as ChatCompletion;
       } catch (err) {
         throw asFault(classifyTransportError(err, signal), 'The model provider sent an unreadable answer');
       }
     },
-    async *stream({ model, request, signal }) {
-      const payload = {
-        ...request,
-        model: model.upstreamModel,
-        stream: true,
-        // Usage is how we bill: always ask for it.
-        stream_options: { ...(request.stream_options ?? {}), include_usage: true },
-      };
-      const res = await postUpstream(url, headers, payload, signal, opts.timeoutMs);
+    async *stream({ body, signal }) {
+      const res = await postUpstream(url, headers, body, signal, opts.timeoutMs);
       try {
         for await (const ev of upstreamEvents(res)) {
           if (ev.data === '[DONE]') return;

@@ -78,20 +78,31 @@ export function upstreamFault(err: unknown): unknown {
 }
 
 /**
- * The most a request can cost (see requestTokenBound): what every credit-consuming LLM call holds on admission,
- * the gateway's own and those the agent runtime makes for MCP and agent chats.
+ * The most a request can cost (see requestTokenBound), from the body the upstream will read: what every
+ * credit-consuming LLM call holds on admission, the gateway's own and those the agent runtime makes for MCP and
+ * agent chats.
  */
-export function worstCaseCredits(model: CatalogModel, request: ChatRequest): number {
-  const bound = requestTokenBound(request, model.maxOutputTokens);
+function worstCaseCredits(model: CatalogModel, request: ChatRequest, body: Buffer): number {
+  const bound = requestTokenBound(request, body.length, model.maxOutputTokens);
   return creditsFor(model, bound.prompt, bound.completion);
 }
 
-async function admit(ctx: ServiceContext, request: ChatRequest) {
+/**
+ * Admission: the model, its upstream, the body serialized once (a request the upstream cannot express is
+ * refused here, before anything is held) and the hold sized from that body.
+ */
+async function admit(ctx: ServiceContext, request: ChatRequest, stream: boolean) {
   const model = resolveModel(ctx, request.model);
   checkCapabilities(model, request);
   const upstream = upstreamOf(ctx, model);
-  const hold = await holdCredits(ctx, worstCaseCredits(model, request));
-  return { model, upstream, hold };
+  let body: Buffer;
+  try {
+    body = upstream.prepare(model, request, stream);
+  } catch (err) {
+    throw upstreamFault(err);
+  }
+  const hold = await holdCredits(ctx, worstCaseCredits(model, request, body));
+  return { model, upstream, hold, body };
 }
 
 /**
@@ -146,13 +157,14 @@ export async function runCompletion(
   request: ChatRequest,
   opts: { signal: AbortSignal; billing: Billing; onDelta?: ((text: string) => void | Promise<void>) | undefined },
 ): Promise<{ completion: ChatCompletion; credits: Credits }> {
-  const { model, upstream, hold } = await admit(ctx, request);
+  const { model, upstream, hold, body } = await admit(ctx, request, opts.onDelta !== undefined);
+  const call = { model, body, signal: opts.signal };
   let completion: ChatCompletion;
   const sofar = { text: '' };
   try {
     completion = opts.onDelta
-      ? await gatherStream(upstream.stream({ model, request, signal: opts.signal }), opts.onDelta, sofar)
-      : await upstream.complete({ model, request, signal: opts.signal });
+      ? await gatherStream(upstream.stream(call), opts.onDelta, sofar)
+      : await upstream.complete(call);
   } catch (err) {
     const abandoned = opts.signal.aborted;
     const usage = abandoned ? await countedUsage(request, sofar.text) : { prompt_tokens: 0, completion_tokens: 0 };
@@ -256,8 +268,8 @@ export async function streamCompletion(
   opts: { signal: AbortSignal; billing: Billing },
 ): Promise<CompletionStream> {
   requireScope(ctx, 'llm-all');
-  const { model, upstream, hold } = await admit(ctx, request);
-  const source = upstream.stream({ model, request, signal: opts.signal })[Symbol.asyncIterator]();
+  const { model, upstream, hold, body } = await admit(ctx, request, true);
+  const source = upstream.stream({ model, body, signal: opts.signal })[Symbol.asyncIterator]();
   const wantsUsage = request.stream_options?.include_usage === true;
   let usage: Usage | undefined;
   let generated = '';

@@ -16,8 +16,15 @@ import { BENCH_ENCRYPTION_KEYS, cpuMs, signupWithPat, startBenchServer, startChi
  * BENCH_DURATION_MS (default 3000) per measurement; BENCH_LEVELS (default 1,50,200); BENCH_DATABASES
  * (`pglite,pg`); BENCH_ROUNDS (default 1: direct, bare and gateway measured in turn that many times, medians
  * reported); BENCH_UPSTREAMS (`instant,slow`); BENCH_MODES (`json,stream`); BENCH_PROMPT_KB (default 0: the
- * prompt is `Say ok.`; N: a prompt of N KB); BENCH_PROFILE=<dir> writes the gateway's CPU profile there (node
- * --cpu-prof).
+ * prompt is `Say ok.`; N: a prompt of N KB); BENCH_JITTER_MS (default 0: the slow upstream answers after exactly
+ * 200 ms, as issue 17 measures it; N: after 200 ms plus or minus up to N ms, uniformly, as real models vary);
+ * BENCH_PROFILE=<dir> writes the gateway's CPU profile there (node --cpu-prof).
+ *
+ * Why the jitter matters: Node starts every timer set in one turn of the event loop from the same millisecond,
+ * so with exactly 200 ms the upstream answers in clumps, the clients' next requests arrive in the same clumps,
+ * and clumps that come within a millisecond of each other merge and never part: the last request of a clump
+ * waits for all the others' CPU time, which charges any relay well beyond its CPU per request (the tail of the
+ * 0-jitter rows). A small spread, as any real upstream has, dissolves them.
  */
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 3000);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
@@ -26,6 +33,7 @@ const UPSTREAMS = (process.env.BENCH_UPSTREAMS ?? 'instant,slow').split(',');
 const MODES = (process.env.BENCH_MODES ?? 'json,stream').split(',');
 /** The user message: `Say ok.`, or with BENCH_PROMPT_KB a prompt of that many KB (a long chat, a pasted file). */
 const PROMPT_KB = Number(process.env.BENCH_PROMPT_KB ?? 0);
+const JITTER_MS = Number(process.env.BENCH_JITTER_MS ?? 0);
 const PROMPT = PROMPT_KB
   ? 'Summarize the notes below in one line.\n'.padEnd(
       PROMPT_KB * 1024,
@@ -143,7 +151,7 @@ async function creditWrites(base: string): Promise<{ takes: number; batches: num
 }
 
 export async function benchLlmGateway(): Promise<void> {
-  const upstream = await startChild('bench/llm-upstream.js');
+  const upstream = await startChild('bench/llm-upstream.js', ['0', String(JITTER_MS)]);
   const bare = await startChild('bench/bare-proxy.ts', [upstream.line]);
   const upstreamUrl = new URL(upstream.line);
   const wanted = (process.env.BENCH_DATABASES ?? 'pglite,pg').split(',');
@@ -177,7 +185,7 @@ export async function benchLlmGateway(): Promise<void> {
         const pat = await signupWithPat(server.url, ['llm-all']);
         const gwUrl = new URL(server.url);
         console.log(
-          `\n## LLM gateway on ${database.name}: ${DURATION_MS / 1000} s a measurement (latencies in ms)${PROMPT_KB ? `, ${PROMPT_KB} KB prompts` : ''}`,
+          `\n## LLM gateway on ${database.name}: ${DURATION_MS / 1000} s a measurement (latencies in ms)${PROMPT_KB ? `, ${PROMPT_KB} KB prompts` : ''}${JITTER_MS ? `, the 200 ms upstream ±${JITTER_MS} ms` : ''}`,
         );
         console.log(
           'upstream mode   conc | direct rps   bare rps ratio    gw rps ratio | direct p50 bare+p50 gw+p50 | direct p99 bare+p99 gw+p99 |   writes/100 req   | cpu µs/req up bare gw client | load',

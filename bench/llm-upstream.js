@@ -4,9 +4,11 @@ import { createServer } from 'node:http';
  * The upstream of `npm run bench -- llm-gateway`: an OpenAI-compatible chat completions server, as cheap as it
  * can be, that answers after the latency its model names: `bench-instant` at once, `bench-slow` after 200 ms
  * (as real models do), for the whole answer or, streamed, before the first chunk. Plain JavaScript, its own
- * process; prints its URL (…/v1), serves until SIGTERM.
+ * process; prints its URL (…/v1), serves until SIGTERM. Arguments: the port (0, the default: any free one) and
+ * a jitter in ms (default 0): `bench-slow` then answers after 200 ms plus or minus up to that much, uniformly.
  */
 const LATENCY = { 'bench-instant': 0, 'bench-slow': 200 };
+const JITTER = Number(process.argv[3] ?? 0);
 const usage = { prompt_tokens: 7, completion_tokens: 1, total_tokens: 8 };
 
 const server = createServer((req, res) => {
@@ -45,7 +47,8 @@ const server = createServer((req, res) => {
       }
       res.end('data: [DONE]\n\n');
     };
-    const latency = LATENCY[model] ?? 0;
+    const nominal = LATENCY[model] ?? 0;
+    const latency = nominal && nominal + Math.round((Math.random() * 2 - 1) * JITTER);
     if (latency) setTimeout(answer, latency);
     else answer();
   });

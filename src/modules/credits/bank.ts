@@ -126,12 +126,17 @@ class RecentRate {
   }
 }
 
+/** A bank's write counters before it wrote anything. */
+export function noWrites(): { takes: number; batches: number; charges: number; waits: number } {
+  return { takes: 0, batches: 0, charges: 0, waits: 0 };
+}
+
 export class CreditBank {
   /**
    * Writes so far: lease takes and batches (after the answer), the charges batches wrote, and the requests
    * that waited on a take (a write on their path).
    */
-  readonly stats = { takes: 0, batches: 0, charges: 0, waits: 0 };
+  readonly stats = noWrites();
   private readonly leases = new Map<string, Lease>();
   private queue: Queued[] = [];
   private readonly rate = new RecentRate();

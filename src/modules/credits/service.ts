@@ -4,7 +4,7 @@ import { requireScope } from '../../lib/context.ts';
 import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import * as accountsRepo from '../accounts/repo.ts';
-import { type BankHold, CreditBank } from './bank.ts';
+import { type BankHold, CreditBank, noWrites } from './bank.ts';
 import * as repo from './repo.ts';
 import type { CreditTransaction, CreditTransactionQuery } from './schema.ts';
 
@@ -73,7 +73,7 @@ export function leasedCredits(deps: Deps, accountId: string): number {
 /** This instance's credit writes so far (lease takes, batches, charges, requests that waited on a take). */
 export function creditStats(deps: Deps): CreditBank['stats'] {
   // A scrape never makes a bank (nor its timer): none yet means nothing written yet.
-  return banks.get(deps)?.stats ?? { takes: 0, batches: 0, charges: 0, waits: 0 };
+  return banks.get(deps)?.stats ?? noWrites();
 }
 
 /** Writes every queued charge and gives back the leases no request holds from (tests read the balance after). */

@@ -21,8 +21,20 @@ export function publicContextOf(req: FastifyRequest): PublicContext {
   };
 }
 
+/** Written out, not spread from publicContextOf: one small object per request instead of a copy and a clone. */
 export function serviceContextOf(req: FastifyRequest, actor: Actor): ServiceContext {
-  return { ...publicContextOf(req), accountId: actor.accountId, actor, scopes: actor.scopes };
+  const { deps } = req.server;
+  return {
+    deps,
+    db: deps.database.db,
+    log: req.log,
+    requestId: req.id,
+    ip: req.ip,
+    userAgent: req.headers['user-agent'],
+    accountId: actor.accountId,
+    actor,
+    scopes: actor.scopes,
+  };
 }
 
 /**

@@ -24,7 +24,10 @@ export const BENCH_ENCRYPTION_KEYS = `bench:${Buffer.alloc(32).toString('base64'
  * BENCH_DATABASE_URL), rate limits out of the way, a CPU profile into BENCH_PROFILE when set. `stop()` also
  * removes the data directory.
  */
-export async function startBenchServer(env: Record<string, string> = {}): Promise<ServerProcess> {
+export async function startBenchServer(
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+): Promise<ServerProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-'));
   const pg = process.env.BENCH_DATABASE_URL;
   const server = await startServer(
@@ -36,7 +39,12 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
       ...env,
       ...(pg ? { DATABASE_URL: pg, ENCRYPTION_KEYS: BENCH_ENCRYPTION_KEYS } : {}),
     },
-    process.env.BENCH_PROFILE ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] } : {},
+    {
+      nodeArgs: [
+        ...nodeArgs,
+        ...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []),
+      ],
+    },
   );
   const stop = server.stop;
   return {
@@ -53,7 +61,7 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
 
 export interface Figure {
   name: string;
-  unit: 'req/s' | 'ms' | 'MB';
+  unit: 'req/s' | 'ms' | 'MB' | 'KB';
   value: number;
   baseline?: number;
   /** The budget as text (`< 2000 ms`, `ratio >= 0.8`) and whether this run met it. */
@@ -75,7 +83,7 @@ export interface Benchmark {
 }
 
 const formatValue = (n: number, unit: Figure['unit']) =>
-  `${unit === 'ms' && n < 100 ? n.toFixed(1) : Math.round(n).toLocaleString('en-US')} ${unit}`;
+  `${(unit === 'ms' || unit === 'KB') && n < 100 ? n.toFixed(1) : Math.round(n).toLocaleString('en-US')} ${unit}`;
 
 /** One table, the same layout for every benchmark: figure | Switchboard | baseline | ratio | budget. */
 export function formatResult(r: BenchResult): string {
@@ -138,10 +146,18 @@ export async function load(
 }
 
 /** A file of bench/ as its own process (TypeScript through tsx); resolves with the first line it prints (its URL). */
-export async function startChild(file: string, args: string[] = []): Promise<{ child: ChildProcess; line: string }> {
-  const child = spawn(process.execPath, [...(file.endsWith('.ts') ? ['--import', 'tsx'] : []), file, ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+export async function startChild(
+  file: string,
+  args: string[] = [],
+  nodeArgs: string[] = [],
+): Promise<{ child: ChildProcess; line: string }> {
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, ...(file.endsWith('.ts') ? ['--import', 'tsx'] : []), file, ...args],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let buf = '';
   return new Promise((resolve, reject) => {
     child.stdout?.on('data', (d: Buffer) => {

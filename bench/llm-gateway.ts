@@ -45,7 +45,9 @@ const MODELS = [
   { model: 'bench-slow', label: '200 ms', key: 'slow' },
 ].filter((m) => UPSTREAMS.includes(m.key));
 
-interface Result {
+export interface Result {
+  /** Requests answered in the measurement (warm-up aside). */
+  requests: number;
   rps: number;
   p50: number;
   p99: number;
@@ -63,7 +65,7 @@ const pct = (sorted: number[], p: number) =>
  * Closed-loop load: `concurrency` workers each send the next request when the last one completes. Latency is
  * to the whole answer for JSON, to the first byte of the body for streams.
  */
-async function load(
+export async function load(
   origin: string,
   path: string,
   headers: Record<string, string>,
@@ -72,6 +74,8 @@ async function load(
   stream: boolean,
   /** The process whose CPU per request is reported. */
   pid: number | undefined,
+  /** Called after the warm-up, right before the measurement starts (the allocation benchmark samples from there). */
+  measuring?: () => Promise<void>,
 ): Promise<Result> {
   const pool = new Pool(origin, { connections: concurrency, pipelining: 1 });
   const latencies: number[] = [];
@@ -103,6 +107,7 @@ async function load(
     await Promise.all(Array.from({ length: concurrency }, worker));
   };
   await run(Math.min(2000, Math.max(1000, DURATION_MS / 4)), false);
+  await measuring?.();
   const started = performance.now();
   const cpu0 = cpuMs(pid);
   const client0 = process.cpuUsage();
@@ -114,6 +119,7 @@ async function load(
   const n = latencies.length || 1;
   latencies.sort((a, b) => a - b);
   return {
+    requests: latencies.length,
     rps: latencies.length / elapsed,
     p50: pct(latencies, 50),
     p99: pct(latencies, 99),
@@ -133,6 +139,7 @@ function medianResult(results: Result[]): Result {
     return xs.length % 2 ? (xs[mid] ?? 0) : ((xs[mid - 1] ?? 0) + (xs[mid] ?? 0)) / 2;
   };
   return {
+    requests: med((r) => r.requests),
     rps: med((r) => r.rps),
     p50: med((r) => r.p50),
     p99: med((r) => r.p99),

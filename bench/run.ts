@@ -2,6 +2,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { agentChatBenchmark } from './agent-chat.ts';
 import { benchAgentPromptTokens } from './agent-prompt-tokens.ts';
 import { apiBenchmark } from './api.ts';
+import { gatewayAllocBenchmark } from './gateway-alloc.ts';
 import { injectionBenchmark } from './injection.ts';
 import { knowledgeBenchmark } from './knowledge.ts';
 import { type Benchmark, formatResult } from './lib.ts';
@@ -38,6 +39,11 @@ const BENCHMARKS: Benchmark[] = [
       await benchLlmGateway();
       return { title: '', baseline: '', figures: [] };
     },
+  },
+  {
+    name: 'gateway-alloc',
+    summary: 'Memory the LLM gateway allocates per request beside the bare relay (sampling heap profiler)',
+    run: gatewayAllocBenchmark,
   },
   {
     name: 'tool-search',

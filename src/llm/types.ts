@@ -1,3 +1,4 @@
+import type { CancelSignal } from '../lib/cancel.ts';
 import type { CatalogModel } from './catalog.ts';
 
 /** OpenAI chat-completions shapes, as far as the gateway reads them; unknown fields pass through. */
@@ -85,7 +86,7 @@ export interface UpstreamCall {
   model: CatalogModel;
   /** The request as this upstream reads it, from `prepare`. */
   body: Buffer;
-  signal: AbortSignal;
+  signal: CancelSignal;
 }
 
 /** One upstream API; adapters translate to and from the OpenAI format. */

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { type CreditFigures, creditHeaders, streamCreditHeaders, writeStreamCredits } from '../http/credits.ts';
 import type { App } from '../http/types.ts';
+import { abortSignalOf } from '../lib/cancel.ts';
 import { AppError, ForbiddenError, NotAcceptableError } from '../lib/errors.ts';
 import { clientGone } from '../modules/llm/routes.ts';
 import { resolveModel } from '../modules/llm/service.ts';
@@ -115,7 +116,7 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
       const modelHeader = req.headers['x-llm-model'];
       const model = typeof modelHeader === 'string' && modelHeader ? resolveModel(ctx, modelHeader).id : undefined;
 
-      const signal = clientGone(reply);
+      const signal = abortSignalOf(clientGone(reply));
       const sdk = await loadMcpSdk();
       const meter = method === 'tools/call' ? meterCredits(reply.raw, accept, ctx.actor.creditBalance) : undefined;
       const server = createMcpServer(sdk, {

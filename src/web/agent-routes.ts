@@ -4,6 +4,7 @@ import type { OAuthServer } from '../auth/oauth/server.ts';
 import { toAppError } from '../http/error-handler.ts';
 import { startSse } from '../http/sse.ts';
 import type { App } from '../http/types.ts';
+import { abortSignalOf } from '../lib/cancel.ts';
 import {
   AppError,
   CreditsExhaustedError,
@@ -246,7 +247,7 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
       if (((await availableCredits(ctx.deps, ctx.accountId)) ?? 0) <= 0) {
         throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
       }
-      const signal = clientGone(reply);
+      const signal = abortSignalOf(clientGone(reply));
       let raw: ReturnType<typeof startSse> | undefined;
       let url: string | undefined;
       const write = (event: string, data: unknown) => {

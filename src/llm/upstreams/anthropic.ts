@@ -1,3 +1,4 @@
+import type { CancelSignal } from '../../lib/cancel.ts';
 import type { CatalogModel } from '../catalog.ts';
 import type {
   ChatChunk,
@@ -471,7 +472,7 @@ function streamFault(error: { type?: string; message?: string } | undefined): Up
   return new UpstreamError(STREAM_FAULTS[type] ?? 'failed', `The model provider reported ${type}${detail}`);
 }
 
-function asFault(err: unknown, signal: AbortSignal, message: string): unknown {
+function asFault(err: unknown, signal: CancelSignal, message: string): unknown {
   if (err instanceof SyntaxError && !signal.aborted) return new UpstreamError('failed', message);
   return classifyTransportError(err, signal);
 }

@@ -1,4 +1,5 @@
 import { Agent, errors, request } from 'undici';
+import type { CancelSignal } from '../../lib/cancel.ts';
 import { readSse, type SseEvent } from '../../lib/sse.ts';
 import { UpstreamError } from '../types.ts';
 
@@ -41,7 +42,7 @@ export async function postUpstream(
   url: string,
   headers: Record<string, string>,
   body: Buffer,
-  signal: AbortSignal,
+  signal: CancelSignal,
   timeoutMs: number,
 ): Promise<UpstreamResponse> {
   let res: UpstreamResponse;
@@ -62,7 +63,7 @@ export async function postUpstream(
   return res;
 }
 
-export function classifyTransportError(err: unknown, signal: AbortSignal): unknown {
+export function classifyTransportError(err: unknown, signal: CancelSignal): unknown {
   if (signal.aborted) return err;
   if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
     return new UpstreamError('timeout', 'The model provider did not answer in time');

@@ -7,6 +7,7 @@ import { creditHeaders, streamCreditHeaders, writeStreamCredits } from '../../ht
 import { toAppError } from '../../http/error-handler.ts';
 import { startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
+import { abortSignalOf } from '../../lib/cancel.ts';
 import { PayloadTooLargeError, ValidationError } from '../../lib/errors.ts';
 import { listQuery, paginated } from '../../lib/pagination.ts';
 import { sseData } from '../../lib/sse.ts';
@@ -157,7 +158,7 @@ export async function agentRoutes(app: App, config: Config): Promise<void> {
       },
     },
     async (req, reply) => {
-      const signal = clientGone(reply);
+      const signal = abortSignalOf(clientGone(reply));
       if (!req.body.stream) {
         const outcome = await chatWithAgent(req.ctx, req.params.agentId, req.body, { signal });
         return reply

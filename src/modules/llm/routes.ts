@@ -5,19 +5,23 @@ import { creditHeaders, streamCreditHeaders, writeStreamCredits } from '../../ht
 import { toAppError } from '../../http/error-handler.ts';
 import { startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
+import { Cancel } from '../../lib/cancel.ts';
 import type { AppError } from '../../lib/errors.ts';
 import { sseData } from '../../lib/sse.ts';
 import type { ChatRequest } from '../../llm/types.ts';
 import { ChatCompletionRequest, ModelList } from './schema.ts';
 import * as service from './service.ts';
 
-/** An AbortSignal that fires when the client goes away before the answer is complete. */
-export function clientGone(reply: FastifyReply): AbortSignal {
-  const ac = new AbortController();
+/**
+ * A cancellation that fires when the client goes away before the answer is complete (a Cancel, not an
+ * AbortSignal: the gateway makes one per request; `abortSignalOf` makes an AbortSignal of it where one is needed).
+ */
+export function clientGone(reply: FastifyReply): Cancel {
+  const gone = new Cancel();
   reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) ac.abort();
+    if (!reply.raw.writableFinished) gone.abort();
   });
-  return ac.signal;
+  return gone;
 }
 
 export async function llmRoutes(app: App, config: Config): Promise<void> {

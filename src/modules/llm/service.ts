@@ -1,3 +1,4 @@
+import type { CancelSignal } from '../../lib/cancel.ts';
 import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import {
   type AppError,
@@ -139,7 +140,7 @@ function settle(
 export async function createCompletion(
   ctx: ServiceContext,
   request: ChatRequest,
-  opts: { signal: AbortSignal; billing: Billing },
+  opts: { signal: CancelSignal; billing: Billing },
 ): Promise<{ completion: ChatCompletion; credits: Credits }> {
   requireScope(ctx, 'llm-all');
   return runCompletion(ctx, request, opts);
@@ -155,7 +156,7 @@ export async function createCompletion(
 export async function runCompletion(
   ctx: ServiceContext,
   request: ChatRequest,
-  opts: { signal: AbortSignal; billing: Billing; onDelta?: ((text: string) => void | Promise<void>) | undefined },
+  opts: { signal: CancelSignal; billing: Billing; onDelta?: ((text: string) => void | Promise<void>) | undefined },
 ): Promise<{ completion: ChatCompletion; credits: Credits }> {
   const { model, upstream, hold, body } = await admit(ctx, request, opts.onDelta !== undefined);
   const call = { model, body, signal: opts.signal };
@@ -265,7 +266,7 @@ export interface CompletionStream {
 export async function streamCompletion(
   ctx: ServiceContext,
   request: ChatRequest,
-  opts: { signal: AbortSignal; billing: Billing },
+  opts: { signal: CancelSignal; billing: Billing },
 ): Promise<CompletionStream> {
   requireScope(ctx, 'llm-all');
   const { model, upstream, hold, body } = await admit(ctx, request, true);

@@ -1,0 +1,32 @@
+import { EventEmitter } from 'node:events';
+
+/**
+ * A cancellation that only says it happened: `aborted`, and one `abort` event. undici takes it as a request's
+ * signal (it accepts an EventEmitter as well as an AbortSignal), and it costs far less than an AbortController
+ * with its EventTarget: measured on the gateway's own route (instant upstream, 50 concurrent, PostgreSQL, six
+ * interleaved rounds), 84 µs of CPU a request against 94.
+ */
+export class Cancel extends EventEmitter {
+  aborted = false;
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.emit('abort');
+  }
+}
+
+/** What an upstream call is cancelled by: an AbortSignal, or a Cancel. */
+export type CancelSignal = AbortSignal | Cancel;
+
+/**
+ * An AbortSignal that follows `signal`, for code that combines signals (`AbortSignal.any`) or hands them on to
+ * APIs that want one.
+ */
+export function abortSignalOf(signal: CancelSignal): AbortSignal {
+  if (!(signal instanceof Cancel)) return signal;
+  const controller = new AbortController();
+  if (signal.aborted) controller.abort();
+  else signal.once('abort', () => controller.abort());
+  return controller.signal;
+}

@@ -61,7 +61,7 @@ export async function startBenchServer(
 
 export interface Figure {
   name: string;
-  unit: 'req/s' | 'ms' | 'MB' | 'KB';
+  unit: 'req/s' | 'ms' | 'µs' | 'MB' | 'KB';
   value: number;
   baseline?: number;
   /** The budget as text (`< 2000 ms`, `ratio >= 0.8`) and whether this run met it. */

@@ -2,6 +2,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { agentChatBenchmark } from './agent-chat.ts';
 import { benchAgentPromptTokens } from './agent-prompt-tokens.ts';
 import { apiBenchmark } from './api.ts';
+import { gatewayAbBenchmark } from './gateway-ab.ts';
 import { gatewayAllocBenchmark } from './gateway-alloc.ts';
 import { injectionBenchmark } from './injection.ts';
 import { knowledgeBenchmark } from './knowledge.ts';
@@ -44,6 +45,12 @@ const BENCHMARKS: Benchmark[] = [
     name: 'gateway-alloc',
     summary: 'Memory the LLM gateway allocates per request beside the bare relay (sampling heap profiler)',
     run: gatewayAllocBenchmark,
+  },
+  {
+    name: 'gateway-ab',
+    summary:
+      "This checkout's LLM gateway against another checkout's (BENCH_BASE_DIR), interleaved rounds: CPU per request",
+    run: gatewayAbBenchmark,
   },
   {
     name: 'tool-search',

@@ -9,7 +9,7 @@ import {
   startChild,
   stopChild,
 } from './lib.ts';
-import { load, type Result } from './llm-gateway.ts';
+import { chatBody, gatewayEnv, load, type Result } from './llm-gateway.ts';
 
 /**
  * This checkout's LLM gateway against another checkout's (BENCH_BASE_DIR, say a `git worktree` of main with its
@@ -34,12 +34,7 @@ export async function gatewayAbBenchmark(): Promise<BenchResult> {
   const baseDir = process.env.BENCH_BASE_DIR;
   if (!baseDir) throw new Error('gateway-ab needs BENCH_BASE_DIR: the path of the checkout to compare with');
   const upstream = await startChild('bench/llm-upstream.js');
-  const env = {
-    LLM_BASE_URL: upstream.line,
-    LLM_MODELS: 'bench-instant=1000/1000',
-    RATE_LIMIT_LLM: '1000000000',
-    INITIAL_CREDITS: '1000000000',
-  };
+  const env = gatewayEnv(upstream.line);
   const sides: Side[] = [];
   try {
     // The base checkout's own server launcher, so that its code (bundled from its src/) is what runs.
@@ -53,11 +48,7 @@ export async function gatewayAbBenchmark(): Promise<BenchResult> {
     }
     for (let round = 0; round < ROUNDS; round++) {
       for (const mode of MODES) {
-        const body = JSON.stringify({
-          model: 'bench-instant',
-          messages: [{ role: 'user', content: 'Say ok.' }],
-          stream: mode === 'stream',
-        });
+        const body = chatBody('bench-instant', mode === 'stream');
         for (const side of round % 2 ? [...sides].reverse() : sides) {
           const result = await load(
             new URL(side.server.url).origin,

@@ -1,7 +1,7 @@
 import { WebSocket } from 'undici';
 import { freePort } from '../test/server-process.ts';
 import { type BenchResult, signupWithPat, startBenchServer, startChild, stopChild } from './lib.ts';
-import { load } from './llm-gateway.ts';
+import { chatBody, gatewayEnv, load } from './llm-gateway.ts';
 
 /**
  * Memory the LLM gateway allocates per request, beside the bare relay (bench/bare-proxy.ts) under the same load:
@@ -83,18 +83,10 @@ export async function gatewayAllocBenchmark(): Promise<BenchResult> {
   const barePort = await freePort();
   const bare = await startChild('bench/bare-proxy.ts', [upstream.line], [`--inspect=127.0.0.1:${barePort}`]);
   const gwPort = await freePort();
-  const server = await startBenchServer(
-    {
-      LLM_BASE_URL: upstream.line,
-      LLM_MODELS: 'bench-instant=1000/1000',
-      RATE_LIMIT_LLM: '1000000000',
-      INITIAL_CREDITS: '1000000000',
-    },
-    [`--inspect=127.0.0.1:${gwPort}`],
-  );
+  const server = await startBenchServer(gatewayEnv(upstream.line), [`--inspect=127.0.0.1:${gwPort}`]);
   try {
     const pat = await signupWithPat(server.url, ['llm-all']);
-    const body = JSON.stringify({ model: 'bench-instant', messages: [{ role: 'user', content: 'Say ok.' }] });
+    const body = chatBody('bench-instant', false);
     const perRequest = async (
       port: number,
       pid: number | undefined,

@@ -40,6 +40,21 @@ const PROMPT = PROMPT_KB
       'The meeting moved the launch to Thursday; Dana owns the release notes and Lee the rollback plan. ',
     )
   : 'Say ok.';
+/** The gateway's settings in these benchmarks: the bench upstream's two models, limits and credits out of the way. */
+export function gatewayEnv(upstreamUrl: string): Record<string, string> {
+  return {
+    LLM_BASE_URL: upstreamUrl,
+    LLM_MODELS: 'bench-instant=1000/1000,bench-slow=1000/1000',
+    RATE_LIMIT_LLM: '1000000000',
+    INITIAL_CREDITS: '1000000000',
+  };
+}
+
+/** The chat request the benchmarks send: one user message (`Say ok.`, or BENCH_PROMPT_KB of text). */
+export function chatBody(model: string, stream: boolean): string {
+  return JSON.stringify({ model, messages: [{ role: 'user', content: PROMPT }], stream });
+}
+
 const MODELS = [
   { model: 'bench-instant', label: 'instant', key: 'instant' },
   { model: 'bench-slow', label: '200 ms', key: 'slow' },
@@ -179,13 +194,7 @@ export async function benchLlmGateway(): Promise<void> {
       // startBenchServer adds PostgreSQL itself when BENCH_DATABASE_URL is set: the embedded run must not.
       const saved = process.env.BENCH_DATABASE_URL;
       if (database.name === 'PGlite') delete process.env.BENCH_DATABASE_URL;
-      const server = await startBenchServer({
-        LLM_BASE_URL: upstream.line,
-        LLM_MODELS: 'bench-instant=1000/1000,bench-slow=1000/1000',
-        RATE_LIMIT_LLM: '1000000000',
-        INITIAL_CREDITS: '1000000000',
-        ...database.env,
-      }).finally(() => {
+      const server = await startBenchServer({ ...gatewayEnv(upstream.line), ...database.env }).finally(() => {
         if (saved !== undefined) process.env.BENCH_DATABASE_URL = saved;
       });
       try {
@@ -199,7 +208,7 @@ export async function benchLlmGateway(): Promise<void> {
         );
         for (const { model, label } of MODELS) {
           for (const stream of [false, true].filter((s) => MODES.includes(s ? 'stream' : 'json'))) {
-            const body = JSON.stringify({ model, messages: [{ role: 'user', content: PROMPT }], stream });
+            const body = chatBody(model, stream);
             for (const c of LEVELS) {
               // Rounds interleave the three (direct, bare relay, gateway) so that a change in the shared machine's
               // load falls on all of them; each column is the median of its rounds.

@@ -42,6 +42,18 @@ describe('ActorCache', () => {
 describe('ActorCache.resolve', () => {
   const later = () => new Date(Date.now() + 60_000);
 
+  /** A token read that waits until `release()` (which answers the last read started): counts its reads. */
+  const gatedReads = (tokenIdOf: (read: number) => string = () => 't1') => {
+    const reads = { count: 0, release: () => {} };
+    const load = () => {
+      const tokenId = tokenIdOf(++reads.count);
+      return new Promise<{ actor: Actor; expiresAt: Date }>((resolve) => {
+        reads.release = () => resolve({ actor: actor(tokenId, 'acc1'), expiresAt: later() });
+      });
+    };
+    return { reads, load };
+  };
+
   it('makes one read for concurrent misses of a token and caches it', async () => {
     const cache = new ActorCache(60_000);
     let reads = 0;
@@ -78,31 +90,23 @@ describe('ActorCache.resolve', () => {
 
   it('reads a busy token again in the last fifth of its entry’s life, while the entry still answers', async () => {
     const cache = new ActorCache(1000);
-    let reads = 0;
-    let release: () => void = () => {};
-    const load = () => {
-      reads++;
-      const id = `t${reads}`;
-      return new Promise<{ actor: Actor; expiresAt: Date }>((resolve) => {
-        release = () => resolve({ actor: actor(id, 'acc1'), expiresAt: later() });
-      });
-    };
+    const { reads, load } = gatedReads((read) => `t${read}`);
     const first = cache.resolve('h', load);
-    release();
+    reads.release();
     expect((await first).tokenId).toBe('t1');
     const start = Date.now();
     // Before the last fifth: the entry answers and nothing is read.
     expect((await cache.resolve('h', load, start + 700)).tokenId).toBe('t1');
-    expect(reads).toBe(1);
+    expect(reads.count).toBe(1);
     // In the last fifth: the entry still answers at once, and one read starts, shared by later requests.
     expect((await cache.resolve('h', load, start + 900)).tokenId).toBe('t1');
     expect((await cache.resolve('h', load, start + 910)).tokenId).toBe('t1');
-    expect(reads).toBe(2);
-    release();
+    expect(reads.count).toBe(2);
+    reads.release();
     await new Promise((r) => setImmediate(r));
     expect(cache.get('h')?.tokenId).toBe('t2'); // cached for a whole TTL again
     expect((await cache.resolve('h', load)).tokenId).toBe('t2');
-    expect(reads).toBe(2);
+    expect(reads.count).toBe(2);
   });
 
   it('drops the entry when reading it ahead of time fails (the token was revoked elsewhere)', async () => {
@@ -119,27 +123,20 @@ describe('ActorCache.resolve', () => {
 
   it('does not cache a read that an eviction overtook, and later requests read afresh', async () => {
     const cache = new ActorCache(60_000);
-    let reads = 0;
-    let release: () => void = () => {};
-    const load = () => {
-      reads++;
-      return new Promise<{ actor: Actor; expiresAt: Date }>((resolve) => {
-        release = () => resolve({ actor: actor('t1', 'acc1'), expiresAt: later() });
-      });
-    };
+    const { reads, load } = gatedReads();
     const before = cache.resolve('h', load);
     cache.evict({ tokenId: 't1' }); // revoked while the read was in flight
-    const first = release;
+    const first = reads.release;
     const after = cache.resolve('h', load);
-    expect(reads).toBe(2);
+    expect(reads.count).toBe(2);
     first();
-    release();
+    reads.release();
     await Promise.all([before, after]);
     expect(cache.get('h')?.tokenId).toBe('t1'); // the read that began after the eviction
     const stale = new ActorCache(60_000);
     const p = stale.resolve('x', load);
     stale.evict({ accountId: 'acc1' });
-    release();
+    reads.release();
     await p;
     expect(stale.get('x')).toBeUndefined();
   });

@@ -21,20 +21,9 @@ export function publicContextOf(req: FastifyRequest): PublicContext {
   };
 }
 
-/** Written out, not spread from publicContextOf: one small object per request instead of a copy and a clone. */
+/** The public context with the caller added in place: one object per request, not a copy of it. */
 export function serviceContextOf(req: FastifyRequest, actor: Actor): ServiceContext {
-  const { deps } = req.server;
-  return {
-    deps,
-    db: deps.database.db,
-    log: req.log,
-    requestId: req.id,
-    ip: req.ip,
-    userAgent: req.headers['user-agent'],
-    accountId: actor.accountId,
-    actor,
-    scopes: actor.scopes,
-  };
+  return Object.assign(publicContextOf(req), { accountId: actor.accountId, actor, scopes: actor.scopes });
 }
 
 /**

@@ -19,7 +19,7 @@ export class TtlCache<K, V> {
   }
 
   /** The live entry with the time it expires at (ms since the epoch). */
-  entry(key: K, now = Date.now()): { value: V; until: number } | undefined {
+  entry(key: K, now = Date.now()): { readonly value: V; readonly until: number } | undefined {
     const hit = this.entries.get(key);
     if (!hit) return undefined;
     if (hit.until <= now) {

@@ -1,10 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { TEST_ENCRYPTION_KEYS } from './harness.ts';
-import { freePort, type ServerProcess, startServer } from './server-process.ts';
+import { type ServerProcess, startServer } from './server-process.ts';
 
 /** The command lines of a process's children (Linux /proc). */
 function childrenOf(pid: number): string[] {
@@ -73,7 +75,13 @@ describe('process hygiene of the started service', () => {
   }, 60_000);
 
   it('says once that Redis is unreachable, and once that it is back', async () => {
-    const redisPort = await freePort();
+    // Redis's port is held until redis-server starts on it: a listener that resets every connection (Redis is
+    // not reachable). A port only picked as free could be taken by another process in the seconds before
+    // redis-server binds it (the two databases' suites run side by side), and the recovery would never come.
+    const holder = createServer((socket) => socket.resetAndDestroy());
+    holder.listen(0, '127.0.0.1');
+    await once(holder, 'listening');
+    const redisPort = (holder.address() as AddressInfo).port;
     const server = await start({ REDIS_URL: `redis://127.0.0.1:${redisPort}` });
     const about = (level: number) => server.logs.filter((l) => l.level === level && /redis/i.test(String(l.msg)));
     await waitFor(() => about(40).length > 0, 'the warning');
@@ -81,6 +89,7 @@ describe('process hygiene of the started service', () => {
     await new Promise((r) => setTimeout(r, 7000));
     expect(about(40).map((l) => l.msg)).toEqual(['Redis is not reachable: rate limits are not enforced until it is']);
 
+    await new Promise((r) => holder.close(r));
     const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', ''], {
       stdio: 'ignore',
     });

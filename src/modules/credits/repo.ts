@@ -1,5 +1,6 @@
 import { and, count, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
+import { executeNamed } from '../../db/prepared.ts';
 import { type CreditTransactionRow, creditTransactions } from '../../db/schema/index.ts';
 import { newId } from '../../lib/ids.ts';
 import { offsetOf } from '../../lib/pagination.ts';
@@ -163,7 +164,10 @@ export async function writeLeaseBatch(
     charged: l.charged,
     close: l.close,
   }));
-  const result = await db.execute(sql`
+  const rows = await executeNamed<{ id: string; balance: string }>(
+    db,
+    'credits_write_lease_batch',
+    sql`
     WITH c AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(charges)}::jsonb) AS x(
         n int, id text, account_id text, cost bigint, type text, description text, model text,
@@ -203,8 +207,8 @@ export async function writeLeaseBatch(
         c.type, c.description, c.model, c.prompt_tokens, c.completion_tokens, c.request_id, c.at
       FROM c JOIN u ON u.id = c.account_id
     )
-    SELECT id, credit_balance::text AS balance FROM u`);
-  const rows = (result as unknown as { rows: Array<{ id: string; balance: string }> }).rows;
+    SELECT id, credit_balance::text AS balance FROM u`,
+  );
   return new Map(rows.map((r) => [r.id, Number(r.balance)]));
 }
 

@@ -1,0 +1,86 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { WriteSchedule } from './group-commit.ts';
+
+/**
+ * A queue written by a WriteSchedule whose every batch takes `writeMs`; records when each batch started and ended
+ * (ms since the schedule was made).
+ */
+function scheduled(windowMs: number, writeMs: number) {
+  const queue: number[] = [];
+  const batches: Array<{ items: number[]; start: number; end: number }> = [];
+  const t0 = Date.now();
+  const schedule = new WriteSchedule({
+    windowMs,
+    writeOne: async () => {
+      const batch = { items: queue.splice(0), start: Date.now() - t0, end: 0 };
+      await new Promise((r) => setTimeout(r, writeMs));
+      batch.end = Date.now() - t0;
+      batches.push(batch);
+    },
+    more: () => queue.length > 0,
+    onError: (err) => {
+      throw err;
+    },
+  });
+  const add = (n: number) => {
+    queue.push(n);
+    schedule.soon();
+  };
+  return { queue, batches, schedule, add };
+}
+
+describe('WriteSchedule', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('under a steady stream writes one batch a window, not one as soon as the last one ended', async () => {
+    const { batches, add } = scheduled(20, 5);
+    for (let n = 0; n < 100; n++) {
+      add(n);
+      await vi.advanceTimersByTimeAsync(2);
+    }
+    await vi.advanceTimersByTimeAsync(100);
+    // Every item once, in order.
+    expect(batches.flatMap((b) => b.items)).toEqual(Array.from({ length: 100 }, (_, n) => n));
+    // The first waited its window; each later one started at least a window after the one before.
+    expect(batches[0]?.start).toBe(20);
+    for (let i = 1; i < batches.length; i++) {
+      expect((batches[i]?.start ?? 0) - (batches[i - 1]?.start ?? 0)).toBeGreaterThanOrEqual(20);
+    }
+    // 200 ms of items: about one batch a window, where writing back to back made one every 5 ms.
+    expect(batches.length).toBeLessThanOrEqual(11);
+  });
+
+  it('writes nothing before the window, and nothing at all when nothing was queued', async () => {
+    const { batches, add } = scheduled(20, 5);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(batches).toHaveLength(0);
+    add(1);
+    await vi.advanceTimersByTimeAsync(19);
+    expect(batches).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(6);
+    expect(batches.map((b) => b.items)).toEqual([[1]]);
+  });
+
+  it('flush writes at once, also what arrives while it writes, and resolves once nothing is left', async () => {
+    const { batches, schedule, add, queue } = scheduled(20, 5);
+    add(1);
+    add(2);
+    const flushed = schedule.flush();
+    expect(schedule.writing).toBeDefined();
+    add(3); // arrives during the write
+    await vi.advanceTimersByTimeAsync(10);
+    await flushed;
+    expect(batches.map((b) => b.items)).toEqual([[1, 2], [3]]);
+    expect(batches[0]?.start).toBe(0);
+    expect(queue).toHaveLength(0);
+    expect(schedule.writing).toBeUndefined();
+    // The window's timer was cleared: nothing more is written.
+    await vi.advanceTimersByTimeAsync(100);
+    expect(batches).toHaveLength(2);
+  });
+});

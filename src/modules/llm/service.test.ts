@@ -302,6 +302,28 @@ describe('LLM gateway', () => {
     await expect.poll(() => fake.aborted, { timeout: 5_000 }).toBeGreaterThan(0);
   });
 
+  it('cancels the upstream call when the client leaves a JSON request, and bills only its prompt', async () => {
+    fake.enqueue({ content: 'a slow answer', delayMs: 8_000 });
+    const before = fake.inFlight;
+    const ac = new AbortController();
+    const res = fetch(`${base}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${pat}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'take your time' }] }),
+      signal: ac.signal,
+    });
+    await expect.poll(() => fake.inFlight, { timeout: 5_000 }).toBe(before + 1);
+    ac.abort();
+    await expect(res).rejects.toThrow();
+    // The gateway closed its upstream request long before the upstream would have answered.
+    await expect.poll(() => fake.inFlight, { timeout: 4_000 }).toBe(before);
+    await expect.poll(async () => (await llmRows()).length, { timeout: 5_000 }).toBe(1);
+    const [row] = await llmRows();
+    expect(row?.completionTokens).toBe(0);
+    expect(row?.promptTokens).toBeGreaterThan(0);
+    expect(row?.amount).toBe(-(row?.promptTokens ?? 0)); // fake-model: 1 credit a prompt token
+  });
+
   it('never overdraws by more than one request under concurrency, and the ledger adds up', async () => {
     await fc.assert(
       fc.asyncProperty(

@@ -288,6 +288,7 @@ export class PythonPool {
     this.idle(child, false);
     return new Promise((resolve) => {
       let settled = false;
+      let timer: NodeJS.Timeout | undefined;
       const finish = (r: SandboxResult, ran = true) => {
         if (settled) return;
         settled = true;
@@ -297,13 +298,18 @@ export class PythonPool {
         this.kill(child);
         resolve({ result: r, ran });
       };
-      const timer = setTimeout(
-        () =>
+      // setTimeout counts from the event loop's cached clock, so it may fire a little before `timeoutMs` have
+      // passed by performance.now() (seen: a run stopped at 999 ms of its 1000): a run is stopped once its whole
+      // limit has passed.
+      const expire = () => {
+        const left = timeoutMs - elapsed();
+        if (left > 0) timer = setTimeout(expire, Math.ceil(left));
+        else
           finish(
             failure('TimeoutError', `The run took longer than its ${timeoutMs} ms limit and was stopped`, elapsed()),
-          ),
-        timeoutMs,
-      );
+          );
+      };
+      timer = setTimeout(expire, timeoutMs);
       const limitMb = Math.round(this.opts.memoryBytes / 1048576);
       const pid = proc.pid;
       const watch = setInterval(() => {

@@ -41,7 +41,7 @@ export const LEASE_BUSY_RATE = 2;
  * (GROUP_COMMIT_WINDOW_MS, 5 ms there, which other instances must see soon): no one reads a charge at once. At
  * 940 requests a second on PostgreSQL (200 ms upstream, 200 concurrent) batches that followed each other as soon
  * as one committed were 14.6 per 100 requests and cost the database 180 µs of CPU a request on the same two
- * cores; one a window, and the statement prepared, 5 per 100 and 70 µs. A crash loses at most this window's
+ * cores; one a window, its statement planned once per connection, 70 µs. A crash loses at most this window's
  * charges and the batch being written, never credits...
  */
 export const BATCH_WINDOW_MS = 20;

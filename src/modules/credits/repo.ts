@@ -1,6 +1,5 @@
 import { and, count, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
-import { executeNamed } from '../../db/prepared.ts';
 import { type CreditTransactionRow, creditTransactions } from '../../db/schema/index.ts';
 import { newId } from '../../lib/ids.ts';
 import { offsetOf } from '../../lib/pagination.ts';
@@ -133,7 +132,8 @@ export interface LeaseUpdate {
 
 /**
  * Group commit: writes a batch of charges (one ledger row each, in order) and their leases' updates in one
- * statement. An open lease's row shrinks by what was charged and is renewed until `expiresAt`; a closed lease's
+ * statement, the function `credits_write_lease_batch` (migration 0018: a function so that each connection plans
+ * it once, which costs more than running it). An open lease's row shrinks by what was charged and is renewed until `expiresAt`; a closed lease's
  * row is deleted and what it still held goes back to the balance. A charge whose lease row is gone (expired and
  * swept while its instance stalled) is debited from the balance directly. `balance_after` is the balance with
  * every lease's credits counted, as each row left it. Answers each touched account's balance. Locks go accounts
@@ -164,52 +164,11 @@ export async function writeLeaseBatch(
     charged: l.charged,
     close: l.close,
   }));
-  const rows = await executeNamed<{ id: string; balance: string }>(
-    db,
-    'credits_write_lease_batch',
-    sql`
-    WITH c AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(charges)}::jsonb) AS x(
-        n int, id text, account_id text, cost bigint, type text, description text, model text,
-        prompt_tokens int, completion_tokens int, request_id text, at timestamptz)
-    ), r0 AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(leases)}::jsonb) AS x(
-        lease_id text, account_id text, charged bigint, close boolean)
-    ), a AS (
-      SELECT id FROM accounts WHERE id IN (SELECT account_id FROM r0) ORDER BY id FOR UPDATE
-    ), r AS (
-      SELECT * FROM r0 WHERE (SELECT count(*) FROM a) >= 0
-    ), before AS (
-      SELECT account_id, sum(amount)::bigint AS amount FROM credit_holds
-      WHERE account_id IN (SELECT account_id FROM r) GROUP BY account_id
-    ), lu AS (
-      UPDATE credit_holds h SET amount = h.amount - r.charged, expires_at = ${batch.expiresAt.toISOString()}::timestamptz
-      FROM r WHERE h.id = r.lease_id AND NOT r.close
-      RETURNING h.id
-    ), ld AS (
-      DELETE FROM credit_holds h USING r WHERE h.id = r.lease_id AND r.close
-      RETURNING h.id, h.amount
-    ), d AS (
-      SELECT r.account_id,
-        sum(CASE WHEN ld.id IS NOT NULL THEN ld.amount - r.charged WHEN lu.id IS NOT NULL THEN 0 ELSE -r.charged END)::bigint AS delta,
-        sum(CASE WHEN ld.id IS NOT NULL THEN ld.amount WHEN lu.id IS NOT NULL THEN r.charged ELSE 0 END)::bigint AS leased_out
-      FROM r LEFT JOIN ld ON ld.id = r.lease_id LEFT JOIN lu ON lu.id = r.lease_id
-      GROUP BY r.account_id
-    ), u AS (
-      UPDATE accounts a SET credit_balance = a.credit_balance + d.delta
-      FROM d WHERE a.id = d.account_id
-      RETURNING a.id, a.credit_balance, a.credit_balance + COALESCE((SELECT amount FROM before WHERE before.account_id = a.id), 0) - d.leased_out AS total
-    ), t AS (
-      INSERT INTO credit_transactions
-        (id, account_id, amount, balance_after, type, description, model, prompt_tokens, completion_tokens, request_id, created_at)
-      SELECT c.id, c.account_id, -c.cost,
-        u.total + COALESCE(sum(c.cost) OVER (PARTITION BY c.account_id ORDER BY c.n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::bigint,
-        c.type, c.description, c.model, c.prompt_tokens, c.completion_tokens, c.request_id, c.at
-      FROM c JOIN u ON u.id = c.account_id
-    )
-    SELECT id, credit_balance::text AS balance FROM u`,
+  const result = await db.execute(
+    sql`SELECT account, balance FROM credits_write_lease_batch(${JSON.stringify(charges)}::jsonb, ${JSON.stringify(leases)}::jsonb, ${batch.expiresAt.toISOString()}::timestamptz)`,
   );
-  return new Map(rows.map((r) => [r.id, Number(r.balance)]));
+  const rows = (result as unknown as { rows: Array<{ account: string; balance: string }> }).rows;
+  return new Map(rows.map((r) => [r.account, Number(r.balance)]));
 }
 
 /** Gives back holds whose request never settled (its instance died). Answers how many were released. */

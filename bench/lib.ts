@@ -145,17 +145,22 @@ export async function load(
   };
 }
 
-/** A file of bench/ as its own process (TypeScript through tsx); resolves with the first line it prints (its URL). */
+/**
+ * A file of bench/ as its own process (TypeScript through tsx), with this process's environment and `env`;
+ * resolves with the first line it prints (its URL).
+ */
 export async function startChild(
   file: string,
   args: string[] = [],
   nodeArgs: string[] = [],
+  env: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; line: string }> {
   const child = spawn(
     process.execPath,
     [...nodeArgs, ...(file.endsWith('.ts') ? ['--import', 'tsx'] : []), file, ...args],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, ...env },
     },
   );
   let buf = '';

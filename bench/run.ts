@@ -4,6 +4,7 @@ import { benchAgentPromptTokens } from './agent-prompt-tokens.ts';
 import { apiBenchmark } from './api.ts';
 import { gatewayAbBenchmark } from './gateway-ab.ts';
 import { gatewayAllocBenchmark } from './gateway-alloc.ts';
+import { gatewayTailBenchmark } from './gateway-tail.ts';
 import { injectionBenchmark } from './injection.ts';
 import { knowledgeBenchmark } from './knowledge.ts';
 import { type Benchmark, formatResult } from './lib.ts';
@@ -45,6 +46,12 @@ const BENCHMARKS: Benchmark[] = [
     name: 'gateway-alloc',
     summary: 'Memory the LLM gateway allocates per request beside the bare relay (sampling heap profiler)',
     run: gatewayAllocBenchmark,
+  },
+  {
+    name: 'gateway-tail',
+    summary:
+      "Where the LLM gateway's p99 comes from beside the bare relay (200 ms upstream, 200 concurrent): undici's send wait, event-loop delay, GC pauses",
+    run: gatewayTailBenchmark,
   },
   {
     name: 'gateway-ab',

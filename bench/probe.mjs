@@ -1,0 +1,42 @@
+import dc from 'node:diagnostics_channel';
+import { appendFileSync } from 'node:fs';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
+
+/**
+ * Loaded into a process under load (`node --import bench/probe.mjs`, BENCH_PROBE_FILE set) by
+ * `npm run bench -- gateway-tail`: what a request waits for inside it. On each SIGUSR2 it appends one JSON line
+ * to BENCH_PROBE_FILE with what it saw since the last one, and starts again:
+ * - `sendWait`: from undici creating an upstream request to writing its headers (ms, p50 and p99): undici sends a
+ *   request on an idle kept-alive connection only in the event loop's check phase, after the turn's other work;
+ * - `loopDelay`: how late a 1 ms timer ran (ms, p99 and max);
+ * - `gc`: pauses (count, total and longest, ms).
+ * Diagnostics only: nothing of the service loads it.
+ */
+const out = process.env.BENCH_PROBE_FILE;
+const delay = monitorEventLoopDelay({ resolution: 1 });
+delay.enable();
+let pauses = [];
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) pauses.push(entry.duration);
+}).observe({ entryTypes: ['gc'] });
+const created = new WeakMap();
+let waits = [];
+dc.subscribe('undici:request:create', ({ request }) => created.set(request, performance.now()));
+dc.subscribe('undici:client:sendHeaders', ({ request }) => {
+  const at = created.get(request);
+  if (at !== undefined) waits.push(performance.now() - at);
+});
+
+const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+process.on('SIGUSR2', () => {
+  waits.sort((a, b) => a - b);
+  const line = {
+    sendWait: { p50: pct(waits, 50), p99: pct(waits, 99), n: waits.length },
+    loopDelay: { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 },
+    gc: { count: pauses.length, total: pauses.reduce((a, b) => a + b, 0), longest: Math.max(0, ...pauses) },
+  };
+  if (out) appendFileSync(out, `${JSON.stringify(line)}\n`);
+  waits = [];
+  pauses = [];
+  delay.reset();
+});

@@ -13,8 +13,9 @@ export const GROUP_COMMIT_WINDOW_MS = { pg: 5, pglite: 20 } as const;
  * A steady stream thus costs the database one statement a window, not one each time the last one committed (at
  * 900 gateway requests a second on PostgreSQL that was a credit batch every 7 ms, and its planning and writing on
  * the same two cores showed in every request's latency). `flush` writes at once, everything, what arrives
- * meanwhile included (a full batch, tests, shutdown). `writeOne` writes one batch; `more` says whether anything
- * is left to write.
+ * meanwhile included (a full batch, tests, shutdown). `writeOne` writes one batch, or nothing when nothing is
+ * due (a flush may have written it already: the window's timer still calls it); `more` says whether anything is
+ * left to write.
  */
 export class WriteSchedule {
   private timer: NodeJS.Timeout | undefined;
@@ -34,7 +35,6 @@ export class WriteSchedule {
     if (this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      if (!this.opts.more()) return; // a flush wrote it meanwhile
       this.next().then(() => {
         if (this.opts.more()) this.soon();
       }, this.opts.onError);
@@ -68,9 +68,10 @@ export class WriteSchedule {
 /**
  * Group commit for writes an answer does not wait for: `add` queues an item, and within `windowMs` every
  * queued item is written by one call of `write` (at most `max` a call; the rest follow at once when that many
- * are queued, else a window later: WriteSchedule), in the order they were added. A failed write is tried again (three times, backing off); then its items are logged as lost
- * and their promises answer false (a batch of several is first written item by item, so one bad item loses only
- * itself). Every item is tracked in `background`, so draining it (tests, shutdown) waits until it is written.
+ * are queued, else a window later: WriteSchedule), in the order they were added. A failed write is tried again
+ * (three times, backing off); then its items are logged as lost and their promises answer false (a batch of
+ * several is first written item by item, so one bad item loses only itself). Every item is tracked in
+ * `background`, so draining it (tests, shutdown) waits until it is written.
  */
 export class GroupCommit<T> {
   private queue: Array<{ item: T; done: (err?: unknown) => void }> = [];
@@ -90,7 +91,9 @@ export class GroupCommit<T> {
   ) {
     this.schedule = new WriteSchedule({
       windowMs: opts.windowMs,
-      writeOne: () => this.writeBatch(this.queue.splice(0, this.opts.max ?? 1000)),
+      writeOne: async () => {
+        if (this.queue.length) await this.writeBatch(this.queue.splice(0, this.opts.max ?? 1000));
+      },
       more: () => this.queue.length > 0,
       onError: (err) => opts.log.error({ err }, `${opts.what}: a batch failed`),
     });

@@ -12,6 +12,7 @@ function scheduled(windowMs: number, writeMs: number) {
   const schedule = new WriteSchedule({
     windowMs,
     writeOne: async () => {
+      if (!queue.length) return; // nothing due: a flush wrote it
       const batch = { items: queue.splice(0), start: Date.now() - t0, end: 0 };
       await new Promise((r) => setTimeout(r, writeMs));
       batch.end = Date.now() - t0;

@@ -1,10 +1,10 @@
 import { asc, eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
 import { BackgroundTasks } from '../../lib/background.ts';
 import { CreditsExhaustedError } from '../../lib/errors.ts';
-import { type BankCharge, CreditBank, LEASE_BUSY_RATE } from './bank.ts';
+import { type BankCharge, CreditBank, LEASE_BUSY_RATE, LEASE_TTL_MS } from './bank.ts';
 
 const charge = (cost: number, n: number): BankCharge => ({
   type: 'llm',
@@ -130,6 +130,35 @@ describe('credit bank: group commit and leases', () => {
     await b.returnIdle();
     expect(await balanceOf(u.account.id)).toBe(-5);
     await expect(b.hold(u.account.id, 1)).rejects.toBeInstanceOf(CreditsExhaustedError);
+  });
+});
+
+describe('credit bank: a live instance', () => {
+  let h: TestHarness;
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(() => h.close());
+
+  it('renews a lease a request still holds from, with no charge to write, before it can expire', async () => {
+    const b = new CreditBank(h.database.asyncCommitDb, h.app.log);
+    const u = await createUser(h.app);
+    const expiry = async () =>
+      (await h.database.db.select().from(creditHolds).where(eq(creditHolds.accountId, u.account.id)))[0]?.expiresAt;
+    const hold = await b.hold(u.account.id, 100); // a long call: its lease must outlive LEASE_TTL_MS
+    const first = (await expiry())?.getTime() ?? 0;
+    expect(first).toBeGreaterThan(Date.now());
+    // A third of the lease's lifetime later, by the clock the bank reads (its timers stay real).
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + LEASE_TTL_MS / 3 + 1000 });
+    try {
+      await expect
+        .poll(async () => (await expiry())?.getTime() ?? 0, { timeout: 5_000, interval: 50 })
+        .toBeGreaterThanOrEqual(first + LEASE_TTL_MS / 3);
+    } finally {
+      vi.useRealTimers();
+    }
+    await b.settle(hold, charge(10, 0));
+    await b.close();
   });
 });
 

@@ -159,6 +159,7 @@ export class CreditBank {
   ) {
     this.schedule = new WriteSchedule({
       windowMs: BATCH_WINDOW_MS,
+      // A batch with no charges still gives back idle leases and renews live ones when that is due.
       writeOne: () => this.writeBatch(),
       more: () => this.queue.length > 0 || this.closable().length > 0,
       onError: (err) => log.error({ err }, 'credits: a batch failed'),

@@ -147,7 +147,13 @@ export async function gatewayTailBenchmark(): Promise<BenchResult> {
     });
     const seconds = DURATION_MS / 1000;
     return {
-      title: `LLM gateway's tail: 200 ± ${JITTER_MS} ms upstream, ${CONCURRENCY} concurrent, ${STREAM ? 'streams (first byte)' : 'JSON'}, ${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'}, ${ROUNDS} rounds of ${seconds} s`,
+      title: [
+        `LLM gateway's tail: 200 ± ${JITTER_MS} ms upstream`,
+        `${CONCURRENCY} concurrent`,
+        STREAM ? 'streams (first byte)' : 'JSON',
+        process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite',
+        `${ROUNDS} rounds of ${seconds} s`,
+      ].join(', '),
       baseline: 'bare relay',
       figures: [
         figure('added to direct p50', 'ms', (s, d) => s.result.p50 - d.p50),
@@ -161,7 +167,8 @@ export async function gatewayTailBenchmark(): Promise<BenchResult> {
         figure('CPU per request', 'µs', (s) => s.result.cpu),
       ],
       notes: [
-        `direct: p50 ${median(rounds.map((r) => r.direct.p50)).toFixed(1)} ms, p99 ${median(rounds.map((r) => r.direct.p99)).toFixed(1)} ms; throughput direct ${median(rounds.map((r) => r.direct.rps)).toFixed(0)}, relay ${of('bare', (s) => s.result.rps).toFixed(0)}, gateway ${of('gateway', (s) => s.result.rps).toFixed(0)} rps`,
+        `direct: p50 ${median(rounds.map((r) => r.direct.p50)).toFixed(1)} ms, p99 ${median(rounds.map((r) => r.direct.p99)).toFixed(1)} ms`,
+        `throughput: direct ${median(rounds.map((r) => r.direct.rps)).toFixed(0)}, relay ${of('bare', (s) => s.result.rps).toFixed(0)}, gateway ${of('gateway', (s) => s.result.rps).toFixed(0)} rps`,
         ...(process.env.BENCH_DATABASE_URL
           ? [`PostgreSQL's CPU per gateway request: ${of('gateway', (s) => s.dbCpu).toFixed(0)} µs`]
           : []),

@@ -131,12 +131,12 @@ export interface LeaseUpdate {
 }
 
 /**
- * Group commit: writes a batch of charges (one ledger row each, in order) and their leases' updates in one
- * statement, the function `credits_write_lease_batch` (migration 0018: a function so that each connection plans
- * it once, which costs more than running it). An open lease's row shrinks by what was charged and is renewed until `expiresAt`; a closed lease's
- * row is deleted and what it still held goes back to the balance. A charge whose lease row is gone (expired and
- * swept while its instance stalled) is debited from the balance directly. `balance_after` is the balance with
- * every lease's credits counted, as each row left it. Answers each touched account's balance. Locks go accounts
+ * Group commit: writes a batch of charges (one ledger row each, in order) and their leases' updates in one statement,
+ * the function `credits_write_lease_batch` (migration 0018: a function so that each connection plans it once, which
+ * costs more than running it). An open lease's row shrinks by what was charged and is renewed until `expiresAt`; a
+ * closed lease's row is deleted and what it still held goes back to the balance. A charge whose lease row is gone
+ * (expired and swept while its instance stalled) is debited from the balance directly. `balance_after` is the balance
+ * with every lease's credits counted, as each row left it. Answers each touched account's balance. Locks go accounts
  * (in id order) first, then lease rows, as in `takeLease`: two instances' batches never deadlock.
  */
 export async function writeLeaseBatch(
@@ -164,9 +164,9 @@ export async function writeLeaseBatch(
     charged: l.charged,
     close: l.close,
   }));
-  const result = await db.execute(
-    sql`SELECT account, balance FROM credits_write_lease_batch(${JSON.stringify(charges)}::jsonb, ${JSON.stringify(leases)}::jsonb, ${batch.expiresAt.toISOString()}::timestamptz)`,
-  );
+  const result = await db.execute(sql`
+    SELECT account, balance FROM credits_write_lease_batch(
+      ${JSON.stringify(charges)}::jsonb, ${JSON.stringify(leases)}::jsonb, ${batch.expiresAt.toISOString()}::timestamptz)`);
   const rows = (result as unknown as { rows: Array<{ account: string; balance: string }> }).rows;
   return new Map(rows.map((r) => [r.account, Number(r.balance)]));
 }

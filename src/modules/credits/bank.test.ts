@@ -131,34 +131,22 @@ describe('credit bank: group commit and leases', () => {
     expect(await balanceOf(u.account.id)).toBe(-5);
     await expect(b.hold(u.account.id, 1)).rejects.toBeInstanceOf(CreditsExhaustedError);
   });
-});
-
-describe('credit bank: a live instance', () => {
-  let h: TestHarness;
-  beforeAll(async () => {
-    h = await createHarness();
-  });
-  afterAll(() => h.close());
 
   it('renews a lease a request still holds from, with no charge to write, before it can expire', async () => {
-    const b = new CreditBank(h.database.asyncCommitDb, h.app.log);
+    const b = bank();
     const u = await createUser(h.app);
-    const expiry = async () =>
-      (await h.database.db.select().from(creditHolds).where(eq(creditHolds.accountId, u.account.id)))[0]?.expiresAt;
+    const expiry = async () => (await leaseRows(u.account.id))[0]?.expiresAt.getTime() ?? 0;
     const hold = await b.hold(u.account.id, 100); // a long call: its lease must outlive LEASE_TTL_MS
-    const first = (await expiry())?.getTime() ?? 0;
+    const first = await expiry();
     expect(first).toBeGreaterThan(Date.now());
     // A third of the lease's lifetime later, by the clock the bank reads (its timers stay real).
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + LEASE_TTL_MS / 3 + 1000 });
     try {
-      await expect
-        .poll(async () => (await expiry())?.getTime() ?? 0, { timeout: 5_000, interval: 50 })
-        .toBeGreaterThanOrEqual(first + LEASE_TTL_MS / 3);
+      await expect.poll(expiry, { timeout: 5_000, interval: 50 }).toBeGreaterThanOrEqual(first + LEASE_TTL_MS / 3);
     } finally {
       vi.useRealTimers();
     }
     await b.settle(hold, charge(10, 0));
-    await b.close();
   });
 });
 

@@ -24,13 +24,21 @@ export class WriteSchedule {
   constructor(
     private readonly opts: {
       windowMs: number;
+      /** A batch holds at most this many: once that many are queued, they are written at once. */
+      max: number;
       writeOne: () => Promise<void>;
       more: () => boolean;
       onError: (err: unknown) => void;
     },
   ) {}
 
-  /** Something was queued: a batch within the window (batches start at least a window apart). */
+  /** Something was queued, `length` in all now: a full batch is written at once, else within the window. */
+  queued(length: number): void {
+    if (length >= this.opts.max) this.flush().catch(this.opts.onError);
+    else this.soon();
+  }
+
+  /** A batch within the window (batches start at least a window apart). */
   soon(): void {
     if (this.timer) return;
     this.timer = setTimeout(() => {
@@ -89,10 +97,12 @@ export class GroupCommit<T> {
       background: BackgroundTasks;
     },
   ) {
+    const max = opts.max ?? 1000;
     this.schedule = new WriteSchedule({
       windowMs: opts.windowMs,
+      max,
       writeOne: async () => {
-        if (this.queue.length) await this.writeBatch(this.queue.splice(0, this.opts.max ?? 1000));
+        if (this.queue.length) await this.writeBatch(this.queue.splice(0, max));
       },
       more: () => this.queue.length > 0,
       onError: (err) => opts.log.error({ err }, `${opts.what}: a batch failed`),
@@ -105,8 +115,7 @@ export class GroupCommit<T> {
       this.queue.push({ item, done: (err) => resolve(err === undefined) });
     });
     this.opts.background.track(this.opts.what, written);
-    if (this.queue.length >= (this.opts.max ?? 1000)) void this.flush();
-    else this.schedule.soon();
+    this.schedule.queued(this.queue.length);
     return written;
   }
 

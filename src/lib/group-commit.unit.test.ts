@@ -5,12 +5,13 @@ import { WriteSchedule } from './group-commit.ts';
  * A queue written by a WriteSchedule whose every batch takes `writeMs`; records when each batch started and ended
  * (ms since the schedule was made).
  */
-function scheduled(windowMs: number, writeMs: number) {
+function scheduled(windowMs: number, writeMs: number, max = 1000) {
   const queue: number[] = [];
   const batches: Array<{ items: number[]; start: number; end: number }> = [];
   const t0 = Date.now();
   const schedule = new WriteSchedule({
     windowMs,
+    max,
     writeOne: async () => {
       if (!queue.length) return; // nothing due: a flush wrote it
       const batch = { items: queue.splice(0), start: Date.now() - t0, end: 0 };
@@ -25,7 +26,7 @@ function scheduled(windowMs: number, writeMs: number) {
   });
   const add = (n: number) => {
     queue.push(n);
-    schedule.soon();
+    schedule.queued(queue.length);
   };
   return { queue, batches, schedule, add };
 }
@@ -65,6 +66,17 @@ describe('WriteSchedule', () => {
     expect(batches).toHaveLength(0);
     await vi.advanceTimersByTimeAsync(6);
     expect(batches.map((b) => b.items)).toEqual([[1]]);
+  });
+
+  it('writes a full batch at once, without waiting for the window', async () => {
+    const { batches, add } = scheduled(20, 5, 3);
+    add(1);
+    add(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(batches).toHaveLength(0);
+    add(3);
+    await vi.advanceTimersByTimeAsync(5);
+    expect(batches.map((b) => [b.items, b.start])).toEqual([[[1, 2, 3], 1]]);
   });
 
   it('flush writes at once, also what arrives while it writes, and resolves once nothing is left', async () => {

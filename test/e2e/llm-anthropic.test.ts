@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, type TestContext } from 'vitest';
+import { creditStats } from '../../src/modules/credits/service.ts';
 import { FAKE_ANTHROPIC_KEY, type FakeAnthropic, startFakeAnthropic } from '../fakes/anthropic.ts';
 import { createHarness, createUser, type TestHarness } from '../harness.ts';
 
@@ -170,6 +171,7 @@ describe('LLM gateway with an Anthropic upstream', () => {
   });
 
   it('refuses a request Anthropic cannot express with a 400, before anything is held or sent', async () => {
+    const takes = creditStats(h.app.deps).takes;
     const refused = await client.chat.completions
       .create({ model: MODEL, n: 2, messages: [{ role: 'user', content: 'hi' }] })
       .catch((e: unknown) => e);
@@ -178,5 +180,6 @@ describe('LLM gateway with an Anthropic upstream', () => {
       'Anthropic models answer one choice per request (n)',
     );
     expect(fake.requests).toHaveLength(0);
+    expect(creditStats(h.app.deps).takes).toBe(takes); // no lease taken: a hold would have been the first write
   });
 });

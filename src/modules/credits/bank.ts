@@ -159,6 +159,7 @@ export class CreditBank {
   ) {
     this.schedule = new WriteSchedule({
       windowMs: BATCH_WINDOW_MS,
+      max: BATCH_MAX,
       // A batch with no charges still gives back idle leases and renews live ones when that is due.
       writeOne: () => this.writeBatch(),
       more: () => this.queue.length > 0 || this.closable().length > 0,
@@ -349,8 +350,7 @@ export class CreditBank {
         },
         done: (err) => (err ? reject(err) : resolve()),
       });
-      if (this.queue.length >= BATCH_MAX) void this.flush();
-      else this.schedule.soon();
+      this.schedule.queued(this.queue.length);
     });
   }
 

@@ -470,6 +470,18 @@ describe('robustness of the OAuth endpoints and the pages', () => {
     ['POST', '/account/tools/tool_x/links/agt_x/unlink'],
   );
 
+  it('the agents page, on a server with no model, says so on its form (422) instead of failing', async () => {
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/account/agents',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ csrf, name: 'Helper' }).toString(),
+    });
+    expect(res.statusCode).toBe(422);
+    expect(res.body).toContain('No LLM upstream is configured');
+    expect(res.body).toContain('value="Helper"');
+  });
+
   it('answers every request, never with a 5xx', { timeout: 180_000 }, async () => {
     await fc.assert(
       fc.asyncProperty(

@@ -10,6 +10,7 @@ import {
   CreditsExhaustedError,
   ForbiddenError,
   NotFoundError,
+  ServiceUnavailableError,
   UnauthorizedError,
   ValidationError,
 } from '../lib/errors.ts';
@@ -154,6 +155,11 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
     } catch (err) {
       if (err instanceof AppError && err.statusCode < 500) {
         return renderList(req, reply, current, { error: err.message, draft }, err.statusCode);
+      }
+      // A server with no model at all (no LLM upstream configured): the form cannot be accepted as it is, and it
+      // says why, with the draft kept (the API answers 503 for the same).
+      if (err instanceof ServiceUnavailableError) {
+        return renderList(req, reply, current, { error: err.message, draft }, 422);
       }
       throw err;
     }

@@ -5,14 +5,15 @@ import { chatBody, gatewayEnv, load } from './llm-gateway.ts';
 
 /**
  * Memory the LLM gateway allocates per request, beside the bare relay (bench/bare-proxy.ts) under the same load:
- * the instant upstream, 50 concurrent JSON requests, on the database the run selects (PostgreSQL with
- * BENCH_DATABASE_URL). V8's sampling heap profiler, read through the inspector, counts what is allocated while
- * the measurement runs, objects the garbage collector already took included: the figure that decides how often
- * the young generation is collected, and unlike CPU time it barely moves with the machine's load (two runs
- * agree within 0.5%). The gateway's largest allocation sites are listed under the table. BENCH_DURATION_MS
- * (default 3000) is the measurement.
+ * the instant upstream, 50 concurrent JSON requests (streamed ones with BENCH_MODE=stream), on the database the
+ * run selects (PostgreSQL with BENCH_DATABASE_URL). V8's sampling heap profiler, read through the inspector,
+ * counts what is allocated while the measurement runs, objects the garbage collector already took included: the
+ * figure that decides how often the young generation is collected, and unlike CPU time it barely moves with the
+ * machine's load (two runs agree within 0.5%). The gateway's largest allocation sites are listed under the
+ * table. BENCH_DURATION_MS (default 3000) is the measurement.
  */
 const SITES = 12;
+const STREAM = process.env.BENCH_MODE === 'stream';
 
 interface Allocations {
   bytes: number;
@@ -86,7 +87,7 @@ export async function gatewayAllocBenchmark(): Promise<BenchResult> {
   const server = await startBenchServer(gatewayEnv(upstream.line), [`--inspect=127.0.0.1:${gwPort}`]);
   try {
     const pat = await signupWithPat(server.url, ['llm-all']);
-    const body = chatBody('bench-instant', false);
+    const body = chatBody('bench-instant', STREAM);
     const perRequest = async (
       port: number,
       pid: number | undefined,
@@ -95,7 +96,7 @@ export async function gatewayAllocBenchmark(): Promise<BenchResult> {
       headers: Record<string, string>,
     ) => {
       const { allocations, result } = await sampleAllocations(port, (start) =>
-        load(origin, path, headers, body, 50, false, pid, start),
+        load(origin, path, headers, body, 50, STREAM, pid, start),
       );
       return { bytes: allocations.bytes / result.requests, allocations, requests: result.requests };
     };
@@ -108,7 +109,7 @@ export async function gatewayAllocBenchmark(): Promise<BenchResult> {
       .slice(0, SITES)
       .map(([site, bytes]) => `${Math.round(bytes / gw.requests).toLocaleString('en-US')} B  ${site}`);
     return {
-      title: `LLM gateway: memory allocated per request (instant upstream, 50 concurrent, ${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`,
+      title: `LLM gateway: memory allocated per request (instant upstream, 50 concurrent, ${STREAM ? 'streams' : 'JSON'}, ${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`,
       baseline: 'bare relay',
       figures: [{ name: 'allocated per request', unit: 'KB', value: gw.bytes / 1024, baseline: relay.bytes / 1024 }],
       notes: [

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { retryAfterSeconds } from '../../lib/dates.ts';
 import { BadGatewayError, GatewayTimeoutError, TooManyRequestsError } from '../../lib/errors.ts';
 import { redactSecrets } from '../../lib/redact.ts';
 import { getPath } from '../providers/json-path.ts';
@@ -125,16 +126,6 @@ function redirected(req: BuiltRequest, status: number, to: URL): BuiltRequest {
   return { ...req, url: to.toString(), headers };
 }
 
-/** Seconds a 503 asks to wait (`Retry-After`), 1 when it does not say. */
-function retryAfterOf(headers: Record<string, string>): number {
-  const v = headers['retry-after'];
-  if (v === undefined) return 1;
-  const n = Number(v);
-  if (Number.isFinite(n)) return Math.max(0, n);
-  const at = Date.parse(v);
-  return Number.isFinite(at) ? Math.max(0, (at - Date.now()) / 1000) : 1;
-}
-
 /**
  * Sends a provider API request. A rate-limit answer (the provider's own signals: 429, GitHub's 403 with no
  * requests left ...) or a 503 is retried once after the wait it asks for, when that wait is at most
@@ -156,7 +147,7 @@ export async function sendWithRetry(
   for (let attempt = 0; ; attempt++) {
     const answer = await sendOnce(req, opts);
     let wait = rateLimitDelaySeconds(provider, answer.status, answer.headers, answer.body);
-    if (wait === undefined && answer.status === 503) wait = retryAfterOf(answer.headers);
+    if (wait === undefined && answer.status === 503) wait = retryAfterSeconds(answer.headers['retry-after']) ?? 1; // a 503 that does not say: 1 s
     if (wait === undefined) return answer;
     if (attempt === 0 && wait * 1000 <= settings.maxRetryWaitMs) {
       try {

@@ -1,3 +1,4 @@
+import { retryAfterSeconds } from '../../lib/dates.ts';
 import { BadRequestError, ValidationError } from '../../lib/errors.ts';
 import { checkToolArguments, withDefaults } from './arguments.ts';
 import { getPath, setPath } from './json-path.ts';
@@ -359,13 +360,8 @@ export function rateLimitDelaySeconds(
   const rl = provider.api.rateLimit;
   if (!rl.statuses.includes(status)) return undefined;
   const seconds = (v: number) => Math.max(0, Math.ceil(v));
-  const retryAfter = header(headers, rl.retryAfterHeader);
-  if (retryAfter !== undefined && retryAfter.trim() !== '') {
-    const n = Number(retryAfter);
-    if (Number.isFinite(n)) return seconds(n);
-    const at = Date.parse(retryAfter);
-    if (Number.isFinite(at)) return seconds((at - nowMs) / 1000);
-  }
+  const retryAfter = retryAfterSeconds(header(headers, rl.retryAfterHeader), nowMs);
+  if (retryAfter !== undefined) return seconds(retryAfter);
   if (rl.retryAfterBodyPath) {
     const v = getPath(body, rl.retryAfterBodyPath);
     if (typeof v === 'number' || (typeof v === 'string' && v.trim() !== '')) {

@@ -22,10 +22,15 @@ export function streamCreditHeaders(balanceBefore: number): Record<string, strin
 }
 
 /**
- * The final figures of an SSE stream whose headers are gone: an SSE comment (clients skip it, people and
- * scripts can read it) and the HTTP trailers. Call it just before ending the response.
+ * The final figures of an SSE stream whose headers are gone: the HTTP trailers are set, and the SSE comment
+ * (clients skip it, people and scripts can read it) is answered for the caller to write last before the end.
  */
-export function writeStreamCredits(raw: ServerResponse, credits: CreditFigures): void {
-  raw.write(`: x-credits-consumed=${credits.consumed}; x-credits-remaining=${credits.remaining}\n\n`);
+export function streamCreditsTail(raw: ServerResponse, credits: CreditFigures): string {
   raw.addTrailers(creditHeaders(credits));
+  return `: x-credits-consumed=${credits.consumed}; x-credits-remaining=${credits.remaining}\n\n`;
+}
+
+/** Writes the final figures of an SSE stream (streamCreditsTail). Call it just before ending the response. */
+export function writeStreamCredits(raw: ServerResponse, credits: CreditFigures): void {
+  raw.write(streamCreditsTail(raw, credits));
 }

@@ -7,13 +7,15 @@ import type { FastifyReply } from 'fastify';
  */
 export function startSse(reply: FastifyReply, extra: Record<string, string> = {}): ServerResponse {
   reply.hijack();
-  reply.raw.writeHead(200, {
-    ...(reply.getHeaders() as Record<string, string>),
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    ...extra,
-  });
+  // getHeaders answers a new object: the stream's headers are added to it rather than to a third copy.
+  const headers = Object.assign(reply.getHeaders() as Record<string, string>, STREAM_HEADERS, extra);
+  reply.raw.writeHead(200, headers);
   return reply.raw;
 }
+
+const STREAM_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};

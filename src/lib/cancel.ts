@@ -19,6 +19,16 @@ export class Cancel extends EventEmitter {
 /** What an upstream call is cancelled by: an AbortSignal, or a Cancel. */
 export type CancelSignal = AbortSignal | Cancel;
 
+/** Calls `onAbort` when `signal` fires (once); answers the function that stops listening. */
+export function onCancel(signal: CancelSignal, onAbort: () => void): () => void {
+  if (signal instanceof Cancel) {
+    signal.once('abort', onAbort);
+    return () => signal.off('abort', onAbort);
+  }
+  signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}
+
 /**
  * An AbortSignal that follows `signal`, for code that combines signals (`AbortSignal.any`) or hands them on to
  * APIs that want one.
@@ -27,6 +37,6 @@ export function abortSignalOf(signal: CancelSignal): AbortSignal {
   if (!(signal instanceof Cancel)) return signal;
   const controller = new AbortController();
   if (signal.aborted) controller.abort();
-  else signal.once('abort', () => controller.abort());
+  else onCancel(signal, () => controller.abort());
   return controller.signal;
 }

@@ -5,34 +5,64 @@ export interface SseEvent {
   data: string;
 }
 
-/** Parses an SSE byte stream into events (data lines joined by \n); comments and ids are skipped. */
-export async function* readSse(body: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  let event: string | undefined;
-  let data: string[] = [];
-  for await (const piece of body) {
-    buffer += typeof piece === 'string' ? piece : decoder.decode(piece, { stream: true });
-    // Lines are read where they stand; only the unfinished last one is kept for the next piece.
+const DATA = Buffer.from('data:');
+const EVENT = Buffer.from('event:');
+const LF = 10;
+const CR = 13;
+const SPACE = 32;
+
+/** Whether `buf` holds `prefix` at `at`, in a line that ends at `end`. */
+function startsWith(buf: Buffer, at: number, end: number, prefix: Buffer): boolean {
+  if (end - at < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (buf[at + i] !== prefix[i]) return false;
+  return true;
+}
+
+/**
+ * An SSE parser fed piece by piece (bytes or text, split anywhere): each `push` answers the events it completed
+ * (data lines joined by \n; comments and ids skipped), and `end` the last one when the stream stops without its
+ * blank line (a line the stream cut off is dropped, as the SSE rules say). Lines are found in the bytes and
+ * only their values decoded: a piece is not turned into text whole, and a line split between pieces (a
+ * character too) waits, as bytes, for the rest.
+ */
+export class SseParser {
+  /** The start of a line the last piece did not finish (a copy: the caller may reuse its buffer). */
+  private rest: Buffer | undefined;
+  private event: string | undefined;
+  private data: string[] = [];
+
+  push(piece: Uint8Array | string): SseEvent[] {
+    const bytes =
+      typeof piece === 'string' ? Buffer.from(piece) : Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+    const buf = this.rest ? Buffer.concat([this.rest, bytes]) : bytes;
+    const events: SseEvent[] = [];
     let start = 0;
-    let nl = buffer.indexOf('\n');
+    let nl = buf.indexOf(LF);
     while (nl >= 0) {
-      const end = nl > start && buffer.charCodeAt(nl - 1) === 13 ? nl - 1 : nl; // without a trailing \r
+      const end = nl > start && buf[nl - 1] === CR ? nl - 1 : nl; // without a trailing \r
       if (end === start) {
-        if (data.length) yield { event, data: data.join('\n') };
-        event = undefined;
-        data = [];
-      } else if (buffer.startsWith('data:', start)) {
-        data.push(buffer.slice(start + (buffer.charCodeAt(start + 5) === 32 ? 6 : 5), end));
-      } else if (buffer.startsWith('event:', start)) {
-        event = buffer.slice(start + 6, end).trim();
+        if (this.data.length) events.push({ event: this.event, data: this.data.join('\n') });
+        this.event = undefined;
+        this.data = [];
+      } else if (startsWith(buf, start, end, DATA)) {
+        const from = start + DATA.length + (buf[start + DATA.length] === SPACE ? 1 : 0);
+        this.data.push(buf.toString('utf8', Math.min(from, end), end));
+      } else if (startsWith(buf, start, end, EVENT)) {
+        this.event = buf.toString('utf8', start + EVENT.length, end).trim();
       }
       start = nl + 1;
-      nl = buffer.indexOf('\n', start);
+      nl = buf.indexOf(LF, start);
     }
-    if (start) buffer = buffer.slice(start);
+    this.rest = start < buf.length ? Buffer.from(buf.subarray(start)) : undefined;
+    return events;
   }
-  if (data.length) yield { event, data: data.join('\n') };
+
+  end(): SseEvent[] {
+    const last = this.data.length ? [{ event: this.event, data: this.data.join('\n') }] : [];
+    this.data = [];
+    this.rest = undefined;
+    return last;
+  }
 }
 
 export function sseData(payload: unknown): string {

@@ -1,24 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { readSse } from './sse.ts';
+import { SseParser } from './sse.ts';
 
-async function* pieces(...parts: string[]): AsyncGenerator<Uint8Array> {
-  for (const part of parts) yield new TextEncoder().encode(part);
+/** The events of a stream that arrives in these pieces, each as bytes. */
+function events(...parts: string[]) {
+  const parser = new SseParser();
+  return [...parts.flatMap((part) => parser.push(new TextEncoder().encode(part))), ...parser.end()];
 }
 
-async function events(...parts: string[]) {
-  const out = [];
-  for await (const ev of readSse(pieces(...parts))) out.push(ev);
-  return out;
-}
-
-describe('readSse', () => {
-  it('reads events, joins data lines, keeps event names and skips comments and ids', async () => {
+describe('SseParser', () => {
+  it('reads events, joins data lines, keeps event names and skips comments and ids', () => {
     expect(
-      await events(
-        ': a comment\n',
-        'id: 7\nevent: delta\ndata: {"a":1}\n\n',
-        'data: one\ndata:two\n\ndata: [DONE]\n\n',
-      ),
+      events(': a comment\n', 'id: 7\nevent: delta\ndata: {"a":1}\n\n', 'data: one\ndata:two\n\ndata: [DONE]\n\n'),
     ).toEqual([
       { event: 'delta', data: '{"a":1}' },
       { event: undefined, data: 'one\ntwo' },
@@ -26,24 +18,18 @@ describe('readSse', () => {
     ]);
   });
 
-  it('reads lines split across pieces, CRLF line ends, and a last event without its blank line (a line the stream cut off is dropped, as the SSE rules say)', async () => {
-    expect(
-      await events('da', 'ta: he', 'llo\r', '\n\r\nevent: x\r\ndata:\r\n\r\n', 'data: tail\n', 'data: cut'),
-    ).toEqual([
+  it('reads lines split across pieces, CRLF line ends, and a last event without its blank line (a line the stream cut off is dropped, as the SSE rules say)', () => {
+    expect(events('da', 'ta: he', 'llo\r', '\n\r\nevent: x\r\ndata:\r\n\r\n', 'data: tail\n', 'data: cut')).toEqual([
       { event: undefined, data: 'hello' },
       { event: 'x', data: '' },
       { event: undefined, data: 'tail' },
     ]);
   });
 
-  it('decodes a character split between two pieces', async () => {
+  it('decodes a character split between two pieces', () => {
     const bytes = new TextEncoder().encode('data: café ✓\n\n');
-    async function* split() {
-      yield bytes.subarray(0, 10); // inside the two bytes of é
-      yield bytes.subarray(10);
-    }
-    const out = [];
-    for await (const ev of readSse(split())) out.push(ev.data);
-    expect(out).toEqual(['café ✓']);
+    const parser = new SseParser();
+    const out = [...parser.push(bytes.subarray(0, 10)), ...parser.push(bytes.subarray(10))]; // 10: inside é
+    expect(out.map((ev) => ev.data)).toEqual(['café ✓']);
   });
 });

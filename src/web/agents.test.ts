@@ -1,11 +1,10 @@
-import { Readable } from 'node:stream';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { FakeLlm } from '../../test/fakes/llm-upstream.ts';
 import { call, createUser, fakeLlmSuite, type TestHarness } from '../../test/harness.ts';
 import { csrfOf, PageClient } from '../../test/web-client.ts';
 import { accounts } from '../db/schema/index.ts';
-import { readSse } from '../lib/sse.ts';
+import { SseParser } from '../lib/sse.ts';
 
 /**
  * The chat page's stream (`POST /account/agents/:agentId/chat/stream`) without a browser: the events in order,
@@ -29,10 +28,12 @@ describe('agents chat page stream', () => {
     const page = await browser.get(`/account/agents/${agent.id}`);
     return { u, browser, agent, page, csrf: csrfOf(page.body) };
   };
-  const eventsOf = async (body: string) => {
-    const out: Array<{ event: string | undefined; data: Record<string, unknown> }> = [];
-    for await (const e of readSse(Readable.from([body]))) out.push({ event: e.event, data: JSON.parse(e.data) });
-    return out;
+  const eventsOf = (body: string) => {
+    const parser = new SseParser();
+    return [...parser.push(body), ...parser.end()].map((e) => ({
+      event: e.event,
+      data: JSON.parse(e.data) as Record<string, unknown>,
+    }));
   };
 
   it('streams the conversation, tool steps, the text as written and done; stores what a reload shows', async () => {
@@ -58,7 +59,7 @@ describe('agents chat page stream', () => {
     const res = await browser.post(`/account/agents/${agent.id}/chat/stream`, { csrf, message: 'Bases?' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('text/event-stream; charset=utf-8');
-    const events = await eventsOf(res.body);
+    const events = eventsOf(res.body);
     const conversationId = events[0]?.data.conversationId as string;
     expect(conversationId).toMatch(/^conv_/);
     const url = `/account/agents/${agent.id}?c=${conversationId}`;
@@ -110,7 +111,7 @@ describe('agents chat page stream', () => {
       message: 'And now?',
       conversationId,
     });
-    expect((await eventsOf(next.body))[0]?.data.conversationId).toBe(conversationId);
+    expect(eventsOf(next.body)[0]?.data.conversationId).toBe(conversationId);
   });
 
   it('refuses before any stream: a bad CSRF token, no session, an empty message, another account, no credits', async () => {
@@ -186,7 +187,7 @@ describe('agents chat page stream', () => {
     const { browser, agent, csrf } = await signedIn();
     llm.enqueue({ status: 400, errorMessage: 'the model refused' });
     const res = await browser.post(`/account/agents/${agent.id}/chat/stream`, { csrf, message: 'hi' });
-    const events = await eventsOf(res.body);
+    const events = eventsOf(res.body);
     expect(events.map((e) => e.event)).toEqual(['conversation', 'error']);
     expect(events[1]?.data).toMatchObject({ error: 'BadRequestError', statusCode: 400, url: events[0]?.data.url });
     expect(String(events[1]?.data.message)).toContain('the model refused');

@@ -25,6 +25,8 @@ export interface FakeReply {
   delayMs?: number;
   /** Wait between stream chunks. */
   chunkDelayMs?: number;
+  /** Cut the connection after sending this many stream chunks (a stream that breaks off). */
+  breakAfter?: number;
 }
 
 /** A request as the fake received it (the OpenAI body, parsed, plus the headers). */
@@ -142,8 +144,14 @@ export async function startFakeLlm(): Promise<FakeLlm> {
         fake.aborted++;
       }
     });
+    let sent = 0;
     const send = async (chunk: unknown) => {
       if (closed) return;
+      if (sent++ === reply.breakAfter) {
+        closed = true;
+        res.socket?.destroy();
+        return;
+      }
       res.write(`data: ${JSON.stringify(chunk)}\n\n`);
       if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
     };

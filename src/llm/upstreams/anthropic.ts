@@ -1,4 +1,3 @@
-import type { CancelSignal } from '../../lib/cancel.ts';
 import type { CatalogModel } from '../catalog.ts';
 import type {
   ChatChunk,
@@ -12,7 +11,7 @@ import type {
   Usage,
 } from '../types.ts';
 import { UpstreamError } from '../types.ts';
-import { classifyTransportError, postUpstream, upstreamEvents } from './http.ts';
+import { faultOf, postEvents, postJson } from './http.ts';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 
@@ -29,7 +28,7 @@ export const ANTHROPIC_VERSION = '2023-06-01';
  */
 export function anthropicUpstream(opts: { baseUrl: string; apiKey: string | undefined; timeoutMs: number }): Upstream {
   // The SDKs' base URL has no /v1; accept one anyway, operators copy either form.
-  const url = `${opts.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1/messages`;
+  const url = new URL(`${opts.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1/messages`);
   const headers: Record<string, string> = {
     'anthropic-version': ANTHROPIC_VERSION,
     ...(opts.apiKey ? { 'x-api-key': opts.apiKey } : {}),
@@ -42,28 +41,22 @@ export function anthropicUpstream(opts: { baseUrl: string; apiKey: string | unde
     },
 
     async complete({ model, body, signal }) {
-      const res = await postUpstream(url, headers, body, signal, opts.timeoutMs);
-      let message: AnthropicMessage;
-      try {
-        message = (await res.body.json()) as AnthropicMessage;
-      } catch (err) {
-        throw asFault(err, signal, 'The model provider sent an unreadable answer');
-      }
+      const message = (await postJson(url, headers, body, signal, opts.timeoutMs)) as AnthropicMessage;
       if (!Array.isArray(message?.content)) throw new UpstreamError('failed', 'The model provider sent no message');
       return toCompletion(message, model.id);
     },
 
     async *stream({ model, body, signal }) {
-      const res = await postUpstream(url, headers, body, signal, opts.timeoutMs);
+      const events = postEvents(url, headers, body, signal, opts.timeoutMs, (ev) => ev);
       const translate = streamTranslator(model.id);
       try {
-        for await (const ev of upstreamEvents(res)) {
+        for await (const ev of events) {
           const { chunks, done } = translate(JSON.parse(ev.data) as StreamEvent);
           yield* chunks;
           if (done) return;
         }
       } catch (err) {
-        throw asFault(err, signal, 'The model provider stream broke off');
+        throw faultOf(err, signal);
       }
       throw new UpstreamError('failed', 'The model provider stream ended before the message did');
     },
@@ -470,9 +463,4 @@ function streamFault(error: { type?: string; message?: string } | undefined): Up
   const type = error?.type ?? 'api_error';
   const detail = error?.message ? `: ${error.message.slice(0, 500)}` : '';
   return new UpstreamError(STREAM_FAULTS[type] ?? 'failed', `The model provider reported ${type}${detail}`);
-}
-
-function asFault(err: unknown, signal: CancelSignal, message: string): unknown {
-  if (err instanceof SyntaxError && !signal.aborted) return new UpstreamError('failed', message);
-  return classifyTransportError(err, signal);
 }

@@ -1,50 +1,189 @@
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postUpstream, upstreamEvents } from './http.ts';
+import { Cancel } from '../../lib/cancel.ts';
+import type { SseEvent } from '../../lib/sse.ts';
+import { UpstreamError } from '../types.ts';
+import { END_OF_STREAM, postEvents, postJson } from './http.ts';
 
 /**
- * The upstream HTTP client against a real server on loopback: a stream read up to its last event gives its
- * connection back to the pool, for the next call to reuse.
+ * The upstream HTTP client against a real server on loopback: answers read as they come, streams that give
+ * their connection back to the pool, errors classified, cancellation, and a reader slower than the upstream.
  */
-describe('upstream streams', () => {
+describe('upstream HTTP client', () => {
   let server: Server;
-  let url = '';
-  const ports: number[] = [];
-  beforeAll(async () => {
-    server = createServer((req, res) => {
-      ports.push(req.socket.remotePort ?? 0);
-      req.resume();
+  let base = '';
+  /** The client port of each request, and whether its connection was closed (by the client). */
+  const seen: Array<{ path: string; port: number; closed: boolean }> = [];
+  const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {
+    '/json': (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'),
+    '/not-json': (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('<html>'),
+    '/limited': (_req, res) =>
+      res
+        .writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' })
+        .end('{"error":{"message":"slow down"}}'),
+    '/refused': (_req, res) => res.writeHead(400).end('bad request, not JSON'),
+    '/events': (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: {"n":1}\n\ndata: {"n":2}\n\ndata: [DONE]\n\n');
       // The end comes after [DONE]: the reader stops before the body has ended.
       setTimeout(() => res.end(': bye\n\n'), 30);
+    },
+    '/events-long-tail': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: [DONE]\n\n');
+      // Far more than the client reads for a reader that left: it closes the connection instead.
+      const filler = `: ${'x'.repeat(16 * 1024)}\n\n`;
+      let sent = 0;
+      const more = () => {
+        while (sent < 64) {
+          sent++;
+          if (!res.write(filler)) return void res.once('drain', more);
+        }
+        setTimeout(() => res.end(), 5000);
+      };
+      setTimeout(more, 20);
+    },
+    '/events-big': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      let n = 0;
+      const more = () => {
+        while (n < 2000) {
+          if (!res.write(`data: {"n":${n++},"pad":"${'p'.repeat(500)}"}\n\n`)) return void res.once('drain', more);
+        }
+        res.end('data: [DONE]\n\n');
+      };
+      more();
+    },
+    '/silent': () => {}, // answers nothing: the caller cancels
+  };
+
+  /** Connections the server has accepted. */
+  let connections = 0;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const entry = { path: req.url ?? '', port: req.socket.remotePort ?? 0, closed: false };
+      seen.push(entry);
+      req.socket.once('close', () => {
+        entry.closed = true;
+      });
+      req.resume();
+      req.once('end', () => routes[req.url ?? '']?.(req, res));
+    });
+    server.on('connection', () => {
+      connections++;
     });
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`;
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
   afterAll(() => {
     server.closeAllConnections();
     server.close();
   });
 
-  async function readUntilDone(): Promise<string[]> {
-    const res = await postUpstream(url, {}, Buffer.from('{"stream":true}'), new AbortController().signal, 5000);
-    const seen: string[] = [];
-    for await (const ev of upstreamEvents(res)) {
-      if (ev.data === '[DONE]') return seen;
-      seen.push(ev.data);
+  const url = (path: string) => new URL(`${base}${path}`);
+  const body = Buffer.from('{"stream":true}');
+  const noCancel = () => new AbortController().signal;
+  const until = async (check: () => boolean, ms = 3000) => {
+    const deadline = Date.now() + ms;
+    while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    return check();
+  };
+
+  /**
+   * The events' data up to [DONE], where the reader stops: by leaving its loop (`loop`), or (`map`) by its map
+   * answering END_OF_STREAM, as the OpenAI upstream does.
+   */
+  async function readUntilDone(path: string, stop: 'loop' | 'map'): Promise<string[]> {
+    const out: string[] = [];
+    const map = (e: SseEvent) => (stop === 'map' && e.data === '[DONE]' ? END_OF_STREAM : e);
+    for await (const ev of postEvents(url(path), {}, body, noCancel(), 5000, map)) {
+      if (ev.data === '[DONE]') return out;
+      out.push(ev.data);
     }
-    return seen;
+    return out;
   }
 
-  it('stops at [DONE], then reads the rest of the body so the next call reuses the connection', async () => {
-    expect(await readUntilDone()).toEqual(['{"n":1}', '{"n":2}']);
-    await new Promise((r) => setTimeout(r, 100)); // the rest of the first answer has arrived and been read
-    expect(await readUntilDone()).toEqual(['{"n":1}', '{"n":2}']);
-    expect(ports).toHaveLength(2);
-    expect(ports[1]).toBe(ports[0]);
+  for (const stop of ['loop', 'map'] as const) {
+    it(`stops at [DONE] (${stop}), then reads the rest of the body so the next call reuses the connection`, async () => {
+      seen.length = 0;
+      expect(await readUntilDone('/events', stop)).toEqual(['{"n":1}', '{"n":2}']);
+      await new Promise((r) => setTimeout(r, 100)); // the rest of the first answer has arrived and been read
+      const opened = connections;
+      expect(await readUntilDone('/events', stop)).toEqual(['{"n":1}', '{"n":2}']);
+      expect(connections).toBe(opened); // the second call took a kept-alive connection
+      expect(seen[0]?.closed).toBe(false);
+    });
+
+    it(`closes the connection of a stream left (${stop}) with more than 128 KB still to come`, async () => {
+      seen.length = 0;
+      expect(await readUntilDone('/events-long-tail', stop)).toEqual([]);
+      expect(await until(() => seen[0]?.closed === true)).toBe(true);
+      // The next call gets a connection of its own and its answer.
+      expect(await postJson(url('/json'), {}, body, noCancel(), 5000)).toEqual({ ok: true });
+    });
+  }
+
+  it('hands a stream larger than its buffer to a slow reader whole and in order', async () => {
+    const ns: number[] = [];
+    for await (const ev of postEvents(url('/events-big'), {}, body, noCancel(), 5000, (e) => e)) {
+      if (ev.data === '[DONE]') break;
+      ns.push((JSON.parse(ev.data) as { n: number }).n);
+      if (ns.length % 200 === 0) await new Promise((r) => setTimeout(r, 20)); // the reader falls behind
+    }
+    expect(ns).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+  });
+
+  it('reads a JSON answer, and calls one that is not JSON unreadable', async () => {
+    expect(await postJson(url('/json'), {}, body, noCancel(), 5000)).toEqual({ ok: true });
+    const err = await postJson(url('/not-json'), {}, body, noCancel(), 5000).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UpstreamError);
+    expect(err).toMatchObject({ fault: 'failed', message: 'The model provider sent an unreadable answer' });
+  });
+
+  it('turns error statuses into faults with the message and Retry-After, streamed or not', async () => {
+    const firstEvent = (...args: Parameters<typeof postJson>) => postEvents(...args, (e) => e).next();
+    for (const call of [postJson, firstEvent]) {
+      await expect(call(url('/limited'), {}, body, noCancel(), 5000)).rejects.toMatchObject({
+        fault: 'rate_limited',
+        message: 'The model provider answered 429: slow down',
+        retryAfterSeconds: 7,
+      });
+      await expect(call(url('/refused'), {}, body, noCancel(), 5000)).rejects.toMatchObject({
+        fault: 'rejected',
+        message: 'The model provider answered 400',
+      });
+    }
+  });
+
+  it('answers a timeout fault when the upstream says nothing in time', async () => {
+    await expect(postJson(url('/silent'), {}, body, noCancel(), 200)).rejects.toMatchObject({ fault: 'timeout' });
+  });
+
+  it('cancels: before the call nothing is sent; while it waits for its connection or its answer it ends at once', async () => {
+    seen.length = 0;
+    const early = new Cancel();
+    early.abort();
+    await expect(postJson(url('/json'), {}, body, early, 5000)).rejects.toThrow();
+    expect(seen).toEqual([]);
+
+    // Cancelled at once, while the request waits for its connection's turn: it is never answered.
+    const queued = new Cancel();
+    const waiting = postJson(url('/silent'), {}, body, queued, 5000);
+    queued.abort();
+    const t0 = Date.now();
+    await expect(waiting).rejects.toThrow();
+    expect(Date.now() - t0).toBeLessThan(1000);
+
+    seen.length = 0;
+    const cancel = new Cancel();
+    const call = postJson(url('/silent'), {}, body, cancel, 5000);
+    expect(await until(() => seen.length === 1)).toBe(true);
+    cancel.abort();
+    await expect(call).rejects.toThrow();
+    expect(await until(() => seen[0]?.closed === true)).toBe(true);
   });
 });

@@ -1,10 +1,10 @@
+import type { SseEvent } from '../../lib/sse.ts';
 import type { ChatChunk, ChatCompletion, Upstream } from '../types.ts';
-import { UpstreamError } from '../types.ts';
-import { classifyTransportError, postUpstream, upstreamEvents } from './http.ts';
+import { END_OF_STREAM, postEvents, postJson } from './http.ts';
 
 /** Any OpenAI-compatible server (OpenAI, OpenRouter, vLLM, Ollama, LM Studio): the request passes as is. */
 export function openAiUpstream(opts: { baseUrl: string; apiKey: string | undefined; timeoutMs: number }): Upstream {
-  const url = `${opts.baseUrl}/chat/completions`;
+  const url = new URL(`${opts.baseUrl}/chat/completions`);
   const headers: Record<string, string> = opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {};
 
   return {
@@ -21,27 +21,12 @@ export function openAiUpstream(opts: { baseUrl: string; apiKey: string | undefin
       return Buffer.from(JSON.stringify(payload));
     },
     async complete({ body, signal }) {
-      const res = await postUpstream(url, headers, body, signal, opts.timeoutMs);
-      try {
-        return (await res.body.json()) as ChatCompletion;
-      } catch (err) {
-        throw asFault(classifyTransportError(err, signal), 'The model provider sent an unreadable answer');
-      }
+      return (await postJson(url, headers, body, signal, opts.timeoutMs)) as ChatCompletion;
     },
-    async *stream({ body, signal }) {
-      const res = await postUpstream(url, headers, body, signal, opts.timeoutMs);
-      try {
-        for await (const ev of upstreamEvents(res)) {
-          if (ev.data === '[DONE]') return;
-          yield JSON.parse(ev.data) as ChatChunk;
-        }
-      } catch (err) {
-        throw asFault(classifyTransportError(err, signal), 'The model provider stream broke off');
-      }
-    },
+    stream: ({ body, signal }) => postEvents(url, headers, body, signal, opts.timeoutMs, chunkOf),
   };
 }
 
-function asFault(err: unknown, message: string): unknown {
-  return err instanceof SyntaxError ? new UpstreamError('failed', message) : err;
-}
+/** An event of an OpenAI stream: a chunk, or its end. */
+const chunkOf = (ev: SseEvent): ChatChunk | typeof END_OF_STREAM =>
+  ev.data === '[DONE]' ? END_OF_STREAM : (JSON.parse(ev.data) as ChatChunk);

@@ -1,3 +1,4 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { eq, sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import OpenAI from 'openai';
@@ -151,6 +152,42 @@ describe('LLM gateway', () => {
     const usages = [];
     for await (const chunk of withUsage) if (chunk.usage) usages.push(chunk.usage);
     expect(usages).toEqual([{ prompt_tokens: 2, completion_tokens: 2, total_tokens: 4 }]);
+  });
+
+  it('ends a stream that breaks off with what came, the fault, the figures (comment and trailers) and [DONE], in one body', async () => {
+    fake.enqueue({ content: 'one two three', breakAfter: 2, chunkDelayMs: 20, usage: { prompt: 2, completion: 3 } });
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = httpRequest(`${base}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${pat}`, 'content-type': 'application/json' },
+      });
+      req.on('response', resolve).on('error', reject);
+      req.end(JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }], stream: true }));
+    });
+    let body = '';
+    for await (const piece of res) body += String(piece);
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    expect(res.headers['x-request-id']).toMatch(/^req_/);
+    expect(res.headers['x-ratelimit-limit']).toBeDefined();
+    expect(res.headers.trailer).toBe('X-Credits-Consumed, X-Credits-Remaining');
+    const events = body.split('\n\n').filter(Boolean);
+    expect(events.map((e) => (e.startsWith('data: {') ? Object.keys(JSON.parse(e.slice(6))).join() : e))).toEqual([
+      'id,created,model,object,choices',
+      'id,created,model,object,choices',
+      'error',
+      expect.stringMatching(/^: x-credits-consumed=\d+; x-credits-remaining=\d+$/),
+      'data: [DONE]',
+    ]);
+    expect(JSON.parse(events[1]?.slice(6) ?? '').choices[0].delta.content).toBe('one');
+    expect(JSON.parse(events[2]?.slice(6) ?? '')).toEqual({
+      error: { message: 'The model provider stream broke off', type: 'BadGatewayError', code: 502 },
+    });
+    // The figures of the comment and of the trailers are the same: the prompt and the one word generated.
+    const [, consumed, remaining] = /=(\d+); x-credits-remaining=(\d+)/.exec(events[3] ?? '') ?? [];
+    expect(res.trailers).toEqual({ 'x-credits-consumed': consumed, 'x-credits-remaining': remaining });
+    expect(Number(consumed)).toBeGreaterThan(0);
+    expect(await balance()).toBe(100000 - Number(consumed));
   });
 
   it('passes tool calls through, plain and streamed', async () => {

@@ -251,7 +251,7 @@ async function countedUsage(request: ChatRequest, generated: string): Promise<Us
 export interface CompletionStream {
   /** The balance when the request was admitted. */
   balanceBefore: number;
-  chunks: AsyncGenerator<ChatChunk>;
+  chunks: AsyncIterableIterator<ChatChunk>;
   /**
    * Settles the bill: the upstream's usage when it sent it, else what was generated, counted. Always call
    * it (in a finally), also when the client went away; it is idempotent.
@@ -310,18 +310,30 @@ export async function streamCompletion(
     throw upstreamFault(err);
   }
 
-  async function* chunks(): AsyncGenerator<ChatChunk> {
-    let next = first;
-    try {
-      while (!next.done) {
+  // The chunks for the client, as an iterator written out (an async generator here cost a few promises and
+  // objects a chunk). The source is closed by `finish`, which the caller always calls.
+  let pending: IteratorResult<ChatChunk> | undefined = first;
+  const chunks: AsyncIterableIterator<ChatChunk> = {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      for (;;) {
+        let next = pending;
+        pending = undefined;
+        if (!next) {
+          try {
+            next = await source.next();
+          } catch (err) {
+            throw upstreamFault(err);
+          }
+        }
+        if (next.done) return { done: true, value: undefined };
         const out = observe(next.value);
-        if (out) yield out;
-        next = await source.next();
+        if (out) return { done: false, value: out };
       }
-    } catch (err) {
-      throw upstreamFault(err);
-    }
-  }
+    },
+  };
 
-  return { balanceBefore: hold.balanceBefore, chunks: chunks(), finish };
+  return { balanceBefore: hold.balanceBefore, chunks, finish };
 }

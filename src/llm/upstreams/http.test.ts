@@ -14,8 +14,8 @@ import { END_OF_STREAM, postEvents, postJson } from './http.ts';
 describe('upstream HTTP client', () => {
   let server: Server;
   let base = '';
-  /** The client port of each request, and whether its connection was closed (by the client). */
-  const seen: Array<{ path: string; port: number; closed: boolean }> = [];
+  /** The client port of each request, whether its answer was sent whole, and whether its connection was closed. */
+  const seen: Array<{ path: string; port: number; finished: boolean; closed: boolean }> = [];
   const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {
     '/json': (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'),
     '/not-json': (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('<html>'),
@@ -64,8 +64,11 @@ describe('upstream HTTP client', () => {
 
   beforeAll(async () => {
     server = createServer((req, res) => {
-      const entry = { path: req.url ?? '', port: req.socket.remotePort ?? 0, closed: false };
+      const entry = { path: req.url ?? '', port: req.socket.remotePort ?? 0, finished: false, closed: false };
       seen.push(entry);
+      res.once('finish', () => {
+        entry.finished = true;
+      });
       req.socket.once('close', () => {
         entry.closed = true;
       });
@@ -111,7 +114,9 @@ describe('upstream HTTP client', () => {
     it(`stops at [DONE] (${stop}), then reads the rest of the body so the next call reuses the connection`, async () => {
       seen.length = 0;
       expect(await readUntilDone('/events', stop)).toEqual(['{"n":1}', '{"n":2}']);
-      await new Promise((r) => setTimeout(r, 100)); // the rest of the first answer has arrived and been read
+      // The rest of the first answer has been sent (its end comes 30 ms after [DONE]), then read by the client.
+      expect(await until(() => seen[0]?.finished === true)).toBe(true);
+      await new Promise((r) => setTimeout(r, 100));
       const opened = connections;
       expect(await readUntilDone('/events', stop)).toEqual(['{"n":1}', '{"n":2}']);
       expect(connections).toBe(opened); // the second call took a kept-alive connection

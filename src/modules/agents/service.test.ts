@@ -1,6 +1,6 @@
 import { and, eq } from 'drizzle-orm';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import {
   acmeProvider,
@@ -381,6 +381,7 @@ describe('agents, agent chat and conversations', () => {
       const u = await createUser(h.app);
       const agent = await makeAgent(u);
       llm.enqueue({ content: 'slow answer', delayMs: 1500, usage: { prompt: 10, completion: 2 } });
+      const asked = llm.requests.length;
       const ac = new AbortController();
       const pending = fetch(`${base}/agents/${agent.id}/chat/completions`, {
         method: 'POST',
@@ -388,7 +389,8 @@ describe('agents, agent chat and conversations', () => {
         body: JSON.stringify({ messages: [{ role: 'user', content: 'take your time' }] }),
         signal: ac.signal,
       }).catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 300));
+      // The client leaves while the model works on the request, however long it took to get there.
+      await vi.waitFor(() => expect(llm.requests.length).toBe(asked + 1), { timeout: 10_000, interval: 10 });
       ac.abort();
       await pending;
       await new Promise((r) => setTimeout(r, 1800));

@@ -1,5 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import type { AppError } from '../lib/errors.ts';
+import { sseData } from '../lib/sse.ts';
 
 /**
  * Takes the response over for a Server-Sent Events stream: the headers fastify has set so far (request id,
@@ -19,3 +21,11 @@ const STREAM_HEADERS = {
   connection: 'keep-alive',
   'x-accel-buffering': 'no',
 };
+
+/**
+ * The event that tells the client of an OpenAI-compatible stream why it stops after it began: the §7 error in
+ * OpenAI's error object. The caller writes `data: [DONE]` after it.
+ */
+export function sseFault(fault: AppError): string {
+  return sseData({ error: { message: fault.message, type: fault.name, code: fault.statusCode } });
+}

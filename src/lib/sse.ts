@@ -59,6 +59,7 @@ export class SseParser {
 
   end(): SseEvent[] {
     const last = this.data.length ? [{ event: this.event, data: this.data.join('\n') }] : [];
+    this.event = undefined;
     this.data = [];
     this.rest = undefined;
     return last;

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { Config } from '../../config.ts';
 import { creditHeaders, streamCreditHeaders, writeStreamCredits } from '../../http/credits.ts';
 import { toAppError } from '../../http/error-handler.ts';
-import { startSse } from '../../http/sse.ts';
+import { sseFault, startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
 import { abortSignalOf } from '../../lib/cancel.ts';
 import { PayloadTooLargeError, ValidationError } from '../../lib/errors.ts';
@@ -383,7 +383,7 @@ async function streamChat(
     if (!started) throw err;
     const fault = toAppError(err);
     if (!raw.destroyed) {
-      raw.write(sseData({ error: { message: fault.message, type: fault.name, code: fault.statusCode } }));
+      raw.write(sseFault(fault));
       raw.end('data: [DONE]\n\n');
     }
     return;

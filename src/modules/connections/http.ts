@@ -147,7 +147,8 @@ export async function sendWithRetry(
   for (let attempt = 0; ; attempt++) {
     const answer = await sendOnce(req, opts);
     let wait = rateLimitDelaySeconds(provider, answer.status, answer.headers, answer.body);
-    if (wait === undefined && answer.status === 503) wait = retryAfterSeconds(answer.headers['retry-after']) ?? 1; // a 503 that does not say: 1 s
+    // A 503 that does not say how long to wait: 1 s.
+    if (wait === undefined && answer.status === 503) wait = retryAfterSeconds(answer.headers['retry-after']) ?? 1;
     if (wait === undefined) return answer;
     if (attempt === 0 && wait * 1000 <= settings.maxRetryWaitMs) {
       try {

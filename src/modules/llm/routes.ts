@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Config } from '../../config.ts';
 import { creditHeaders, streamCreditHeaders, streamCreditsTail } from '../../http/credits.ts';
 import { toAppError } from '../../http/error-handler.ts';
-import { startSse } from '../../http/sse.ts';
+import { sseFault, startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
 import { Cancel } from '../../lib/cancel.ts';
 import type { AppError } from '../../lib/errors.ts';
@@ -113,7 +113,7 @@ async function writeSse(reply: FastifyReply, stream: service.CompletionStream): 
       // What is still gathered, the fault, the figures and the end leave in one write.
       let tail = pending;
       pending = '';
-      if (fault) tail += sseData({ error: { message: fault.message, type: fault.name, code: fault.statusCode } });
+      if (fault) tail += sseFault(fault);
       if (credits) tail += streamCreditsTail(raw, credits);
       raw.end(`${tail}data: [DONE]\n\n`);
     }

@@ -21,8 +21,8 @@ export const BENCH_ENCRYPTION_KEYS = `bench:${Buffer.alloc(32).toString('base64'
 
 /**
  * The service as `npm start` runs it, for a load benchmark: a fresh embedded database (PostgreSQL with
- * BENCH_DATABASE_URL), rate limits out of the way, a CPU profile into BENCH_PROFILE when set. `stop()` also
- * removes the data directory.
+ * BENCH_DATABASE_URL), rate limits out of the way, a CPU profile (sampled every 100 µs, not the default 1 ms)
+ * into BENCH_PROFILE when set. `stop()` also removes the data directory.
  */
 export async function startBenchServer(
   env: Record<string, string> = {},
@@ -42,7 +42,9 @@ export async function startBenchServer(
     {
       nodeArgs: [
         ...nodeArgs,
-        ...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []),
+        ...(process.env.BENCH_PROFILE
+          ? ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
+          : []),
       ],
     },
   );

@@ -23,37 +23,58 @@ function startsWith(buf: Buffer, at: number, end: number, prefix: Buffer): boole
  * (data lines joined by \n; comments and ids skipped), and `end` the last one when the stream stops without its
  * blank line (a line the stream cut off is dropped, as the SSE rules say). Lines are found in the bytes and
  * only their values decoded: a piece is not turned into text whole, and a line split between pieces (a
- * character too) waits, as bytes, for the rest.
+ * character too) waits, as bytes, for the rest; the pieces of a long line are joined once, when it ends.
+ * `pending` tells how much the event being read holds, for a reader that bounds it.
  */
 export class SseParser {
-  /** The start of a line the last piece did not finish (a copy: the caller may reuse its buffer). */
-  private rest: Buffer | undefined;
+  /** The pieces of a line not finished yet (copies: the caller may reuse its buffers). */
+  private rest: Buffer[] = [];
+  private restBytes = 0;
   private event: string | undefined;
   private data: string[] = [];
+  private dataBytes = 0;
+
+  /** Bytes held for the event being read: its data lines so far and the line not finished yet. */
+  get pending(): number {
+    return this.restBytes + this.dataBytes;
+  }
 
   push(piece: Uint8Array | string): SseEvent[] {
     const bytes =
       typeof piece === 'string' ? Buffer.from(piece) : Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
-    const buf = this.rest ? Buffer.concat([this.rest, bytes]) : bytes;
+    let nl = bytes.indexOf(LF);
+    if (nl < 0 && this.restBytes > 0) {
+      this.keep(bytes);
+      return [];
+    }
+    let buf = bytes;
+    if (this.restBytes > 0) {
+      this.rest.push(bytes);
+      buf = Buffer.concat(this.rest, this.restBytes + bytes.length);
+      nl += this.restBytes;
+      this.rest = [];
+      this.restBytes = 0;
+    }
     const events: SseEvent[] = [];
     let start = 0;
-    let nl = buf.indexOf(LF);
     while (nl >= 0) {
       const end = nl > start && buf[nl - 1] === CR ? nl - 1 : nl; // without a trailing \r
       if (end === start) {
         if (this.data.length) events.push({ event: this.event, data: this.data.join('\n') });
         this.event = undefined;
         this.data = [];
+        this.dataBytes = 0;
       } else if (startsWith(buf, start, end, DATA)) {
-        const from = start + DATA.length + (buf[start + DATA.length] === SPACE ? 1 : 0);
-        this.data.push(buf.toString('utf8', Math.min(from, end), end));
+        const from = Math.min(start + DATA.length + (buf[start + DATA.length] === SPACE ? 1 : 0), end);
+        this.data.push(buf.toString('utf8', from, end));
+        this.dataBytes += end - from;
       } else if (startsWith(buf, start, end, EVENT)) {
         this.event = buf.toString('utf8', start + EVENT.length, end).trim();
       }
       start = nl + 1;
       nl = buf.indexOf(LF, start);
     }
-    this.rest = start < buf.length ? Buffer.from(buf.subarray(start)) : undefined;
+    if (start < buf.length) this.keep(buf.subarray(start));
     return events;
   }
 
@@ -61,8 +82,15 @@ export class SseParser {
     const last = this.data.length ? [{ event: this.event, data: this.data.join('\n') }] : [];
     this.event = undefined;
     this.data = [];
-    this.rest = undefined;
+    this.dataBytes = 0;
+    this.rest = [];
+    this.restBytes = 0;
     return last;
+  }
+
+  private keep(bytes: Buffer): void {
+    this.rest.push(Buffer.from(bytes));
+    this.restBytes += bytes.length;
   }
 }
 

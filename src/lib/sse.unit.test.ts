@@ -32,4 +32,25 @@ describe('SseParser', () => {
     const out = [...parser.push(bytes.subarray(0, 10)), ...parser.push(bytes.subarray(10))]; // 10: inside é
     expect(out.map((ev) => ev.data)).toEqual(['café ✓']);
   });
+
+  it('tells what the event being read holds: its data lines and the line not finished, until the event ends', () => {
+    const parser = new SseParser();
+    expect(parser.push('data: abc\ndata: de')).toEqual([]);
+    expect(parser.pending).toBe(3 + 8); // the value "abc" and the unfinished line "data: de", whole
+    expect(parser.push('f\n')).toEqual([]);
+    expect(parser.pending).toBe(3 + 3);
+    expect(parser.push('\n')).toEqual([{ event: undefined, data: 'abc\ndef' }]);
+    expect(parser.pending).toBe(0);
+  });
+
+  it('joins a long line that arrives in many pieces once, when it ends', () => {
+    const parser = new SseParser();
+    const piece = 'x'.repeat(64 * 1024);
+    expect(parser.push('data: ')).toEqual([]);
+    for (let i = 0; i < 256; i++) expect(parser.push(new TextEncoder().encode(piece))).toEqual([]);
+    expect(parser.pending).toBe(6 + 256 * piece.length);
+    const [ev] = parser.push('\n\n');
+    expect(ev?.data.length).toBe(256 * piece.length);
+    expect(parser.pending).toBe(0);
+  });
 });

@@ -56,8 +56,52 @@ describe('upstream HTTP client', () => {
       };
       more();
     },
+    '/json-huge': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      writeMuch(res, '{"pad":"', 'x', () => res.end('"}'));
+    },
+    '/event-huge': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      writeMuch(res, 'data: {"n":0}\n\ndata: ', 'x', () => res.end('\n\n'));
+    },
+    '/events-flood': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      flood.written = 0;
+      flood.done = false;
+      const event = `data: ${'f'.repeat(FLOOD_EVENT - 8)}\n\n`;
+      const more = () => {
+        while (flood.written < FLOOD_BYTES) {
+          flood.written += event.length;
+          flood.lastWrite = Date.now();
+          if (!res.write(event)) return void res.once('drain', more);
+        }
+        flood.done = true;
+        res.end('data: [DONE]\n\n');
+      };
+      more();
+    },
     '/silent': () => {}, // answers nothing: the caller cancels
   };
+
+  /** 33 MB (one more than the client holds) of `fill` after `head`, written as the client takes it. */
+  function writeMuch(res: ServerResponse, head: string, fill: string, then: () => void) {
+    const piece = fill.repeat(1024 * 1024);
+    let sent = 0;
+    res.write(head);
+    const more = () => {
+      while (sent < 33) {
+        sent++;
+        if (!res.write(piece)) return void res.once('drain', more);
+      }
+      then();
+    };
+    more();
+  }
+
+  /** What /events-flood has written, when last, and whether all of it. */
+  const FLOOD_EVENT = 64 * 1024;
+  const FLOOD_BYTES = 48 * 1024 * 1024;
+  const flood = { written: 0, lastWrite: 0, done: false };
 
   /** Connections the server has accepted. */
   let connections = 0;
@@ -140,6 +184,40 @@ describe('upstream HTTP client', () => {
       if (ns.length % 200 === 0) await new Promise((r) => setTimeout(r, 20)); // the reader falls behind
     }
     expect(ns).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+  });
+
+  it('pauses the upstream while its reader does not read, then hands it everything in order', async () => {
+    const stream = postEvents(url('/events-flood'), {}, body, noCancel(), 10_000, (e) => e);
+    expect((await stream.next()).done).toBe(false);
+    // The reader stops reading: the upstream's writes stall once what the sockets hold is full, far short of the
+    // 48 MB it has to send (a client that kept reading into memory would take it all at once).
+    expect(await until(() => flood.lastWrite > 0 && Date.now() - flood.lastWrite > 300, 5000)).toBe(true);
+    expect(flood.done).toBe(false);
+    expect(flood.written).toBeLessThan(FLOOD_BYTES / 2);
+    let events = 1;
+    for await (const ev of stream) {
+      if (ev.data === '[DONE]') break;
+      expect(ev.data.length).toBe(FLOOD_EVENT - 8);
+      events++;
+    }
+    expect(events).toBe(FLOOD_BYTES / FLOOD_EVENT);
+    expect(flood.done).toBe(true);
+  });
+
+  it('fails an answer, or a stream event, larger than 32 MB and closes its connection', async () => {
+    seen.length = 0;
+    await expect(postJson(url('/json-huge'), {}, body, noCancel(), 10_000)).rejects.toMatchObject({
+      fault: 'failed',
+      message: "The model provider's answer is larger than 32 MB",
+    });
+    const stream = postEvents(url('/event-huge'), {}, body, noCancel(), 10_000, (e) => e);
+    expect(await stream.next()).toEqual({ done: false, value: { event: undefined, data: '{"n":0}' } });
+    await expect(stream.next()).rejects.toMatchObject({
+      fault: 'failed',
+      message: 'The model provider sent a stream event larger than 32 MB',
+    });
+    // Both connections closed (kept, the next call would reuse them).
+    expect(await until(() => seen.length === 2 && seen.every((s) => s.closed))).toBe(true);
   });
 
   it('reads a JSON answer, and calls one that is not JSON unreadable', async () => {

@@ -28,6 +28,14 @@ const DRAIN_BYTES = 128 * 1024;
 /** A stream whose reader falls this far behind stops reading from the upstream until it catches up. */
 const STREAM_BUFFER_BYTES = 256 * 1024;
 const STREAM_BROKE_OFF = 'The model provider stream broke off';
+/**
+ * The most of an answer held in memory: a JSON answer, or one event of a stream (its data lines and the line not
+ * finished yet). Past it the call fails and its connection is closed; an upstream that never ends its answer or
+ * its line would otherwise grow the service's memory until the time-out.
+ */
+const ANSWER_BYTES = 32 * 1024 * 1024;
+const ANSWER_TOO_LARGE = `The model provider's answer is larger than ${ANSWER_BYTES / 1024 / 1024} MB`;
+const EVENT_TOO_LARGE = `The model provider sent a stream event larger than ${ANSWER_BYTES / 1024 / 1024} MB`;
 
 /** How a call's answer is read: once its status and headers are in, a reader takes the body's pieces. */
 interface BodyReader {
@@ -135,10 +143,15 @@ export function postJson(
   signal: CancelSignal,
   timeoutMs: number,
 ): Promise<unknown> {
-  return call(url, headers, body, signal, timeoutMs, (_controller, resolve, reject) => {
+  return call(url, headers, body, signal, timeoutMs, (controller, resolve, reject) => {
     const bytes = gather();
+    let size = 0;
     return {
-      data: bytes.data,
+      data(chunk) {
+        size += chunk.length;
+        if (size > ANSWER_BYTES) controller.abort(new UpstreamError('failed', ANSWER_TOO_LARGE));
+        else bytes.data(chunk);
+      },
       end(err) {
         if (err) return reject(classifyTransportError(err, signal));
         try {
@@ -158,7 +171,8 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 
 /**
  * A streamed call, made when its reader first asks: its Server-Sent Events as they arrive, each made an item by
- * `map` (an event `map` cannot read, a SyntaxError, is a stream that broke off). The first `next` rejects with
+ * `map` (an event `map` cannot read, a SyntaxError, is a stream that broke off; one larger than ANSWER_BYTES
+ * fails the stream). The first `next` rejects with
  * the call's fault when there is no answer (an error status, as postJson). A reader that stops early (at
  * END_OF_STREAM, or gone) leaves the rest to be read in the background (up to DRAIN_BYTES, then the connection
  * is closed), which gives the connection back to the pool; destroying it made an AbortError and its stack trace
@@ -174,7 +188,7 @@ export function postEvents<T>(
 ): AsyncIterableIterator<T> {
   return new EventStream(signal, map, (stream) =>
     call<void>(url, headers, body, signal, timeoutMs, (controller, resolve) => {
-      stream.controller = controller;
+      stream.attach(controller);
       resolve();
       return stream;
     }),
@@ -187,7 +201,8 @@ export function postEvents<T>(
  * at each level.
  */
 class EventStream<T> implements BodyReader, AsyncIterableIterator<T> {
-  controller: Dispatcher.DispatchController | undefined;
+  /** The answer's flow (pause, resume, abort), once its status and headers are in. */
+  private controller: Dispatcher.DispatchController | undefined;
   private readonly parser = new SseParser();
   private queue: SseEvent[] = [];
   private head = 0;
@@ -211,6 +226,10 @@ class EventStream<T> implements BodyReader, AsyncIterableIterator<T> {
     return this;
   }
 
+  attach(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+  }
+
   data(chunk: Buffer): void {
     if (this.drained !== undefined) {
       this.drained += chunk.length;
@@ -218,6 +237,10 @@ class EventStream<T> implements BodyReader, AsyncIterableIterator<T> {
       return;
     }
     const events = this.parser.push(chunk);
+    if (this.parser.pending > ANSWER_BYTES) {
+      this.controller?.abort(new UpstreamError('failed', EVENT_TOO_LARGE));
+      return;
+    }
     if (!events.length) return;
     for (const ev of events) this.queue.push(ev);
     this.buffered += chunk.length;

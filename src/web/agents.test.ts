@@ -2,9 +2,9 @@ import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { FakeLlm } from '../../test/fakes/llm-upstream.ts';
 import { call, createUser, fakeLlmSuite, type TestHarness } from '../../test/harness.ts';
+import { sseEvents } from '../../test/sse.ts';
 import { csrfOf, PageClient } from '../../test/web-client.ts';
 import { accounts } from '../db/schema/index.ts';
-import { SseParser } from '../lib/sse.ts';
 
 /**
  * The chat page's stream (`POST /account/agents/:agentId/chat/stream`) without a browser: the events in order,
@@ -27,13 +27,6 @@ describe('agents chat page stream', () => {
     ).json() as { id: string };
     const page = await browser.get(`/account/agents/${agent.id}`);
     return { u, browser, agent, page, csrf: csrfOf(page.body) };
-  };
-  const eventsOf = (body: string) => {
-    const parser = new SseParser();
-    return [...parser.push(body), ...parser.end()].map((e) => ({
-      event: e.event,
-      data: JSON.parse(e.data) as Record<string, unknown>,
-    }));
   };
 
   it('streams the conversation, tool steps, the text as written and done; stores what a reload shows', async () => {
@@ -59,7 +52,7 @@ describe('agents chat page stream', () => {
     const res = await browser.post(`/account/agents/${agent.id}/chat/stream`, { csrf, message: 'Bases?' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('text/event-stream; charset=utf-8');
-    const events = eventsOf(res.body);
+    const events = sseEvents(res.body);
     const conversationId = events[0]?.data.conversationId as string;
     expect(conversationId).toMatch(/^conv_/);
     const url = `/account/agents/${agent.id}?c=${conversationId}`;
@@ -111,7 +104,7 @@ describe('agents chat page stream', () => {
       message: 'And now?',
       conversationId,
     });
-    expect(eventsOf(next.body)[0]?.data.conversationId).toBe(conversationId);
+    expect(sseEvents(next.body)[0]?.data.conversationId).toBe(conversationId);
   });
 
   it('refuses before any stream: a bad CSRF token, no session, an empty message, another account, no credits', async () => {
@@ -187,7 +180,7 @@ describe('agents chat page stream', () => {
     const { browser, agent, csrf } = await signedIn();
     llm.enqueue({ status: 400, errorMessage: 'the model refused' });
     const res = await browser.post(`/account/agents/${agent.id}/chat/stream`, { csrf, message: 'hi' });
-    const events = eventsOf(res.body);
+    const events = sseEvents(res.body);
     expect(events.map((e) => e.event)).toEqual(['conversation', 'error']);
     expect(events[1]?.data).toMatchObject({ error: 'BadRequestError', statusCode: 400, url: events[0]?.data.url });
     expect(String(events[1]?.data.message)).toContain('the model refused');

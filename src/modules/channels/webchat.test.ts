@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { call, createUser, fakeLlmSuite, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { sseEvents } from '../../../test/sse.ts';
 import { webchatVisitors } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 import { sha256Hex } from '../../lib/ids.ts';
@@ -87,13 +88,7 @@ describe('messaging channels: web chat', () => {
     const res = await say({ channelId: w.channel.id, content: 'Stream?' }, { accept: 'text/event-stream' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('text/event-stream; charset=utf-8');
-    const events = res.body
-      .trim()
-      .split('\n\n')
-      .map((block) => {
-        const [event, data] = block.split('\n');
-        return { event: event?.slice('event: '.length), data: JSON.parse(data?.slice('data: '.length) ?? '{}') };
-      });
+    const events = sseEvents(res.body);
     expect(events[0]).toEqual({
       event: 'start',
       data: { visitorToken: expect.stringMatching(/^wct_/), conversationId: expect.stringMatching(/^conv_/) },

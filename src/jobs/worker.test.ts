@@ -282,12 +282,14 @@ describe('job queue and worker', () => {
 
   it('a running job keeps its lease by heartbeat; a worker that lost its lease records nothing', async () => {
     const id = await enqueue(db(), catalog, 'test.hold', {});
-    const a = worker({ id: 'worker-a', leaseMs: 600 });
-    const b = worker({ id: 'worker-b', leaseMs: 600 });
+    // Renewed every 400 ms: a renewal may run up to 800 ms late (a loaded machine, PGlite's one connection)
+    // before the lease lapses.
+    const a = worker({ id: 'worker-a', leaseMs: 1200 });
+    const b = worker({ id: 'worker-b', leaseMs: 1200 });
     a.start();
     await waitFor('worker a to run the job', async () => gates.get(`${id}#1`));
-    // Three leases long, it stays with worker a: b finds nothing to claim.
-    const until = Date.now() + 1800;
+    // Two leases long, it stays with worker a: b finds nothing to claim.
+    const until = Date.now() + 2400;
     while (Date.now() < until) {
       expect(await b.runOnce()).toBe(0);
       await new Promise((r) => setTimeout(r, 100));

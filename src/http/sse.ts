@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { AppError } from '../lib/errors.ts';
 import { sseData } from '../lib/sse.ts';
+import { type CreditFigures, streamCreditsTail } from './credits.ts';
 
 /**
  * Takes the response over for a Server-Sent Events stream: the headers fastify has set so far (request id,
@@ -23,9 +24,19 @@ const STREAM_HEADERS = {
 };
 
 /**
- * The event that tells the client of an OpenAI-compatible stream why it stops after it began: the §7 error in
- * OpenAI's error object. The caller writes `data: [DONE]` after it.
+ * Ends an OpenAI-compatible stream (the gateway's, an agent chat's) in one write: `before` (what is still to go),
+ * the event that tells why it stopped after it began (`fault`: the §7 error in OpenAI's error object), the final
+ * credit figures (an SSE comment, and the trailers), then `data: [DONE]`.
  */
-export function sseFault(fault: AppError): string {
-  return sseData({ error: { message: fault.message, type: fault.name, code: fault.statusCode } });
+export function endChatStream(
+  raw: ServerResponse,
+  end: { before?: string; fault?: AppError | undefined; credits?: CreditFigures | undefined },
+): void {
+  let tail = end.before ?? '';
+  if (end.fault) {
+    const { message, name: type, statusCode: code } = end.fault;
+    tail += sseData({ error: { message, type, code } });
+  }
+  if (end.credits) tail += streamCreditsTail(raw, end.credits);
+  raw.end(`${tail}data: [DONE]\n\n`);
 }

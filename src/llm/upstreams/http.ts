@@ -118,11 +118,18 @@ function call<T>(
   });
 }
 
-/** Up to `limit` bytes of a body, the rest read and dropped. */
-function gather(limit = Number.POSITIVE_INFINITY): { data(chunk: Buffer): void; text(): string } {
+/** Up to `limit` bytes of a body (`size` of them kept), the rest read and dropped. */
+function gather(limit = Number.POSITIVE_INFINITY): {
+  data(chunk: Buffer): void;
+  text(): string;
+  readonly size: number;
+} {
   const parts: Buffer[] = [];
   let size = 0;
   return {
+    get size() {
+      return size;
+    },
     data(chunk) {
       if (size >= limit) return;
       parts.push(chunk);
@@ -145,12 +152,10 @@ export function postJson(
 ): Promise<unknown> {
   return call(url, headers, body, signal, timeoutMs, (controller, resolve, reject) => {
     const bytes = gather();
-    let size = 0;
     return {
       data(chunk) {
-        size += chunk.length;
-        if (size > ANSWER_BYTES) controller.abort(new UpstreamError('failed', ANSWER_TOO_LARGE));
-        else bytes.data(chunk);
+        bytes.data(chunk);
+        if (bytes.size > ANSWER_BYTES) controller.abort(new UpstreamError('failed', ANSWER_TOO_LARGE));
       },
       end(err) {
         if (err) return reject(classifyTransportError(err, signal));
@@ -172,8 +177,8 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 /**
  * A streamed call, made when its reader first asks: its Server-Sent Events as they arrive, each made an item by
  * `map` (an event `map` cannot read, a SyntaxError, is a stream that broke off; one larger than ANSWER_BYTES
- * fails the stream). The first `next` rejects with
- * the call's fault when there is no answer (an error status, as postJson). A reader that stops early (at
+ * fails the stream). The first `next` rejects with the call's fault when there is no answer (an error status,
+ * as postJson). A reader that stops early (at
  * END_OF_STREAM, or gone) leaves the rest to be read in the background (up to DRAIN_BYTES, then the connection
  * is closed), which gives the connection back to the pool; destroying it made an AbortError and its stack trace
  * for every stream. A reader that falls behind pauses the upstream.

@@ -3,9 +3,9 @@ import type { FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';
-import { creditHeaders, streamCreditHeaders, writeStreamCredits } from '../../http/credits.ts';
+import { creditHeaders, streamCreditHeaders } from '../../http/credits.ts';
 import { toAppError } from '../../http/error-handler.ts';
-import { sseFault, startSse } from '../../http/sse.ts';
+import { endChatStream, startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
 import { abortSignalOf } from '../../lib/cancel.ts';
 import { PayloadTooLargeError, ValidationError } from '../../lib/errors.ts';
@@ -382,19 +382,14 @@ async function streamChat(
   } catch (err) {
     if (!started) throw err;
     const fault = toAppError(err);
-    if (!raw.destroyed) {
-      raw.write(sseFault(fault));
-      raw.end('data: [DONE]\n\n');
-    }
+    if (!raw.destroyed) endChatStream(raw, { fault });
     return;
   }
   if (raw.destroyed) return;
   // What the stream has not said yet: all of an answer no model wrote, nothing when the model's text streamed.
   const rest = streamed.endsWith(outcome.content) ? '' : outcome.content;
   for (const piece of rest.match(/\S+\s*|\s+/g) ?? []) raw.write(chunk({ content: piece }, null, outcome.model));
-  raw.write(chunk({}, 'stop', outcome.model));
-  writeStreamCredits(raw, outcome.credits);
-  raw.end('data: [DONE]\n\n');
+  endChatStream(raw, { before: chunk({}, 'stop', outcome.model), credits: outcome.credits });
 }
 
 /**

@@ -1,9 +1,9 @@
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';
-import { creditHeaders, streamCreditHeaders, streamCreditsTail } from '../../http/credits.ts';
+import { creditHeaders, streamCreditHeaders } from '../../http/credits.ts';
 import { toAppError } from '../../http/error-handler.ts';
-import { sseFault, startSse } from '../../http/sse.ts';
+import { endChatStream, startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
 import { Cancel } from '../../lib/cancel.ts';
 import type { AppError } from '../../lib/errors.ts';
@@ -110,12 +110,10 @@ async function writeSse(reply: FastifyReply, stream: service.CompletionStream): 
       return undefined;
     });
     if (!raw.destroyed) {
-      // What is still gathered, the fault, the figures and the end leave in one write.
-      let tail = pending;
+      // What is still gathered leaves with the end (the flush already scheduled then finds nothing to write).
+      const before = pending;
       pending = '';
-      if (fault) tail += sseFault(fault);
-      if (credits) tail += streamCreditsTail(raw, credits);
-      raw.end(`${tail}data: [DONE]\n\n`);
+      endChatStream(raw, { before, fault, credits });
     }
   }
 }

@@ -203,9 +203,9 @@ export function postEvents<T>(
 /**
  * The events of a stream between undici, which pushes its pieces, and the reader, who pulls items: an async
  * iterator written out rather than async generators stacked, which cost a few promises and objects per event
- * at each level.
+ * at each level. Exported for its unit test; callers use postEvents.
  */
-class EventStream<T> implements BodyReader, AsyncIterableIterator<T> {
+export class EventStream<T> implements BodyReader, AsyncIterableIterator<T> {
   /** The answer's flow (pause, resume, abort), once its status and headers are in. */
   private controller: Dispatcher.DispatchController | undefined;
   private readonly parser = new SseParser();
@@ -247,8 +247,12 @@ class EventStream<T> implements BodyReader, AsyncIterableIterator<T> {
       return;
     }
     if (!events.length) return;
-    for (const ev of events) this.queue.push(ev);
-    this.buffered += chunk.length;
+    // What the queue holds is its events' data: a chunk's length would count an event that arrived in many
+    // pieces by its last one alone, and let the queue grow far past the bound before pausing.
+    for (const ev of events) {
+      this.queue.push(ev);
+      this.buffered += ev.data.length;
+    }
     if (this.buffered > STREAM_BUFFER_BYTES) this.controller?.pause();
     this.notify();
   }

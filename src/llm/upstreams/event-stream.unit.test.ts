@@ -1,0 +1,66 @@
+import type { Dispatcher } from 'undici';
+import { describe, expect, it } from 'vitest';
+import { Cancel } from '../../lib/cancel.ts';
+import type { SseEvent } from '../../lib/sse.ts';
+import { EventStream } from './http.ts';
+
+/** A stream's flow as undici hands it over: whether it is paused, and how often it was told to. */
+function fakeController() {
+  const state = { paused: false, pauses: 0, resumes: 0 };
+  const controller = {
+    get paused() {
+      return state.paused;
+    },
+    aborted: false,
+    reason: null,
+    pause() {
+      state.paused = true;
+      state.pauses++;
+    },
+    resume() {
+      state.paused = false;
+      state.resumes++;
+    },
+    abort() {},
+  } as unknown as Dispatcher.DispatchController;
+  return { controller, state };
+}
+
+/** A stream whose answer has begun, fed by the test as undici would feed it. */
+function begun() {
+  const { controller, state } = fakeController();
+  const stream = new EventStream<SseEvent>(
+    new Cancel(),
+    (e) => e,
+    async (s) => s.attach(controller),
+  );
+  const first = stream.next();
+  return { stream, state, first };
+}
+
+describe('EventStream back-pressure', () => {
+  it('pauses the upstream once its unread events hold more than 256 KB, also when each arrived in many pieces', async () => {
+    const { stream, state, first } = begun();
+    // A 1 MB event in 16 KB pieces: the piece that completes it is small, the event is not.
+    const event = Buffer.from(`data: ${'x'.repeat(1024 * 1024)}\n\n`);
+    for (let at = 0; at < event.length; at += 16 * 1024) stream.data(event.subarray(at, at + 16 * 1024));
+    expect(state.paused).toBe(true);
+    expect(state.pauses).toBe(1);
+    // The reader takes it: the queue is empty, the upstream flows again.
+    const ev = await first;
+    expect(ev.done).toBe(false);
+    expect((ev.value as SseEvent).data.length).toBe(1024 * 1024);
+    expect(state.paused).toBe(false);
+    expect(state.resumes).toBe(1);
+  });
+
+  it('lets small unread events under the bound flow without pausing', async () => {
+    const { stream, state, first } = begun();
+    const event = `data: ${'y'.repeat(1000)}\n\n`;
+    for (let i = 0; i < 200; i++) stream.data(Buffer.from(event));
+    expect(state.pauses).toBe(0);
+    stream.data(Buffer.from(event.repeat(70))); // 270 events of 1,000 bytes: past 256 KB
+    expect(state.pauses).toBe(1);
+    expect((await first).done).toBe(false);
+  });
+});

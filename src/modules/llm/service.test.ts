@@ -304,6 +304,34 @@ describe('LLM gateway', () => {
     expect(await llmRows()).toHaveLength(0);
   });
 
+  it('fails an upstream answer or stream event over 32 MB: 502, or the fault event once the stream began', async () => {
+    const huge = 'x'.repeat(33 * 1024 * 1024); // one word: the stream sends it as one event
+    fake.enqueue({ content: huge }, { content: huge });
+    const body = { model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] };
+    const json = await call(h.app, 'POST', '/api/v1/chat/completions', { token: pat, body });
+    expect(json.statusCode).toBe(502);
+    expect(json.json()).toMatchObject({
+      error: { type: 'BadGatewayError', message: "The model provider's answer is larger than 32 MB" },
+    });
+    expect(await balance()).toBe(100000); // a failed call costs nothing
+    expect(await llmRows()).toHaveLength(0);
+
+    // The fake's stream begins with the assistant's role: the event after it is the one too large.
+    const streamed = await call(h.app, 'POST', '/api/v1/chat/completions', {
+      token: pat,
+      body: { ...body, stream: true },
+    });
+    expect(streamed.statusCode).toBe(200);
+    const fault = { message: 'The model provider sent a stream event larger than 32 MB', type: 'BadGatewayError' };
+    expect(streamed.body).toContain(`data: ${JSON.stringify({ error: { ...fault, code: 502 } })}\n\n`);
+    expect(streamed.body.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(streamed.body.length).toBeLessThan(4096); // none of the 33 MB reached the client
+    // Billed as a stream that broke off: the prompt, nothing generated.
+    const [, consumed] = /: x-credits-consumed=(\d+);/.exec(streamed.body) ?? [];
+    expect(Number(consumed)).toBeGreaterThan(0);
+    expect((await llmRows()).map((r) => r.amount)).toEqual([-Number(consumed)]);
+  });
+
   it('counts tokens itself when the upstream reports no usage', async () => {
     fake.enqueue({ content: 'hello world', noUsage: true });
     const res = await client.chat.completions.create({

@@ -1,6 +1,6 @@
 import { WebSocket } from 'undici';
 import { freePort } from '../test/server-process.ts';
-import { type BenchResult, signupWithPat, startBenchServer, startChild, stopChild } from './lib.ts';
+import { type BenchResult, signupWithPat, sleep, startBenchServer, startChild, stopChild } from './lib.ts';
 import { chatBody, gatewayEnv, load } from './llm-gateway.ts';
 
 /**
@@ -10,14 +10,24 @@ import { chatBody, gatewayEnv, load } from './llm-gateway.ts';
  * counts what is allocated while the measurement runs, objects the garbage collector already took included: the
  * figure that decides how often the young generation is collected, and unlike CPU time it barely moves with the
  * machine's load (two runs agree within 0.5%). The gateway's largest allocation sites are listed under the
- * table. BENCH_DURATION_MS (default 3000) is the measurement.
+ * table. BENCH_DURATION_MS (default 3000) is the measurement. Then the heap a request in flight holds
+ * (liveHeapPerRequest), with IN_FLIGHT requests waiting on the 200 ms upstream.
  */
 const SITES = 12;
 const STREAM = process.env.BENCH_MODE === 'stream';
+/** Requests in flight when the live heap is read, and when: in the measurement, after load's warm-up. */
+const IN_FLIGHT = 200;
+const LIVE_AT_MS = 2500;
 
 interface Allocations {
   bytes: number;
   bySite: Map<string, number>;
+}
+
+/** The parts of V8's heap snapshot format read here. */
+interface HeapSnapshot {
+  snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };
+  nodes: number[];
 }
 
 interface ProfileNode {
@@ -26,11 +36,8 @@ interface ProfileNode {
   children: ProfileNode[];
 }
 
-/** What the process listening for the inspector on `port` allocates while `during` runs, by allocation site. */
-async function sampleAllocations<T>(
-  port: number,
-  during: (start: () => Promise<void>) => Promise<T>,
-): Promise<{ allocations: Allocations; result: T }> {
+/** A session with the inspector of the process listening on `port`: commands sent, their results awaited. */
+async function inspector(port: number) {
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as Array<{
     webSocketDebuggerUrl: string;
   }>;
@@ -43,15 +50,34 @@ async function sampleAllocations<T>(
   });
   let id = 0;
   const waiting = new Map<number, (result: unknown) => void>();
+  const chunks: string[] = [];
   ws.addEventListener('message', (e) => {
-    const msg = JSON.parse(String(e.data)) as { id?: number; result?: unknown };
+    const msg = JSON.parse(String(e.data)) as { id?: number; result?: unknown; method?: string; params?: unknown };
     if (msg.id !== undefined) waiting.get(msg.id)?.(msg.result);
+    else if (msg.method === 'HeapProfiler.addHeapSnapshotChunk') chunks.push((msg.params as { chunk: string }).chunk);
   });
-  const send = (method: string, params: object = {}) =>
-    new Promise<unknown>((resolve) => {
-      waiting.set(++id, resolve);
-      ws.send(JSON.stringify({ id, method, params }));
-    });
+  return {
+    /** A heap snapshot (after a full collection), parsed. */
+    async snapshot(): Promise<HeapSnapshot> {
+      chunks.length = 0;
+      await this.send('HeapProfiler.takeHeapSnapshot', { reportProgress: false });
+      return JSON.parse(chunks.join('')) as HeapSnapshot;
+    },
+    send: (method: string, params: object = {}) =>
+      new Promise<unknown>((resolve) => {
+        waiting.set(++id, resolve);
+        ws.send(JSON.stringify({ id, method, params }));
+      }),
+    close: () => ws.close(),
+  };
+}
+
+/** What the process listening for the inspector on `port` allocates while `during` runs, by allocation site. */
+async function sampleAllocations<T>(
+  port: number,
+  during: (start: () => Promise<void>) => Promise<T>,
+): Promise<{ allocations: Allocations; result: T }> {
+  const { send, close } = await inspector(port);
   try {
     await send('HeapProfiler.enable');
     const result = await during(async () => {
@@ -75,7 +101,42 @@ async function sampleAllocations<T>(
     walk(profile.head);
     return { allocations: { bytes, bySite }, result };
   } finally {
-    ws.close();
+    close();
+  }
+}
+
+/**
+ * The heap a request in flight holds: the heap in use after a full collection (a heap snapshot's, compiled code
+ * left out) while IN_FLIGHT requests wait on the 200 ms upstream, less the same once they are done and their
+ * connections closed, per request (its client connection included). What every young-generation collection
+ * copies while requests wait on their upstream, and what a gateway holding many long streams holds for each.
+ */
+async function liveHeapPerRequest(port: number, during: () => Promise<unknown>): Promise<number> {
+  const session = await inspector(port);
+  const { send, close } = session;
+  // Compiled code is left out: the load compiles some between the two readings, and no request holds it.
+  const used = async () => {
+    const snap = await session.snapshot();
+    const fields = snap.snapshot.meta.node_fields;
+    const [types] = snap.snapshot.meta.node_types;
+    const type = fields.indexOf('type');
+    const size = fields.indexOf('self_size');
+    let bytes = 0;
+    for (let i = 0; i < snap.nodes.length; i += fields.length) {
+      if (types[snap.nodes[i + type] as number] !== 'code') bytes += snap.nodes[i + size] as number;
+    }
+    return bytes;
+  };
+  try {
+    await send('HeapProfiler.enable');
+    const running = during();
+    await sleep(LIVE_AT_MS); // after the warm-up, the requests all in flight
+    const busy = await used();
+    await running;
+    await sleep(500);
+    return (busy - (await used())) / IN_FLIGHT;
+  } finally {
+    close();
   }
 }
 
@@ -104,6 +165,19 @@ export async function gatewayAllocBenchmark(): Promise<BenchResult> {
     const gw = await perRequest(gwPort, server.child.pid, new URL(server.url).origin, '/api/v1/chat/completions', {
       authorization: `Bearer ${pat}`,
     });
+    // The live heap, with the 200 ms upstream so that IN_FLIGHT requests wait on it at once.
+    const slowBody = chatBody('bench-slow', STREAM);
+    const live = (
+      port: number,
+      pid: number | undefined,
+      origin: string,
+      path: string,
+      headers: Record<string, string>,
+    ) => liveHeapPerRequest(port, () => load(origin, path, headers, slowBody, IN_FLIGHT, STREAM, pid));
+    const relayLive = await live(barePort, bare.child.pid, bare.line, '/chat/completions', {});
+    const gwLive = await live(gwPort, server.child.pid, new URL(server.url).origin, '/api/v1/chat/completions', {
+      authorization: `Bearer ${pat}`,
+    });
     const top = [...gw.allocations.bySite]
       .sort((a, b) => b[1] - a[1])
       .slice(0, SITES)
@@ -111,7 +185,15 @@ export async function gatewayAllocBenchmark(): Promise<BenchResult> {
     return {
       title: `LLM gateway: memory allocated per request (instant upstream, 50 concurrent, ${STREAM ? 'streams' : 'JSON'}, ${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`,
       baseline: 'bare relay',
-      figures: [{ name: 'allocated per request', unit: 'KB', value: gw.bytes / 1024, baseline: relay.bytes / 1024 }],
+      figures: [
+        { name: 'allocated per request', unit: 'KB', value: gw.bytes / 1024, baseline: relay.bytes / 1024 },
+        {
+          name: `live heap per request in flight (${IN_FLIGHT}, 200 ms upstream)`,
+          unit: 'KB',
+          value: gwLive / 1024,
+          baseline: relayLive / 1024,
+        },
+      ],
       notes: [
         `${gw.requests.toLocaleString('en-US')} gateway and ${relay.requests.toLocaleString('en-US')} relay requests sampled; the gateway's largest allocation sites (bytes per request, the function that allocated):`,
         ...top,

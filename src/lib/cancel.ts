@@ -22,7 +22,8 @@ export type CancelSignal = AbortSignal | Cancel;
 /** Calls `onAbort` when `signal` fires (once); answers the function that stops listening. */
 export function onCancel(signal: CancelSignal, onAbort: () => void): () => void {
   if (signal instanceof Cancel) {
-    signal.once('abort', onAbort);
+    // `on`, not `once`: a Cancel fires at most once, and `once` wraps the listener in a bound function.
+    signal.on('abort', onAbort);
     return () => signal.off('abort', onAbort);
   }
   signal.addEventListener('abort', onAbort, { once: true });

@@ -44,6 +44,13 @@ interface BodyReader {
   end(err?: Error): void;
 }
 
+/** What reads a successful answer: called once its status and headers are in, it answers the body's reader. */
+type ReadAnswer<T> = (
+  controller: Dispatcher.DispatchController,
+  resolve: (value: T) => void,
+  reject: (err: unknown) => void,
+) => BodyReader;
+
 /**
  * POSTs a JSON body and settles with what `read` makes of a successful answer: once the status and headers are
  * in, `read` answers the reader of the body, which calls `resolve` or `reject`. An error status rejects with its
@@ -56,48 +63,11 @@ function call<T>(
   body: Buffer,
   signal: CancelSignal,
   timeoutMs: number,
-  read: (
-    controller: Dispatcher.DispatchController,
-    resolve: (value: T) => void,
-    reject: (err: unknown) => void,
-  ) => BodyReader,
+  read: ReadAnswer<T>,
 ): Promise<T> {
   return new Promise((resolve, reject) => {
-    const fail = (err: Error) => reject(classifyTransportError(err, signal));
-    if (signal.aborted) return fail(new errors.RequestAbortedError());
-    let controller: Dispatcher.DispatchController | undefined;
-    let reader: BodyReader | undefined;
-    const stop = onCancel(signal, () => controller?.abort(new errors.RequestAbortedError()));
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(c) {
-        controller = c;
-        // Cancelled while the request waited for its connection: undici tells us of it only now.
-        if (signal.aborted) c.abort(new errors.RequestAbortedError());
-      },
-      onResponseStart(c, statusCode, answerHeaders) {
-        if (statusCode < 400) {
-          reader = read(c, resolve, reject);
-          return;
-        }
-        const bytes = gather(ERROR_BODY_BYTES);
-        reader = {
-          data: bytes.data,
-          end: (err) => (err ? fail(err) : reject(errorFromAnswer(statusCode, answerHeaders, bytes.text()))),
-        };
-      },
-      onResponseData(_c, chunk) {
-        reader?.data(chunk);
-      },
-      onResponseEnd() {
-        stop();
-        reader?.end();
-      },
-      onResponseError(_c, err) {
-        stop();
-        if (reader) reader.end(err);
-        else fail(err);
-      },
-    };
+    if (signal.aborted) return reject(classifyTransportError(new errors.RequestAbortedError(), signal));
+    const handler = new CallHandler(signal, read, resolve, reject);
     try {
       agent.dispatch(
         {
@@ -112,31 +82,90 @@ function call<T>(
         handler,
       );
     } catch (err) {
-      stop();
-      fail(err as Error);
+      handler.stop();
+      handler.fail(err as Error);
     }
   });
 }
 
+/**
+ * undici's handler of one call: a class rather than an object of closures, as its state lives for the whole
+ * call (the upstream's latency): with hundreds of calls in flight, what each holds is what every young-generation
+ * collection copies.
+ */
+class CallHandler<T> implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private reader: BodyReader | undefined;
+  /** Stops listening for the caller's cancellation. */
+  readonly stop: () => void;
+
+  constructor(
+    private readonly signal: CancelSignal,
+    private readonly read: ReadAnswer<T>,
+    private readonly resolve: (value: T) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    this.stop = onCancel(signal, () => this.controller?.abort(new errors.RequestAbortedError()));
+  }
+
+  fail(err: Error): void {
+    this.reject(classifyTransportError(err, this.signal));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    // Cancelled while the request waited for its connection: undici tells us of it only now.
+    if (this.signal.aborted) controller.abort(new errors.RequestAbortedError());
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    answerHeaders: IncomingHttpHeaders,
+  ): void {
+    if (statusCode < 400) {
+      this.reader = this.read(controller, this.resolve, this.reject);
+      return;
+    }
+    const bytes = new Bytes(ERROR_BODY_BYTES);
+    this.reader = {
+      data: (chunk) => bytes.data(chunk),
+      end: (err) => (err ? this.fail(err) : this.reject(errorFromAnswer(statusCode, answerHeaders, bytes.text()))),
+    };
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.reader?.data(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.stop();
+    this.reader?.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.stop();
+    if (this.reader) this.reader.end(err);
+    else this.fail(err);
+  }
+}
+
 /** Up to `limit` bytes of a body (`size` of them kept), the rest read and dropped. */
-function gather(limit = Number.POSITIVE_INFINITY): {
-  data(chunk: Buffer): void;
-  text(): string;
-  readonly size: number;
-} {
-  const parts: Buffer[] = [];
-  let size = 0;
-  return {
-    get size() {
-      return size;
-    },
-    data(chunk) {
-      if (size >= limit) return;
-      parts.push(chunk);
-      size += chunk.length;
-    },
-    text: () => (parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts)).toString('utf8'),
-  };
+class Bytes {
+  private readonly parts: Buffer[] = [];
+  size = 0;
+
+  constructor(private readonly limit = Number.POSITIVE_INFINITY) {}
+
+  data(chunk: Buffer): void {
+    if (this.size >= this.limit) return;
+    this.parts.push(chunk);
+    this.size += chunk.length;
+  }
+
+  text(): string {
+    return (this.parts.length === 1 ? (this.parts[0] as Buffer) : Buffer.concat(this.parts)).toString('utf8');
+  }
 }
 
 /**
@@ -151,7 +180,7 @@ export function postJson(
   timeoutMs: number,
 ): Promise<unknown> {
   return call(url, headers, body, signal, timeoutMs, (controller, resolve, reject) => {
-    const bytes = gather();
+    const bytes = new Bytes();
     return {
       data(chunk) {
         bytes.data(chunk);

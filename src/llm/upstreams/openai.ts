@@ -20,9 +20,7 @@ export function openAiUpstream(opts: { baseUrl: string; apiKey: string | undefin
         : { ...request, model: model.upstreamModel, stream: false };
       return Buffer.from(JSON.stringify(payload));
     },
-    async complete({ body, signal }) {
-      return (await postJson(url, headers, body, signal, opts.timeoutMs)) as ChatCompletion;
-    },
+    complete: ({ body, signal }) => postJson(url, headers, body, signal, opts.timeoutMs) as Promise<ChatCompletion>,
     stream: ({ body, signal }) => postEvents(url, headers, body, signal, opts.timeoutMs, chunkOf),
   };
 }

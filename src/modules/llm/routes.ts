@@ -18,7 +18,8 @@ import * as service from './service.ts';
  */
 export function clientGone(reply: FastifyReply): Cancel {
   const gone = new Cancel();
-  reply.raw.once('close', () => {
+  // `on`, not `once`: a response closes once, and `once` wraps the listener in a bound function.
+  reply.raw.on('close', () => {
     if (!reply.raw.writableFinished) gone.abort();
   });
   return gone;

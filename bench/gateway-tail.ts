@@ -7,6 +7,7 @@ import {
   cpuMs,
   type Figure,
   median,
+  profileArgs,
   signupWithPat,
   sleep,
   startBenchServer,
@@ -23,7 +24,8 @@ import { chatBody, gatewayEnv, load, type Result } from './llm-gateway.ts';
  * bench/probe.mjs, which reports what a request waits for inside them: undici's wait before sending an upstream
  * request (its idle kept-alive connection is checked in the event loop's check phase, after the turn's other
  * work), how late the event loop runs, and garbage collection pauses. With PostgreSQL, the CPU its processes
- * spend per gateway request is reported too: it runs on the same cores.
+ * spend per gateway request is reported too: it runs on the same cores. BENCH_PROFILE=<dir> writes the gateway's
+ * CPU profile there and the relay's into its folder `relay`, to set side by side with bench/cpu-profile.mjs.
  */
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 200);
 const JITTER_MS = process.env.BENCH_JITTER_MS ?? '20';
@@ -103,7 +105,7 @@ export async function gatewayTailBenchmark(): Promise<BenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'sb-probe-'));
   const files = { bare: join(dir, 'bare.jsonl'), gateway: join(dir, 'gateway.jsonl') };
   const upstream = await startChild('bench/llm-upstream.js', ['0', JITTER_MS]);
-  const bare = await startChild('bench/bare-proxy.ts', [upstream.line], ['--import', PROBE], {
+  const bare = await startChild('bench/bare-proxy.ts', [upstream.line], ['--import', PROBE, ...profileArgs('relay')], {
     BENCH_PROBE_FILE: files.bare,
   });
   const server = await startBenchServer({ ...gatewayEnv(upstream.line), BENCH_PROBE_FILE: files.gateway }, [

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -40,12 +40,7 @@ export async function startBenchServer(
       ...(pg ? { DATABASE_URL: pg, ENCRYPTION_KEYS: BENCH_ENCRYPTION_KEYS } : {}),
     },
     {
-      nodeArgs: [
-        ...nodeArgs,
-        ...(process.env.BENCH_PROFILE
-          ? ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
-          : []),
-      ],
+      nodeArgs: [...nodeArgs, ...profileArgs()],
     },
   );
   const stop = server.stop;
@@ -59,6 +54,19 @@ export async function startBenchServer(
       }
     },
   };
+}
+
+/**
+ * Node's arguments that write a process's CPU profile (sampled every 100 µs, not the default 1 ms) into
+ * BENCH_PROFILE, or into its folder `sub` (made here); none without BENCH_PROFILE. `node bench/cpu-profile.mjs`
+ * summarizes one.
+ */
+export function profileArgs(sub = ''): string[] {
+  const root = process.env.BENCH_PROFILE;
+  if (!root) return [];
+  const dir = join(root, sub);
+  mkdirSync(dir, { recursive: true });
+  return ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${dir}`];
 }
 
 export interface Figure {

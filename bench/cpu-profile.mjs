@@ -1,0 +1,53 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * What a CPU profile of a benchmark (BENCH_PROFILE) spent, per request, by package: `node bench/cpu-profile.mjs
+ * <file.cpuprofile> <requests> [app file]`. Counted from the process's first socket write (its start-up left
+ * out), idle time left out; `requests` is how many it served in that time (a benchmark prints its throughput and
+ * its warm-up). Each sample stands for the time since the one before, so a system call's share includes the time
+ * the process waited in it for a core: on a shared machine it reads high. "app" is the service's own code; the
+ * functions of `app file` (default dist/main.js, the bundle `npm start` runs) are listed after the packages.
+ * Plain JavaScript: runs with node alone.
+ */
+const [file, requestsArg, appFile = 'dist/main.js'] = process.argv.slice(2);
+const requests = Number(requestsArg);
+if (!file || !(requests > 0)) {
+  console.error('usage: node bench/cpu-profile.mjs <file.cpuprofile> <requests> [app file]');
+  process.exit(2);
+}
+const profile = JSON.parse(readFileSync(file, 'utf8'));
+const nodes = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+
+/** Where a sample's own time goes: a package, a Node module, V8's own work, or a native function. */
+function packageOf(frame) {
+  const pkg = /node_modules\/((@[^/]+\/)?[^/]+)/.exec(frame.url);
+  if (pkg) return pkg[1];
+  if (frame.url.startsWith('node:')) return frame.url.startsWith('node:internal/') ? 'node:internal' : frame.url;
+  if (!frame.url) return frame.functionName.startsWith('(') ? frame.functionName : `native ${frame.functionName}`;
+  return 'app';
+}
+
+// Each sample stands for the time since the one before it (µs).
+const byPackage = new Map();
+const byAppFunction = new Map();
+let busy = 0;
+let samples = 0;
+let started = false;
+const add = (map, key, us) => map.set(key, (map.get(key) ?? 0) + us);
+profile.samples.forEach((id, i) => {
+  const frame = nodes.get(id);
+  started ||= frame.functionName === 'writev' || frame.functionName === 'writeUtf8String';
+  if (!started || frame.functionName === '(idle)') return;
+  const us = profile.timeDeltas[i] ?? 0;
+  busy += us;
+  samples++;
+  add(byPackage, packageOf(frame), us);
+  if (frame.url.endsWith(appFile))
+    add(byAppFunction, `${frame.functionName || '(anonymous)'}:${frame.lineNumber + 1}`, us);
+});
+const perRequest = (us) => (us / requests).toFixed(1).padStart(7);
+const top = (map, n) => [...map].sort((a, b) => b[1] - a[1]).slice(0, n);
+console.log(`${perRequest(busy)} µs per request in all (${samples} samples)`);
+for (const [name, count] of top(byPackage, 30)) console.log(`${perRequest(count)}  ${name}`);
+console.log(`-- functions of ${appFile}`);
+for (const [name, count] of top(byAppFunction, 25)) console.log(`${perRequest(count)}  ${name}`);

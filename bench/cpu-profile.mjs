@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 
 /**
  * What a CPU profile of a benchmark (BENCH_PROFILE) spent, per request, by package: `node bench/cpu-profile.mjs
- * <file.cpuprofile> <requests> [app file]`. Counted from the process's first socket write (its start-up left
- * out), idle time left out; `requests` is how many it served in that time (a benchmark prints its throughput and
+ * <file.cpuprofile> <requests> [app file]`. Counted from the process's first upstream call (undici's `dispatch`
+ * on the stack: start-up, its database work and readiness checks left out), idle time left out; `requests` is how many it served in that time (a benchmark prints its throughput and
  * its warm-up). Each sample stands for the time since the one before, so a system call's share includes the time
  * the process waited in it for a core: on a shared machine it reads high. "app" is the service's own code; the
  * functions of `app file` (default dist/main.js, the bundle `npm start` runs) are listed after the packages.
@@ -17,6 +17,17 @@ if (!file || !(requests > 0)) {
 }
 const profile = JSON.parse(readFileSync(file, 'utf8'));
 const nodes = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+const parents = new Map();
+for (const n of profile.nodes) for (const child of n.children ?? []) parents.set(child, n.id);
+
+/** Whether a sample is in an upstream call being made (undici's `dispatch` on its stack): the load has begun. */
+function inUpstreamCall(id) {
+  for (let at = id; at !== undefined; at = parents.get(at)) {
+    const frame = nodes.get(at);
+    if (frame.functionName === 'dispatch' && frame.url.includes('/undici/')) return true;
+  }
+  return false;
+}
 
 /** Where a sample's own time goes: a package, a Node module, V8's own work, or a native function. */
 function packageOf(frame) {
@@ -36,7 +47,7 @@ let started = false;
 const add = (map, key, us) => map.set(key, (map.get(key) ?? 0) + us);
 profile.samples.forEach((id, i) => {
   const frame = nodes.get(id);
-  started ||= frame.functionName === 'writev' || frame.functionName === 'writeUtf8String';
+  started ||= inUpstreamCall(id);
   if (!started || frame.functionName === '(idle)') return;
   const us = profile.timeDeltas[i] ?? 0;
   busy += us;

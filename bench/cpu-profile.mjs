@@ -3,11 +3,11 @@ import { readFileSync } from 'node:fs';
 /**
  * What a CPU profile of a benchmark (BENCH_PROFILE) spent, per request, by package: `node bench/cpu-profile.mjs
  * <file.cpuprofile> <requests> [app file]`. Counted from the process's first upstream call (undici's `dispatch`
- * on the stack: start-up, its database work and readiness checks left out), idle time left out; `requests` is how many it served in that time (a benchmark prints its throughput and
- * its warm-up). Each sample stands for the time since the one before, so a system call's share includes the time
- * the process waited in it for a core: on a shared machine it reads high. "app" is the service's own code; the
- * functions of `app file` (default dist/main.js, the bundle `npm start` runs) are listed after the packages.
- * Plain JavaScript: runs with node alone.
+ * on the stack: start-up, its database work and readiness checks left out), idle time left out; `requests` is
+ * how many it served from then on (a benchmark prints its throughput; count its warm-up too). Each sample stands
+ * for the time since the one before, so a system call's share includes the time the process waited in it for a
+ * core: on a shared machine it reads high. "app" is the service's own code; the functions of `app file` (default
+ * dist/main.js, the bundle `npm start` runs) are listed after the packages. Plain JavaScript: runs with node.
  */
 const [file, requestsArg, appFile = 'dist/main.js'] = process.argv.slice(2);
 const requests = Number(requestsArg);

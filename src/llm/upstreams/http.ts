@@ -37,14 +37,14 @@ const ANSWER_BYTES = 32 * 1024 * 1024;
 const ANSWER_TOO_LARGE = `The model provider's answer is larger than ${ANSWER_BYTES / 1024 / 1024} MB`;
 const EVENT_TOO_LARGE = `The model provider sent a stream event larger than ${ANSWER_BYTES / 1024 / 1024} MB`;
 
-/** How a call's answer is read: once its status and headers are in, a reader takes the body's pieces. */
+/** What takes the pieces of an answer's body. */
 interface BodyReader {
   data(chunk: Buffer): void;
   /** The body ended, or broke off with `err`. */
   end(err?: Error): void;
 }
 
-/** What reads a successful answer: called once its status and headers are in, it answers the body's reader. */
+/** Called once a successful answer's status and headers are in: answers the reader of its body. */
 type ReadAnswer<T> = (
   controller: Dispatcher.DispatchController,
   resolve: (value: T) => void,

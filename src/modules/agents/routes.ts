@@ -387,9 +387,10 @@ async function streamChat(
   }
   if (raw.destroyed) return;
   // What the stream has not said yet: all of an answer no model wrote, nothing when the model's text streamed.
+  // Its pieces, the final chunk, the figures and the end leave in one write.
   const rest = streamed.endsWith(outcome.content) ? '' : outcome.content;
-  for (const piece of rest.match(/\S+\s*|\s+/g) ?? []) raw.write(chunk({ content: piece }, null, outcome.model));
-  endChatStream(raw, { before: chunk({}, 'stop', outcome.model), credits: outcome.credits });
+  const pieces = (rest.match(/\S+\s*|\s+/g) ?? []).map((piece) => chunk({ content: piece }, null, outcome.model));
+  endChatStream(raw, { before: pieces.join('') + chunk({}, 'stop', outcome.model), credits: outcome.credits });
 }
 
 /**

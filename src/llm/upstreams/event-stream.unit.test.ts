@@ -4,9 +4,9 @@ import { Cancel } from '../../lib/cancel.ts';
 import type { SseEvent } from '../../lib/sse.ts';
 import { EventStream } from './http.ts';
 
-/** A stream's flow as undici hands it over: whether it is paused, and how often it was told to. */
+/** A stream's flow as undici hands it over: whether it is paused, how often it was told to, why it was aborted. */
 function fakeController() {
-  const state = { paused: false, pauses: 0, resumes: 0 };
+  const state = { paused: false, pauses: 0, resumes: 0, aborted: undefined as Error | undefined };
   const controller = {
     get paused() {
       return state.paused;
@@ -21,7 +21,9 @@ function fakeController() {
       state.paused = false;
       state.resumes++;
     },
-    abort() {},
+    abort(reason: Error) {
+      state.aborted = reason;
+    },
   } as unknown as Dispatcher.DispatchController;
   return { controller, state };
 }
@@ -62,5 +64,15 @@ describe('EventStream back-pressure', () => {
     stream.data(Buffer.from(event.repeat(70))); // 270 events of 1,000 bytes: past 256 KB
     expect(state.pauses).toBe(1);
     expect((await first).done).toBe(false);
+  });
+
+  it('hands over the events a piece completed before failing on the one over 32 MB that follows them', async () => {
+    const { stream, state, first } = begun();
+    const huge = Buffer.alloc(33 * 1024 * 1024, 'x');
+    stream.data(Buffer.concat([Buffer.from('data: {"n":1}\n\ndata: '), huge]));
+    expect(state.aborted?.message).toBe('The model provider sent a stream event larger than 32 MB');
+    stream.end(state.aborted); // undici ends the answer with the abort's reason
+    expect(await first).toEqual({ done: false, value: { event: undefined, data: '{"n":1}' } });
+    await expect(stream.next()).rejects.toMatchObject({ fault: 'failed', message: state.aborted?.message });
   });
 });

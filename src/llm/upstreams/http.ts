@@ -271,19 +271,16 @@ export class EventStream<T> implements BodyReader, AsyncIterableIterator<T> {
       return;
     }
     const events = this.parser.push(chunk);
-    if (this.parser.pending > ANSWER_BYTES) {
-      this.controller?.abort(new UpstreamError('failed', EVENT_TOO_LARGE));
-      return;
-    }
-    if (!events.length) return;
     // What the queue holds is its events' data: a chunk's length would count an event that arrived in many
     // pieces by its last one alone, and let the queue grow far past the bound before pausing.
     for (const ev of events) {
       this.queue.push(ev);
       this.buffered += ev.data.length;
     }
-    if (this.buffered > STREAM_BUFFER_BYTES) this.controller?.pause();
-    this.notify();
+    // The events this piece completed are the reader's before the fault of the one too large.
+    if (this.parser.pending > ANSWER_BYTES) this.controller?.abort(new UpstreamError('failed', EVENT_TOO_LARGE));
+    else if (this.buffered > STREAM_BUFFER_BYTES) this.controller?.pause();
+    if (events.length) this.notify();
   }
 
   end(err?: Error): void {

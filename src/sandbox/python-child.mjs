@@ -1,11 +1,12 @@
 // The Python sandbox process: Pyodide in a child process that runs ONE run and exits (nothing of one run can
 // wait for the next). The parent starts it with an empty environment, Node's permission model (reads of this
-// file and the Pyodide package only; no writes, child processes or workers) and no code generation from
-// strings; once Pyodide is loaded the globals that reach the host (process, fetch, WebSocket ...) are removed,
-// and `import js` sees an empty object. Python's `fetch` goes through the parent (the SSRF guard), over IPC.
+// file, output.mjs and the Pyodide package only; no writes, child processes or workers) and no code generation
+// from strings; once Pyodide is loaded the globals that reach the host (process, fetch, WebSocket ...) are
+// removed, and `import js` sees an empty object. Python's `fetch` goes through the parent (the SSRF guard), over IPC.
 import { constants as fsConstants, readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { Output } from './output.mjs';
 
 // Kept in this module's scope before the globals are removed: the IPC channel and the exit.
 const proc = process;
@@ -71,29 +72,6 @@ for (const name of ['binding', '_linkedBinding', 'dlopen', 'getBuiltinModule', '
   try {
     proc[name] = undefined;
   } catch {}
-}
-
-class Output {
-  constructor(limit) {
-    this.limit = limit;
-    this.size = 0;
-    this.parts = [];
-    this.truncated = false;
-  }
-  write(text) {
-    if (this.size >= this.limit) {
-      this.truncated = true;
-      return;
-    }
-    const room = this.limit - this.size;
-    const part = text.length > room ? text.slice(0, room) : text;
-    if (part.length < text.length) this.truncated = true;
-    this.parts.push(part);
-    this.size += part.length;
-  }
-  text() {
-    return this.parts.join('') + (this.truncated ? `\n[output cut at ${this.limit} characters]\n` : '');
-  }
 }
 
 const pendingFetches = new Map();

@@ -216,6 +216,7 @@ export class PythonPool {
       execArgv: [
         PERMISSION_FLAG,
         `--allow-fs-read=${script}`,
+        `--allow-fs-read=${sandboxFile('output.mjs')}`,
         `--allow-fs-read=${dirname(pyodideEntry)}/`,
         ...(snapshotPath ? [`--allow-fs-read=${snapshotPath}`] : []),
         '--disallow-code-generation-from-strings',

@@ -57,6 +57,13 @@ describe('Python in Pyodide', SLOW, () => {
     expect((await py('result = object()')).error).toBeNull(); // not JSON: its str() instead
   });
 
+  it('output past the limit is cut with a marker, as in JavaScript', async () => {
+    const r = await py('line = "y" * 10000\nfor i in range(200):\n    print(line)\nresult = 1');
+    expect(r.stdout.length).toBeLessThan(1024 * 1024 + 200);
+    expect(r.stdout).toMatch(/\[output cut at 1048576 characters\]\n$/);
+    expect(r.result).toBe(1);
+  });
+
   it('an infinite loop is stopped at the limit', async () => {
     const r = await py('while True:\n    pass', { timeoutMs: 1000 });
     expect(r.error).toEqual({

@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
 import RELEASE_SYNC from '@jitl/quickjs-wasmfile-release-sync';
 import { newQuickJSWASMModuleFromVariant, newVariant } from 'quickjs-emscripten-core';
+import { Output } from './output.mjs';
 
 const require = createRequire(import.meta.url);
 // Compiled once per worker; every run instantiates it again with its own memory.
@@ -53,29 +54,6 @@ const PRELUDE = `(function (hostWrite, hostFetch) {
     return new Response(JSON.parse(raw));
   };
 })`;
-
-class Output {
-  constructor(limit) {
-    this.limit = limit;
-    this.size = 0;
-    this.parts = [];
-    this.truncated = false;
-  }
-  write(text) {
-    if (this.size >= this.limit) {
-      this.truncated = true;
-      return;
-    }
-    const room = this.limit - this.size;
-    const part = text.length > room ? text.slice(0, room) : text;
-    if (part.length < text.length) this.truncated = true;
-    this.parts.push(part);
-    this.size += part.length;
-  }
-  text() {
-    return this.parts.join('') + (this.truncated ? `\n[output cut at ${this.limit} characters]\n` : '');
-  }
-}
 
 const isOutOfMemory = (err) =>
   /out of memory|OOM|memory access out of bounds|Cannot enlarge memory/i.test(String(err?.message ?? err));

@@ -23,7 +23,8 @@ import { chatBody, gatewayEnv, load, type Result } from './llm-gateway.ts';
  * medians reported; the database BENCH_DATABASE_URL selects (PGlite without). Both processes run
  * bench/probe.mjs, which reports what a request waits for inside them: undici's wait before sending an upstream
  * request (its idle kept-alive connection is checked in the event loop's check phase, after the turn's other
- * work), how late the event loop runs, and garbage collection pauses. With PostgreSQL, the CPU its processes
+ * work), how late the event loop runs, garbage collection pauses, and what young-generation collections copy
+ * (survivors) and promote to the old generation, per request. With PostgreSQL, the CPU its processes
  * spend per gateway request is reported too: it runs on the same cores. BENCH_PROFILE=<dir> writes the gateway's
  * CPU profile there and the relay's into its folder `relay`, to set side by side with bench/cpu-profile.mjs.
  */
@@ -38,6 +39,7 @@ interface Probe {
   sendWait: { p50: number; p99: number; n: number };
   loopDelay: { p99: number; max: number };
   gc: { count: number; total: number; longest: number };
+  young: { scavenges: number; survived: number; promoted: number };
 }
 
 /** CPU time of every PostgreSQL process on this machine so far (ms); 0 without PostgreSQL. */
@@ -165,6 +167,8 @@ export async function gatewayTailBenchmark(): Promise<BenchResult> {
         figure('event-loop delay max', 'ms', (s) => s.probe.loopDelay.max),
         figure('GC pauses per second', 'ms', (s) => s.probe.gc.total / seconds),
         figure('longest GC pause', 'ms', (s) => s.probe.gc.longest),
+        figure('scavenge survivors per request', 'KB', (s) => s.probe.young.survived / 1024 / s.result.requests),
+        figure('promoted per request', 'KB', (s) => s.probe.young.promoted / 1024 / s.result.requests),
         figure('CPU per request', 'µs', (s) => s.result.cpu),
       ],
       notes: [

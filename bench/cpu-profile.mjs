@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { busySamples, loadProfile, packageOf } from './profile-lib.mjs';
 
 /**
  * What a CPU profile of a benchmark (BENCH_PROFILE) spent, per request, by package: `node bench/cpu-profile.mjs
@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
  * for the time since the one before, so a system call's share includes the time the process waited in it for a
  * core: on a shared machine it reads high. "app" is the service's own code; the functions of `app file` (default
  * dist/main.js, the bundle `npm start` runs) are listed after the packages. Plain JavaScript: runs with node.
+ * bench/flamegraph.mjs draws the same samples as a flame graph.
  */
 const [file, requestsArg, appFile = 'dist/main.js'] = process.argv.slice(2);
 const requests = Number(requestsArg);
@@ -15,47 +16,21 @@ if (!file || !(requests > 0)) {
   console.error('usage: node bench/cpu-profile.mjs <file.cpuprofile> <requests> [app file]');
   process.exit(2);
 }
-const profile = JSON.parse(readFileSync(file, 'utf8'));
-const nodes = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
-const parents = new Map();
-for (const n of profile.nodes) for (const child of n.children ?? []) parents.set(child, n.id);
+const loaded = loadProfile(file);
 
-/** Whether a sample is in an upstream call being made (undici's `dispatch` on its stack): the load has begun. */
-function inUpstreamCall(id) {
-  for (let at = id; at !== undefined; at = parents.get(at)) {
-    const frame = nodes.get(at);
-    if (frame.functionName === 'dispatch' && frame.url.includes('/undici/')) return true;
-  }
-  return false;
-}
-
-/** Where a sample's own time goes: a package, a Node module, V8's own work, or a native function. */
-function packageOf(frame) {
-  const pkg = /node_modules\/((@[^/]+\/)?[^/]+)/.exec(frame.url);
-  if (pkg) return pkg[1];
-  if (frame.url.startsWith('node:')) return frame.url.startsWith('node:internal/') ? 'node:internal' : frame.url;
-  if (!frame.url) return frame.functionName.startsWith('(') ? frame.functionName : `native ${frame.functionName}`;
-  return 'app';
-}
-
-// Each sample stands for the time since the one before it (µs).
 const byPackage = new Map();
 const byAppFunction = new Map();
 let busy = 0;
 let samples = 0;
-let started = false;
 const add = (map, key, us) => map.set(key, (map.get(key) ?? 0) + us);
-profile.samples.forEach((id, i) => {
-  const frame = nodes.get(id);
-  started ||= inUpstreamCall(id);
-  if (!started || frame.functionName === '(idle)') return;
-  const us = profile.timeDeltas[i] ?? 0;
+for (const [id, us] of busySamples(loaded)) {
+  const frame = loaded.frames.get(id);
   busy += us;
   samples++;
   add(byPackage, packageOf(frame), us);
   if (frame.url.endsWith(appFile))
     add(byAppFunction, `${frame.functionName || '(anonymous)'}:${frame.lineNumber + 1}`, us);
-});
+}
 const perRequest = (us) => (us / requests).toFixed(1).padStart(7);
 const top = (map, n) => [...map].sort((a, b) => b[1] - a[1]).slice(0, n);
 console.log(`${perRequest(busy)} µs per request in all (${samples} samples)`);

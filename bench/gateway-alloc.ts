@@ -11,7 +11,7 @@ import { chatBody, gatewayEnv, load } from './llm-gateway.ts';
  * figure that decides how often the young generation is collected, and unlike CPU time it barely moves with the
  * machine's load (two runs agree within 0.5%). The gateway's largest allocation sites are listed under the
  * table. BENCH_DURATION_MS (default 3000) is the measurement. Then the heap a request in flight holds
- * (liveHeapPerRequest), with IN_FLIGHT requests waiting on the 200 ms upstream.
+ * (liveHeapPerRequest), with IN_FLIGHT requests waiting on the 200 ms upstream, in all and by kind of object.
  */
 const SITES = 12;
 const STREAM = process.env.BENCH_MODE === 'stream';
@@ -28,6 +28,7 @@ interface Allocations {
 interface HeapSnapshot {
   snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };
   nodes: number[];
+  strings: string[];
 }
 
 interface ProfileNode {
@@ -105,13 +106,20 @@ async function sampleAllocations<T>(
   }
 }
 
+/** The heap a request in flight holds, in all and by kind of object (bytes per request). */
+interface LiveHeap {
+  bytes: number;
+  byKind: Map<string, number>;
+}
+
 /**
  * The heap a request in flight holds: the heap in use after a full collection (a heap snapshot's, compiled code
  * left out) while IN_FLIGHT requests wait on the 200 ms upstream, less the same once they are done and their
- * connections closed, per request (its client connection included). What every young-generation collection
- * copies while requests wait on their upstream, and what a gateway holding many long streams holds for each.
+ * connections closed, per request (its client connection included), in all and by kind (an object's
+ * constructor, a closure's function, a string, an array...). What every young-generation collection copies while
+ * requests wait on their upstream, and what a gateway holding many long streams holds for each.
  */
-async function liveHeapPerRequest(port: number, during: () => Promise<unknown>): Promise<number> {
+async function liveHeapPerRequest(port: number, during: () => Promise<unknown>): Promise<LiveHeap> {
   const session = await inspector(port);
   const { send, close } = session;
   // Compiled code is left out: the load compiles some between the two readings, and no request holds it.
@@ -120,12 +128,23 @@ async function liveHeapPerRequest(port: number, during: () => Promise<unknown>):
     const fields = snap.snapshot.meta.node_fields;
     const [types] = snap.snapshot.meta.node_types;
     const type = fields.indexOf('type');
+    const name = fields.indexOf('name');
     const size = fields.indexOf('self_size');
+    const byKind = new Map<string, number>();
     let bytes = 0;
     for (let i = 0; i < snap.nodes.length; i += fields.length) {
-      if (types[snap.nodes[i + type] as number] !== 'code') bytes += snap.nodes[i + size] as number;
+      const kind = types[snap.nodes[i + type] as number] as string;
+      if (kind === 'code') continue;
+      const self = snap.nodes[i + size] as number;
+      bytes += self;
+      // Objects and closures by their constructor or function; strings, arrays and the rest by their kind.
+      const key =
+        kind === 'object' || kind === 'closure'
+          ? `${kind} ${String(snap.strings[snap.nodes[i + name] as number]).slice(0, 40) || '(anonymous)'}`
+          : kind;
+      byKind.set(key, (byKind.get(key) ?? 0) + self);
     }
-    return bytes;
+    return { bytes, byKind };
   };
   try {
     await send('HeapProfiler.enable');
@@ -134,7 +153,10 @@ async function liveHeapPerRequest(port: number, during: () => Promise<unknown>):
     const busy = await used();
     await running;
     await sleep(500);
-    return (busy - (await used())) / IN_FLIGHT;
+    const idle = await used();
+    const byKind = new Map<string, number>();
+    for (const [key, bytes] of busy.byKind) byKind.set(key, (bytes - (idle.byKind.get(key) ?? 0)) / IN_FLIGHT);
+    return { bytes: (busy.bytes - idle.bytes) / IN_FLIGHT, byKind };
   } finally {
     close();
   }
@@ -182,6 +204,13 @@ export async function gatewayAllocBenchmark(): Promise<BenchResult> {
       .sort((a, b) => b[1] - a[1])
       .slice(0, SITES)
       .map(([site, bytes]) => `${Math.round(bytes / gw.requests).toLocaleString('en-US')} B  ${site}`);
+    // What a request in flight holds, by kind: the gateway's largest, each beside the relay's.
+    const held = [...gwLive.byKind]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, SITES)
+      .map(
+        ([kind, bytes]) => `${Math.round(bytes)} B (relay ${Math.round(relayLive.byKind.get(kind) ?? 0)} B)  ${kind}`,
+      );
     return {
       title: `LLM gateway: memory allocated per request (instant upstream, 50 concurrent, ${STREAM ? 'streams' : 'JSON'}, ${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`,
       baseline: 'bare relay',
@@ -190,13 +219,15 @@ export async function gatewayAllocBenchmark(): Promise<BenchResult> {
         {
           name: `live heap per request in flight (${IN_FLIGHT}, 200 ms upstream)`,
           unit: 'KB',
-          value: gwLive / 1024,
-          baseline: relayLive / 1024,
+          value: gwLive.bytes / 1024,
+          baseline: relayLive.bytes / 1024,
         },
       ],
       notes: [
         `${gw.requests.toLocaleString('en-US')} gateway and ${relay.requests.toLocaleString('en-US')} relay requests sampled; the gateway's largest allocation sites (bytes per request, the function that allocated):`,
         ...top,
+        `what a request in flight holds, by kind (the gateway's largest, bytes per request):`,
+        ...held,
       ],
     };
   } finally {

@@ -46,16 +46,18 @@ export async function llmRoutes(app: App, config: Config): Promise<void> {
         rateLimit: { max: config.rateLimits.llm, timeWindow: config.rateLimits.windowMs },
       },
     },
-    async (req, reply) => {
+    // Not an async function: while the upstream answers (hundreds of requests at once, each for hundreds of ms)
+    // a suspended async function holds its frame and its promise, a callback only what it uses.
+    (req, reply) => {
       const request = req.body as ChatRequest;
       const signal = clientGone(reply);
       const billing = { type: 'llm' as const };
       if (!request.stream) {
-        const { completion, credits } = await service.createCompletion(req.ctx, request, { signal, billing });
-        return reply.headers(creditHeaders(credits)).send(completion);
+        return service
+          .createCompletion(req.ctx, request, { signal, billing })
+          .then(({ completion, credits }) => reply.headers(creditHeaders(credits)).send(completion));
       }
-      const stream = await service.streamCompletion(req.ctx, request, { signal, billing });
-      await writeSse(reply, stream);
+      return service.streamCompletion(req.ctx, request, { signal, billing }).then((stream) => writeSse(reply, stream));
     },
   );
 

@@ -137,12 +137,17 @@ function settle(
  * One non-streamed completion, billed exactly once: the worst case is held on admission and replaced by the
  * real cost. A failed upstream call costs nothing; one the caller abandoned costs its prompt.
  */
-export async function createCompletion(
+export function createCompletion(
   ctx: ServiceContext,
   request: ChatRequest,
   opts: { signal: CancelSignal; billing: Billing },
 ): Promise<{ completion: ChatCompletion; credits: Credits }> {
-  requireScope(ctx, 'llm-all');
+  // Not async: that would wrap runCompletion's promise in one more, held for the whole call.
+  try {
+    requireScope(ctx, 'llm-all');
+  } catch (err) {
+    return Promise.reject(err);
+  }
   return runCompletion(ctx, request, opts);
 }
 

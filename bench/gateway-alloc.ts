@@ -131,12 +131,10 @@ async function liveHeapPerRequest(port: number, during: () => Promise<unknown>):
     const name = fields.indexOf('name');
     const size = fields.indexOf('self_size');
     const byKind = new Map<string, number>();
-    let bytes = 0;
     for (let i = 0; i < snap.nodes.length; i += fields.length) {
       const kind = types[snap.nodes[i + type] as number] as string;
       if (kind === 'code') continue;
       const self = snap.nodes[i + size] as number;
-      bytes += self;
       // Objects and closures by their constructor or function; strings, arrays and the rest by their kind.
       const key =
         kind === 'object' || kind === 'closure'
@@ -144,7 +142,7 @@ async function liveHeapPerRequest(port: number, during: () => Promise<unknown>):
           : kind;
       byKind.set(key, (byKind.get(key) ?? 0) + self);
     }
-    return { bytes, byKind };
+    return byKind;
   };
   try {
     await send('HeapProfiler.enable');
@@ -155,8 +153,12 @@ async function liveHeapPerRequest(port: number, during: () => Promise<unknown>):
     await sleep(500);
     const idle = await used();
     const byKind = new Map<string, number>();
-    for (const [key, bytes] of busy.byKind) byKind.set(key, (bytes - (idle.byKind.get(key) ?? 0)) / IN_FLIGHT);
-    return { bytes: (busy.bytes - idle.bytes) / IN_FLIGHT, byKind };
+    for (const key of new Set([...busy.keys(), ...idle.keys()])) {
+      byKind.set(key, ((busy.get(key) ?? 0) - (idle.get(key) ?? 0)) / IN_FLIGHT);
+    }
+    let bytes = 0;
+    for (const held of byKind.values()) bytes += held;
+    return { bytes, byKind };
   } finally {
     close();
   }

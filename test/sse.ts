@@ -8,3 +8,9 @@ export function sseEvents(body: string): Array<{ event: string | undefined; data
     data: JSON.parse(e.data) as Record<string, unknown>,
   }));
 }
+
+/** The final credit figures a stream sends as its SSE comment (`: x-credits-consumed=N; x-credits-remaining=M`). */
+export function creditsComment(body: string): { consumed: number; remaining: number } | undefined {
+  const m = /^: x-credits-consumed=(\d+); x-credits-remaining=(-?\d+)$/m.exec(body);
+  return m ? { consumed: Number(m[1]), remaining: Number(m[2]) } : undefined;
+}

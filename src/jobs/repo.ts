@@ -24,11 +24,19 @@ export interface NewJob {
  * also settles two racing inserts), or with `once` by any row still kept. Answers whether it was inserted.
  */
 export async function insertJob(db: Executor, job: NewJob): Promise<boolean> {
+  const key = job.dedupeKey;
+  if (!job.once || key === null) return insertRow(db, job, sql``);
+  // Inserts of one key take turns, so the check sees the other's row whatever became of it. In one statement
+  // it reads a snapshot from before the other committed, and the partial index no longer holds that row once
+  // it ran: two instances scheduling the same slot could both insert it, and the slot would run twice.
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`job-once/${key}`}, 0))`);
+    return insertRow(tx, job, sql`WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE dedupe_key = ${key})`);
+  });
+}
+
+async function insertRow(db: Executor, job: NewJob, onlyIfUnseen: SQL): Promise<boolean> {
   const runAt = job.runAt ? sql`${job.runAt.toISOString()}::timestamptz` : sql`now()`;
-  const onlyIfUnseen =
-    job.once && job.dedupeKey !== null
-      ? sql`WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE dedupe_key = ${job.dedupeKey})`
-      : sql``;
   const result = await db.execute(sql`
     INSERT INTO jobs (id, type, payload, account_id, run_at, max_attempts, dedupe_key)
     SELECT ${job.id}, ${job.type}, ${JSON.stringify(job.payload)}::jsonb, ${job.accountId}, ${runAt},

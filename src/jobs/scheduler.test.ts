@@ -1,11 +1,13 @@
 import { eq, like } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { createHarness, type TestHarness } from '../../test/harness.ts';
 import { buildApp } from '../app.ts';
+import { openDatabase } from '../db/client.ts';
 import { jobs } from '../db/schema/index.ts';
 import { JOB_CATALOG } from './catalog.ts';
 import { defineJob, type JobCatalog } from './definition.ts';
+import { insertJob } from './repo.ts';
 import { JobScheduler } from './scheduler.ts';
 import { JobWorker } from './worker.ts';
 
@@ -111,6 +113,39 @@ describe('recurring scheduler', () => {
       for (const w of workers) await w.stop(5000);
     }
   });
+
+  it.skipIf(inject('testDatabase').kind !== 'pg')(
+    'a slot two instances queue at once is inserted once, even when the first ran it before the second looked',
+    async () => {
+      // Another instance: its own connections to PostgreSQL.
+      const second = await openDatabase({ databaseUrl: h.config.databaseUrl, dataDir: h.config.dataDir, poolMax: 2 });
+      try {
+        const runAt = new Date('2031-06-01T00:00:00Z');
+        const slot = (id: string) => ({
+          id,
+          type: 'test.every5',
+          payload: {},
+          accountId: null,
+          runAt,
+          maxAttempts: 3,
+          dedupeKey: `test.every5@${runAt.toISOString()}`,
+          once: true,
+        });
+        let racing: Promise<boolean> | undefined;
+        await h.database.db.transaction(async (tx) => {
+          expect(await insertJob(tx, slot('job_first'))).toBe(true);
+          // Run to the end before the first instance commits: the row leaves the queued and running ones.
+          await tx.update(jobs).set({ status: 'succeeded' }).where(eq(jobs.id, 'job_first'));
+          racing = insertJob(second.db, slot('job_second'));
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        });
+        expect(await racing).toBe(false);
+        expect((await slotsOf('test.every5')).filter((r) => r.runAt.getTime() === runAt.getTime())).toHaveLength(1);
+      } finally {
+        await second.close();
+      }
+    },
+  );
 
   it('an app with jobs on queues the service recurring jobs at start, without waiting for it', async () => {
     const app = await buildApp({

@@ -54,6 +54,16 @@ describe('ActorCache.resolve', () => {
     return { reads, load };
   };
 
+  it('answers a cached actor itself, not a promise, so the request guard admits it at once', async () => {
+    const cache = new ActorCache(60_000);
+    const miss = cache.resolve('h', async () => ({ actor: actor('t1', 'acc1'), expiresAt: later() }));
+    expect(miss).toBeInstanceOf(Promise);
+    await miss;
+    const hit = cache.resolve('h', () => Promise.reject(new Error('no read on a hit')));
+    expect(hit).not.toBeInstanceOf(Promise);
+    expect((hit as Actor).tokenId).toBe('t1');
+  });
+
   it('makes one read for concurrent misses of a token and caches it', async () => {
     const cache = new ActorCache(60_000);
     let reads = 0;

@@ -35,9 +35,14 @@ export class ActorCache {
    * of queries behind the pool every TTL. A token in use is read again ahead of time, in the last
    * REFRESH_AHEAD of its entry's life, while the entry still answers: a busy token's requests never wait on the
    * read, and the entry still lives no longer than the TTL. A refresh that fails (the token was revoked
-   * elsewhere) drops the entry, so the next request reads afresh and is refused.
+   * elsewhere) drops the entry, so the next request reads afresh and is refused. A cached actor is answered as
+   * it is, not wrapped in a promise: the request guard then admits the request at once.
    */
-  resolve(tokenHash: string, load: () => Promise<{ actor: Actor; expiresAt: Date }>, now = Date.now()): Promise<Actor> {
+  resolve(
+    tokenHash: string,
+    load: () => Promise<{ actor: Actor; expiresAt: Date }>,
+    now = Date.now(),
+  ): Actor | Promise<Actor> {
     const cached = this.cache.entry(tokenHash, now);
     if (cached) {
       if (cached.until - now < this.cache.ttlMs * REFRESH_AHEAD && !this.loading.has(tokenHash)) {
@@ -45,7 +50,7 @@ export class ActorCache {
           if (this.cache.get(tokenHash) === cached.value) this.cache.delete(tokenHash);
         });
       }
-      return Promise.resolve(cached.value);
+      return cached.value;
     }
     if (!this.cache.enabled) return load().then((r) => r.actor);
     return this.load(tokenHash, load);

@@ -47,35 +47,52 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
     },
   });
 
+  // Callback hooks, not async ones: a request whose token the cache holds passes both without a promise.
   const refusals = new WeakMap<FastifyRequest, unknown>();
-  app.addHook('onRequest', async (req) => {
+  app.addHook('onRequest', (req, _reply, done) => {
+    let resolving: Promise<void> | undefined;
     try {
-      await guard(req);
+      resolving = guard(req);
     } catch (err) {
       refusals.set(req, err);
     }
+    if (!resolving) return done();
+    resolving.then(
+      () => done(),
+      (err: unknown) => {
+        refusals.set(req, err);
+        done();
+      },
+    );
   });
-  app.addHook('preParsing', async (req) => {
-    if (refusals.has(req)) throw refusals.get(req);
-  });
+  app.addHook('preParsing', (req, _reply, _payload, done) => done(refusals.get(req) as Error | undefined));
 
-  async function guard(req: FastifyRequest): Promise<void> {
-    const config = req.routeOptions.config as RouteAuthConfig;
-    const mode = authModeOf(req.routeOptions.url, config);
+  /** Admits or refuses the request; a promise only while its token is read (not cached, or not our own kind). */
+  function guard(req: FastifyRequest): Promise<void> | undefined {
+    const { config, url } = req.routeOptions as { config: RouteAuthConfig; url: string | undefined };
+    const mode = authModeOf(url, config);
     const token = bearerFrom(req.headers.authorization);
     if (mode === 'public') {
       // A public route may still use an optional identity; a bad token there is ignored, not an error.
-      if (token) {
-        req.actor = await resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache, {
-          path: req.url,
-        }).catch(() => null);
-      }
-      return;
+      if (!token) return undefined;
+      return Promise.resolve(
+        resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache, { path: req.url }),
+      )
+        .then((actor) => {
+          req.actor = actor;
+        })
+        .catch(() => {
+          req.actor = null;
+        });
     }
     if (!token) throw new UnauthorizedError('Missing bearer token (Authorization: Bearer <token>)');
-    const resolved = await resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache, {
-      path: req.url,
-    });
+    const resolved = resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache, { path: req.url });
+    if (resolved instanceof Promise) return resolved.then((actor) => admit(req, mode, config, actor));
+    admit(req, mode, config, resolved);
+    return undefined;
+  }
+
+  function admit(req: FastifyRequest, mode: 'bearer' | 'session', config: RouteAuthConfig, resolved: Actor): void {
     // Credits this instance leased for the account count as balance (they left the stored one); a copy, as
     // the resolved actor may be cached and shared.
     const leased = leasedCredits(app.deps, resolved.accountId);

@@ -25,25 +25,30 @@ const PAT_TOUCH_INTERVAL_MS = 60_000;
 
 /**
  * Resolves `Authorization: Bearer <token>` to an actor. Unknown tokens are 401 UnauthorizedError; expired
- * ones 401 TokenExpiredError, so clients know a refresh (or a new token) will help.
+ * ones 401 TokenExpiredError, so clients know a refresh (or a new token) will help. A token the cache holds
+ * answers the actor itself, not a promise of it, so the request guard admits it without a turn of promises;
+ * anything else answers a promise, and a fault is always its rejection, never a throw.
  */
-export async function resolveBearer(
+export function resolveBearer(
   db: Db,
   token: string,
   extra: BearerVerifier[] = [],
   cache?: ActorCache,
   target: BearerTarget = { path: '/' },
-): Promise<Actor> {
-  if (!token.startsWith('sess_') && !token.startsWith('pat_')) {
-    for (const verify of extra) {
-      const actor = await verify(token, target);
-      if (actor) return actor;
-    }
-    throw new UnauthorizedError('Invalid bearer token');
-  }
+): Actor | Promise<Actor> {
+  if (!token.startsWith('sess_') && !token.startsWith('pat_')) return verifyOther(token, extra, target);
   const hash = sha256Hex(token);
   if (cache) return cache.resolve(hash, () => lookupStored(db, token, hash));
-  return (await lookupStored(db, token, hash)).actor;
+  return lookupStored(db, token, hash).then((r) => r.actor);
+}
+
+/** A token that is not one of our own opaque kinds: the first verifier that knows it decides. */
+async function verifyOther(token: string, extra: BearerVerifier[], target: BearerTarget): Promise<Actor> {
+  for (const verify of extra) {
+    const actor = await verify(token, target);
+    if (actor) return actor;
+  }
+  throw new UnauthorizedError('Invalid bearer token');
 }
 
 /** Our own opaque tokens, looked up by hash. */

@@ -72,21 +72,26 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
     const { config, url } = req.routeOptions as { config: RouteAuthConfig; url: string | undefined };
     const mode = authModeOf(url, config);
     const token = bearerFrom(req.headers.authorization);
+    if (!token) {
+      if (mode === 'public') return undefined;
+      throw new UnauthorizedError('Missing bearer token (Authorization: Bearer <token>)');
+    }
+    const resolved = resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache, { path: req.url });
     if (mode === 'public') {
       // A public route may still use an optional identity; a bad token there is ignored, not an error.
-      if (!token) return undefined;
-      return Promise.resolve(
-        resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache, { path: req.url }),
-      )
-        .then((actor) => {
+      if (!(resolved instanceof Promise)) {
+        req.actor = resolved;
+        return undefined;
+      }
+      return resolved.then(
+        (actor) => {
           req.actor = actor;
-        })
-        .catch(() => {
+        },
+        () => {
           req.actor = null;
-        });
+        },
+      );
     }
-    if (!token) throw new UnauthorizedError('Missing bearer token (Authorization: Bearer <token>)');
-    const resolved = resolveBearer(app.deps.database.db, token, verifiers, app.deps.actorCache, { path: req.url });
     if (resolved instanceof Promise) return resolved.then((actor) => admit(req, mode, config, actor));
     admit(req, mode, config, resolved);
     return undefined;

@@ -1,0 +1,48 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { bundle } from '../bin/bundle.js';
+
+/** `npm start` and `npx switchboard` build their bundle again only when a file it was built from changed. */
+describe('bin/bundle.js', () => {
+  const root = mkdtempSync(join(tmpdir(), 'sb-bundle-'));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  mkdirSync(join(root, 'src'));
+  writeFileSync(join(root, 'tsconfig.json'), '{}');
+  writeFileSync(join(root, 'src', 'entry.ts'), "import { part } from './part.ts';\nconsole.log(part);\n");
+  const writePart = (text: string) => writeFileSync(join(root, 'src', 'part.ts'), `export const part = '${text}';\n`);
+  const built = () => {
+    const file = bundle('entry', root);
+    return { text: readFileSync(file, 'utf8'), mtime: statSync(file).mtimeMs };
+  };
+
+  it('builds once, reuses the bundle while its inputs are unchanged, and builds again when one changes', () => {
+    writePart('first');
+    // Sources saved well before the build (a source saved in the build's first millisecond counts as newer).
+    const earlier = new Date(Date.now() - 10_000);
+    for (const file of ['tsconfig.json', 'src/entry.ts', 'src/part.ts']) utimesSync(join(root, file), earlier, earlier);
+    const first = built();
+    expect(first.text).toContain('"first"');
+    const again = built();
+    expect(again.mtime).toBe(first.mtime); // not written again
+
+    writePart('second');
+    const later = new Date(Date.now() + 2000); // saved after the build, whatever the clock's resolution
+    utimesSync(join(root, 'src', 'part.ts'), later, later);
+    const changed = built();
+    expect(changed.text).toContain('"second"');
+    expect(changed.text).not.toContain('"first"');
+  });
+
+  it('builds again when its list of inputs is missing', () => {
+    const before = built();
+    unlinkSync(join(root, 'dist', 'entry.inputs.json'));
+    const rebuilt = built();
+    expect(rebuilt.mtime).not.toBe(before.mtime);
+    expect(JSON.parse(readFileSync(join(root, 'dist', 'entry.inputs.json'), 'utf8'))).toEqual([
+      'src/part.ts',
+      'src/entry.ts',
+    ]);
+  });
+});

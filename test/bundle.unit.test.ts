@@ -28,21 +28,25 @@ describe('bin/bundle.js', () => {
     expect(again.mtime).toBe(first.mtime); // not written again
 
     writePart('second');
-    const later = new Date(Date.now() + 2000); // saved after the build, whatever the clock's resolution
-    utimesSync(join(root, 'src', 'part.ts'), later, later);
+    const saved = new Date(Date.now() - 5000); // after the first build's sources, before this build
+    utimesSync(join(root, 'src', 'part.ts'), saved, saved);
     const changed = built();
     expect(changed.text).toContain('"second"');
     expect(changed.text).not.toContain('"first"');
+
+    // A source put back with an older time (a copy that keeps times) is a change too.
+    writePart('third');
+    const older = new Date(Date.now() - 60_000);
+    utimesSync(join(root, 'src', 'part.ts'), older, older);
+    expect(built().text).toContain('"third"');
   });
 
-  it('builds again when its list of inputs is missing', () => {
+  it('builds again when its stamps are missing', () => {
     const before = built();
     unlinkSync(join(root, 'dist', 'entry.inputs.json'));
     const rebuilt = built();
     expect(rebuilt.mtime).not.toBe(before.mtime);
-    expect(JSON.parse(readFileSync(join(root, 'dist', 'entry.inputs.json'), 'utf8'))).toEqual([
-      'src/part.ts',
-      'src/entry.ts',
-    ]);
+    const stamps = JSON.parse(readFileSync(join(root, 'dist', 'entry.inputs.json'), 'utf8'));
+    expect(Object.keys(stamps.files).sort()).toEqual(['src/entry.ts', 'src/part.ts', 'tsconfig.json']);
   });
 });

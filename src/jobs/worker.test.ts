@@ -296,13 +296,30 @@ describe('job queue and worker', () => {
     }
     expect(await rowOf(id)).toMatchObject({ status: 'running', attempts: 1, lockedBy: 'worker-a' });
 
-    // Its lease is taken away (as if a's renewals had stopped reaching the database): b claims it.
-    await db()
-      .update(jobs)
-      .set({ lockedUntil: sql`now() - interval '1 second'` })
-      .where(eq(jobs.id, id ?? ''));
-    const bRun = b.runOnce();
-    const release = await waitFor('worker b to run the job', async () => gates.get(`${id}#2`));
+    // Its lease is taken away (as if a's renewals had stopped reaching the database): b claims it. A renewal of
+    // a's that lands between the expiry and b's claim holds the lease again (a renews what it still holds; seen on
+    // a loaded CI machine): then b finds nothing, and the lease is taken away again.
+    const expire = () =>
+      db()
+        .update(jobs)
+        .set({ lockedUntil: sql`now() - interval '1 second'` })
+        .where(eq(jobs.id, id ?? ''));
+    let bRun: Promise<number> | undefined;
+    let bIdle = true;
+    const release = await waitFor('worker b to run the job', async () => {
+      const started = gates.get(`${id}#2`);
+      if (started || !bIdle) return started;
+      await expire();
+      bIdle = false;
+      bRun = b.runOnce();
+      void bRun.then(
+        (n) => {
+          if (n === 0) bIdle = true;
+        },
+        () => {}, // its own await below reports it
+      );
+      return undefined;
+    });
     // Worker a's next renewal finds the claim gone and aborts its run, which records nothing.
     await waitFor('worker a to give up', async () => aborted.includes(`${id}#1`));
     expect(await rowOf(id)).toMatchObject({ status: 'running', attempts: 2, lockedBy: 'worker-b' });

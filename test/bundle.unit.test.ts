@@ -19,7 +19,7 @@ describe('bin/bundle.js', () => {
 
   it('builds once, reuses the bundle while its inputs are unchanged, and builds again when one changes', () => {
     writePart('first');
-    // Sources saved well before the build (a source saved in the build's first millisecond counts as newer).
+    // Sources saved well before the build: one saved after the build started gets no stamp and is built again.
     const earlier = new Date(Date.now() - 10_000);
     for (const file of ['tsconfig.json', 'src/entry.ts', 'src/part.ts']) utimesSync(join(root, file), earlier, earlier);
     const first = built();

@@ -37,7 +37,11 @@ const MCP_HEADERS = {
   'mcp-protocol-version': '2025-11-25',
 };
 
-/** Connects a provider through the real flow over HTTP: initiate, the fake's approval, our callback. */
+/**
+ * Connects a provider through the real flow over HTTP, as a browser runs it: initiate, our authorization URL (which
+ * sets the cookie binding the flow to this browser and sends it on to the provider), the fake's approval, and our
+ * callback with that cookie.
+ */
 async function connect(baseUrl: string, session: string, providerId: string): Promise<void> {
   const init = await fetch(`${baseUrl}/api/v1/connections/initiate`, {
     method: 'POST',
@@ -46,8 +50,14 @@ async function connect(baseUrl: string, session: string, providerId: string): Pr
   });
   if (init.status !== 200) throw new Error(`initiate answered ${init.status}: ${await init.text()}`);
   const { authorizationUrl } = (await init.json()) as { authorizationUrl: string };
-  const approved = await fetch(authorizationUrl, { redirect: 'manual' });
-  const callback = await fetch(approved.headers.get('location') ?? '', { redirect: 'manual' });
+  const opened = await fetch(authorizationUrl, { redirect: 'manual' });
+  const cookie = opened.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
+  if (opened.status !== 302 || !cookie) throw new Error(`opening ${authorizationUrl} answered ${opened.status}`);
+  const approved = await fetch(opened.headers.get('location') ?? '', { redirect: 'manual' });
+  const callback = await fetch(approved.headers.get('location') ?? '', { redirect: 'manual', headers: { cookie } });
   const back = new URL(callback.headers.get('location') ?? '', baseUrl);
   if (!back.searchParams.get('connectionId')) throw new Error(`connecting ${providerId} failed: ${back}`);
 }

@@ -1,3 +1,4 @@
+import { Browser } from '../test/e2e/oauth-helpers.ts';
 import {
   acmeProvider,
   type FakeOAuthProvider,
@@ -50,14 +51,12 @@ async function connect(baseUrl: string, session: string, providerId: string): Pr
   });
   if (init.status !== 200) throw new Error(`initiate answered ${init.status}: ${await init.text()}`);
   const { authorizationUrl } = (await init.json()) as { authorizationUrl: string };
-  const opened = await fetch(authorizationUrl, { redirect: 'manual' });
-  const cookie = opened.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
-  if (opened.status !== 302 || !cookie) throw new Error(`opening ${authorizationUrl} answered ${opened.status}`);
-  const approved = await fetch(opened.headers.get('location') ?? '', { redirect: 'manual' });
-  const callback = await fetch(approved.headers.get('location') ?? '', { redirect: 'manual', headers: { cookie } });
+  // The tests' cookie-keeping browser: our authorization URL sets the binding cookie the callback asks for.
+  const browser = new Browser(baseUrl);
+  const opened = await browser.request(authorizationUrl);
+  if (opened.status !== 302) throw new Error(`opening ${authorizationUrl} answered ${opened.status}`);
+  const approved = await browser.request(opened.headers.get('location') ?? '');
+  const callback = await browser.request(approved.headers.get('location') ?? '');
   const back = new URL(callback.headers.get('location') ?? '', baseUrl);
   if (!back.searchParams.get('connectionId')) throw new Error(`connecting ${providerId} failed: ${back}`);
 }

@@ -9,7 +9,7 @@ const IDLE_MS = 3000;
 
 /**
  * Budgets of ARCHITECTURE.md on the embedded default: start to ready under 2 s on an existing data directory,
- * idle RSS under 250 MB. "Start" is the spawn of package.json's start command (`node --v8-pool-size=2
+ * idle RSS under 250 MB. "Start" is the spawn of package.json's start command (`node <its flags>
  * bin/start.js`, without npm's own start-up; the first start builds the bundle and the restarts reuse it, as any
  * restart with no source changed does); "ready" is the ready log line, written once it listens. The first start (which
  * creates the data directory) is shown but not judged. Baseline: a bare fastify app started the same way.

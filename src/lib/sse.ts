@@ -41,7 +41,11 @@ export class SseParser {
 
   push(piece: Uint8Array | string): SseEvent[] {
     const bytes =
-      typeof piece === 'string' ? Buffer.from(piece) : Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+      typeof piece === 'string'
+        ? Buffer.from(piece)
+        : Buffer.isBuffer(piece)
+          ? piece
+          : Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
     let nl = bytes.indexOf(LF);
     if (nl < 0 && this.restBytes > 0) {
       this.keep(bytes);
@@ -60,9 +64,8 @@ export class SseParser {
     while (nl >= 0) {
       const end = nl > start && buf[nl - 1] === CR ? nl - 1 : nl; // without a trailing \r
       if (end === start) {
-        if (this.data.length) events.push({ event: this.event, data: this.data.join('\n') });
+        if (this.data.length) events.push({ event: this.event, data: this.joined() });
         this.event = undefined;
-        this.data = [];
         this.dataBytes = 0;
       } else if (startsWith(buf, start, end, DATA)) {
         const from = Math.min(start + DATA.length + (buf[start + DATA.length] === SPACE ? 1 : 0), end);
@@ -79,13 +82,19 @@ export class SseParser {
   }
 
   end(): SseEvent[] {
-    const last = this.data.length ? [{ event: this.event, data: this.data.join('\n') }] : [];
+    const last = this.data.length ? [{ event: this.event, data: this.joined() }] : [];
     this.event = undefined;
-    this.data = [];
     this.dataBytes = 0;
     this.rest = [];
     this.restBytes = 0;
     return last;
+  }
+
+  /** The event's data lines as one text (most events have one line: no join), the list emptied for the next. */
+  private joined(): string {
+    const text = this.data.length === 1 ? (this.data[0] as string) : this.data.join('\n');
+    this.data.length = 0;
+    return text;
   }
 
   private keep(bytes: Buffer): void {

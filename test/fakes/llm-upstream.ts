@@ -155,10 +155,13 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       res.write(`data: ${JSON.stringify(chunk)}\n\n`);
       if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
     };
+    const opts = body.stream_options as { include_usage?: boolean } | undefined;
+    // As OpenAI does: with usage asked for, every chunk before the usage chunk carries `"usage": null`.
     const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
       ...base,
       object: 'chat.completion.chunk',
       choices: [{ index: 0, delta, finish_reason: finishReason }],
+      ...(opts?.include_usage ? { usage: null } : {}),
     });
     await send(chunk({ role: 'assistant', content: '' }));
     for (const [i, w] of words(content ?? '').entries()) await send(chunk({ content: i === 0 ? w : ` ${w}` }));
@@ -173,7 +176,6 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       await send(chunk({ tool_calls: [{ index: i, function: { arguments: call.function.arguments } }] }));
     }
     await send(chunk({}, finish));
-    const opts = body.stream_options as { include_usage?: boolean } | undefined;
     if (opts?.include_usage && !reply.noUsage)
       await send({ ...base, object: 'chat.completion.chunk', choices: [], usage });
     if (!closed) res.end('data: [DONE]\n\n');

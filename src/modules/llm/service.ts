@@ -300,10 +300,14 @@ export async function streamCompletion(
       for (const call of choice.delta?.tool_calls ?? [])
         generated += `${call.function?.name ?? ''}${call.function?.arguments ?? ''}`;
     }
-    if (wantsUsage) return { ...chunk, model: model.id };
-    if (!chunk.choices?.length) return undefined; // the usage-only chunk we asked for on our own account
-    const { usage: _dropped, ...rest } = chunk;
-    return { ...rest, model: model.id };
+    if (!wantsUsage) {
+      if (!chunk.choices?.length) return undefined; // the usage-only chunk we asked for on our own account
+      // The chunk is this stream's own (parsed from the upstream's event): changed in place, not copied once or
+      // twice a chunk. JSON.stringify leaves an undefined field out.
+      if (chunk.usage !== undefined) chunk.usage = undefined;
+    }
+    chunk.model = model.id;
+    return chunk;
   };
 
   let first: IteratorResult<ChatChunk>;

@@ -12,7 +12,7 @@ import {
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
 import { accounts } from './accounts.ts';
-import { bytea, ts, tsvector } from './columns.ts';
+import { bytea, GIN_SEARCHED, ts, tsvector } from './columns.ts';
 
 /** SPEC §2 Agent `usageLimits`; every field optional (absent: no limit). */
 export interface AgentUsageLimits {
@@ -132,8 +132,8 @@ export const agentMemories = pgTable(
   },
   (t) => [
     index('agent_memories_agent_user_idx').on(t.agentId, t.endUserId, t.updatedAt),
-    index('agent_memories_search_idx').using('gin', t.search),
-    index('agent_memories_content_trgm_idx').using('gin', t.content.op('gin_trgm_ops')),
+    index('agent_memories_search_idx').using('gin', t.search).with(GIN_SEARCHED),
+    index('agent_memories_content_trgm_idx').using('gin', t.content.op('gin_trgm_ops')).with(GIN_SEARCHED),
   ],
 );
 

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { accounts } from './accounts.ts';
 import { conversations } from './agents.ts';
-import { ts, tsvector } from './columns.ts';
+import { GIN_SEARCHED, ts, tsvector } from './columns.ts';
 
 export const PAGE_TYPES = ['entity', 'concept', 'summary', 'index', 'custom'] as const;
 export type PageType = (typeof PAGE_TYPES)[number];
@@ -93,9 +93,9 @@ export const knowledgePages = pgTable(
   },
   (t) => [
     uniqueIndex('knowledge_pages_kb_slug_idx').on(t.kbId, t.slug),
-    index('knowledge_pages_search_idx').using('gin', t.search),
-    index('knowledge_pages_title_trgm_idx').using('gin', t.title.op('gin_trgm_ops')),
-    index('knowledge_pages_tags_idx').using('gin', t.tags),
+    index('knowledge_pages_search_idx').using('gin', t.search).with(GIN_SEARCHED),
+    index('knowledge_pages_title_trgm_idx').using('gin', t.title.op('gin_trgm_ops')).with(GIN_SEARCHED),
+    index('knowledge_pages_tags_idx').using('gin', t.tags).with(GIN_SEARCHED),
     index('knowledge_pages_kb_updated_idx').on(t.kbId, t.updatedAt),
   ],
 );

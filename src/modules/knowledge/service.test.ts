@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataUri, ELF_BYTES, makeDocx, makePdf } from '../../../test/documents.ts';
@@ -372,6 +372,21 @@ describe('knowledge bases', () => {
       expect(relaxed.data.map((r: { slug: string }) => r.slug).sort()).toEqual(['garbage', 'go', 'rust']);
       expect((await get(u, `/bases/${kb}/pages/search?q=zebra`)).data).toEqual([]);
       expect((await call(h.app, 'GET', `${API}/bases/${kb}/pages/search`, as(u))).statusCode).toBe(422);
+    });
+
+    it('keeps the pending list of every GIN index a search reads at 128 kB (PGlite runs no vacuum to merge it)', async () => {
+      const { rows } = (await h.app.deps.database.db.execute(
+        sql`SELECT relname, reloptions FROM pg_class WHERE relam = (SELECT oid FROM pg_am WHERE amname = 'gin') ORDER BY relname`,
+      )) as unknown as { rows: Array<{ relname: string; reloptions: string[] | null }> };
+      expect(rows).toEqual(
+        [
+          'agent_memories_content_trgm_idx',
+          'agent_memories_search_idx',
+          'knowledge_pages_search_idx',
+          'knowledge_pages_tags_idx',
+          'knowledge_pages_title_trgm_idx',
+        ].map((relname) => ({ relname, reloptions: ['gin_pending_list_limit=128'] })),
+      );
     });
   });
 

@@ -97,7 +97,7 @@ export async function load(
   const latencies: number[] = [];
   let errors = 0;
   // The window: requests sent from `from` until `to` are measured (`to` is set when the window closes).
-  const window: { from: number; to: number } = { from: Number.POSITIVE_INFINITY, to: Number.POSITIVE_INFINITY };
+  const measured: { from: number; to: number } = { from: Number.POSITIVE_INFINITY, to: Number.POSITIVE_INFINITY };
   let stop = false;
   const worker = async () => {
     while (!stop) {
@@ -114,7 +114,7 @@ export async function load(
         for await (const _ of res.body) if (!first) first = performance.now();
         ok = res.statusCode === 200;
       } catch {}
-      if (t0 < window.from || t0 >= window.to) continue;
+      if (t0 < measured.from || t0 >= measured.to) continue;
       if (!ok) errors++;
       latencies.push((stream && first ? first : performance.now()) - t0);
     }
@@ -124,16 +124,16 @@ export async function load(
   // at 200 concurrent requests on a loaded machine half a second was not enough, and the first seconds of the
   // gateway's measurement opened connections the direct run had open already. The workers are not stopped and
   // started again between the two: started together they send `concurrency` requests in the same instant, a
-  // clump steady traffic never has, which the first 200 ms of the measurement paid for; at 200 concurrent on
+  // clump steady traffic never has, which the measurement's first round trips paid for; at 200 concurrent on
   // PostgreSQL with the ±20 ms upstream that clump made most of the gateway's p99 over 3 s (docs/gateway-speed.md).
   await sleep(Math.min(2000, Math.max(1000, DURATION_MS / 4)));
   await measuring?.();
-  window.from = performance.now();
+  measured.from = performance.now();
   const cpu0 = cpuMs(pid);
   const client0 = process.cpuUsage();
   await sleep(DURATION_MS);
-  window.to = performance.now();
-  const elapsed = (window.to - window.from) / 1000;
+  measured.to = performance.now();
+  const elapsed = (measured.to - measured.from) / 1000;
   const cpu = cpuMs(pid) - cpu0;
   const client = process.cpuUsage(client0);
   stop = true;

@@ -98,9 +98,8 @@ export async function load(
   let errors = 0;
   // The window: requests sent from `from` until `to` are measured (`to` is set when the window closes).
   const measured: { from: number; to: number } = { from: Number.POSITIVE_INFINITY, to: Number.POSITIVE_INFINITY };
-  let stop = false;
   const worker = async () => {
-    while (!stop) {
+    while (performance.now() < measured.to) {
       const t0 = performance.now();
       let first = 0;
       let ok = false;
@@ -136,7 +135,6 @@ export async function load(
   const elapsed = (measured.to - measured.from) / 1000;
   const cpu = cpuMs(pid) - cpu0;
   const client = process.cpuUsage(client0);
-  stop = true;
   await Promise.all(workers);
   await pool.close();
   const n = latencies.length || 1;

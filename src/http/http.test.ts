@@ -7,6 +7,7 @@ import { call, createHarness, createUser, openTestDatabase, type TestHarness } f
 import { buildApp, loggerOptions } from '../app.ts';
 import { jobs } from '../db/schema/index.ts';
 import { newId } from '../lib/ids.ts';
+import { LATENCY_BUCKETS } from './metrics.ts';
 
 const REQUEST_ID = /^req_[A-Za-z0-9_-]{22}$/;
 
@@ -269,6 +270,29 @@ describe('errors, request ids, logs and operations endpoints', () => {
       expect(text).toMatch(
         /http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/auth-scopes",status_code="401"\} 3\n/,
       );
+      // The histogram's buckets are cumulative and end at +Inf with every request; its sum is in seconds.
+      const bucket = (le: string) =>
+        Number(
+          text.match(
+            new RegExp(
+              `^http_request_duration_seconds_bucket\\{method="GET",route="/api/v1/auth-scopes",status_code="401",le="${le.replace('+', '\\+')}"\\} (\\d+)$`,
+              'm',
+            ),
+          )?.[1],
+        );
+      const les = [...LATENCY_BUCKETS.map(String), '+Inf'];
+      const counts = les.map(bucket);
+      expect(counts.every(Number.isInteger)).toBe(true);
+      expect(counts.every((n, i) => i === 0 || n >= (counts[i - 1] ?? 0))).toBe(true);
+      expect(counts.at(-1)).toBe(3);
+      const sum = Number(
+        /^http_request_duration_seconds_sum\{method="GET",route="\/api\/v1\/auth-scopes",status_code="401"\} (\S+)$/m.exec(
+          text,
+        )?.[1],
+      );
+      expect(sum).toBeGreaterThan(0);
+      expect(sum).toBeLessThan(3);
+      expect(text).toContain('# TYPE http_request_duration_seconds histogram');
       expect(text).toMatch(/db_pool_connections\{state="total"\} \d+/);
       expect(text).toContain('process_resident_memory_bytes');
       // Jobs by status, as the table holds them (a dead one is counted until an operator retries it).

@@ -22,6 +22,7 @@ import type { Deps } from './lib/context.ts';
 import type { KeyRing } from './lib/crypto.ts';
 import { NotFoundError, ServiceUnavailableError } from './lib/errors.ts';
 import { newId } from './lib/ids.ts';
+import { RequestLogger } from './lib/logger.ts';
 import { redactUrl } from './lib/redact.ts';
 import { mcpRoutes } from './mcp/endpoint.ts';
 import type { McpSources } from './mcp/server.ts';
@@ -115,6 +116,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     clientErrorHandler: timeouts.clientErrorHandler,
     // One log line per request, written by our onResponse hook with secrets redacted.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: (logger, bindings, options) => new RequestLogger(logger, bindings, options),
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

@@ -19,4 +19,23 @@ describe('BackgroundTasks', () => {
     expect(logged).toEqual([[{ err: new Error('boom'), what: 'failing' }, 'background task failed']]);
     await background.drain(); // nothing left: resolves at once
   });
+
+  it('work tracked twice (one batch of charges, many callers) is waited for and logged once', async () => {
+    const logged: unknown[] = [];
+    const background = new BackgroundTasks({ error: (...args: unknown[]) => logged.push(args) } as unknown as Logger);
+    let fail: (err: Error) => void = () => {};
+    const batch = new Promise<void>((_, reject) => {
+      fail = reject;
+    });
+    for (let i = 0; i < 3; i++) background.track('settle credits', batch);
+    let drained = false;
+    const draining = background.drain().then(() => {
+      drained = true;
+    });
+    await new Promise((r) => setTimeout(r, 5));
+    expect(drained).toBe(false);
+    fail(new Error('batch failed'));
+    await draining;
+    expect(logged).toEqual([[{ err: new Error('batch failed'), what: 'settle credits' }, 'background task failed']]);
+  });
 });

@@ -89,10 +89,22 @@ export interface BankCharge {
   requestId: string | null;
 }
 
+/**
+ * What the callers of `settle` wait on: one for all the charges queued between two batches (not a promise and a
+ * callback a charge), settled once the last of them is written, or at the first failure.
+ */
+interface Settling {
+  promise: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+  /** Its charges not written yet. */
+  left: number;
+}
+
 interface Queued {
   charge: repo.LeaseCharge;
   lease: Lease;
-  done: (err?: unknown) => void;
+  settling: Settling;
 }
 
 /** Admissions per account over the last second, for sizing leases. */
@@ -141,6 +153,8 @@ export class CreditBank {
   readonly stats = noWrites();
   private readonly leases = new Map<string, Lease>();
   private queue: Queued[] = [];
+  /** What charges queued now wait on (a batch starting takes it: later ones get the next). */
+  private settling: Settling | undefined;
   private readonly rate = new RecentRate();
   private readonly schedule: WriteSchedule;
   private lastRenewal = Date.now();
@@ -338,20 +352,39 @@ export class CreditBank {
         }),
       );
     }
-    return new Promise<void>((resolve, reject) => {
-      this.queue.push({
-        lease,
-        charge: {
-          id: newId('creditTransaction'),
-          leaseId: lease.id,
-          accountId: lease.accountId,
-          at: new Date(),
-          ...charge,
-        },
-        done: (err) => (err ? reject(err) : resolve()),
-      });
-      this.schedule.queued(this.queue.length);
+    const settling = this.settling ?? this.newSettling();
+    settling.left++;
+    this.queue.push({
+      lease,
+      charge: {
+        id: newId('creditTransaction'),
+        leaseId: lease.id,
+        accountId: lease.accountId,
+        cost: charge.cost,
+        type: charge.type,
+        description: charge.description,
+        model: charge.model,
+        promptTokens: charge.promptTokens,
+        completionTokens: charge.completionTokens,
+        requestId: charge.requestId,
+        at: new Date(),
+      },
+      settling,
     });
+    this.schedule.queued(this.queue.length);
+    return settling.promise;
+  }
+
+  /** What the charges queued from now until the next batch starts wait on. */
+  private newSettling(): Settling {
+    let resolve = () => {};
+    let reject: (err: unknown) => void = () => {};
+    const promise = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    this.settling = { promise, resolve, reject, left: 0 };
+    return this.settling;
   }
 
   private tick(): void {
@@ -379,6 +412,7 @@ export class CreditBank {
   private async writeBatch(): Promise<void> {
     const now = Date.now();
     const ops = this.queue.splice(0, BATCH_MAX);
+    this.settling = undefined;
     const pendingAfter = new Set(this.queue.map((q) => q.lease));
     const updates = new Map<Lease, repo.LeaseUpdate>();
     const update = (lease: Lease) => {
@@ -418,7 +452,7 @@ export class CreditBank {
         if (attempt >= 3 || this.closed) {
           // The charges are lost, never credits: their leases' rows still hold them until given back.
           this.log.error({ err, charges: ops.length }, 'credits: a batch of charges could not be written');
-          for (const op of ops) op.done(err);
+          for (const op of ops) op.settling.reject(err);
           this.releaseReturning(updates);
           return;
         }
@@ -431,7 +465,7 @@ export class CreditBank {
       const balance = balances.get(lease.accountId);
       if (balance !== undefined) lease.dbBalance = balance;
     }
-    for (const op of ops) op.done();
+    for (const op of ops) if (--op.settling.left === 0) op.settling.resolve();
   }
 
   /** The batch is written (or given up): what its leases gave back is in the stored balance now. */

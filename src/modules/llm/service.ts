@@ -179,7 +179,10 @@ export async function runCompletion(
   }
   const usage = completion.usage ?? (await countedUsage(request, completionText(completion)));
   const credits = settle(ctx, hold, model, usage, opts.billing);
-  return { completion: { ...completion, model: model.id, usage: withTotal(usage) }, credits };
+  // Changed in place, not copied: the upstream's answer is this call's own.
+  completion.model = model.id;
+  completion.usage = withTotal(usage);
+  return { completion, credits };
 }
 
 /**

@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import type { AgentTool } from '../../agent/tools.ts';
 import type { ConnectionRow } from '../../db/schema/index.ts';
 import type { ServiceContext } from '../../lib/context.ts';
 import { requireScope } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';
+import { sha256Hex } from '../../lib/ids.ts';
 import { REDACTED } from '../../lib/redact.ts';
 import { findTool, providerCatalog } from '../providers/catalog.ts';
 import {
@@ -235,7 +235,7 @@ export function agentToolName(providerId: string, toolName: string, suffix = '')
   const base = toolName.startsWith(`${prefix}_`) ? toolName : `${prefix}_${toolName}`;
   const name = `${base}${suffix}`;
   if (name.length <= MAX_TOOL_NAME) return name;
-  const hash = createHash('sha256').update(name).digest('hex').slice(0, 8);
+  const hash = sha256Hex(name).slice(0, 8);
   return `${name.slice(0, MAX_TOOL_NAME - 9)}_${hash}`;
 }
 

@@ -146,49 +146,52 @@ export class RequestMetrics {
     };
   }
 
-  /** The counter as a prom-client registry reads a metric. */
-  readonly counter = {
-    name: 'http_requests_total',
-    help: 'HTTP requests',
-    type: 'counter',
-    aggregator: 'sum',
-    get: async () => ({
-      ...this.counter,
-      values: this.all.map((s) => ({ labels: s.labels, value: s.count })),
-    }),
-    reset: () => this.reset(),
-  };
+  /** The counter, as a prom-client registry reads a metric. */
+  readonly counter = scraped('http_requests_total', 'HTTP requests', 'counter', this, () =>
+    this.all.map((s) => ({ labels: s.labels, value: s.count })),
+  );
 
-  /** The histogram as a prom-client registry reads a metric: cumulative buckets, then the sum and the count. */
-  readonly histogram = {
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request latency',
-    type: 'histogram',
-    aggregator: 'sum',
-    get: async () => ({
-      ...this.histogram,
-      values: this.all.flatMap((s) => {
-        let below = 0;
-        const bucket = (le: number | string, n: number) => {
-          below += n;
-          return { labels: { ...s.labels, le }, value: below, metricName: 'http_request_duration_seconds_bucket' };
-        };
-        return [
-          ...LATENCY_BUCKETS.map((le, i) => bucket(le, s.buckets[i] ?? 0)),
-          bucket('+Inf', s.buckets[LATENCY_BUCKETS.length] ?? 0),
-          { labels: s.labels, value: s.sum, metricName: 'http_request_duration_seconds_sum' },
-          { labels: s.labels, value: s.count, metricName: 'http_request_duration_seconds_count' },
-        ];
-      }),
+  /** The histogram, as a prom-client registry reads a metric: cumulative buckets, then the sum and the count. */
+  readonly histogram = scraped('http_request_duration_seconds', 'HTTP request latency', 'histogram', this, () =>
+    this.all.flatMap((s) => {
+      let below = 0;
+      const bucket = (le: number | string, n: number) => {
+        below += n;
+        return { labels: { ...s.labels, le }, value: below, metricName: 'http_request_duration_seconds_bucket' };
+      };
+      return [
+        ...LATENCY_BUCKETS.map((le, i) => bucket(le, s.buckets[i] ?? 0)),
+        bucket('+Inf', s.buckets[LATENCY_BUCKETS.length] ?? 0),
+        { labels: s.labels, value: s.sum, metricName: 'http_request_duration_seconds_sum' },
+        { labels: s.labels, value: s.count, metricName: 'http_request_duration_seconds_count' },
+      ];
     }),
-    reset: () => this.reset(),
-  };
+  );
 
-  private reset(): void {
+  /** Back to zero (prom-client's `registry.resetMetrics()`). */
+  reset(): void {
     for (const s of this.all) {
       s.count = 0;
       s.sum = 0;
       s.buckets.fill(0);
     }
   }
+}
+
+/** A metric as a prom-client registry reads one (`get`, `reset`), its values made when /metrics is read. */
+function scraped(
+  name: string,
+  help: string,
+  type: 'counter' | 'histogram',
+  owner: { reset(): void },
+  values: () => Array<{ labels: Record<string, string | number>; value: number; metricName?: string }>,
+) {
+  return {
+    name,
+    help,
+    type,
+    aggregator: 'sum',
+    get: async () => ({ name, help, type, aggregator: 'sum', values: values() }),
+    reset: () => owner.reset(),
+  };
 }

@@ -2,6 +2,7 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import Fastify, { type FastifyServerOptions, LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { registerAuthGuard } from './auth/guard.ts';
 import { oauthRoutes } from './auth/oauth/routes.ts';
 import { OAuthServer } from './auth/oauth/server.ts';
@@ -71,8 +72,7 @@ const API_PATH = /^\/(api|mcp|oauth|auth|\.well-known|healthz|readyz|metrics|ope
 
 /** A zod schema that accepts anything (`z.unknown()`, `z.any()`). */
 function isUnknownSchema(schema: unknown): boolean {
-  const type = (schema as { _zod?: { def?: { type?: string } } } | undefined)?._zod?.def?.type;
-  return type === 'unknown' || type === 'any';
+  return schema instanceof z.ZodUnknown || schema instanceof z.ZodAny;
 }
 
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {

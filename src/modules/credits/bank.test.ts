@@ -4,7 +4,7 @@ import { createHarness, createUser, type TestHarness } from '../../../test/harne
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
 import { BackgroundTasks } from '../../lib/background.ts';
 import { CreditsExhaustedError } from '../../lib/errors.ts';
-import { type BankCharge, CreditBank, LEASE_BUSY_RATE, LEASE_TTL_MS } from './bank.ts';
+import { BATCH_MAX, type BankCharge, CreditBank, LEASE_BUSY_RATE, LEASE_TTL_MS } from './bank.ts';
 
 const charge = (cost: number, n: number): BankCharge => ({
   type: 'llm',
@@ -42,6 +42,23 @@ describe('credit bank: group commit and leases', () => {
       .where(eq(creditTransactions.accountId, id))
       .orderBy(asc(creditTransactions.createdAt), asc(creditTransactions.promptTokens));
   const leaseRows = (id: string) => db().select().from(creditHolds).where(eq(creditHolds.accountId, id));
+
+  it('charges queued while a batch is written share one promise, resolved once the last of them is written', async () => {
+    const b = bank();
+    const u = await createUser(h.app);
+    const n = 2 * BATCH_MAX + 1;
+    const holds = await Promise.all(Array.from({ length: n }, () => b.hold(u.account.id, 1)));
+    // The first BATCH_MAX start a batch at once; the rest queue while it is written: more than one batch holds.
+    const first = holds.slice(0, BATCH_MAX).map((hold, i) => b.settle(hold, charge(1, i)));
+    const rest = holds.slice(BATCH_MAX).map((hold, i) => b.settle(hold, charge(1, BATCH_MAX + i)));
+    expect(new Set(first).size).toBe(1);
+    expect(new Set(rest).size).toBe(1);
+    expect(rest[0]).not.toBe(first[0]);
+    await rest[0];
+    // Resolved only once the third batch (the one charge over two full ones) was written too.
+    expect(b.stats.batches).toBe(3);
+    expect((await ledger(u.account.id)).filter((row) => row.type === 'llm')).toHaveLength(n);
+  });
 
   it('writes a burst of 300 charges in a few batches: one ledger row per charge, and the balance equals the ledger', async () => {
     const b = bank();

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Config, ProvidersConfig } from '../../config.ts';
 import { PACKAGE_ROOT } from '../../lib/paths.ts';
+import { DEFAULT_CATALOG_CACHE, openCatalogCache } from './catalog-cache.ts';
 import { getPath } from './json-path.ts';
 import {
   type ProviderDefinition,
@@ -14,7 +15,9 @@ import {
 /**
  * The connector catalog is data: one JSON file per provider in the shipped `providers/` directory, then in
  * each `PROVIDERS_DIR` directory in order; a later file with the same id replaces the earlier one. Every
- * file is validated at start-up and all problems are reported at once, each naming its file and field.
+ * file is validated at start-up and all problems are reported at once, each naming its file and field; a
+ * file validated before with the same name and text, by the same code, is taken from the cache
+ * (`catalog-cache.ts`).
  */
 
 export const SHIPPED_PROVIDERS_DIR = join(PACKAGE_ROOT, 'providers');
@@ -193,11 +196,16 @@ function listJsonFiles(dir: string): string[] {
     .map((f) => join(dir, f));
 }
 
-/** Loads the shipped catalog and the configured directories; throws one error listing every problem. */
+/**
+ * Loads the shipped catalog and the configured directories; throws one error listing every problem.
+ * `cacheFile` keeps what validation answered (`null`: validate every file, keep nothing).
+ */
 export function loadProviderCatalog(
   settings: ProvidersConfig,
   shippedDir: string = SHIPPED_PROVIDERS_DIR,
+  cacheFile: string | null = DEFAULT_CATALOG_CACHE,
 ): ProviderCatalog {
+  const cache = openCatalogCache(cacheFile);
   const problems: string[] = [];
   const byId = new Map<string, CatalogProvider>();
   const dirs = [shippedDir, ...settings.dirs.map((d) => resolve(d))];
@@ -213,7 +221,12 @@ export function loadProviderCatalog(
     const idsHere = new Set<string>();
     for (const file of files) {
       try {
-        const definition = parseProviderFile(file);
+        const text = readFileSync(file, 'utf8');
+        let definition = cache.get(file, text);
+        if (!definition) {
+          definition = parseProviderFile(file, text);
+          cache.set(file, text, definition);
+        }
         if (idsHere.has(definition.id)) problems.push(`${file}: id: "${definition.id}" appears twice in ${dir}`);
         idsHere.add(definition.id);
         const logoFile = join(dir, 'logos', `${definition.id}.svg`);
@@ -234,6 +247,7 @@ export function loadProviderCatalog(
       );
     prefixes.set(providerEnvPrefix(definition.id), definition.id);
   }
+  cache.save();
   if (problems.length) throw new ProviderCatalogError(problems);
   const providers = [...byId.values()].sort(
     (a, b) =>

@@ -1,0 +1,97 @@
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, dirname, join } from 'node:path';
+import { sha256Hex } from '../../lib/ids.ts';
+import { PACKAGE_ROOT } from '../../lib/paths.ts';
+import type { ProviderDefinition } from './schema.ts';
+
+/**
+ * Validating the catalog is most of the service's start-up work: the shipped files (about a hundred, 2 MB)
+ * took 0.4 to 0.5 s of CPU through zod and the cross-field rules on a cold process, at every start of the
+ * server, of each CLI command and of each test harness. What validation answers depends only on a file's
+ * name and text and on the code that validates it, so the definitions it answered are kept in
+ * `dist/provider-catalog.json` (beside the bundle `npm start` builds, and as trusted as it), each under the
+ * SHA-256 of its file's name and text, the whole under a fingerprint of that code. A file whose name and text
+ * are not exactly as when its entry was written is validated again; a changed validator, zod upgraded or a
+ * file that cannot be read or parsed discards the cache. Only valid files are kept: a bad one is reported at
+ * every start. The cache holds the entries of the last load, written aside and renamed into place.
+ */
+
+export const DEFAULT_CATALOG_CACHE = join(PACKAGE_ROOT, 'dist', 'provider-catalog.json');
+
+/** The folder of the code that validates a provider file: this module's own, every source in it counts. */
+const VALIDATOR_DIR = join(PACKAGE_ROOT, 'src', 'modules', 'providers');
+
+/**
+ * The validator's identity: zod's version and the text of every non-test source in `src/modules/providers`
+ * (schema, rules and the JSON paths they use live there; an import from outside it is a `catalog-cache` test
+ * failure). Undefined when the sources are not there to read: then nothing is cached.
+ */
+function validatorFingerprint(): string | undefined {
+  try {
+    const zod = (createRequire(import.meta.url)('zod/package.json') as { version: string }).version;
+    const sources = readdirSync(VALIDATOR_DIR)
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
+      .sort()
+      .map((f) => `${f}\0${readFileSync(join(VALIDATOR_DIR, f), 'utf8')}`);
+    return sha256Hex([`zod ${zod}`, ...sources].join('\0'));
+  } catch {
+    return undefined;
+  }
+}
+
+interface CacheFile {
+  validator: string;
+  entries: Record<string, ProviderDefinition>;
+}
+
+export interface CatalogCache {
+  /** The definition validation answered for this file name and text, when it is kept. */
+  get(file: string, text: string): ProviderDefinition | undefined;
+  /** Keeps a definition validation has just answered. */
+  set(file: string, text: string, definition: ProviderDefinition): void;
+  /** Writes the entries this load used when they differ from the file's; never throws. */
+  save(): void;
+}
+
+const entryKey = (file: string, text: string) => sha256Hex(`${basename(file)}\0${text}`);
+
+/** Opens the cache at `path`; `null` (or no validator sources) gives one that keeps nothing. */
+export function openCatalogCache(path: string | null): CatalogCache {
+  const validator = path === null ? undefined : validatorFingerprint();
+  if (path === null || validator === undefined) return { get: () => undefined, set: () => {}, save: () => {} };
+  let stored: Record<string, ProviderDefinition> = {};
+  try {
+    const parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<CacheFile>;
+    if (parsed.validator === validator && parsed.entries && typeof parsed.entries === 'object') {
+      stored = parsed.entries;
+    }
+  } catch {
+    // none yet, unreadable or not JSON: every file is validated and the cache written anew
+  }
+  const used: Record<string, ProviderDefinition> = {};
+  let changed = false;
+  return {
+    get(file, text) {
+      const key = entryKey(file, text);
+      const definition = Object.hasOwn(stored, key) ? stored[key] : undefined;
+      if (definition) used[key] = definition;
+      return definition;
+    },
+    set(file, text, definition) {
+      used[entryKey(file, text)] = definition;
+      changed = true;
+    },
+    save() {
+      if (!changed && Object.keys(used).length === Object.keys(stored).length) return;
+      try {
+        mkdirSync(dirname(path), { recursive: true });
+        const tmp = `${path}.${process.pid}.tmp`;
+        writeFileSync(tmp, JSON.stringify({ validator, entries: used } satisfies CacheFile));
+        renameSync(tmp, path);
+      } catch {
+        // a read-only install validates at every start, as without the cache
+      }
+    },
+  };
+}

@@ -12,8 +12,8 @@ import type { ProviderDefinition } from './schema.ts';
  * name and text and on the code that validates it, so the definitions it answered are kept in
  * `dist/provider-catalog.json` (beside the bundle `npm start` builds, and as trusted as it), each under the
  * SHA-256 of its file's name and text, the whole under a fingerprint of that code. A file whose name and text
- * are not exactly as when its entry was written is validated again; a changed validator, zod upgraded or a
- * file that cannot be read or parsed discards the cache. Only valid files are kept: a bad one is reported at
+ * are not exactly as when its entry was written is validated again; a changed validator, Node or zod upgraded,
+ * or a cache file that cannot be read or parsed discards the cache. Only valid files are kept: a bad one is reported at
  * every start. The cache holds the entries of the last load, written aside and renamed into place.
  */
 
@@ -23,9 +23,10 @@ export const DEFAULT_CATALOG_CACHE = join(PACKAGE_ROOT, 'dist', 'provider-catalo
 const VALIDATOR_DIR = join(PACKAGE_ROOT, 'src', 'modules', 'providers');
 
 /**
- * The validator's identity: zod's version and the text of every non-test source in `src/modules/providers`
- * (schema, rules and the JSON paths they use live there; an import from outside it is a `catalog-cache` test
- * failure). Undefined when the sources are not there to read: then nothing is cached.
+ * The validator's identity: Node's and zod's versions (URLs and regular expressions are checked by the engine)
+ * and the text of every non-test source in `src/modules/providers` (schema, rules and the JSON paths they use
+ * live there; an import from outside it is a `catalog-cache` test failure). Undefined when the sources are not
+ * there to read: then nothing is cached.
  */
 function validatorFingerprint(): string | undefined {
   try {
@@ -34,7 +35,7 @@ function validatorFingerprint(): string | undefined {
       .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
       .sort()
       .map((f) => `${f}\0${readFileSync(join(VALIDATOR_DIR, f), 'utf8')}`);
-    return sha256Hex([`zod ${zod}`, ...sources].join('\0'));
+    return sha256Hex([`node ${process.versions.node}`, `zod ${zod}`, ...sources].join('\0'));
   } catch {
     return undefined;
   }

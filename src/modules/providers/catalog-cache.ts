@@ -13,8 +13,8 @@ import type { ProviderDefinition } from './schema.ts';
  * `dist/provider-catalog.json` (beside the bundle `npm start` builds, and as trusted as it), each under the
  * SHA-256 of its file's name and text, the whole under a fingerprint of that code. A file whose name and text
  * are not exactly as when its entry was written is validated again; a changed validator, Node or zod upgraded,
- * or a cache file that cannot be read or parsed discards the cache. Only valid files are kept: a bad one is reported at
- * every start. The cache holds the entries of the last load, written aside and renamed into place.
+ * or a cache file that cannot be read or parsed discards the cache. Only valid files are kept: a bad one is
+ * reported at every start. The cache holds the entries of the last load, written aside and renamed into place.
  */
 
 export const DEFAULT_CATALOG_CACHE = join(PACKAGE_ROOT, 'dist', 'provider-catalog.json');

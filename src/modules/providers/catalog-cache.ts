@@ -26,9 +26,16 @@ const VALIDATOR_DIR = join(PACKAGE_ROOT, 'src', 'modules', 'providers');
  * The validator's identity: Node's and zod's versions (URLs and regular expressions are checked by the engine)
  * and the text of every non-test source in `src/modules/providers` (schema, rules and the JSON paths they use
  * live there; an import from outside it is a `catalog-cache` test failure). Undefined when the sources are not
- * there to read: then nothing is cached.
+ * there to read: then nothing is cached. Read once a process: the code that runs is the code it loaded, and a
+ * process that loads the catalog again (a test harness each) does not read the sources again.
  */
+let fingerprint: { value: string | undefined } | undefined;
 function validatorFingerprint(): string | undefined {
+  fingerprint ??= { value: readFingerprint() };
+  return fingerprint.value;
+}
+
+function readFingerprint(): string | undefined {
   try {
     const zod = (createRequire(import.meta.url)('zod/package.json') as { version: string }).version;
     const sources = readdirSync(VALIDATOR_DIR)

@@ -4,6 +4,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { PACKAGE_ROOT } from '../lib/paths.ts';
+import type { RemotePglite as RemotePgliteClient } from './pglite-remote.ts';
 import * as schema from './schema/index.ts';
 
 export type Schema = typeof schema;
@@ -95,43 +96,38 @@ function lockDataDir(dataDir: string): () => void {
  */
 
 async function openPglite(dir: string): Promise<Database> {
-  const [{ PGlite }, { pg_trgm }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
-    import('@electric-sql/pglite'),
-    import('@electric-sql/pglite/contrib/pg_trgm'),
+  const [{ RemotePglite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+    import('./pglite-remote.ts'),
     import('drizzle-orm/pglite'),
     import('drizzle-orm/pglite/migrator'),
   ]);
   mkdirSync(dirname(dir), { recursive: true });
   const unlock = lockDataDir(dirname(dir));
-  let client: PGlite;
+  let client: RemotePgliteClient;
   try {
-    client = await PGlite.create(dir, {
-      extensions: { pg_trgm },
-      // PostgreSQL's 128 MB default of shared buffers is resident memory here (WASM); the embedded default
-      // serves one process, and the OS page cache still holds the files. Idle RSS drops by about 100 MB.
-      startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'],
-    });
+    // PostgreSQL's 128 MB default of shared buffers is resident memory here (WASM); the embedded default
+    // serves one process, and the OS page cache still holds the files. Idle RSS drops by about 100 MB.
+    client = await RemotePglite.open(dir, ['-c', 'shared_buffers=16MB']);
   } catch (err) {
     unlock();
     throw err;
   }
-  const db = drizzlePglite({ client, schema }) as unknown as Db;
+  // drizzle's PGlite driver uses `query` and `transaction`, which RemotePglite offers with PGlite's behaviour.
+  const asPglite = client as unknown as PGlite;
+  const db = drizzlePglite({ client: asPglite, schema }) as unknown as Db;
   return {
     db,
     asyncCommitDb: db,
     driver: 'pglite',
     async migrate() {
       await client.exec('CREATE EXTENSION IF NOT EXISTS pg_trgm');
-      await migratePglite(drizzlePglite({ client, schema }), { migrationsFolder: MIGRATIONS_DIR });
+      await migratePglite(drizzlePglite({ client: asPglite, schema }), { migrationsFolder: MIGRATIONS_DIR });
     },
     async ping() {
       await client.query('SELECT 1');
     },
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
-    async listen(channel, onPayload) {
-      const stop = await client.listen(channel, onPayload);
-      return () => stop();
-    },
+    listen: (channel, onPayload) => client.listen(channel, onPayload),
     async close() {
       try {
         await client.close();

@@ -1,0 +1,208 @@
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { PACKAGE_ROOT } from '../lib/paths.ts';
+
+/**
+ * The embedded database on a thread of its own. PGlite is PostgreSQL compiled to WebAssembly: in the service's
+ * thread, every statement (parsing, planning, running, and turning the answer into rows) held the event loop,
+ * so a batch of credit charges or a search of a knowledge base stalled every request in flight. Here PGlite
+ * runs in a worker thread (`pglite-worker.mjs`) and this class speaks to it by messages: statements, results and
+ * errors travel by structured clone, which costs the service's thread a few microseconds a statement instead
+ * of the whole statement, and the machine's second core does the database's work.
+ *
+ * It offers what drizzle's PGlite driver and `client.ts` use of PGlite, with PGlite's behaviour: one statement
+ * at a time in order, one transaction at a time (a statement outside it waits until it ends), `query`'s
+ * `rowMode` and `parsers` (a caller's parsers run here: the thread leaves those types as text), errors with
+ * PostgreSQL's fields (`code`, `constraint`, `detail`...). The thread does not keep the process alive while no
+ * statement is pending, as PGlite in the process did not.
+ */
+
+export interface RemoteResults {
+  rows: unknown[];
+  fields: Array<{ name: string; dataTypeID: number }>;
+  affectedRows?: number;
+}
+
+interface QueryOptions {
+  rowMode?: 'array' | 'object';
+  parsers?: Record<number, (value: string, typeId: number) => unknown>;
+}
+
+/** A transaction's statements, as PGlite's `transaction` callback receives them. */
+export interface RemoteTransaction {
+  query<T = unknown>(sql: string, params?: unknown[], options?: QueryOptions): Promise<RemoteResults & { rows: T[] }>;
+  exec(sql: string): Promise<RemoteResults[]>;
+}
+
+type Reply = { id: number; value?: unknown; error?: Record<string, unknown> & { message: string } };
+type Pending = { resolve(value: unknown): void; reject(err: unknown): void };
+
+export const PGLITE_WORKER = join(PACKAGE_ROOT, 'src', 'db', 'pglite-worker.mjs');
+
+export class RemotePglite implements RemoteTransaction {
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private nextListener = 1;
+  private nextTransaction = 1;
+  private readonly listeners = new Map<number, (payload: string) => void>();
+  /** Why the thread can serve no more (it closed or died); every call after that is refused with it. */
+  private stopped: Error | undefined;
+
+  private constructor(private readonly worker: Worker) {
+    worker.on('message', (m: Reply | { listener: number; payload: string }) => {
+      if ('listener' in m) {
+        this.listeners.get(m.listener)?.(m.payload);
+        return;
+      }
+      const call = this.pending.get(m.id);
+      if (!call) return;
+      this.pending.delete(m.id);
+      if (this.pending.size === 0) this.worker.unref();
+      if (m.error) call.reject(databaseError(m.error));
+      else call.resolve(m.value);
+    });
+    const stop = (err: Error) => {
+      this.stopped ??= err;
+      for (const call of this.pending.values()) call.reject(this.stopped);
+      this.pending.clear();
+    };
+    worker.on('error', (err) => stop(new Error(`The embedded database stopped: ${err.message}`, { cause: err })));
+    worker.on('exit', (code) => stop(new Error(`The embedded database stopped (its thread exited with ${code})`)));
+  }
+
+  /** Opens the database in `dir` on a new thread; PGlite's own start-up error if it cannot. */
+  static async open(dir: string, startParams: string[]): Promise<RemotePglite> {
+    const worker = new Worker(PGLITE_WORKER, { workerData: { dir, startParams } });
+    let onMessage: (m: { ready: boolean; error?: Reply['error'] }) => void = () => {};
+    let onError: (err: Error) => void = () => {};
+    let onExit: (code: number) => void = () => {};
+    const ready = await new Promise<{ ready: boolean; error?: Reply['error'] }>((resolve, reject) => {
+      onMessage = resolve;
+      onError = reject;
+      onExit = (code) => reject(new Error(`The embedded database's thread exited with ${code}`));
+      worker.once('message', onMessage).once('error', onError).once('exit', onExit);
+    }).finally(() => worker.off('message', onMessage).off('error', onError).off('exit', onExit));
+    if (!ready.ready) {
+      await worker.terminate();
+      throw databaseError(ready.error ?? { message: 'The embedded database did not start' });
+    }
+    worker.unref();
+    return new RemotePglite(worker);
+  }
+
+  private call<T>(message: Record<string, unknown>): Promise<T> {
+    if (this.stopped) return Promise.reject(this.stopped);
+    const id = this.nextId++;
+    if (this.pending.size === 0) this.worker.ref();
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      try {
+        this.worker.postMessage({ ...message, id });
+      } catch (err) {
+        // A parameter structured clone cannot copy (a function): refused here, nothing was sent.
+        this.pending.delete(id);
+        if (this.pending.size === 0) this.worker.unref();
+        reject(err);
+      }
+    });
+  }
+
+  query<T = unknown>(
+    sql: string,
+    params: unknown[] = [],
+    options?: QueryOptions,
+  ): Promise<RemoteResults & { rows: T[] }> {
+    return this.queryIn(undefined, sql, params, options) as Promise<RemoteResults & { rows: T[] }>;
+  }
+
+  exec(sql: string): Promise<RemoteResults[]> {
+    return this.call({ op: 'exec', sql });
+  }
+
+  private async queryIn(
+    tx: number | undefined,
+    sql: string,
+    params: unknown[],
+    options: QueryOptions | undefined,
+  ): Promise<RemoteResults> {
+    const parsers = options?.parsers;
+    const text = parsers ? Object.keys(parsers).map(Number) : undefined;
+    const result = await this.call<RemoteResults>({ op: 'query', tx, sql, params, rowMode: options?.rowMode, text });
+    if (parsers) applyParsers(result, parsers, options?.rowMode ?? 'object');
+    return result;
+  }
+
+  /**
+   * Runs `fn` in a transaction: committed when it returns, rolled back when it throws (its error is thrown
+   * again). Statements of other callers wait for it to end, as in PGlite.
+   */
+  async transaction<T>(fn: (tx: RemoteTransaction) => Promise<T>): Promise<T> {
+    // Its statements follow the begin without waiting for its answer (one round trip between the threads
+    // fewer); the thread holds them until the transaction has begun. A refused begin fails them and the end.
+    const tx = this.nextTransaction++;
+    const begun = this.call({ op: 'begin', tx });
+    begun.catch(() => {});
+    const statements: RemoteTransaction = {
+      query: <R>(sql: string, params: unknown[] = [], options?: QueryOptions) =>
+        this.queryIn(tx, sql, params, options) as Promise<RemoteResults & { rows: R[] }>,
+      exec: (sql: string) => this.call({ op: 'exec', tx, sql }),
+    };
+    let result: T;
+    try {
+      result = await fn(statements);
+    } catch (err) {
+      await this.call({ op: 'end', tx, commit: false }).catch(() => {});
+      throw err;
+    }
+    await this.call({ op: 'end', tx, commit: true });
+    return result;
+  }
+
+  /** Calls `onPayload` with each notification on `channel`; answers the function that stops it. */
+  async listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
+    const listener = this.nextListener++;
+    this.listeners.set(listener, onPayload);
+    try {
+      await this.call({ op: 'listen', channel, listener });
+    } catch (err) {
+      this.listeners.delete(listener);
+      throw err;
+    }
+    return async () => {
+      this.listeners.delete(listener);
+      await this.call({ op: 'unlisten', listener });
+    };
+  }
+
+  /** Closes the database and ends its thread. */
+  async close(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      await this.call({ op: 'close' });
+    } finally {
+      this.stopped ??= new Error('The embedded database is closed');
+      await this.worker.terminate();
+    }
+  }
+}
+
+/** The thread's error as an Error of this thread, with PostgreSQL's fields (`code`, `constraint`...). */
+function databaseError(fields: Record<string, unknown> & { message: string }): Error {
+  return Object.assign(new Error(fields.message), fields);
+}
+
+function applyParsers(
+  result: RemoteResults,
+  parsers: NonNullable<QueryOptions['parsers']>,
+  rowMode: 'array' | 'object',
+): void {
+  result.fields.forEach((field, i) => {
+    const parse = parsers[field.dataTypeID];
+    if (!parse) return;
+    for (const row of result.rows as Array<Record<string | number, unknown>>) {
+      const key = rowMode === 'array' ? i : field.name;
+      const value = row[key];
+      if (typeof value === 'string') row[key] = parse(value, field.dataTypeID);
+    }
+  });
+}

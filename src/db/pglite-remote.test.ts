@@ -108,7 +108,9 @@ describe.runIf(inject('testDatabase').kind === 'pglite')('the embedded database 
       await expect(client.query('SELECT $1::text AS v', ['ok'])).resolves.toMatchObject({ rows: [{ v: 'ok' }] });
       await client.close();
       await expect(client.query('SELECT 1')).rejects.toThrow('The embedded database is closed');
-      await expect(RemotePglite.open(join(other, 'pgdata'), ['-c', 'no_such_setting=1'])).rejects.toThrow();
+      await expect(RemotePglite.open(join(other, 'pgdata'), ['-c', 'no_such_setting=1'])).rejects.toThrow(
+        'PGlite failed to initialize properly',
+      );
     } finally {
       rmSync(other, { recursive: true, force: true });
     }

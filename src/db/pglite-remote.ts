@@ -37,7 +37,7 @@ export interface RemoteTransaction {
 type Reply = { id: number; value?: unknown; error?: Record<string, unknown> & { message: string } };
 type Pending = { resolve(value: unknown): void; reject(err: unknown): void };
 
-export const PGLITE_WORKER = join(PACKAGE_ROOT, 'src', 'db', 'pglite-worker.mjs');
+const PGLITE_WORKER = join(PACKAGE_ROOT, 'src', 'db', 'pglite-worker.mjs');
 
 export class RemotePglite implements RemoteTransaction {
   private readonly pending = new Map<number, Pending>();
@@ -112,24 +112,36 @@ export class RemotePglite implements RemoteTransaction {
     params: unknown[] = [],
     options?: QueryOptions,
   ): Promise<RemoteResults & { rows: T[] }> {
-    return this.queryIn(undefined, sql, params, options) as Promise<RemoteResults & { rows: T[] }>;
+    return this.queryIn<T>(undefined, sql, params, options);
   }
 
   exec(sql: string): Promise<RemoteResults[]> {
-    return this.call({ op: 'exec', sql });
+    return this.execIn(undefined, sql);
   }
 
-  private async queryIn(
+  /** A statement on the database (`tx` undefined) or in the open transaction `tx`. */
+  private async queryIn<T>(
     tx: number | undefined,
     sql: string,
     params: unknown[],
     options: QueryOptions | undefined,
-  ): Promise<RemoteResults> {
+  ): Promise<RemoteResults & { rows: T[] }> {
     const parsers = options?.parsers;
     const text = parsers ? Object.keys(parsers).map(Number) : undefined;
-    const result = await this.call<RemoteResults>({ op: 'query', tx, sql, params, rowMode: options?.rowMode, text });
+    const result = await this.call<RemoteResults & { rows: T[] }>({
+      op: 'query',
+      tx,
+      sql,
+      params,
+      rowMode: options?.rowMode,
+      text,
+    });
     if (parsers) applyParsers(result, parsers, options?.rowMode ?? 'object');
     return result;
+  }
+
+  private execIn(tx: number | undefined, sql: string): Promise<RemoteResults[]> {
+    return this.call({ op: 'exec', tx, sql });
   }
 
   /**
@@ -137,15 +149,15 @@ export class RemotePglite implements RemoteTransaction {
    * again). Statements of other callers wait for it to end, as in PGlite.
    */
   async transaction<T>(fn: (tx: RemoteTransaction) => Promise<T>): Promise<T> {
-    // Its statements follow the begin without waiting for its answer (one round trip between the threads
-    // fewer); the thread holds them until the transaction has begun. A refused begin fails them and the end.
+    // The begin has no answer: its statements follow it at once (one round trip between the threads fewer),
+    // the thread holds them until the transaction has begun, and a refused begin fails them and the end.
     const tx = this.nextTransaction++;
-    const begun = this.call({ op: 'begin', tx });
-    begun.catch(() => {});
+    if (this.stopped) throw this.stopped;
+    this.worker.postMessage({ op: 'begin', tx });
     const statements: RemoteTransaction = {
       query: <R>(sql: string, params: unknown[] = [], options?: QueryOptions) =>
-        this.queryIn(tx, sql, params, options) as Promise<RemoteResults & { rows: R[] }>,
-      exec: (sql: string) => this.call({ op: 'exec', tx, sql }),
+        this.queryIn<R>(tx, sql, params, options),
+      exec: (sql: string) => this.execIn(tx, sql),
     };
     let result: T;
     try {

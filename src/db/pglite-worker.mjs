@@ -40,8 +40,8 @@ const fail = (id, err) => port.postMessage({ id, error: errorOf(err) });
 
 /**
  * Open transactions by the id the service's thread gave them: `started` resolves to PGlite's transaction once
- * it has begun (its statements may arrive before that: they wait for it, in order), `end` ends it (commit:
- * true or false), `done` tells when PGlite has committed or rolled back.
+ * it has begun (its statements may arrive before that: they wait for it, in order), `end(commit)` ends it,
+ * `done` resolves once PGlite has committed or rolled back, to the error that stopped it if any.
  */
 const transactions = new Map();
 const ROLLBACK = Symbol('rollback');
@@ -72,6 +72,7 @@ function run(m, work) {
     );
 }
 
+/** Begins transaction `m.tx` (no answer: a refused begin fails the transaction's statements and its end). */
 function begin(m) {
   let begun;
   let refused;
@@ -84,12 +85,9 @@ function begin(m) {
     ended: new Promise((resolve) => {
       end = resolve;
     }),
-    end: (commit) => end(commit),
-    /** Resolves once PGlite has committed or rolled back: to the error that stopped it, if any. */
-    done: undefined,
   };
-  open.started.catch(() => {}); // a refused begin is told through its statements and its end
-  transactions.set(m.tx, open);
+  open.end = end;
+  open.started.catch(() => {}); // told through the statements that wait for it
   let inside = false;
   open.done = pg
     .transaction(async (tx) => {
@@ -105,10 +103,7 @@ function begin(m) {
         return err === ROLLBACK ? undefined : err;
       },
     );
-  open.started.then(
-    () => reply(m.id, null),
-    (err) => fail(m.id, err),
-  );
+  transactions.set(m.tx, open);
 }
 
 const listeners = new Map();

@@ -108,8 +108,11 @@ async function candidatesFor(ctx: ServiceContext, kbId: string, chunk: string): 
   if (!words) return [];
   const lexemes = await repo.queryLexemes(ctx.db, words, 12);
   if (lexemes.length === 0) return [];
-  const found = await repo.searchPages(ctx.db, kbId, {
-    query: { lexemes, atLeast: 1 },
+  const found = await repo.searchPagesRelaxed(ctx.db, kbId, {
+    lexemes,
+    steps: [1],
+    exclude: [],
+    wanted: CANDIDATES_PER_CHUNK,
     tags: [],
     limit: CANDIDATES_PER_CHUNK,
     boost: 0,

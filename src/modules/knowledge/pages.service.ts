@@ -178,24 +178,30 @@ export async function searchKnowledgePages(
  * relaxed step by step (all words but one, then any two, then any one, stopping once enough is found), each
  * step's new hits placed after the earlier ones: pages holding more of the words keep their lead, and the
  * relaxed steps stay selective (a two-word step matches far fewer pages than any-word, which ranks them all).
+ * Two statements at most: the strict search with the query's lexemes, then the steps together.
  */
 export async function searchBase(
   db: ServiceContext['db'],
   kbId: string,
   q: { text: string; tags: string[]; limit: number; boost: number },
 ): Promise<{ data: SearchResult[]; relaxed: boolean }> {
-  const base = { tags: q.tags, limit: q.limit, boost: q.boost };
-  let rows = await repo.searchPages(db, kbId, { ...base, query: { text: q.text } });
+  const ranking = { tags: q.tags, limit: q.limit, boost: q.boost };
+  const found = await repo.searchPages(db, kbId, { ...ranking, text: q.text });
+  let rows = found.rows;
   const strict = rows.length;
   const wanted = Math.min(RELAX_BELOW, q.limit);
-  if (rows.length < wanted) {
-    const lexemes = await repo.queryLexemes(db, q.text);
+  const { lexemes } = found;
+  if (rows.length < wanted && lexemes.length > 1) {
     const steps = [...new Set([lexemes.length - 1, 2, 1])].filter((k) => k >= 1 && k < lexemes.length);
-    for (const atLeast of steps) {
-      if (rows.length >= wanted) break;
-      const seen = new Set(rows.map((r) => r.slug));
-      const more = await repo.searchPages(db, kbId, { ...base, query: { lexemes, atLeast } });
-      rows = [...rows, ...more.filter((r) => !seen.has(r.slug))].slice(0, q.limit);
+    const more = await repo.searchPagesRelaxed(db, kbId, {
+      ...ranking,
+      lexemes,
+      steps,
+      exclude: rows.map((r) => r.slug),
+      wanted,
+    });
+    for (let i = 0; i < steps.length && rows.length < wanted; i++) {
+      rows = [...rows, ...more.filter((r) => r.step === i)].slice(0, q.limit);
     }
   }
   const relaxed = rows.length > strict;

@@ -422,21 +422,19 @@ export interface SearchRow {
   updatedAt: Date;
 }
 
-/**
- * What a search asks: the user's words in web-search syntax (every word, "phrases", -excluded), or, when
- * relaxing, the query's lexemes of which at least `atLeast` must match.
- */
-export type PageQuery = { text: string } | { lexemes: string[]; atLeast: number };
+/** Only plain lexemes go into a tsquery built from text; anything else is dropped, never escaped. */
+const plainLexemes = (lexemes: unknown[]): string[] => lexemes.map(String).filter((l) => /^[\p{L}\p{N}_]+$/u.test(l));
+
+/** The expression for queryLexemes's answer, a text[], to select beside other columns. */
+const lexemesOf = (text: string, max: number) => sql`(
+  SELECT coalesce(array_agg(lexeme ORDER BY pos), '{}') FROM (
+    SELECT lexeme, positions[1] AS pos FROM unnest(to_tsvector('english', ${text})) ORDER BY positions[1] LIMIT ${max}
+  ) l)`;
 
 /** Up to `max` lexemes of a text, in the order they appear (English stemming, stop words dropped). */
 export async function queryLexemes(db: Executor, text: string, max = 8): Promise<string[]> {
-  const rows = rowsOf(
-    await db.execute(
-      sql`SELECT lexeme FROM unnest(to_tsvector('english', ${text})) ORDER BY positions[1] LIMIT ${max}`,
-    ),
-  );
-  // Only plain lexemes go into a tsquery built from text; anything else is dropped, never escaped.
-  return rows.map((r) => String(r.lexeme)).filter((l) => /^[\p{L}\p{N}_]+$/u.test(l));
+  const [row] = rowsOf(await db.execute(sql`SELECT ${lexemesOf(text, max)} AS lexemes`));
+  return plainLexemes((row?.lexemes as unknown[] | undefined) ?? []);
 }
 
 function combinations(items: string[], k: number): string[][] {
@@ -454,34 +452,33 @@ export function atLeastQuery(lexemes: string[], atLeast: number): string {
     .join(' | ');
 }
 
+interface Ranking {
+  tags: string[];
+  limit: number;
+  boost: number;
+}
+
 /**
- * Full-text search over one base. The rank is ts_rank_cd over the weighted vector, times
- * `1 + boost * ln(1 + backlinks)`; snippets are made for the returned rows only.
+ * The `limit` best pages of a base matching a tsquery, with what a result shows and the query for its snippet.
+ * The rank is ts_rank_cd over the weighted vector, times `1 + boost * ln(1 + backlinks)`.
  */
-export async function searchPages(
-  db: Executor,
-  kbId: string,
-  q: { query: PageQuery; tags: string[]; limit: number; boost: number },
-): Promise<SearchRow[]> {
-  const query =
-    'text' in q.query
-      ? sql`websearch_to_tsquery('english', ${q.query.text})`
-      : sql`${atLeastQuery(q.query.lexemes, q.query.atLeast)}::tsquery`;
-  const tagFilter = q.tags.length > 0 ? sql`AND p.tags @> ${sql.param(q.tags)}::text[]` : sql``;
-  const rows = await db.execute(sql`
-    SELECT r.slug, r.title, r.tags, r.page_type, r.source_count, r.updated_at, r.score,
-      ts_headline('english', r.content, r.query,
-        'MaxFragments=2, MinWords=6, MaxWords=24, StartSel=**, StopSel=**, FragmentDelimiter=" … "') AS snippet
-    FROM (
-      SELECT p.slug, p.title, p.tags, p.page_type, cardinality(p.source_ids) AS source_count, p.updated_at, p.content,
-        q.query, ts_rank_cd(p.search, q.query, 1) * (1 + ${q.boost}::float8 * ln(1 + p.backlink_count)) AS score
-      FROM knowledge_pages p, (SELECT ${query} AS query) q
-      WHERE p.kb_id = ${kbId} AND p.slug <> ${INDEX_SLUG} AND p.search @@ q.query ${tagFilter}
-      ORDER BY score DESC, p.slug
-      LIMIT ${q.limit}
-    ) r
-    ORDER BY r.score DESC, r.slug`);
-  return rowsOf(rows).map((r) => ({
+function bestMatches(kbId: string, query: SQL, r: Ranking): SQL {
+  const tagFilter = r.tags.length > 0 ? sql`AND p.tags @> ${sql.param(r.tags)}::text[]` : sql``;
+  return sql`
+    SELECT p.slug, p.title, p.tags, p.page_type, cardinality(p.source_ids) AS source_count, p.updated_at, p.content,
+      q.query, ts_rank_cd(p.search, q.query, 1) * (1 + ${r.boost}::float8 * ln(1 + p.backlink_count)) AS score
+    FROM knowledge_pages p, (SELECT ${query} AS query) q
+    WHERE p.kb_id = ${kbId} AND p.slug <> ${INDEX_SLUG} AND p.search @@ q.query ${tagFilter}
+    ORDER BY score DESC, p.slug
+    LIMIT ${r.limit}`;
+}
+
+/** A result's snippet, made for the rows returned only (`r`: rows of bestMatches). */
+const SNIPPET = sql`ts_headline('english', r.content, r.query,
+  'MaxFragments=2, MinWords=6, MaxWords=24, StartSel=**, StopSel=**, FragmentDelimiter=" … "') AS snippet`;
+
+function toSearchRow(r: Record<string, unknown>): SearchRow {
+  return {
     slug: String(r.slug),
     title: String(r.title),
     snippet: String(r.snippet ?? ''),
@@ -490,7 +487,71 @@ export async function searchPages(
     sourceCount: Number(r.source_count),
     score: Number(r.score),
     updatedAt: new Date(String(r.updated_at)),
-  }));
+  };
+}
+
+/**
+ * Full-text search over one base with the user's words in web-search syntax (every word, "phrases",
+ * -excluded), answered with the text's lexemes (up to eight, plain ones only) in the same statement, so that a
+ * search relaxing its query (searchPagesRelaxed) needs one statement more, not two.
+ */
+export async function searchPages(
+  db: Executor,
+  kbId: string,
+  q: Ranking & { text: string },
+): Promise<{ rows: SearchRow[]; lexemes: string[] }> {
+  const rows = rowsOf(
+    await db.execute(sql`
+      SELECT ${lexemesOf(q.text, 8)} AS lexemes, r.*
+      FROM (SELECT 1) one LEFT JOIN LATERAL (
+        SELECT r.slug, r.title, r.tags, r.page_type, r.source_count, r.updated_at, r.score, ${SNIPPET}
+        FROM (${bestMatches(kbId, sql`websearch_to_tsquery('english', ${q.text})`, q)}) r
+      ) r ON true
+      ORDER BY r.score DESC, r.slug`),
+  );
+  return {
+    rows: rows.filter((r) => r.slug !== null).map(toSearchRow),
+    lexemes: plainLexemes((rows[0]?.lexemes as unknown[] | undefined) ?? []),
+  };
+}
+
+/**
+ * Pages holding at least `steps[i]` of the lexemes, for each step in turn, in one statement: each step's best
+ * `limit` pages, answered with their step, a page only at its first step and none of `exclude`. A step is
+ * taken only while `exclude` and the earlier steps' pages together number fewer than `wanted`; the others are
+ * never run (PostgreSQL's one-time filter), so a broad step costs nothing when a narrow one found enough.
+ */
+export async function searchPagesRelaxed(
+  db: Executor,
+  kbId: string,
+  q: Ranking & { lexemes: string[]; steps: number[]; exclude: string[]; wanted: number },
+): Promise<Array<SearchRow & { step: number }>> {
+  if (q.lexemes.length === 0 || q.steps.length === 0) return [];
+  const exclude = sql`${sql.param(q.exclude)}::text[]`;
+  const tier = (i: number) => sql.raw(`t${i}`);
+  const tiers = q.steps.map((atLeast, i) => {
+    const earlier = q.steps.slice(0, i).map((_, j) => sql` UNION SELECT slug FROM ${tier(j)}`);
+    const gate =
+      i === 0
+        ? sql``
+        : sql`WHERE (SELECT count(*) FROM (SELECT unnest(${exclude})${sql.join(earlier)}) seen) < ${q.wanted}::int`;
+    const matches = bestMatches(kbId, sql`${atLeastQuery(q.lexemes, atLeast)}::tsquery`, q);
+    return sql`${tier(i)} AS (SELECT ${i}::int AS step, m.* FROM (${matches}) m ${gate})`;
+  });
+  const all = sql.join(
+    q.steps.map((_, i) => sql`SELECT * FROM ${tier(i)}`),
+    sql` UNION ALL `,
+  );
+  const rows = rowsOf(
+    await db.execute(sql`
+      WITH ${sql.join(tiers, sql`, `)}
+      SELECT r.step, r.slug, r.title, r.tags, r.page_type, r.source_count, r.updated_at, r.score, ${SNIPPET}
+      FROM (
+        SELECT DISTINCT ON (u.slug) u.* FROM (${all}) u WHERE u.slug <> ALL(${exclude}) ORDER BY u.slug, u.step
+      ) r
+      ORDER BY r.step, r.score DESC, r.slug`),
+  );
+  return rows.map((r) => ({ ...toSearchRow(r), step: Number(r.step) }));
 }
 
 // ---- Versions -----------------------------------------------------------------------------------------------

@@ -374,6 +374,42 @@ describe('knowledge bases', () => {
       expect((await call(h.app, 'GET', `${API}/bases/${kb}/pages/search`, as(u))).statusCode).toBe(422);
     });
 
+    it('relaxes step by step: pages with more of the words first whatever their rank, stopping once three are found', async () => {
+      const u = await createUser(h.app);
+      const kb = await defaultBase(u);
+      const page = (slug: string, content: string) => put(u, kb, slug, { title: slug, content });
+      await page('three', 'Walrus tundra glacier, nothing else.');
+      await page('two', 'Walrus tundra.');
+      // Would outrank "two" on "walrus" alone: the step that holds it, not its rank, places it.
+      await page('one', 'Walrus walrus walrus walrus walrus.');
+      await page('none', 'Penguins.');
+      const q = async (text: string, tags = '') =>
+        get(u, `/bases/${kb}/pages/search?q=${encodeURIComponent(text)}${tags}`);
+
+      expect((await q('walrus')).data.map((r: { slug: string }) => r.slug)).toEqual(['one', 'two', 'three']);
+      const stepped = await q('walrus tundra glacier aurora');
+      expect(stepped.relaxed).toBe(true);
+      expect(stepped.data.map((r: { slug: string }) => r.slug)).toEqual(['three', 'two', 'one']);
+      expect(stepped.data[0].content).toContain('**Walrus** **tundra** **glacier**');
+
+      // The strict hit leads; the relaxed steps add only pages it did not find.
+      const strictFirst = await q('walrus tundra');
+      expect(strictFirst.relaxed).toBe(true);
+      expect(strictFirst.data.map((r: { slug: string }) => r.slug)).toEqual(['two', 'three', 'one']);
+
+      // Three pages hold three of the four words: the two-word and one-word steps are not taken.
+      await page('three-b', 'Walrus tundra aurora.');
+      await page('three-c', 'Tundra glacier aurora.');
+      const enough = await q('walrus tundra glacier aurora');
+      expect(enough.relaxed).toBe(true);
+      expect(enough.data.map((r: { slug: string }) => r.slug).sort()).toEqual(['three', 'three-b', 'three-c']);
+
+      // A limit below three stops the relaxation as soon as that many are found.
+      const limited = await q('walrus tundra glacier aurora', '&limit=1');
+      expect(limited.data).toHaveLength(1);
+      expect(['three', 'three-b', 'three-c']).toContain(limited.data[0].slug);
+    });
+
     it('keeps the pending list of every GIN index a search reads at 128 kB (PGlite runs no vacuum to merge it)', async () => {
       const { rows } = (await h.app.deps.database.db.execute(
         sql`SELECT relname, reloptions FROM pg_class WHERE relam = (SELECT oid FROM pg_am WHERE amname = 'gin') ORDER BY relname`,

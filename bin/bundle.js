@@ -6,10 +6,11 @@
 // fast machine and 270 to 400 ms on a slow one, at every start of the server and of each CLI command. Equal
 // times, not "older than the bundle": a source put back with an older time (a copy that keeps times, another
 // checkout) is a change too, and a clock set back cannot hide one.
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSync, stop } from 'esbuild';
+import { writeAtomically } from '../src/lib/write-atomically.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SCRIPT = fileURLToPath(import.meta.url);
@@ -40,18 +41,11 @@ export function bundle(name, root = ROOT) {
   // buildSync runs esbuild's service (a child process, behind a worker thread) and keeps it for later calls:
   // stopped here, it does not live on beside the server for the life of the process.
   void stop();
-  mkdirSync(dirname(outfile), { recursive: true });
   // Written aside and renamed: several processes starting at once never read a half-written file. The bundle goes
   // first, its stamps last: a bundle is only ever trusted with the stamps of its own build.
   for (const file of result.outputFiles) writeAtomically(file.path, file.contents);
   writeAtomically(stampsFile, JSON.stringify(stampsOf(Object.keys(result.metafile.inputs), root, started)));
   return outfile;
-}
-
-function writeAtomically(path, contents) {
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, contents);
-  renameSync(tmp, path);
 }
 
 /**

@@ -18,3 +18,14 @@ function findPackageRoot(): string {
 }
 
 export const PACKAGE_ROOT = findPackageRoot();
+
+/**
+ * The absolute path of `src/<parts>`, a script shipped beside the code that Node loads by path (a worker
+ * thread's, a child process's) rather than through the bundle: the same file from `src/` and from `dist/`.
+ * Throws naming the path when it is missing, rather than letting a worker fail to start on a vaguer error.
+ */
+export function sourceFile(...parts: string[]): string {
+  const path = join(PACKAGE_ROOT, 'src', ...parts);
+  if (!existsSync(path)) throw new Error(`${path} is missing: it ships beside the code in src/`);
+  return path;
+}

@@ -5,8 +5,8 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { sourceFile } from '../lib/paths.ts';
 import { bridgeFetch } from './bridge.ts';
-import { sandboxFile } from './quickjs-pool.ts';
 import { SANDBOX_MAX_FETCHES, SANDBOX_OUTPUT_LIMIT, SANDBOX_RESULT_LIMIT, type SandboxResult } from './types.ts';
 
 /**
@@ -209,14 +209,14 @@ export class PythonPool {
 
   /** Starts `child`'s sandbox process (see python-child.mjs), locked down as the module comment says. */
   private spawn(child: PyChild, mode: 'snapshot' | 'run', snapshotPath?: string): void {
-    const script = sandboxFile('python-child.mjs');
+    const script = sourceFile('sandbox', 'python-child.mjs');
     pyodideEntry ??= require.resolve('pyodide/pyodide.mjs');
     const proc = fork(script, [pathToFileURL(pyodideEntry).href, mode, ...(snapshotPath ? [snapshotPath] : [])], {
       env: {},
       execArgv: [
         PERMISSION_FLAG,
         `--allow-fs-read=${script}`,
-        `--allow-fs-read=${sandboxFile('output.mjs')}`,
+        `--allow-fs-read=${sourceFile('sandbox', 'output.mjs')}`,
         `--allow-fs-read=${dirname(pyodideEntry)}/`,
         ...(snapshotPath ? [`--allow-fs-read=${snapshotPath}`] : []),
         '--disallow-code-generation-from-strings',

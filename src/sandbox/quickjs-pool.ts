@@ -1,17 +1,7 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { sourceFile } from '../lib/paths.ts';
 import { bridgeFetch } from './bridge.ts';
 import { SANDBOX_MAX_FETCHES, SANDBOX_OUTPUT_LIMIT, SANDBOX_RESULT_LIMIT, type SandboxResult } from './types.ts';
-
-/** The worker script beside this file (sources, tests) or under src/ seen from the bundle in dist/. */
-export function sandboxFile(name: string): string {
-  for (const rel of [`./${name}`, `../src/sandbox/${name}`]) {
-    const path = fileURLToPath(new URL(rel, import.meta.url));
-    if (existsSync(path)) return path;
-  }
-  throw new Error(`Sandbox file ${name} not found`);
-}
 
 interface Slot {
   worker: Worker;
@@ -97,7 +87,7 @@ export class QuickJsPool {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(sandboxFile('quickjs-worker.js'), {
+    const worker = new Worker(sourceFile('sandbox', 'quickjs-worker.js'), {
       // The worker sees no environment variables; its own heap is bounded too (QuickJS's memory is separate).
       env: {},
       execArgv: [],

@@ -1,8 +1,9 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { basename, dirname, join } from 'node:path';
+import { basename, join } from 'node:path';
 import { sha256Hex } from '../../lib/ids.ts';
 import { PACKAGE_ROOT } from '../../lib/paths.ts';
+import { writeAtomically } from '../../lib/write-atomically.js';
 import type { ProviderDefinition } from './schema.ts';
 
 /**
@@ -93,10 +94,7 @@ export function openCatalogCache(path: string | null): CatalogCache {
     save() {
       if (!changed && Object.keys(used).length === Object.keys(stored).length) return;
       try {
-        mkdirSync(dirname(path), { recursive: true });
-        const tmp = `${path}.${process.pid}.tmp`;
-        writeFileSync(tmp, JSON.stringify({ validator, entries: used } satisfies CacheFile));
-        renameSync(tmp, path);
+        writeAtomically(path, JSON.stringify({ validator, entries: used } satisfies CacheFile));
       } catch {
         // a read-only install validates at every start, as without the cache
       }

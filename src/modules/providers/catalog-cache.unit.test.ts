@@ -103,6 +103,7 @@ describe('the validated catalog cache', () => {
     ).toEqual([
       'catalog-cache.ts -> ../../lib/ids.ts',
       'catalog-cache.ts -> ../../lib/paths.ts',
+      'catalog-cache.ts -> ../../lib/write-atomically.js',
       'catalog.ts -> ../../lib/paths.ts',
     ]);
   });

@@ -36,6 +36,11 @@ describe.runIf(inject('testDatabase').kind === 'pglite')('the embedded database 
       sql`SELECT id, at, doc, 9007199254740991::int8 AS big FROM remote_t WHERE id = 1`,
     )) as unknown as { rows: unknown[] };
     expect(rows).toEqual([{ id: 1, at: '2026-11-27 10:00:00+00', doc: { a: [1, 'b'] }, big: 9007199254740991 }]);
+    // The array types too (the thread sets them as text after PGlite's start-up installs their parsers).
+    const arrays = (await database.db.execute(
+      sql`SELECT ARRAY[at] AS ats, ARRAY[at::date] AS days, ARRAY[interval '1 day'] AS spans FROM remote_t WHERE id = 1`,
+    )) as unknown as { rows: unknown[] };
+    expect(arrays.rows).toEqual([{ ats: '{"2026-11-27 10:00:00+00"}', days: '{2026-11-27}', spans: '{"1 day"}' }]);
   });
 
   it('commits a transaction that returns and rolls back one that throws, with its error', async () => {
@@ -106,6 +111,11 @@ describe.runIf(inject('testDatabase').kind === 'pglite')('the embedded database 
       // A parameter that cannot cross to the thread is refused, and the next statement is served.
       await expect(client.query('SELECT $1::text AS v', [() => 1])).rejects.toThrow(/could not be cloned/);
       await expect(client.query('SELECT $1::text AS v', ['ok'])).resolves.toMatchObject({ rows: [{ v: 'ok' }] });
+      // Dates stay text without parsers too; a caller's parser for another type runs here, on the text.
+      const parsed = await client.query("SELECT '2026-11-27'::date AS d, 41 AS n", [], {
+        parsers: { 23: (value) => Number(value) + 1 },
+      });
+      expect(parsed.rows).toEqual([{ d: '2026-11-27', n: 42 }]);
       await client.close();
       await expect(client.query('SELECT 1')).rejects.toThrow('The embedded database is closed');
       await expect(RemotePglite.open(join(other, 'pgdata'), ['-c', 'no_such_setting=1'])).rejects.toThrow(

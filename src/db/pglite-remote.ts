@@ -1,6 +1,5 @@
-import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { PACKAGE_ROOT } from '../lib/paths.ts';
+import { sourceFile } from '../lib/paths.ts';
 
 /**
  * The embedded database on a thread of its own. PGlite is PostgreSQL compiled to WebAssembly: in the service's
@@ -14,7 +13,8 @@ import { PACKAGE_ROOT } from '../lib/paths.ts';
  * at a time in order, one transaction at a time (a statement outside it waits until it ends), `query`'s
  * `rowMode` and `parsers` (a caller's parsers run here: the thread leaves those types as text), errors with
  * PostgreSQL's fields (`code`, `constraint`, `detail`...). The thread does not keep the process alive while no
- * statement is pending, as PGlite in the process did not.
+ * statement is pending, as PGlite in the process did not. One difference: the types of `TEXT_TYPES` always come
+ * back as text, as drizzle reads them, where PGlite without parsers would make Dates of dates and timestamps.
  */
 
 export interface RemoteResults {
@@ -28,6 +28,16 @@ interface QueryOptions {
   parsers?: Record<number, (value: string, typeId: number) => unknown>;
 }
 
+/**
+ * The types drizzle's PGlite driver keeps as text (drizzle-orm/pglite/session.js gives every statement
+ * `(value) => value` parsers for them): date, timestamp, timestamptz, interval, their arrays, and numeric[].
+ * The thread's PGlite leaves them as text from the start, for every statement: a statement naming parsers
+ * makes PGlite copy its whole table of parsers (over 300, one per type and array type) to merge them in, at
+ * every one of drizzle's statements (in a rough check on a busy machine, `SELECT 1, now()` took about twice as
+ * long with parsers as without).
+ */
+const TEXT_TYPES: ReadonlySet<number> = new Set([1082, 1114, 1184, 1186, 1182, 1115, 1185, 1187, 1231]);
+
 /** A transaction's statements, as PGlite's `transaction` callback receives them. */
 export interface RemoteTransaction {
   query<T = unknown>(sql: string, params?: unknown[], options?: QueryOptions): Promise<RemoteResults & { rows: T[] }>;
@@ -36,8 +46,6 @@ export interface RemoteTransaction {
 
 type Reply = { id: number; value?: unknown; error?: Record<string, unknown> & { message: string } };
 type Pending = { resolve(value: unknown): void; reject(err: unknown): void };
-
-const PGLITE_WORKER = join(PACKAGE_ROOT, 'src', 'db', 'pglite-worker.mjs');
 
 export class RemotePglite implements RemoteTransaction {
   private readonly pending = new Map<number, Pending>();
@@ -72,7 +80,9 @@ export class RemotePglite implements RemoteTransaction {
 
   /** Opens the database in `dir` on a new thread; PGlite's own start-up error if it cannot. */
   static async open(dir: string, startParams: string[]): Promise<RemotePglite> {
-    const worker = new Worker(PGLITE_WORKER, { workerData: { dir, startParams } });
+    const worker = new Worker(sourceFile('db', 'pglite-worker.mjs'), {
+      workerData: { dir, startParams, textTypes: [...TEXT_TYPES] },
+    });
     let onMessage: (m: { ready: boolean; error?: Reply['error'] }) => void = () => {};
     let onError: (err: Error) => void = () => {};
     let onExit: (code: number) => void = () => {};
@@ -127,14 +137,13 @@ export class RemotePglite implements RemoteTransaction {
     options: QueryOptions | undefined,
   ): Promise<RemoteResults & { rows: T[] }> {
     const parsers = options?.parsers;
-    const text = parsers ? Object.keys(parsers).map(Number) : undefined;
     const result = await this.call<RemoteResults & { rows: T[] }>({
       op: 'query',
       tx,
       sql,
       params,
       rowMode: options?.rowMode,
-      text,
+      text: parsers && otherTextTypes(parsers),
     });
     if (parsers) applyParsers(result, parsers, options?.rowMode ?? 'object');
     return result;
@@ -201,6 +210,18 @@ export class RemotePglite implements RemoteTransaction {
 /** The thread's error as an Error of this thread, with PostgreSQL's fields (`code`, `constraint`...). */
 function databaseError(fields: Record<string, unknown> & { message: string }): Error {
   return Object.assign(new Error(fields.message), fields);
+}
+
+/** The types a caller has parsers for that the thread does not already leave as text (none of drizzle's). */
+function otherTextTypes(parsers: NonNullable<QueryOptions['parsers']>): number[] | undefined {
+  let other: number[] | undefined;
+  for (const key in parsers) {
+    const id = Number(key);
+    if (TEXT_TYPES.has(id)) continue;
+    other ??= [];
+    other.push(id);
+  }
+  return other;
 }
 
 function applyParsers(

@@ -9,7 +9,10 @@ if (!port) throw new Error('pglite-worker.mjs runs as a worker thread');
 
 /** Leaves a value as PostgreSQL sent it (text): the caller's own parser for that type runs on its thread. */
 const asText = (value) => value;
-/** The parsers that keep the given type ids as text, one object per set of ids (callers use a few). */
+/**
+ * The parsers that keep the given type ids as text, one object per set of ids (callers use a few). Only for
+ * types beyond `workerData.textTypes`, which PGlite leaves as text for every statement (set at open).
+ */
 const textParsers = new Map();
 function parsersFor(ids) {
   if (!ids?.length) return undefined;
@@ -117,6 +120,8 @@ const pg = await PGlite.create(workerData.dir, {
   return undefined;
 });
 if (pg) {
+  // After start-up, which installs the array types' parsers (timestamp[] and the like) over any given to create.
+  for (const id of workerData.textTypes) pg.parsers[id] = asText;
   port.postMessage({ ready: true });
   port.on('message', serve);
 }

@@ -1,13 +1,18 @@
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirInUseError } from './db/client.ts';
+import { providerCatalog } from './modules/providers/catalog.ts';
 import { openRuntime } from './runtime.ts';
 
 /** Process entry: config -> database -> app -> listen; SIGTERM/SIGINT drain in-flight requests, then close. */
 async function main(): Promise<void> {
   const started = performance.now();
   const config = loadConfig();
-  const runtime = await openRuntime(config);
+  // The embedded database starts on its own thread (about half a second) while this one reads and validates the
+  // connector catalog, which buildApp then finds ready; a bad provider file still stops start-up.
+  const opening = openRuntime(config);
+  providerCatalog(config);
+  const runtime = await opening;
   const databaseReady = performance.now();
   const app = await buildApp({ config, database: runtime.database, keyRing: runtime.keyRing });
   if (runtime.generatedKeyFile) {

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -113,4 +113,28 @@ describe('process lifecycle', () => {
     );
     expect(await again.stop('SIGINT')).toEqual({ code: 0, signal: null });
   }, 180_000);
+
+  it('a bad provider file stops start-up, read while the database opens, and the next start takes the data directory', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'sb-bad-provider-'));
+    const providers = join(own, 'providers');
+    mkdirSync(providers);
+    writeFileSync(join(providers, 'broken.json'), '{ "id": "broken", ');
+    try {
+      if (target.kind === 'pglite') cpSync(target.template, join(own, 'data'), { recursive: true });
+      const env = {
+        DATA_DIR: join(own, 'data'),
+        ...(target.kind === 'pg' ? { DATABASE_URL: target.url, ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS } : {}),
+      };
+      const failed = startServer({ ...env, PROVIDERS_DIR: providers });
+      await expect(failed).rejects.toThrow(/server exited \(1\) before it was ready/);
+      await expect(failed).rejects.toThrow(/broken\.json: not valid JSON/);
+      // The embedded database's lock names a process that is gone: the next start takes it over.
+      const fixed = await startServer(env);
+      servers.push(fixed);
+      expect((await fetch(`${fixed.url}/readyz`)).status).toBe(200);
+      expect(await fixed.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

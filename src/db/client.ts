@@ -4,7 +4,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { PACKAGE_ROOT } from '../lib/paths.ts';
-import type { RemotePglite as RemotePgliteClient } from './pglite-remote.ts';
+import { RemotePglite } from './pglite-remote.ts';
 import * as schema from './schema/index.ts';
 
 export type Schema = typeof schema;
@@ -92,23 +92,29 @@ function lockDataDir(dataDir: string): () => void {
 
 /*
  * Each driver is imported when its database is opened: the embedded default never loads `pg`, a PostgreSQL
- * deployment never loads PGlite (start-up time and resident memory).
+ * deployment never loads PGlite (start-up time and resident memory). `pglite-remote.ts` is imported as any
+ * module: it loads no PGlite itself (its thread does), only `node:worker_threads`.
  */
 
 async function openPglite(dir: string): Promise<Database> {
-  const [{ RemotePglite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
-    import('./pglite-remote.ts'),
-    import('drizzle-orm/pglite'),
-    import('drizzle-orm/pglite/migrator'),
-  ]);
   mkdirSync(dirname(dir), { recursive: true });
   const unlock = lockDataDir(dirname(dir));
-  let client: RemotePgliteClient;
+  // The thread is started before anything is awaited: PGlite starts on it (about half a second) while this
+  // thread loads drizzle's modules and the caller goes on with its own start-up (main validates the catalog).
+  // PostgreSQL's 128 MB default of shared buffers is resident memory here (WASM); the embedded default
+  // serves one process, and the OS page cache still holds the files. Idle RSS drops by about 100 MB.
+  const opening = RemotePglite.open(dir, ['-c', 'shared_buffers=16MB']);
+  let client: RemotePglite;
+  let drizzlePglite: typeof import('drizzle-orm/pglite').drizzle;
+  let migratePglite: typeof import('drizzle-orm/pglite/migrator').migrate;
   try {
-    // PostgreSQL's 128 MB default of shared buffers is resident memory here (WASM); the embedded default
-    // serves one process, and the OS page cache still holds the files. Idle RSS drops by about 100 MB.
-    client = await RemotePglite.open(dir, ['-c', 'shared_buffers=16MB']);
+    [client, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+      opening,
+      import('drizzle-orm/pglite'),
+      import('drizzle-orm/pglite/migrator'),
+    ]);
   } catch (err) {
+    await opening.then((opened) => opened.close()).catch(() => {});
     unlock();
     throw err;
   }

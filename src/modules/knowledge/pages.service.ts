@@ -191,7 +191,7 @@ export async function searchBase(
   const strict = rows.length;
   const wanted = Math.min(RELAX_BELOW, q.limit);
   const { lexemes } = found;
-  if (rows.length < wanted && lexemes.length > 1) {
+  if (rows.length < wanted) {
     const steps = [...new Set([lexemes.length - 1, 2, 1])].filter((k) => k >= 1 && k < lexemes.length);
     const more = await repo.searchPagesRelaxed(db, kbId, {
       ...ranking,

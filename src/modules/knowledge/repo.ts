@@ -422,6 +422,9 @@ export interface SearchRow {
   updatedAt: Date;
 }
 
+/** How many of a query's lexemes a search keeps, in the order they appear. */
+const QUERY_LEXEMES = 8;
+
 /** Only plain lexemes go into a tsquery built from text; anything else is dropped, never escaped. */
 const plainLexemes = (lexemes: unknown[]): string[] => lexemes.map(String).filter((l) => /^[\p{L}\p{N}_]+$/u.test(l));
 
@@ -432,7 +435,7 @@ const lexemesOf = (text: string, max: number) => sql`(
   ) l)`;
 
 /** Up to `max` lexemes of a text, in the order they appear (English stemming, stop words dropped). */
-export async function queryLexemes(db: Executor, text: string, max = 8): Promise<string[]> {
+export async function queryLexemes(db: Executor, text: string, max = QUERY_LEXEMES): Promise<string[]> {
   const [row] = rowsOf(await db.execute(sql`SELECT ${lexemesOf(text, max)} AS lexemes`));
   return plainLexemes((row?.lexemes as unknown[] | undefined) ?? []);
 }
@@ -492,7 +495,7 @@ function toSearchRow(r: Record<string, unknown>): SearchRow {
 
 /**
  * Full-text search over one base with the user's words in web-search syntax (every word, "phrases",
- * -excluded), answered with the text's lexemes (up to eight, plain ones only) in the same statement, so that a
+ * -excluded), answered with the text's lexemes (up to QUERY_LEXEMES, plain ones only) in the same statement, so that a
  * search relaxing its query (searchPagesRelaxed) needs one statement more, not two.
  */
 export async function searchPages(
@@ -502,7 +505,7 @@ export async function searchPages(
 ): Promise<{ rows: SearchRow[]; lexemes: string[] }> {
   const rows = rowsOf(
     await db.execute(sql`
-      SELECT ${lexemesOf(q.text, 8)} AS lexemes, r.*
+      SELECT ${lexemesOf(q.text, QUERY_LEXEMES)} AS lexemes, r.*
       FROM (SELECT 1) one LEFT JOIN LATERAL (
         SELECT r.slug, r.title, r.tags, r.page_type, r.source_count, r.updated_at, r.score, ${SNIPPET}
         FROM (${bestMatches(kbId, sql`websearch_to_tsquery('english', ${q.text})`, q)}) r

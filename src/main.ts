@@ -2,6 +2,7 @@ import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirInUseError } from './db/client.ts';
 import { providerCatalog } from './modules/providers/catalog.ts';
+import { setupNotices } from './modules/system/setup.ts';
 import { openRuntime } from './runtime.ts';
 
 /** Process entry: config -> database -> app -> listen; SIGTERM/SIGINT drain in-flight requests, then close. */
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
     },
     'Switchboard ready',
   );
+  for (const notice of setupNotices(config)) app.log.warn({ how: notice.how }, notice.title);
 }
 
 main().catch((err: unknown) => {

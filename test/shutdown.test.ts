@@ -111,6 +111,15 @@ describe('process lifecycle', () => {
     console.info(
       `[${target.kind}] start to ready: ${server.startToReadyMs} ms, restart on the same data ${again.startToReadyMs} ms; idle RSS ${again.rssMb()} MB`,
     );
+    // A fresh install says what it lacks, once each, after the ready line.
+    const warnings = again.logs.filter((l) => l.level === 40);
+    expect(warnings.map((l) => l.msg)).toEqual(
+      expect.arrayContaining([
+        'No LLM upstream is set: agent chat, the LLM gateway, scheduled tasks and knowledge compilation need one.',
+        expect.stringMatching(/^No OAuth provider has operator credentials/),
+      ]),
+    );
+    expect(warnings.find((l) => String(l.msg).startsWith('No LLM'))?.how).toContain('OPENAI_API_KEY');
     expect(await again.stop('SIGINT')).toEqual({ code: 0, signal: null });
   }, 180_000);
 

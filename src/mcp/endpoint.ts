@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { type CreditFigures, creditHeaders, streamCreditHeaders, writeStreamCredits } from '../http/credits.ts';
+import { hostnameOf, LOOPBACK_HOSTS, servedOrigins } from '../http/origins.ts';
 import type { App } from '../http/types.ts';
 import { abortSignalOf } from '../lib/cancel.ts';
 import { AppError, ForbiddenError, NotAcceptableError } from '../lib/errors.ts';
@@ -24,8 +25,6 @@ export function mcpChallenge(baseUrl: string, extra = ''): string {
 /** What an MCP client should ask for: discovery and calling the tools. */
 const MCP_SCOPES = 'universal-mcp-read universal-mcp-read-write';
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
-
 /**
  * DNS-rebinding and cross-site defence (the SDK's helper checks only Host). A browser's Origin must be ours
  * (BASE_URL, APP_URL, MCP_ALLOWED_ORIGINS); a server on a loopback address also accepts any loopback origin
@@ -34,23 +33,12 @@ const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 export function originGuard(
   config: Config,
 ): (host: string | undefined, origin: string | undefined) => string | undefined {
-  const allowed = new Set([
-    new URL(config.baseUrl).origin,
-    new URL(config.appUrl).origin,
-    ...config.mcp.allowedOrigins,
-  ]);
-  const local = LOOPBACK.has(new URL(config.baseUrl).hostname);
-  const hostnameOf = (value: string) => {
-    try {
-      return new URL(value.includes('://') ? value : `http://${value}`).hostname;
-    } catch {
-      return '';
-    }
-  };
+  const allowed = new Set([...servedOrigins(config), ...config.mcp.allowedOrigins]);
+  const local = LOOPBACK_HOSTS.has(new URL(config.baseUrl).hostname);
   return (host, origin) => {
-    if (local && host !== undefined && !LOOPBACK.has(hostnameOf(host))) return `Host ${host} is not allowed`;
+    if (local && host !== undefined && !LOOPBACK_HOSTS.has(hostnameOf(host))) return `Host ${host} is not allowed`;
     if (origin === undefined || allowed.has(origin)) return undefined;
-    if (local && LOOPBACK.has(hostnameOf(origin))) return undefined;
+    if (local && LOOPBACK_HOSTS.has(hostnameOf(origin))) return undefined;
     return `Origin ${origin} is not allowed`;
   };
 }

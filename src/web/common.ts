@@ -6,7 +6,7 @@ import type { App } from '../http/types.ts';
 import type { Actor } from '../lib/context.ts';
 import { findAccountProfile } from '../modules/accounts/service.ts';
 import { errorPage, type PageUser } from './pages.ts';
-import { csrfToken, csrfValid } from './session.ts';
+import { csrfToken, csrfValid, foreignOrigin } from './session.ts';
 
 /** What every page route shares: form reading, the HTML answer with its headers, the signed-in user. */
 
@@ -122,6 +122,20 @@ export function pageHelpers(app: App, oauth: OAuthServer): PageHelpers {
       return current;
     },
     csrfFailed(reply) {
+      const origin = foreignOrigin(reply.request);
+      if (origin) {
+        const base = deps.config.baseUrl;
+        return send(
+          reply,
+          errorPage(
+            'Form sent from another address',
+            `This form was sent from ${origin}, but this service answers forms only at ${base}. ` +
+              `Open ${base} in your browser and try again, or, if ${origin} is the address you use, ` +
+              'set BASE_URL (and APP_URL, when the pages have their own address) to it and restart the service.',
+          ),
+          403,
+        );
+      }
       return send(
         reply,
         errorPage('Form expired', 'The form was out of date. Go back, reload the page and try again.'),

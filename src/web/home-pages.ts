@@ -1,11 +1,21 @@
 import type { Account } from '../modules/accounts/schema.ts';
 import type { CreditTransaction } from '../modules/credits/schema.ts';
+import type { SetupNotice } from '../modules/system/setup.ts';
 import { html, layout } from './html.ts';
 import type { PageUser } from './pages.ts';
 
 /** The home page for a visitor, and the account page (balance and recent credit history) for a signed-in user. */
 
-export function homePage(): string {
+/** What the operator has not set up yet (see modules/system/setup.ts), or nothing. */
+function setupCard(notices: readonly SetupNotice[]) {
+  if (notices.length === 0) return '';
+  return html`<section class="card" aria-labelledby="setup-h" id="setup">
+      <h2 id="setup-h">Not set up yet</h2>
+      <ul>${notices.map((n) => html`<li><strong>${n.title}</strong><br><span class="small">${n.how}</span></li>`)}</ul>
+    </section>`;
+}
+
+export function homePage(notices: readonly SetupNotice[] = []): string {
   return layout(
     'Switchboard',
     html`<div class="card">
@@ -14,7 +24,8 @@ export function homePage(): string {
       more), with the OAuth connections, an OpenAI-compatible LLM gateway billed in credits, agents with memory and
       knowledge bases compiled into wikis.</p>
       <div class="actions"><a class="button primary" href="/signin">Sign in</a><a class="button" href="/signup">Create an account</a><a class="button" href="/docs">API reference</a></div>
-    </div>`,
+    </div>
+    ${setupCard(notices)}`,
   );
 }
 
@@ -23,11 +34,13 @@ export function accountPage(v: {
   csrf: string;
   account: Account;
   history: CreditTransaction[];
+  notices?: readonly SetupNotice[];
 }): string {
   const fmt = (n: number) => n.toLocaleString('en-US');
   return layout(
     'Your account',
     html`<h1>Your account</h1>
+    ${setupCard(v.notices ?? [])}
     <section class="card" aria-labelledby="acct-h">
       <h2 id="acct-h">${v.account.name}</h2>
       <p class="muted">${v.account.email}</p>

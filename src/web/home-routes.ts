@@ -3,6 +3,7 @@ import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { getAccount } from '../modules/accounts/service.ts';
 import { listCreditTransactions } from '../modules/credits/service.ts';
+import { setupNotices } from '../modules/system/setup.ts';
 import { pageHelpers, send } from './common.ts';
 import { accountPage, homePage } from './home-pages.ts';
 
@@ -10,10 +11,12 @@ import { accountPage, homePage } from './home-pages.ts';
 export async function homePageRoutes(app: App, oauth: OAuthServer): Promise<void> {
   const { csrf, currentUser, signedIn } = pageHelpers(app, oauth);
   const page = { schema: { hide: true }, config: { auth: 'public' as const } };
+  // Settings are read once at start: what is missing stays missing until a restart.
+  const notices = setupNotices(app.deps.config);
 
   app.get('/', page, async (req, reply) => {
     if (await currentUser(req)) return reply.redirect('/account', 303);
-    return send(reply, homePage());
+    return send(reply, homePage(notices));
   });
 
   app.get('/account', page, async (req, reply) => {
@@ -24,6 +27,9 @@ export async function homePageRoutes(app: App, oauth: OAuthServer): Promise<void
       getAccount(ctx, current.actor.accountId),
       listCreditTransactions(ctx, { page: 1, limit: 10, sortBy: 'createdAt', sortOrder: 'desc', type: undefined }),
     ]);
-    return send(reply, accountPage({ user: current.user, csrf: csrf(req, reply), account, history: history.data }));
+    return send(
+      reply,
+      accountPage({ user: current.user, csrf: csrf(req, reply), account, history: history.data, notices }),
+    );
   });
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
 import { PageClient } from '../../test/web-client.ts';
+import { providerCatalog, providerCredentialVariables } from '../modules/providers/catalog.ts';
 
 describe('home and account pages, page 404s', () => {
   let h: TestHarness;
@@ -26,6 +27,47 @@ describe('home and account pages, page 404s', () => {
     expect(account.statusCode).toBe(200);
     expect(account.body).toContain('<strong id="balance">100,000</strong>');
     expect(account.body).toMatch(/<td>grant[\s\S]*?<td>\+100,000<\/td><td>100,000<\/td>/);
+  });
+
+  it('home and account pages say what the operator has not set up: an LLM upstream, OAuth credentials of providers', async () => {
+    const notSet = await new PageClient(h.app).get('/');
+    expect(notSet.body).toContain('Not set up yet');
+    expect(notSet.body).toContain(
+      'No LLM upstream is set: agent chat, the LLM gateway, scheduled tasks and knowledge compilation need one.',
+    );
+    expect(notSet.body).toContain('Set OPENAI_API_KEY, ANTHROPIC_API_KEY, or LLM_BASE_URL');
+    expect(notSet.body).toMatch(
+      /No OAuth provider has operator credentials: none of the \d+ providers can be connected yet\./,
+    );
+    expect(notSet.body).toContain('redirect URI: http://localhost:8080/api/v1/connections/callback');
+
+    const app = await h.extraApp({
+      OPENAI_API_KEY: 'sk-test',
+      PROVIDER_GITHUB_CLIENT_ID: 'id',
+      PROVIDER_GITHUB_CLIENT_SECRET: 'secret',
+    });
+    const browser = new PageClient(app);
+    const home = await browser.get('/');
+    expect(home.body).not.toContain('No LLM upstream');
+    expect(home.body).toMatch(/\d+ of \d+ OAuth providers have no operator credentials and cannot be connected yet\./);
+    const u = await createUser(app);
+    await browser.signIn(u.account.email, u.password);
+    const account = await browser.get('/account');
+    expect(account.body).toContain('OAuth providers have no operator credentials');
+
+    const ready = await h.extraApp({
+      OPENAI_API_KEY: 'sk-test',
+      ...Object.fromEntries(
+        providerCatalog(app.deps.config).providers.flatMap(({ definition }) => {
+          const names = providerCredentialVariables(definition.id);
+          return [
+            [names.clientId, 'id'],
+            [names.clientSecret, 'secret'],
+          ];
+        }),
+      ),
+    });
+    expect((await new PageClient(ready).get('/')).body).not.toContain('Not set up yet');
   });
 
   it('an unknown page URL answers an HTML 404 to browsers; API paths and API clients keep the JSON body', async () => {

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SESSION_COOKIE } from '../auth/browser-session.ts';
+import { servedOrigins } from '../http/origins.ts';
 import type { Deps } from '../lib/context.ts';
 
 /**
@@ -45,13 +46,19 @@ export function csrfToken(req: FastifyRequest, reply: FastifyReply, secret: stri
   return createHmac('sha256', secret).update(`csrf:${seed}`).digest('base64url');
 }
 
+/**
+ * The form's Origin when it is not one this service is served at (see servedOrigins), else undefined.
+ * `Origin: null` (privacy modes) and no Origin tell nothing: the CSRF token decides.
+ */
+export function foreignOrigin(req: FastifyRequest): string | undefined {
+  const origin = req.headers.origin;
+  if (!origin || origin === 'null') return undefined;
+  return servedOrigins(req.server.deps.config).has(origin) ? undefined : origin;
+}
+
 /** True when the form's token matches this browser's cookie (and, when sent, Origin is ours). */
 export function csrfValid(req: FastifyRequest, secret: string, submitted: unknown): boolean {
-  const origin = req.headers.origin;
-  const { appUrl, baseUrl } = req.server.deps.config;
-  // `Origin: null` (privacy modes) tells nothing: the token decides.
-  if (origin && origin !== 'null' && origin !== new URL(appUrl).origin && origin !== new URL(baseUrl).origin)
-    return false;
+  if (foreignOrigin(req)) return false;
   const seed = req.cookies[CSRF_COOKIE];
   if (!seed || typeof submitted !== 'string') return false;
   const expected = Buffer.from(createHmac('sha256', secret).update(`csrf:${seed}`).digest('base64url'));

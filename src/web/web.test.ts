@@ -177,6 +177,36 @@ describe('web pages', () => {
     expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token })).statusCode).toBe(401);
   });
 
+  it("sign-up works at every loopback address of BASE_URL's port; a foreign origin is told which setting to change", async () => {
+    // BASE_URL is http://localhost:8080 in the harness: 127.0.0.1 and [::1] at that port are the same server.
+    for (const origin of ['http://127.0.0.1:8080', 'http://[::1]:8080', 'http://localhost:8080']) {
+      const jar = browser();
+      const page = await jar.get('/signup');
+      const email = `alias-${Date.now()}-${Math.random().toString(36).slice(2)}@example.test`;
+      const res = await jar.post(
+        '/signup',
+        { csrf: csrfOf(page.body), name: 'Alias User', email, password: 'long-enough-pw' },
+        { origin },
+      );
+      expect(res.statusCode, origin).toBe(303);
+      expect(jar.jar.has('sb_session'), origin).toBe(true);
+    }
+    for (const origin of ['http://127.0.0.1:9999', 'http://192.168.1.5:8080', 'https://localhost:8080']) {
+      const jar = browser();
+      const page = await jar.get('/signup');
+      const res = await jar.post(
+        '/signup',
+        { csrf: csrfOf(page.body), name: 'Foreign', email: 'foreign@example.test', password: 'long-enough-pw' },
+        { origin },
+      );
+      expect(res.statusCode, origin).toBe(403);
+      expect(res.body).toContain('Form sent from another address');
+      expect(res.body).toContain(`sent from ${origin}`);
+      expect(res.body).toContain('set BASE_URL');
+      expect(jar.jar.has('sb_session')).toBe(false);
+    }
+  });
+
   it('personal access tokens: created on the page and shown once, listed by prefix, revoked', async () => {
     const u = await createUser(h.app);
     const jar = browser();

@@ -420,6 +420,8 @@ describe('robustness of the OAuth endpoints and the pages', () => {
     ['GET', '/account/apps'],
     ['GET', '/account/tokens'],
     ['POST', '/account/tokens'],
+    ['POST', '/account/tokens/mcp'],
+    ['GET', '/assets/copy.js'],
     ['GET', '/account/tokens/pat_x/revoke'],
     ['POST', '/account/tokens/pat_x/revoke'],
     ['GET', '/account/apps/x/revoke'],

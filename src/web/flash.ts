@@ -20,7 +20,7 @@ const Flash = z.object({
   notice: z.string().optional(),
   error: z.string().optional(),
   /** A secret the page shows once (a new personal access token). */
-  created: z.object({ name: z.string(), token: z.string() }).optional(),
+  created: z.object({ name: z.string(), token: z.string(), forMcp: z.boolean().optional() }).optional(),
   /** A channel's new link code, shown once. */
   linkCode: LinkCode.optional(),
 });

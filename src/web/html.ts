@@ -73,10 +73,11 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
 ol.chat{list-style:none;padding:0;margin:0 0 1rem}ol.chat li{padding:.5rem .75rem;border-radius:10px;margin:.4rem 0}ol.chat li.user{background:var(--bg);border:1px solid var(--line)}ol.chat li.assistant{border-left:4px solid var(--accent)}ol.chat li.tool{padding:.2rem .75rem}ol.chat .who{font-weight:600;font-size:.85rem;display:block}pre{white-space:pre-wrap;word-break:break-word}
 figure.graph{margin:0}figure.graph svg{max-width:100%;height:auto;color:var(--fg)}textarea{font:inherit;padding:.6rem .7rem;border:1px solid var(--line);border-radius:8px;background:var(--bg);color:var(--fg)}
 ul.items{list-style:none;margin:0;padding:0}ul.items>li{display:flex;flex-wrap:wrap;gap:.85rem;align-items:flex-start;padding:.85rem 0;border-top:1px solid var(--line)}ul.items .grow{overflow-wrap:anywhere;flex-basis:14rem}
-.scroll{overflow-x:auto}
+.scroll{overflow-x:auto;position:relative}
 img.logo{width:32px;height:32px;border-radius:8px;flex:none;background:#fff}
 form.connect-fields{margin-top:.25rem}form.connect-fields label{margin-top:.5rem}
 form.filters{display:flex;gap:.75rem;align-items:flex-end;flex-wrap:wrap;margin-bottom:.5rem}form.filters label{margin-top:0}
+pre.snippet{background:var(--bg);border:1px solid var(--line);border-radius:8px;padding:.6rem .75rem;margin:.25rem 0 .5rem;overflow-x:auto;white-space:pre}section.mcp-client{border-top:1px solid var(--line);padding-top:.25rem;margin-top:.75rem}
 .sr-only{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);border:0}
 `;
 

@@ -1,6 +1,7 @@
 import { SCOPES } from '../auth/scopes.ts';
 import type { AuthorizedApp } from '../modules/auth-clients/service.ts';
 import { type Html, html, layout, notice } from './html.ts';
+import { mcpClientConfigs, TOKEN_PLACEHOLDER } from './mcp-clients.ts';
 
 /** The pages' markup. Every value is escaped by `html`; forms post with a CSRF token and work without JS. */
 
@@ -275,11 +276,15 @@ export function tokensPage(opts: {
   csrf: string;
   tokens: TokenRow[];
   scopes: string[];
-  created?: { name: string; token: string } | undefined;
+  created?: { name: string; token: string; forMcp?: boolean | undefined } | undefined;
   notice?: string | undefined;
   error?: string | undefined;
   /** What a refused form held, so the user corrects it rather than types it again. */
   form?: { name: string; scopes: string[]; expiresDays: string } | undefined;
+  /** This server's MCP endpoint, for the client configurations. */
+  mcpUrl: string;
+  /** The copy buttons' script (assets.ts). */
+  copyScript: string;
 }): string {
   const expires = opts.form?.expiresDays ?? '90';
   const rows = opts.tokens.map(
@@ -303,9 +308,9 @@ export function tokensPage(opts: {
       ${notice(opts.notice)}
       ${
         opts.tokens.length
-          ? html`<table><caption class="sr-only">Your personal access tokens</caption>
+          ? html`<div class="scroll"><table><caption class="sr-only">Your personal access tokens</caption>
             <thead><tr><th scope="col">Name</th><th scope="col">Scopes</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-            <tbody>${rows}</tbody></table>`
+            <tbody>${rows}</tbody></table></div>`
           : html`<p>You have no active tokens.</p>`
       }
     </div>
@@ -334,7 +339,40 @@ export function tokensPage(opts: {
         </select>
         <div class="actions"><button class="primary" type="submit">Create token</button></div>
       </form>
-    </div>`,
-    { user: opts.user, csrf: opts.csrf },
+    </div>
+    ${mcpClientsCard(opts)}`,
+    { user: opts.user, csrf: opts.csrf, scripts: [opts.copyScript] },
   );
+}
+
+/**
+ * Connect an MCP client: one click makes a token with the MCP scopes, and each client's configuration is shown
+ * filled with this server's URL (and that token, the once it is shown).
+ */
+function mcpClientsCard(opts: {
+  csrf: string;
+  mcpUrl: string;
+  created?: { name: string; token: string; forMcp?: boolean | undefined } | undefined;
+}) {
+  const token = opts.created?.forMcp ? opts.created.token : undefined;
+  return html`<div class="card" id="mcp"><h2 id="mcp-title">Connect an MCP client</h2>
+      <p>Your MCP endpoint: <code id="mcp-url">${opts.mcpUrl}</code> <button type="button" class="button" data-copy="mcp-url" hidden>Copy</button></p>
+      ${
+        token
+          ? html`<p class="notice" role="status">The configurations below hold your new token <strong>${opts.created?.name ?? ''}</strong>: copy them now, it is not shown again.</p>`
+          : html`<form method="post" action="/account/tokens/mcp" aria-labelledby="mcp-title">
+              <input type="hidden" name="csrf" value="${opts.csrf}">
+              <p>Make a token that may list and call the MCP tools (<code>universal-mcp-read</code>, <code>universal-mcp-read-write</code>; 90 days), and the configurations below are filled with it. Or use a token of your own in place of <code>${TOKEN_PLACEHOLDER}</code>.</p>
+              <div class="actions"><button class="primary" type="submit">Create an MCP token</button></div>
+            </form>`
+      }
+      ${mcpClientConfigs(opts.mcpUrl, token).map(
+        (c) => html`<section class="mcp-client" aria-labelledby="mcp-${c.id}-h">
+          <h3 id="mcp-${c.id}-h">${c.name}</h3>
+          <p class="small">In ${c.where}. <a href="${c.docsUrl}" rel="noopener noreferrer">${c.name}'s documentation</a></p>
+          <pre class="snippet"><code id="mcp-${c.id}" data-format="${c.format}">${c.text}</code></pre>
+          <button type="button" class="button" data-copy="mcp-${c.id}" hidden>Copy <span class="sr-only">the ${c.name} configuration</span></button>
+        </section>`,
+      )}
+    </div>`;
 }

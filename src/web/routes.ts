@@ -11,6 +11,7 @@ import * as authService from '../modules/auth/service.ts';
 import * as authClientsService from '../modules/auth-clients/service.ts';
 import { KNOWLEDGE_SCOPES, knowledgeBaseChoices, unknownKnowledgeBases } from '../modules/knowledge/bases.service.ts';
 import { agentPageRoutes } from './agent-routes.ts';
+import { assetRoutes, COPY_SCRIPT } from './assets.ts';
 import { channelPageRoutes } from './channel-routes.ts';
 import { type Form, many, one, pageHelpers, returnTarget, type SignedIn, send } from './common.ts';
 import { connectionPageRoutes } from './connection-routes.ts';
@@ -539,13 +540,15 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   });
 
   const patScopes = ALL_SCOPES;
+  /** What an MCP client needs: discovery (`initialize`, `tools/list`) and calling the tools. */
+  const MCP_CLIENT_SCOPES = ['universal-mcp-read', 'universal-mcp-read-write'] as const satisfies readonly Scope[];
 
   async function renderTokens(
     req: FastifyRequest,
     reply: FastifyReply,
     current: SignedIn,
     extra: {
-      created?: { name: string; token: string };
+      created?: { name: string; token: string; forMcp?: boolean | undefined };
       notice?: string;
       error?: string;
       form?: { name: string; scopes: string[]; expiresDays: string };
@@ -569,9 +572,12 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
           expiresAt: t.expires_at,
           lastUsedAt: t.last_used_at,
         })),
+        mcpUrl: `${config.baseUrl}/mcp`,
+        copyScript: COPY_SCRIPT.path,
         ...extra,
       }),
       status,
+      { scripts: true },
     );
   }
 
@@ -607,6 +613,23 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     } catch (err) {
       return refuse(formError(err));
     }
+  });
+
+  /** One click: a PAT holding the MCP scopes (90 days), shown once beside the client configurations it fills. */
+  app.post('/account/tokens/mcp', page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    const current = await signedIn(req, reply, '/account/tokens');
+    if (!current) return reply;
+    const name = `MCP client ${new Date().toISOString().slice(0, 10)}`;
+    const created = await authService.createPat(serviceContextOf(req, current.actor), {
+      name,
+      scopes: [...MCP_CLIENT_SCOPES],
+      expires_in: Math.min(90 * 86_400, config.patMaxExpiresIn),
+    });
+    return redirectWithFlash(req, reply, '/account/tokens#mcp', {
+      created: { name, token: created.personal_access_token, forMcp: true },
+    });
   });
 
   const tokenGone = (req: FastifyRequest, reply: FastifyReply, current: SignedIn) =>
@@ -654,6 +677,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
     return redirectWithFlash(req, reply, '/account/tokens', { notice: 'Token revoked.' });
   });
 
+  await assetRoutes(app);
   await connectionPageRoutes(app, oauth);
   await knowledgePageRoutes(app, oauth);
   await agentPageRoutes(app, oauth);

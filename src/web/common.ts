@@ -19,7 +19,7 @@ export type Form = Record<string, string | string[] | undefined>;
  * non-ASCII characters (a `Location` header cannot carry them), a scheme-relative or absolute URL elsewhere.
  * Every page that reads `return_to` goes through here.
  */
-export function returnTarget(value: unknown, appUrl: string, fallback = '/account/apps'): string {
+export function returnTarget(value: unknown, appUrl: string, fallback = '/account'): string {
   if (typeof value !== 'string' || value === '' || value.length > 2048 || /[^\x21-\x7e]/.test(value)) return fallback;
   const base = new URL(`${appUrl}/`);
   let target: URL;

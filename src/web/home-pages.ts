@@ -15,6 +15,38 @@ function setupCard(notices: readonly SetupNotice[]) {
     </section>`;
 }
 
+/** The first steps of a new account, each ticked once done; gone once all are. */
+function nextSteps(steps: { connected: boolean; tokenMade: boolean; agentMade: boolean }) {
+  const items = [
+    {
+      done: steps.connected,
+      href: '/account/connections',
+      title: 'Connect a service',
+      text: 'Link GitHub, Gmail, Slack and more, so your agents and MCP clients can act there.',
+    },
+    {
+      done: steps.tokenMade,
+      href: '/account/tokens#mcp',
+      title: 'Make a token and connect an MCP client',
+      text: 'One click gives a token and ready-to-paste settings for Claude, Cursor, VS Code and Windsurf.',
+    },
+    {
+      done: steps.agentMade,
+      href: '/account/agents',
+      title: 'Try the chat',
+      text: 'Make an agent and talk to it: it can use your connections, knowledge and tools.',
+    },
+  ];
+  if (items.every((i) => i.done)) return '';
+  return html`<section class="card" aria-labelledby="next-h">
+      <h2 id="next-h">Next steps</h2>
+      <ol class="steps">${items.map(
+        (i) =>
+          html`<li class="${i.done ? 'done' : ''}"><a href="${i.href}">${i.title}</a>${i.done ? html` <span class="badge badge-active">done</span>` : ''}<br><span class="small muted">${i.text}</span></li>`,
+      )}</ol>
+    </section>`;
+}
+
 export function homePage(notices: readonly SetupNotice[] = []): string {
   return layout(
     'Switchboard',
@@ -35,12 +67,15 @@ export function accountPage(v: {
   account: Account;
   history: CreditTransaction[];
   notices?: readonly SetupNotice[];
+  /** What the account has done of the first steps. */
+  steps: { connected: boolean; tokenMade: boolean; agentMade: boolean };
 }): string {
   const fmt = (n: number) => n.toLocaleString('en-US');
   return layout(
     'Your account',
     html`<h1>Your account</h1>
     ${setupCard(v.notices ?? [])}
+    ${nextSteps(v.steps)}
     <section class="card" aria-labelledby="acct-h">
       <h2 id="acct-h">${v.account.name}</h2>
       <p class="muted">${v.account.email}</p>
@@ -53,10 +88,10 @@ export function accountPage(v: {
       ${
         v.history.length === 0
           ? html`<p class="muted">No credit movements yet.</p>`
-          : html`<table><thead><tr><th>When</th><th>What</th><th>Credits</th><th>Balance</th></tr></thead><tbody>${v.history.map(
+          : html`<div class="scroll"><table><thead><tr><th>When</th><th>What</th><th>Credits</th><th>Balance</th></tr></thead><tbody>${v.history.map(
               (t) =>
                 html`<tr><td class="small">${t.createdAt.slice(0, 16).replace('T', ' ')}</td><td>${t.type}${t.description ? html`<br><span class="muted small">${t.description}</span>` : ''}</td><td>${t.amount > 0 ? `+${fmt(t.amount)}` : fmt(t.amount)}</td><td>${fmt(t.balanceAfter)}</td></tr>`,
-            )}</tbody></table>`
+            )}</tbody></table></div>`
       }
     </section>`,
     { user: v.user, csrf: v.csrf },

@@ -27,6 +27,15 @@ describe('home and account pages, page 404s', () => {
     expect(account.statusCode).toBe(200);
     expect(account.body).toContain('<strong id="balance">100,000</strong>');
     expect(account.body).toMatch(/<td>grant[\s\S]*?<td>\+100,000<\/td><td>100,000<\/td>/);
+    // The dashboard's next steps, none done yet; a token ticks its step.
+    expect(account.body).toContain('<h2 id="next-h">Next steps</h2>');
+    expect(account.body.match(/<li class="">/g)?.length).toBe(3);
+    await u.pat(['universal-mcp-read']);
+    const after = (await browser.get('/account')).body;
+    expect(after).toMatch(
+      /<li class="done"><a href="\/account\/tokens#mcp">Make a token and connect an MCP client<\/a> <span class="badge badge-active">done<\/span>/,
+    );
+    expect(after.match(/<li class="">/g)?.length).toBe(2);
   });
 
   it('home and account pages say what the operator has not set up: an LLM upstream, OAuth credentials of providers', async () => {

@@ -42,6 +42,8 @@ const STYLE = `
 header.top{display:flex;flex-wrap:wrap;gap:.5rem 1.5rem;justify-content:space-between;align-items:center;padding:.75rem 1.25rem;border-bottom:1px solid var(--line);background:var(--card)}
 header.top a{color:var(--fg);text-decoration:none;font-weight:600}
 nav ul{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:.25rem 1rem;align-items:center}nav a{color:var(--accent);white-space:nowrap}
+@media (max-width:700px){header.top{padding:.5rem .75rem}header.top nav{width:100%}nav ul{flex-wrap:nowrap;overflow-x:auto;padding-bottom:.25rem;position:relative}}
+#setup li{overflow-wrap:anywhere}ol.steps{padding-left:1.25rem}ol.steps li{margin:.5rem 0}ol.steps li.done a{color:var(--muted)}
 main{max-width:40rem;margin:2rem auto;padding:0 1rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:1.5rem;margin-bottom:1.5rem}
 h1{font-size:1.5rem;margin:0 0 1rem}h2{font-size:1.15rem;margin:1.25rem 0 .5rem}
@@ -98,6 +100,7 @@ export interface LayoutOptions {
 export function layout(title: string, body: Html, opts: LayoutOptions = {}): string {
   const nav = opts.user
     ? html`<nav aria-label="Account"><ul>
+        <li><a href="/account">Dashboard</a></li>
         <li><a href="/account/connections">Connections</a></li>
         <li><a href="/account/agents">Agents</a></li>
         <li><a href="/account/tasks">Tasks</a></li>
@@ -121,7 +124,7 @@ export function layout(title: string, body: Html, opts: LayoutOptions = {}): str
 <style>${STYLE}</style>${(opts.scripts ?? []).map((src) => `\n<script src="${escapeHtml(src)}" defer></script>`).join('')}
 </head>
 <body>
-<header class="top"><a href="/account/apps">Switchboard</a>${nav.value}</header>
+<header class="top"><a href="${opts.user ? '/account' : '/'}">Switchboard</a>${nav.value}</header>
 <main id="main">
 ${body.value}
 </main>

@@ -42,7 +42,7 @@ describe('return_to stays on the site', () => {
     expect(returnTarget('/a/../account/apps', APP_URL)).toBe('/account/apps');
     // A same-scheme relative reference is a path of ours once resolved, and answered as that path.
     expect(returnTarget('https:evil.example', APP_URL)).toBe('/evil.example');
-    expect(returnTarget(undefined, APP_URL)).toBe('/account/apps');
+    expect(returnTarget(undefined, APP_URL)).toBe('/account');
     expect(returnTarget(['/account/tokens'], APP_URL, '/signin')).toBe('/signin');
     for (const bad of OFF_SITE) expect(returnTarget(bad, APP_URL, '/fallback'), JSON.stringify(bad)).toBe('/fallback');
   });
@@ -56,14 +56,14 @@ describe('return_to stays on the site', () => {
       expect({ bad, status: res.statusCode, location: res.headers.location }).toEqual({
         bad,
         status: 303,
-        location: '/account/apps',
+        location: '/account',
       });
     }
     const ok = await jar.get(`/signin?return_to=${encodeURIComponent(`${APP_URL}/account/tokens`)}`);
     expect(ok.headers.location).toBe('/account/tokens');
     // The reviewer's exact URL, unencoded tab escape as a browser sends it.
     const raw = await jar.get('/signin?return_to=/%09/evil.example');
-    expect(raw.headers.location).toBe('/account/apps');
+    expect(raw.headers.location).toBe('/account');
   });
 
   it('the sign-in and sign-up forms carry only a safe return_to', async () => {
@@ -71,7 +71,7 @@ describe('return_to stays on the site', () => {
       for (const bad of ['/\t/evil.example', '/\r\n/x', '/Ω']) {
         const res = await new PageClient(h.app).get(`${path}?return_to=${encodeURIComponent(bad)}`);
         expect(res.statusCode).toBe(200);
-        expect(res.body).toContain('<input type="hidden" name="return_to" value="/account/apps">');
+        expect(res.body).toContain('<input type="hidden" name="return_to" value="/account">');
       }
     }
   });
@@ -91,7 +91,7 @@ describe('return_to stays on the site', () => {
         bad,
         status: 303,
         // `%09` stays three characters in a form body: a harmless path of our own.
-        location: bad === '/%09/evil.example' ? '/%09/evil.example' : '/account/apps',
+        location: bad === '/%09/evil.example' ? '/%09/evil.example' : '/account',
       });
 
       const signup = new PageClient(h.app);
@@ -104,7 +104,7 @@ describe('return_to stays on the site', () => {
         return_to: bad.replace('%09', '\t'),
       });
       expect(created.statusCode).toBe(303);
-      expect(created.headers.location).toBe('/account/apps');
+      expect(created.headers.location).toBe('/account');
 
       const out = await signup.post('/signout', {
         csrf: csrfOf((await signup.get('/account/tokens')).body),

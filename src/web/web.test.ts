@@ -133,7 +133,7 @@ describe('web pages', () => {
         password: u.password,
         return_to: target,
       });
-      expect(res.headers.location).toBe('/account/apps');
+      expect(res.headers.location).toBe('/account');
     }
     const anon = await browser().get('/account/tokens');
     expect(anon.statusCode).toBe(303);

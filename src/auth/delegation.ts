@@ -54,6 +54,32 @@ export function readDelegation(stored: StoredDelegation | null, legacyScopes: re
   };
 }
 
+const narrower = (a: ProviderPermission, b: ProviderPermission): ProviderPermission =>
+  a === 'read' || b === 'read' ? 'read' : 'read-write';
+
+/**
+ * What two delegations both allow, for work acting for two people at once (a channel's answer to a person
+ * linked by someone else's code): common scopes and bases, the narrower permission on every provider.
+ */
+export function intersectDelegations(a: Delegation, b: Delegation): Delegation {
+  const providers = new Set([...Object.keys(a.providerPermissions), ...Object.keys(b.providerPermissions)]);
+  const permission = (d: Delegation, p: string) => d.providerPermissions[p] ?? d.defaultProviderPermission;
+  const bases =
+    a.allowedKnowledgeBaseIds === null
+      ? b.allowedKnowledgeBaseIds
+      : b.allowedKnowledgeBaseIds === null
+        ? a.allowedKnowledgeBaseIds
+        : a.allowedKnowledgeBaseIds.filter((id) => b.allowedKnowledgeBaseIds?.includes(id));
+  return {
+    scopes: a.scopes.filter((s) => b.scopes.includes(s)),
+    providerPermissions: Object.fromEntries(
+      [...providers].map((p) => [p, narrower(permission(a, p), permission(b, p))]),
+    ),
+    defaultProviderPermission: narrower(a.defaultProviderPermission, b.defaultProviderPermission),
+    allowedKnowledgeBaseIds: bases === null ? null : [...bases],
+  };
+}
+
 /** A needed scope the delegator held through a broader one: `agents-all` grants everything `agents-use` does. */
 const INCLUDED_IN: Partial<Record<Scope, readonly Scope[]>> = { 'agents-use': ['agents-all'] };
 

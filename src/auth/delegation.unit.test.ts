@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Actor } from '../lib/context.ts';
-import { delegationOf, readDelegation } from './delegation.ts';
+import { delegationOf, intersectDelegations, readDelegation } from './delegation.ts';
 
 const actor: Actor = {
   kind: 'pat',
@@ -53,5 +53,26 @@ describe('delegation', () => {
       defaultProviderPermission: 'read',
       allowedKnowledgeBaseIds: [],
     });
+  });
+
+  it('intersects two sets: common scopes and bases, the narrower permission on every provider', () => {
+    const a = delegationOf(actor);
+    const b = {
+      scopes: ['agents-use' as const, 'account' as const],
+      providerPermissions: { github: 'read' as const, notion: 'read-write' as const },
+      defaultProviderPermission: 'read-write' as const,
+      allowedKnowledgeBaseIds: null,
+    };
+    expect(intersectDelegations(a, b)).toEqual({
+      scopes: ['agents-use'],
+      providerPermissions: { github: 'read', notion: 'read' },
+      defaultProviderPermission: 'read',
+      allowedKnowledgeBaseIds: ['kb_a'],
+    });
+    expect(
+      intersectDelegations(b, { ...b, allowedKnowledgeBaseIds: ['kb_a', 'kb_b'] }).allowedKnowledgeBaseIds,
+    ).toEqual(['kb_a', 'kb_b']);
+    expect(intersectDelegations({ ...b, allowedKnowledgeBaseIds: ['kb_b'] }, a).allowedKnowledgeBaseIds).toEqual([]);
+    expect(intersectDelegations(b, b)).toEqual(b);
   });
 });

@@ -1,7 +1,7 @@
 import { index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { accounts } from './accounts.ts';
 import { agents } from './agents.ts';
-import { ts } from './columns.ts';
+import { type StoredDelegation, ts } from './columns.ts';
 
 export type ChannelType = 'telegram' | 'whatsapp' | 'webchat';
 
@@ -35,6 +35,11 @@ export const messagingChannels = pgTable(
     externalId: text('external_id'),
     /** SHA-256 of what the platform presents to find the channel (Telegram secret_token, WhatsApp verifyToken). */
     webhookSecretHash: text('webhook_secret_hash'),
+    /**
+     * The restriction set of whoever last created or changed the channel (auth/delegation.ts): its agent answers
+     * with it. Null on channels made before it was kept (read as the narrowest set).
+     */
+    runAs: jsonb('run_as').$type<StoredDelegation>(),
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
@@ -110,6 +115,11 @@ export const channelLinks = pgTable(
     /** Where the user talks to the bot privately (pushes go there). */
     chatId: text('chat_id').notNull(),
     displayName: text('display_name').notNull().default(''),
+    /**
+     * The restriction set of whoever made the link code this person used: they act with it and the channel's
+     * together. Null on links made before it was kept (read as the narrowest set).
+     */
+    runAs: jsonb('run_as').$type<StoredDelegation>(),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.channelId, t.externalUserId] })],
@@ -123,6 +133,8 @@ export const channelLinkCodes = pgTable('channel_link_codes', {
     .references(() => messagingChannels.id, { onDelete: 'cascade' }),
   expiresAt: ts('expires_at').notNull(),
   usedAt: ts('used_at'),
+  /** The restriction set of whoever made the code, handed to the link it makes. */
+  runAs: jsonb('run_as').$type<StoredDelegation>(),
   createdAt: ts('created_at').notNull().defaultNow(),
 });
 

@@ -23,3 +23,15 @@ export const bytea = customType<{ data: Buffer; driverData: Uint8Array }>({
  * as fast as 128 kB but wrote them in 28.6 s.
  */
 export const GIN_SEARCHED = { gin_pending_list_limit: 128 };
+
+/**
+ * A token's restriction set kept with work done later in its name (`run_as` of tasks and channels), as written
+ * by auth/delegation.ts. Rows written before the whole set was kept lack some fields; that file reads them.
+ */
+export interface StoredDelegation {
+  scopes?: string[];
+  providerPermissions?: Record<string, 'read' | 'read-write'>;
+  defaultProviderPermission?: 'read' | 'read-write';
+  /** null: every knowledge base of the account. */
+  allowedKnowledgeBaseIds?: string[] | null;
+}

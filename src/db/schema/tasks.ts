@@ -1,18 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { accounts } from './accounts.ts';
-import { ts } from './columns.ts';
-
-/**
- * The provider permissions of whoever last created or changed a task: its runs act with them, so a token
- * limited to reading a provider cannot write through a task it schedules.
- */
-type ProviderPermission = 'read' | 'read-write';
-
-export interface TaskRunAs {
-  providerPermissions: Record<string, ProviderPermission>;
-  defaultProviderPermission: ProviderPermission;
-}
+import { type StoredDelegation, ts } from './columns.ts';
 
 /**
  * An agent's scheduled task (SPEC §2). `agent_id` has no foreign key on purpose: when the agent is deleted the
@@ -34,7 +23,11 @@ export const scheduledTasks = pgTable(
     enabled: boolean('enabled').notNull().default(true),
     nextRunAt: ts('next_run_at'),
     disabledReason: text('disabled_reason'),
-    runAs: jsonb('run_as').$type<TaskRunAs>().notNull(),
+    /**
+     * The restriction set of whoever last created or changed the task (auth/delegation.ts): its runs act with
+     * it, so a token limited to some knowledge bases, or to reading a provider, stays limited in what it schedules.
+     */
+    runAs: jsonb('run_as').$type<StoredDelegation>().notNull(),
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },

@@ -1,11 +1,10 @@
-import type { ChannelChatRow, ChannelDeliveryRow, MessagingChannelRow } from '../../db/schema/index.ts';
+import type { ChannelChatRow, ChannelDeliveryRow, ChannelLinkRow, MessagingChannelRow } from '../../db/schema/index.ts';
 import type { JobContext } from '../../jobs/definition.ts';
 import { errorText } from '../../jobs/queue.ts';
-import { type Deps, type ServiceContext, systemContext } from '../../lib/context.ts';
+import type { Deps } from '../../lib/context.ts';
 import { AppError } from '../../lib/errors.ts';
-import type { Logger } from '../../lib/logger.ts';
 import * as repo from './repo.ts';
-import { askChannelAgent, type ChannelSecrets, linkCodeHash, openSecrets } from './service.ts';
+import { askChannelAgent, type ChannelSecrets, channelAgentContext, linkCodeHash, openSecrets } from './service.ts';
 
 /**
  * What a channel does with one delivery, whatever the platform: an inbound message runs the agent (or links
@@ -49,12 +48,6 @@ export const LINKED_REPLY = 'Your account is now linked. Send a message to talk 
 export const BAD_CODE_REPLY = 'That link code is not valid or has expired. Ask for a new one in your account.';
 const TYPING_EVERY_MS = 4000;
 
-/** The owner acting through a linked external user: the agent's tools, with the owner's connections. */
-function ownerContext(deps: Deps, accountId: string, log: Logger): ServiceContext {
-  const ctx = systemContext(deps, accountId, log, ['agents-use']);
-  return { ...ctx, actor: { ...ctx.actor, defaultProviderPermission: 'read-write' } };
-}
-
 /** A client-side refusal (no credits, a limit, a deleted agent) is final; anything else is retried. */
 const isFinal = (err: unknown) => err instanceof AppError && err.statusCode < 500;
 
@@ -86,26 +79,30 @@ export async function processDelivery(
       const touched = await repo.touchChat(db, channel.id, msg.chatId, true);
       chat = touched;
       if (msg.linkCode !== undefined) {
-        const ok = await repo.consumeLinkCode(db, channel.id, linkCodeHash(channel.id, msg.linkCode));
-        if (ok) {
+        const code = await repo.consumeLinkCode(db, channel.id, linkCodeHash(channel.id, msg.linkCode));
+        if (code) {
           await repo.upsertLink(db, {
             channelId: channel.id,
             externalUserId: msg.senderId,
             chatId: msg.chatId,
             displayName: msg.senderName.slice(0, 200),
+            runAs: code.runAs,
           });
         }
-        reply = ok ? LINKED_REPLY : BAD_CODE_REPLY;
-      } else if (!(await repo.findLink(db, channel.id, msg.senderId))) {
-        if (!(await repo.claimHint(db, channel.id, msg.chatId))) {
-          await update({ status: 'unlinked' });
-          return { status: 'unlinked' };
-        }
-        reply = platform.linkHint;
+        reply = code ? LINKED_REPLY : BAD_CODE_REPLY;
       } else {
-        const run = await runAgent(deps, platform, channel, secrets, msg, touched, job);
-        reply = run.content;
-        await update({ conversationId: run.conversationId });
+        const link = await repo.findLink(db, channel.id, msg.senderId);
+        if (!link) {
+          if (!(await repo.claimHint(db, channel.id, msg.chatId))) {
+            await update({ status: 'unlinked' });
+            return { status: 'unlinked' };
+          }
+          reply = platform.linkHint;
+        } else {
+          const run = await runAgent(deps, platform, channel, secrets, msg, touched, link, job);
+          reply = run.content;
+          await update({ conversationId: run.conversationId });
+        }
       }
       await update({ status: 'answered', reply, chatId });
     }
@@ -131,7 +128,10 @@ export async function processDelivery(
   }
 }
 
-/** Runs the agent in the chat's conversation (a new one if it was deleted), with the typing indicator on. */
+/**
+ * Runs the agent in the chat's conversation (a new one if it was deleted), with the typing indicator on, as the
+ * channel's writer narrowed by whoever linked this person.
+ */
 async function runAgent(
   deps: Deps,
   platform: Platform,
@@ -139,9 +139,10 @@ async function runAgent(
   secrets: ChannelSecrets,
   msg: InboundMessage,
   chat: ChannelChatRow,
+  link: ChannelLinkRow,
   job: JobContext,
 ): Promise<{ content: string; conversationId: string }> {
-  const ctx = ownerContext(deps, channel.accountId, job.log);
+  const ctx = channelAgentContext(deps, job.log, channel, link);
   const typing = () => platform.typing?.(deps, channel, secrets, msg).catch(() => {});
   await typing();
   const timer = platform.typingOnce ? undefined : setInterval(() => void typing(), TYPING_EVERY_MS);

@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
+import type { StoredDelegation } from '../../db/schema/columns.ts';
 import {
   type ChannelChatRow,
   type ChannelDeliveryRow,
@@ -222,14 +223,21 @@ export async function claimHint(db: Executor, channelId: string, chatId: string)
 
 export async function insertLinkCode(
   db: Executor,
-  row: { codeHash: string; channelId: string; expiresAt: Date },
+  row: { codeHash: string; channelId: string; expiresAt: Date; runAs: StoredDelegation },
 ): Promise<void> {
   await db.insert(channelLinkCodes).values(row);
 }
 
-/** Uses a link code of the channel once: true when it existed, was unused and unexpired (now used). */
-export async function consumeLinkCode(db: Executor, channelId: string, codeHash: string): Promise<boolean> {
-  const rows = await db
+/**
+ * Uses a link code of the channel once: when it existed, was unused and unexpired (now used), answers the
+ * restriction set of whoever made it (null for codes made before it was kept); otherwise undefined.
+ */
+export async function consumeLinkCode(
+  db: Executor,
+  channelId: string,
+  codeHash: string,
+): Promise<{ runAs: StoredDelegation | null } | undefined> {
+  const [row] = await db
     .update(channelLinkCodes)
     .set({ usedAt: new Date() })
     .where(
@@ -240,17 +248,18 @@ export async function consumeLinkCode(db: Executor, channelId: string, codeHash:
         gt(channelLinkCodes.expiresAt, new Date()),
       ),
     )
-    .returning({ codeHash: channelLinkCodes.codeHash });
-  return rows.length > 0;
+    .returning({ runAs: channelLinkCodes.runAs });
+  return row;
 }
 
+/** Links the person (again: a new code replaces the chat, name and restriction set of an earlier link). */
 export async function upsertLink(db: Executor, row: typeof channelLinks.$inferInsert): Promise<void> {
   await db
     .insert(channelLinks)
     .values(row)
     .onConflictDoUpdate({
       target: [channelLinks.channelId, channelLinks.externalUserId],
-      set: { chatId: row.chatId, displayName: row.displayName ?? '' },
+      set: { chatId: row.chatId, displayName: row.displayName ?? '', runAs: row.runAs ?? null },
     });
 }
 

@@ -4,9 +4,16 @@ import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts'
 import { type FakeTelegram, startFakeTelegram } from '../../../test/fakes/telegram.ts';
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
-import { channelDeliveries, channelLinkCodes, messagingChannels } from '../../db/schema/index.ts';
+import {
+  channelDeliveries,
+  channelLinkCodes,
+  channelLinks,
+  messages,
+  messagingChannels,
+} from '../../db/schema/index.ts';
 import { deliverToAgentChannels } from './deliver.service.ts';
 import { BAD_CODE_REPLY, LINKED_REPLY } from './inbound.ts';
+import { channelAgentContext } from './service.ts';
 import { channelJobCount, runChannelJobs, secondInstance } from './test-support.ts';
 
 const API = '/api/v1/messaging-channels';
@@ -441,6 +448,156 @@ describe('messaging channels: API and Telegram', () => {
       expect(tg.sent()).toMatchObject([{ chatId: '10', text: 'Your daily summary' }]);
       const other = await makeAgent(t.user, { name: 'No channel' });
       expect(await deliverToAgentChannels(t.user.ctx, other, 'x')).toEqual({ queued: 0, channelIds: [] });
+    });
+  });
+
+  describe("a channel answers with its writer's whole restriction set", () => {
+    /** The user's default base (a page on anvils) and a second one, "Private" (a page on salaries). */
+    const basesOf = async (u: TestUser) => {
+      const def = (await call(h.app, 'GET', '/api/v1/knowledge/bases', as(u))).json().data[0].id as string;
+      const other = (
+        await call(h.app, 'POST', '/api/v1/knowledge/bases', { ...as(u), body: { name: 'Private' } })
+      ).json().id as string;
+      for (const [kb, slug, title, content] of [
+        [def, 'anvils', 'Anvils', 'Acme sells anvils to coyotes.'],
+        [other, 'salaries', 'Salaries', 'Secret anvils budget.'],
+      ]) {
+        const put = await call(h.app, 'PUT', `/api/v1/knowledge/bases/${kb}/pages/${slug}`, {
+          ...as(u),
+          body: { title, content },
+        });
+        expect(put.statusCode, put.body).toBe(200);
+      }
+      return { def, other };
+    };
+    /** A Telegram channel of a knowledge agent, created with `token`. */
+    const channelBy = async (u: TestUser, token: string) => {
+      const agentId = await makeAgent(u, { enabledBuiltInTools: ['knowledge-base'] });
+      const botId = ++botIds;
+      const botToken = tg.addBot(botId, `kb${botId}_bot`);
+      const res = await call(h.app, 'POST', API, { token, body: { type: 'telegram', agentId, config: { botToken } } });
+      expect(res.statusCode, res.body).toBe(201);
+      const id = res.json().id as string;
+      return { id, agentId, botToken, secret: () => tg.webhooks.get(botToken)?.secret_token ?? '' };
+    };
+    const link = async (u: TestUser, c: { id: string; secret: () => string }, token: string, chatId: number) => {
+      const code = (await call(h.app, 'POST', `${API}/${c.id}/link-account`, { token })).json().code as string;
+      expect((await deliver(c.secret(), message(chatId, `/start ${code}`))).statusCode).toBe(200);
+      await runChannelJobs(h, u.account.id);
+      tg.reset();
+    };
+    /** One message from `chatId`, the model scripted to search the default base, then any base; what it was told. */
+    const ask = async (u: TestUser, c: { id: string; secret: () => string }, chatId: number, def: string) => {
+      llm.requests.length = 0;
+      llm.enqueue(
+        { toolCalls: [{ name: 'knowledge-search', arguments: { query: 'anvils', kbId: def } }] },
+        { toolCalls: [{ name: 'knowledge-search', arguments: { query: 'anvils' } }] },
+        { content: 'Done.' },
+      );
+      expect((await deliver(c.secret(), message(chatId, 'What do we know about anvils?'))).statusCode).toBe(200);
+      await runChannelJobs(h, u.account.id);
+      const [delivery] = (await deliveryRows(c.id)).filter((d) => d.conversationId).slice(-1);
+      const stored = await h.database.db
+        .select()
+        .from(messages)
+        .where(eq(messages.conversationId, delivery?.conversationId ?? ''));
+      return {
+        told: llm.requests.slice(1, 3).map((r) => r.messages.at(-1)?.content ?? ''),
+        conversation: JSON.stringify(stored),
+      };
+    };
+    const expectLimited = (run: { told: string[]; conversation: string }, def: string) => {
+      expect(run.told[0]).toContain(`This token may not use knowledge base ${def}`);
+      expect(run.told[1]).toContain('"slug":"salaries"');
+      expect(run.conversation).not.toContain('coyotes');
+      expect(run.conversation).not.toContain('"slug":"anvils"');
+      expect(run.conversation).toContain('salaries');
+    };
+    const runAsOf = async (channelId: string) =>
+      (await h.database.db.select().from(messagingChannels).where(eq(messagingChannels.id, channelId)))[0]?.runAs;
+
+    it('created and linked by a PAT limited to one base: the answers are refused the others', async () => {
+      const u = await createUser(h.app);
+      const { def, other } = await basesOf(u);
+      const limited = await u.pat(['messaging-channels', 'agents-use'], {
+        knowledge_base_ids: [other],
+        provider_permissions: { github: 'read-write' },
+        default_provider_permission: 'read',
+      });
+      const c = await channelBy(u, limited);
+      expect(await runAsOf(c.id)).toEqual({
+        scopes: ['agents-use', 'messaging-channels'],
+        providerPermissions: { github: 'read-write' },
+        defaultProviderPermission: 'read',
+        allowedKnowledgeBaseIds: [other],
+      });
+      await link(u, c, limited, 5101);
+      expectLimited(await ask(u, c, 5101, def), def);
+    });
+
+    it("a person linked by a limited token's code is held to it on the owner's open channel; others are not", async () => {
+      const u = await createUser(h.app);
+      const { def, other } = await basesOf(u);
+      const c = await channelBy(u, u.sessionToken);
+      const limited = await u.pat(['messaging-channels', 'agents-use'], { knowledge_base_ids: [other] });
+      await link(u, c, limited, 5201);
+      await link(u, c, u.sessionToken, 5202);
+      const links = await h.database.db.select().from(channelLinks).where(eq(channelLinks.channelId, c.id));
+      expect(Object.fromEntries(links.map((l) => [l.externalUserId, l.runAs?.allowedKnowledgeBaseIds]))).toEqual({
+        '5201': [other],
+        '5202': null,
+      });
+      expectLimited(await ask(u, c, 5201, def), def);
+      // The owner's own link: every base.
+      const open = await ask(u, c, 5202, def);
+      expect(open.told[0]).toContain('"slug":"anvils"');
+      expect(open.conversation).toContain('coyotes');
+    });
+
+    it("changed by a limited token: the channel answers with the changer's set from then on", async () => {
+      const u = await createUser(h.app);
+      const { def, other } = await basesOf(u);
+      const c = await channelBy(u, u.sessionToken);
+      await link(u, c, u.sessionToken, 5301);
+      const limited = await u.pat(['messaging-channels', 'agents-all'], { knowledge_base_ids: [other] });
+      const put = await call(h.app, 'PUT', `${API}/${c.id}`, { token: limited, body: { agentId: c.agentId } });
+      expect(put.statusCode, put.body).toBe(200);
+      expect(await runAsOf(c.id)).toMatchObject({ allowedKnowledgeBaseIds: [other] });
+      // agents-all holds what an answer needs (agents-use); the answer holds no more than that.
+      const ctx = channelAgentContext(h.app.deps, h.app.log, {
+        accountId: u.account.id,
+        runAs: (await runAsOf(c.id)) ?? null,
+      });
+      expect([...ctx.scopes]).toEqual(['agents-use']);
+      expectLimited(await ask(u, c, 5301, def), def);
+    });
+
+    it('a channel written by a token that may not chat with agents answers nothing: the delivery says why', async () => {
+      const u = await createUser(h.app);
+      const channelsOnly = await u.pat(['messaging-channels'], { default_provider_permission: 'read' });
+      const c = await channelBy(u, channelsOnly);
+      await link(u, c, channelsOnly, 5401);
+      expect((await deliver(c.secret(), message(5401, 'hello'))).statusCode).toBe(200);
+      await runChannelJobs(h, u.account.id);
+      expect(llm.requests).toEqual([]);
+      const failed = (await deliveryRows(c.id)).find((d) => d.status === 'failed');
+      expect(failed?.error).toBe('ForbiddenError: Missing required scope: agents-all or agents-use');
+    });
+
+    it('a channel and link kept before the set was: they answer, read-only on providers, with no knowledge base', async () => {
+      const u = await createUser(h.app);
+      const { def } = await basesOf(u);
+      const c = await channelBy(u, u.sessionToken);
+      await link(u, c, u.sessionToken, 5501);
+      await h.database.db.update(messagingChannels).set({ runAs: null }).where(eq(messagingChannels.id, c.id));
+      await h.database.db.update(channelLinks).set({ runAs: null }).where(eq(channelLinks.channelId, c.id));
+      const ctx = channelAgentContext(h.app.deps, h.app.log, { accountId: u.account.id, runAs: null }, { runAs: null });
+      expect(ctx.actor).toMatchObject({ defaultProviderPermission: 'read', allowedKnowledgeBaseIds: [] });
+      const run = await ask(u, c, 5501, def);
+      expect(run.told[0]).toContain(`This token may not use knowledge base ${def}`);
+      expect(run.told[1]).toContain('This token may not use any knowledge base');
+      expect(run.conversation).not.toContain('coyotes');
+      expect((await deliveryRows(c.id)).filter((d) => d.status === 'replied')).toHaveLength(2);
     });
   });
 

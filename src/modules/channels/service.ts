@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { delegatedContext, delegationOf, intersectDelegations, readDelegation } from '../../auth/delegation.ts';
+import type { Scope } from '../../auth/scopes.ts';
 import type {
   ChannelChatRow,
   ChannelLinkRow,
@@ -8,6 +10,7 @@ import type {
 import { type Deps, requireScope, type ServiceContext } from '../../lib/context.ts';
 import { BadGatewayError, ConflictError, isUniqueViolation, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId, sha256Hex } from '../../lib/ids.ts';
+import type { Logger } from '../../lib/logger.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import { type ChatOptions, type ChatOutcome, chatWithAgent } from '../agents/chat.service.ts';
 import * as agentsRepo from '../agents/repo.ts';
@@ -29,10 +32,31 @@ import { getMe, TelegramError, telegramCall } from './telegram.ts';
  * chat widget. Secret config fields are sealed with the key ring (the row id bound) and only reported as set;
  * the values the platforms present back to us (Telegram's secret_token, WhatsApp's verify token) are stored
  * as hashes. A bot or phone number serves one channel in the whole service.
+ *
+ * The agent answers with the restriction set (scopes, provider permissions, knowledge-base limit) of whoever
+ * last created or changed the channel, narrowed for a linked person by that of whoever made their link code,
+ * and never with more than a chat needs (`agents-use`): a limited token cannot widen itself through a channel.
  */
 
 const SCOPE = 'messaging-channels' as const;
 const LINK_CODE_TTL_MS = 15 * 60 * 1000;
+/** What an answer acts with, cut to what the channel's writer held; also the scopes of rows kept before that. */
+const ANSWER_SCOPES: readonly Scope[] = ['agents-use'];
+
+/**
+ * The context a channel's agent answers in: the channel writer's restriction set, and for a linked person
+ * also that of whoever made their link code (a web chat's anonymous visitors have no link).
+ */
+export function channelAgentContext(
+  deps: Deps,
+  log: Logger,
+  channel: Pick<MessagingChannelRow, 'accountId' | 'runAs'>,
+  link?: Pick<ChannelLinkRow, 'runAs'>,
+): ServiceContext {
+  const own = readDelegation(channel.runAs, ANSWER_SCOPES);
+  const delegation = link ? intersectDelegations(own, readDelegation(link.runAs, ANSWER_SCOPES)) : own;
+  return delegatedContext(deps, channel.accountId, log, delegation, ANSWER_SCOPES);
+}
 
 export interface ChannelSecrets {
   botToken?: string;
@@ -162,7 +186,7 @@ export async function createChannel(ctx: ServiceContext, input: CreateChannel): 
   requireScope(ctx, SCOPE);
   const agentId = await agentIdOf(ctx, input.agentId);
   const id = newId('messagingChannel');
-  const base = { id, accountId: ctx.accountId, agentId, type: input.type };
+  const base = { id, accountId: ctx.accountId, agentId, type: input.type, runAs: delegationOf(ctx.actor) };
   if (input.type === 'telegram') {
     const { botToken } = input.config;
     const bot = await checkBot(ctx.deps, botToken);
@@ -273,7 +297,8 @@ function parseConfig<T>(
  */
 export async function updateChannel(ctx: ServiceContext, channelId: string, input: UpdateChannel): Promise<Channel> {
   const row = await ownedChannel(ctx, channelId);
-  const patch: Parameters<typeof repo.updateChannel>[3] = {};
+  // Whoever changes the channel is who it answers for from now on.
+  const patch: Parameters<typeof repo.updateChannel>[3] = { runAs: delegationOf(ctx.actor) };
   if (input.agentId !== undefined) patch.agentId = await agentIdOf(ctx, input.agentId);
   if (input.config !== undefined) {
     const secrets = openSecrets(ctx.deps, row);
@@ -354,7 +379,8 @@ export function linkCodeHash(channelId: string, code: string): string {
 
 /**
  * A single-use code (15 minutes) that ties the external user who sends it to this account: on Telegram through
- * the deep link `t.me/<bot>?start=CODE`, on WhatsApp by sending `link CODE` to the number.
+ * the deep link `t.me/<bot>?start=CODE`, on WhatsApp by sending `link CODE` to the number. The code keeps the
+ * caller's restriction set: the person linked by it acts with no more than its maker could.
  */
 export async function createLinkCode(ctx: ServiceContext, channelId: string): Promise<LinkCode> {
   const row = await ownedChannel(ctx, channelId);
@@ -366,7 +392,12 @@ export async function createLinkCode(ctx: ServiceContext, channelId: string): Pr
   const bytes = randomBytes(10);
   const code = [...bytes].map((b) => CODE_ALPHABET[b % CODE_ALPHABET.length]).join('');
   const expiresAt = new Date(Date.now() + LINK_CODE_TTL_MS);
-  await repo.insertLinkCode(ctx.db, { codeHash: linkCodeHash(row.id, code), channelId: row.id, expiresAt });
+  await repo.insertLinkCode(ctx.db, {
+    codeHash: linkCodeHash(row.id, code),
+    channelId: row.id,
+    expiresAt,
+    runAs: delegationOf(ctx.actor),
+  });
   if (row.type === 'telegram') {
     const link = `https://t.me/${row.config.botUsername ?? ''}?start=${code}`;
     return {

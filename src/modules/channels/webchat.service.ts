@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { MessagingChannelRow } from '../../db/schema/index.ts';
-import { type PublicContext, systemContext } from '../../lib/context.ts';
+import type { PublicContext } from '../../lib/context.ts';
 import { utcDay } from '../../lib/dates.ts';
 import { ConflictError, ForbiddenError, NotFoundError, TooManyRequestsError } from '../../lib/errors.ts';
 import { newId, sha256Hex } from '../../lib/ids.ts';
 import * as repo from './repo.ts';
 import type { WebchatMessage, WebchatReply } from './schema.ts';
-import { askChannelAgent } from './service.ts';
+import { askChannelAgent, channelAgentContext } from './service.ts';
 
 /**
  * The public web chat (`POST /messaging-channels/webchat/messages`): visitors of a page talk to the channel's
@@ -14,7 +14,7 @@ import { askChannelAgent } from './service.ts';
  * keeps one conversation. A channel may allow only some page origins. Limits: per client address (the route),
  * per visitor and per channel per UTC day (here). `clientMessageId` makes a retried message answer the stored
  * reply instead of running the agent again. Visitors are anonymous: the agent runs without the owner's
- * connections or knowledge (only its memory of that visitor).
+ * connections or knowledge (only its memory of that visitor), within the channel writer's restriction set.
  */
 
 /** Tool groups an anonymous visitor's run may use. */
@@ -105,7 +105,7 @@ export async function answerWebchat(
     return prepared.replay;
   }
   const { channel, visitorId } = prepared;
-  const agentCtx = systemContext(ctx.deps, channel.accountId, ctx.log, ['agents-use']);
+  const agentCtx = channelAgentContext(ctx.deps, ctx.log, channel);
   try {
     const chat = await repo.touchChat(ctx.db, channel.id, visitorId, true);
     const outcome = await askChannelAgent(agentCtx, channel, chat, prepared.content, {

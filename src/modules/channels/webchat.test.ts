@@ -176,6 +176,30 @@ describe('messaging channels: web chat', () => {
     expect(codes).toEqual([200, 200, 429]);
   });
 
+  it("answers within the channel writer's scopes: a channel made by a token that may not chat answers no one", async () => {
+    const user = await createUser(h.app);
+    const agentId = (await call(h.app, 'POST', '/api/v1/agents', { ...as(user), body: { name: 'Helper' } })).json()
+      .id as string;
+    const channelOf = async (token: string) => {
+      const res = await call(h.app, 'POST', API, { token, body: { type: 'webchat', agentId, config: {} } });
+      expect(res.statusCode, res.body).toBe(201);
+      return res.json().id as string;
+    };
+    const refused = await say({ channelId: await channelOf(await user.pat(['messaging-channels'])), content: 'Hi' });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json()).toEqual({
+      error: 'ForbiddenError',
+      message: 'Missing required scope: agents-all or agents-use',
+      statusCode: 403,
+    });
+    expect(llm.requests).toEqual([]);
+    llm.enqueue({ content: 'Hello!' });
+    const chatter = await user.pat(['messaging-channels', 'agents-use']);
+    const answered = await say({ channelId: await channelOf(chatter), content: 'Hi' });
+    expect(answered.statusCode, answered.body).toBe(200);
+    expect(answered.json().reply).toBe('Hello!');
+  });
+
   it('serves the widget script', async () => {
     const res = await h.app.inject({ method: 'GET', url: '/webchat/widget.js' });
     expect(res.statusCode).toBe(200);

@@ -1,7 +1,9 @@
+import { delegatedContext, readDelegation } from '../../auth/delegation.ts';
+import type { Scope } from '../../auth/scopes.ts';
 import type { ScheduledTaskRunRow } from '../../db/schema/index.ts';
 import type { JobContext } from '../../jobs/definition.ts';
 import { errorText } from '../../jobs/queue.ts';
-import { type Deps, systemContext } from '../../lib/context.ts';
+import type { Deps } from '../../lib/context.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { chatWithAgent } from '../agents/chat.service.ts';
@@ -22,7 +24,7 @@ import * as repo from './repo.ts';
  * at the next dispatch (within a minute of start-up), not one per missed slot.
  *
  * A run sends the task's prompt to its agent in a conversation of its own, as the owner, billed to the
- * account under the agent's usage limits. Retry policy (`TASK_RUN_RETRY` in jobs.ts): a run that failed before anything
+ * account under the agent's usage limits, with the restriction set of whoever last wrote the task. Retry policy (`TASK_RUN_RETRY` in jobs.ts): a run that failed before anything
  * was charged, on a fault that may pass (the model upstream answering 429, 502, 503 or 504, or timing out), is
  * tried again after 1, then 2 minutes, at most 3 attempts in all; any other failure, or one after credits were
  * consumed, is final, so a run is never charged twice. A run interrupted by a crash is recorded as failed and
@@ -36,6 +38,11 @@ import * as repo from './repo.ts';
 /** Tasks claimed per dispatch transaction; the dispatcher loops until none are due. */
 const DISPATCH_BATCH = 100;
 const TRANSIENT_STATUSES = new Set([429, 502, 503, 504]);
+/**
+ * What a run acts with, cut to what the task's writer held: `agents-all`, which writing a task needs, so rows
+ * kept before the scopes were stored read as that (and, knowing nothing else, with no knowledge base).
+ */
+const RUN_SCOPES: readonly Scope[] = ['agents-all'];
 export const INTERRUPTED_ERROR =
   'The run was interrupted (the service stopped while it ran); it is not retried, so nothing is charged twice';
 
@@ -108,8 +115,14 @@ export async function executeTaskRun(deps: Deps, runId: string, job: JobContext)
   const balance = (await availableCredits(deps, task.accountId)) ?? 0;
   if (balance <= 0) return fail(deps, run, 'The account has no credits left');
 
-  const base = systemContext(deps, task.accountId, job.log, ['agents-all']);
-  const ctx = { ...base, actor: { ...base.actor, ...task.runAs, creditBalance: balance } };
+  const ctx = delegatedContext(
+    deps,
+    task.accountId,
+    job.log,
+    readDelegation(task.runAs, RUN_SCOPES),
+    RUN_SCOPES,
+    balance,
+  );
   let consumed = 0;
   let conversationId: string | null = null;
   try {

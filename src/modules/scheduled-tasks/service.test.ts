@@ -291,7 +291,7 @@ describe('scheduled tasks', () => {
           cronExpression: '0 9 * * 1',
           timezone: 'UTC',
           enabled: false,
-          runAs: { providerPermissions: {}, defaultProviderPermission: 'read' as const },
+          runAs: {},
         })),
       );
       const res = await call(h.app, 'POST', tasksUrl(agent.id), {
@@ -302,7 +302,7 @@ describe('scheduled tasks', () => {
       expect(res.json().message).toBe(`An account may have at most ${MAX_TASKS_PER_ACCOUNT} scheduled tasks`);
     });
 
-    it("a task's runs act with the provider permissions of whoever last wrote it", async () => {
+    it('a task keeps the provider permissions of whoever last wrote it', async () => {
       const u = await createUser(h.app);
       const agent = await makeAgent(u);
       const reader = await u.pat(['agents-all'], { default_provider_permission: 'read' });
@@ -312,7 +312,12 @@ describe('scheduled tasks', () => {
       });
       expect(res.statusCode, res.body).toBe(201);
       const [row] = await h.database.db.select().from(scheduledTasks).where(eq(scheduledTasks.id, res.json().id));
-      expect(row?.runAs).toEqual({ providerPermissions: {}, defaultProviderPermission: 'read' });
+      expect(row?.runAs).toEqual({
+        scopes: ['agents-all'],
+        providerPermissions: {},
+        defaultProviderPermission: 'read',
+        allowedKnowledgeBaseIds: null,
+      });
     });
   });
 
@@ -743,6 +748,198 @@ describe('scheduled tasks', () => {
       expect(
         await h.database.db.select().from(scheduledTasks).where(eq(scheduledTasks.accountId, u.account.id)),
       ).toEqual([]);
+    });
+  });
+
+  describe("a task acts with its writer's whole restriction set", () => {
+    /** The user's default base (a page on anvils) and a second one, "Private" (a page on salaries). */
+    const basesOf = async (u: TestUser) => {
+      const def = (await call(h.app, 'GET', '/api/v1/knowledge/bases', as(u))).json().data[0].id as string;
+      const other = (
+        await call(h.app, 'POST', '/api/v1/knowledge/bases', { ...as(u), body: { name: 'Private' } })
+      ).json().id as string;
+      for (const [kb, slug, title, content] of [
+        [def, 'anvils', 'Anvils', 'Acme sells anvils to coyotes.'],
+        [other, 'salaries', 'Salaries', 'Secret anvils budget.'],
+      ]) {
+        const put = await call(h.app, 'PUT', `/api/v1/knowledge/bases/${kb}/pages/${slug}`, {
+          ...as(u),
+          body: { title, content },
+        });
+        expect(put.statusCode, put.body).toBe(200);
+      }
+      return { def, other };
+    };
+    const knowledgeAgent = (u: TestUser) => makeAgent(u, { enabledBuiltInTools: ['knowledge-base', 'account-tasks'] });
+    /** Runs the task now (asked by the session, which changes nothing of the task) with a scripted model. */
+    const runWithScript = async (u: TestUser, agentId: string, taskId: string, def: string) => {
+      llm.requests.length = 0;
+      llm.enqueue(
+        { toolCalls: [{ name: 'knowledge-search', arguments: { query: 'anvils', kbId: def } }] },
+        { toolCalls: [{ name: 'knowledge-search', arguments: { query: 'anvils' } }] },
+        { content: 'Done.' },
+      );
+      const queued = await call(h.app, 'POST', `${tasksUrl(agentId)}/${taskId}/run`, as(u));
+      expect(queued.statusCode, queued.body).toBe(202);
+      const [outcome] = await runJobs();
+      expect(outcome).toMatchObject({ status: 'succeeded' });
+      const run = (await runsOf(taskId)).find((r) => r.id === queued.json().id);
+      const told = llm.requests.slice(1, 3).map((r) => r.messages.at(-1)?.content ?? '');
+      return { conversationId: run?.conversationId ?? '', told };
+    };
+    /** Everything the run's conversation holds, as the given token reads it through the API. */
+    const conversationText = async (token: string, agentId: string, conversationId: string) => {
+      const res = await call(h.app, 'GET', `/api/v1/agents/${agentId}/conversations/${conversationId}/messages`, {
+        token,
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const stored = await h.database.db.select().from(messages).where(eq(messages.conversationId, conversationId));
+      return { api: res.body, stored: JSON.stringify(stored) };
+    };
+    const expectLimitedRun = async (
+      token: string,
+      agentId: string,
+      run: { conversationId: string; told: string[] },
+      def: string,
+    ) => {
+      expect(run.told[0]).toContain(`This token may not use knowledge base ${def}`);
+      expect(run.told[1]).toContain('"slug":"salaries"');
+      const text = await conversationText(token, agentId, run.conversationId);
+      for (const seen of [text.api, text.stored]) {
+        expect(seen).not.toContain('coyotes');
+        expect(seen).not.toContain('"slug":"anvils"');
+        expect(seen).toContain('salaries');
+      }
+    };
+
+    it('created over REST by a PAT limited to one base: the run is refused the others, the allowed one works', async () => {
+      const u = await createUser(h.app);
+      const { def, other } = await basesOf(u);
+      const agent = await knowledgeAgent(u);
+      const limited = await u.pat(['agents-all'], {
+        knowledge_base_ids: [other],
+        provider_permissions: { github: 'read-write' },
+        default_provider_permission: 'read',
+      });
+      expect((await call(h.app, 'GET', `/api/v1/knowledge/bases/${def}`, { token: limited })).statusCode).toBe(403);
+      const res = await call(h.app, 'POST', tasksUrl(agent.id), {
+        token: limited,
+        body: { name: 'Digest', prompt: 'Search every base for anvils.', cronExpression: '0 9 * * 1' },
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      const [row] = await h.database.db.select().from(scheduledTasks).where(eq(scheduledTasks.id, res.json().id));
+      expect(row?.runAs).toEqual({
+        scopes: ['agents-all'],
+        providerPermissions: { github: 'read-write' },
+        defaultProviderPermission: 'read',
+        allowedKnowledgeBaseIds: [other],
+      });
+      const run = await runWithScript(u, agent.id, res.json().id, def);
+      await expectLimitedRun(limited, agent.id, run, def);
+    });
+
+    it("created by the agent's own tasks-create tool in a limited token's chat: the run keeps the limit", async () => {
+      const u = await createUser(h.app);
+      const { def, other } = await basesOf(u);
+      const agent = await knowledgeAgent(u);
+      const limited = await u.pat(['agents-all'], { knowledge_base_ids: [other] });
+      llm.enqueue(
+        {
+          toolCalls: [
+            {
+              name: 'tasks-create',
+              arguments: { name: 'Anvils', prompt: 'Search every base for anvils.', cronExpression: '0 9 * * 1' },
+            },
+          ],
+        },
+        { content: 'Scheduled.' },
+      );
+      const chat = await call(h.app, 'POST', `/api/v1/agents/${agent.id}/chat/completions`, {
+        token: limited,
+        body: { messages: [{ role: 'user', content: 'Every Monday, look for anvils in all my bases.' }] },
+      });
+      expect(chat.statusCode, chat.body).toBe(200);
+      const [task] = await h.database.db
+        .select()
+        .from(scheduledTasks)
+        .where(eq(scheduledTasks.accountId, u.account.id));
+      expect(task?.runAs).toMatchObject({ scopes: ['agents-all'], allowedKnowledgeBaseIds: [other] });
+      const run = await runWithScript(u, agent.id, task?.id ?? '', def);
+      await expectLimitedRun(limited, agent.id, run, def);
+    });
+
+    it("changed by a differently limited token: the runs take the changer's set (whoever last wrote it)", async () => {
+      const u = await createUser(h.app);
+      const { def, other } = await basesOf(u);
+      const agent = await knowledgeAgent(u);
+      const task = await makeTask(u, agent.id, { prompt: 'Search every base for anvils.' });
+      // Written by the session: every base.
+      const open = await runWithScript(u, agent.id, task.id, def);
+      expect(open.told[0]).toContain('"slug":"anvils"');
+
+      const limited = await u.pat(['agents-all'], { knowledge_base_ids: [other], default_provider_permission: 'read' });
+      const put = await call(h.app, 'PUT', `${tasksUrl(agent.id)}/${task.id}`, { token: limited, body: { name: 'x' } });
+      expect(put.statusCode, put.body).toBe(200);
+      const [row] = await h.database.db.select().from(scheduledTasks).where(eq(scheduledTasks.id, task.id));
+      expect(row?.runAs).toEqual({
+        scopes: ['agents-all'],
+        providerPermissions: {},
+        defaultProviderPermission: 'read',
+        allowedKnowledgeBaseIds: [other],
+      });
+      const run = await runWithScript(u, agent.id, task.id, def);
+      await expectLimitedRun(limited, agent.id, run, def);
+    });
+
+    it('a task written by a token of more scopes runs with the ones a run needs only', async () => {
+      const u = await createUser(h.app);
+      const { def } = await basesOf(u);
+      const agent = await knowledgeAgent(u);
+      const wide = await u.pat(['agents-all', 'account', 'connections', 'llm-all']);
+      const res = await call(h.app, 'POST', tasksUrl(agent.id), {
+        token: wide,
+        body: { name: 'n', prompt: 'p', cronExpression: '0 9 * * 1' },
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      const [row] = await h.database.db.select().from(scheduledTasks).where(eq(scheduledTasks.id, res.json().id));
+      expect(row?.runAs).toMatchObject({
+        scopes: ['account', 'agents-all', 'connections', 'llm-all'],
+        allowedKnowledgeBaseIds: null,
+      });
+      // An unlimited writer's run reaches every base.
+      const run = await runWithScript(u, agent.id, res.json().id, def);
+      expect(run.told[0]).toContain('"slug":"anvils"');
+      // A stored set without agents-all (written by hand, or a scope since taken away) runs nothing at all.
+      await h.database.db
+        .update(scheduledTasks)
+        .set({ runAs: { scopes: ['account'], providerPermissions: {}, defaultProviderPermission: 'read' } })
+        .where(eq(scheduledTasks.id, res.json().id));
+      await call(h.app, 'POST', `${tasksUrl(agent.id)}/${res.json().id}/run`, as(u));
+      const [outcome] = await runJobs();
+      expect(outcome).toEqual({
+        status: 'failed',
+        error: 'ForbiddenError: Missing required scope: agents-all or agents-use',
+      });
+    });
+
+    it('a task kept in the old shape (provider permissions only) still runs: those kept, no knowledge base', async () => {
+      const u = await createUser(h.app);
+      const { def } = await basesOf(u);
+      const agent = await knowledgeAgent(u);
+      const task = await makeTask(u, agent.id, { prompt: 'Search every base for anvils.' });
+      await h.database.db
+        .update(scheduledTasks)
+        .set({ runAs: { providerPermissions: { github: 'read-write' }, defaultProviderPermission: 'read-write' } })
+        .where(eq(scheduledTasks.id, task.id));
+      const run = await runWithScript(u, agent.id, task.id, def);
+      expect(run.told[0]).toContain(`This token may not use knowledge base ${def}`);
+      expect(run.told[1]).toContain('This token may not use any knowledge base');
+      const text = await conversationText(u.sessionToken, agent.id, run.conversationId);
+      expect(text.stored).not.toContain('coyotes');
+      // Saving it again stores the writer's whole set: the session's, every base.
+      await call(h.app, 'PUT', `${tasksUrl(agent.id)}/${task.id}`, { ...as(u), body: { enabled: true } });
+      const again = await runWithScript(u, agent.id, task.id, def);
+      expect(again.told[0]).toContain('"slug":"anvils"');
     });
   });
 

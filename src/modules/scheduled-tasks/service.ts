@@ -1,3 +1,4 @@
+import { delegationOf } from '../../auth/delegation.ts';
 import type { ScheduledTaskRow, ScheduledTaskRunRow } from '../../db/schema/index.ts';
 import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.ts';
@@ -14,7 +15,8 @@ import type { CreateTask, Task, TaskRun, UpdateTask } from './schema.ts';
  * Scheduled tasks (SPEC §4): an agent is sent a prompt on a cron schedule. Every route needs `agents-all`
  * (tasks act with the account's credits and connections, so reading them is management too). A task outlives
  * its agent: deleting the agent disables its tasks with a reason; they can still be read and deleted, but not
- * enabled or run.
+ * enabled or run. A task's runs act with the whole restriction set of whoever last created or changed it
+ * (scopes, provider permissions, knowledge-base limit: auth/delegation.ts), never with more.
  */
 
 /** The most tasks an account may hold (409 past it): each one is a row the dispatcher reads every minute. */
@@ -116,14 +118,6 @@ export function previewSchedule(cronExpression: string, timezone: string, now = 
   };
 }
 
-/** The provider permissions a task's runs act with: those of whoever created or last changed it. */
-function runAsOf(ctx: ServiceContext): ScheduledTaskRow['runAs'] {
-  return {
-    providerPermissions: { ...ctx.actor.providerPermissions },
-    defaultProviderPermission: ctx.actor.defaultProviderPermission,
-  };
-}
-
 export async function createTask(
   ctx: ServiceContext,
   agentId: string,
@@ -147,7 +141,7 @@ export async function createTask(
     timezone,
     enabled: input.enabled,
     nextRunAt: input.enabled ? next : null,
-    runAs: runAsOf(ctx),
+    runAs: delegationOf(ctx.actor),
   });
   return toTask(row, undefined);
 }
@@ -213,7 +207,7 @@ export async function updateTask(
     enabled,
     ...(rescheduled ? { nextRunAt: enabled ? next : null } : {}),
     ...(enabled ? { disabledReason: null } : {}),
-    runAs: runAsOf(ctx),
+    runAs: delegationOf(ctx.actor),
   });
   if (!row) throw new NotFoundError(`Scheduled task ${taskId} not found`);
   return (await withLastRuns(ctx, [row]))[0] as Task;

@@ -77,6 +77,19 @@ function taskItem(t: Task, agentName: string | undefined, csrf: string): Html {
     </div></li>`;
 }
 
+/**
+ * A task's name, prompt, schedule and zone, shared by the new-task and edit forms. A new task's zone starts as
+ * UTC and the page's script (assets/timezone.js) puts the browser's own zone in its place while untouched.
+ */
+function taskFields(d: Partial<TaskDraft> | undefined, zones: readonly string[]): Html {
+  return html`<label for="task-name">Name</label><input type="text" id="task-name" name="name" required maxlength="200" value="${d?.name ?? ''}" placeholder="Monday digest">
+        <label for="task-prompt">Prompt</label><textarea id="task-prompt" name="prompt" rows="3" style="width:100%" required maxlength="20000" placeholder="Summarize my unread email from the last week.">${d?.prompt ?? ''}</textarea>
+        <label for="task-cron">Schedule (cron: minute hour day-of-month month day-of-week)</label><input type="text" id="task-cron" name="cronExpression" required maxlength="200" value="${d?.cronExpression ?? '0 9 * * 1'}" aria-describedby="cron-help">
+        <p id="cron-help" class="small muted"><code>0 9 * * 1</code> every Monday at 09:00 · <code>*/30 8-18 * * 1-5</code> every half hour on weekdays · <code>0 7 1 * *</code> the 1st of each month at 07:00</p>
+        <label for="task-timezone">Time zone</label><input type="text" id="task-timezone" name="timezone" required maxlength="100" list="zones" value="${d?.timezone ?? 'UTC'}"${d?.timezone === undefined ? html` data-browser-zone` : ''}>
+        <datalist id="zones">${zones.map((z) => html`<option value="${z}">`)}</datalist>`;
+}
+
 function previewView(p: PreviewView | undefined): Html {
   if (!p) return html``;
   return html`<div class="preview" role="status" aria-labelledby="preview-h">
@@ -92,6 +105,8 @@ export function tasksPage(v: {
   tasks: Task[];
   agents: Agent[];
   zones: string[];
+  /** The zone script's path (assets.ts). */
+  script: string;
   draft?: TaskDraft | undefined;
   preview?: PreviewView | undefined;
   notice?: string | undefined;
@@ -121,18 +136,13 @@ export function tasksPage(v: {
         <label for="task-agent">Agent</label><select id="task-agent" name="agentId">${v.agents.map(
           (a) => html`<option value="${a.id}"${a.id === d?.agentId ? ' selected' : ''}>${a.name}</option>`,
         )}</select>
-        <label for="task-name">Name</label><input type="text" id="task-name" name="name" required maxlength="200" value="${d?.name ?? ''}" placeholder="Monday digest">
-        <label for="task-prompt">Prompt</label><textarea id="task-prompt" name="prompt" rows="3" style="width:100%" required maxlength="20000" placeholder="Summarize my unread email from the last week.">${d?.prompt ?? ''}</textarea>
-        <label for="task-cron">Schedule (cron: minute hour day-of-month month day-of-week)</label><input type="text" id="task-cron" name="cronExpression" required maxlength="200" value="${d?.cronExpression ?? '0 9 * * 1'}" aria-describedby="cron-help">
-        <p id="cron-help" class="small muted"><code>0 9 * * 1</code> every Monday at 09:00 · <code>*/30 8-18 * * 1-5</code> every half hour on weekdays · <code>0 7 1 * *</code> the 1st of each month at 07:00</p>
-        <label for="task-timezone">Time zone</label><input type="text" id="task-timezone" name="timezone" required maxlength="100" list="zones" value="${d?.timezone ?? 'UTC'}">
-        <datalist id="zones">${v.zones.map((z) => html`<option value="${z}">`)}</datalist>
+        ${taskFields(d, v.zones)}
         ${previewView(v.preview)}
         <div class="actions"><button type="submit" formaction="${TASKS_PATH}/preview">Preview schedule</button><button type="submit" class="primary">Create task</button></div>
       </form>`
       }
     </section>`;
-  return layout('Scheduled tasks', body, { user: v.user, csrf: v.csrf });
+  return layout('Scheduled tasks', body, { user: v.user, csrf: v.csrf, scripts: [v.script] });
 }
 
 export function taskRunsPage(v: {
@@ -142,9 +152,14 @@ export function taskRunsPage(v: {
   agent: Agent | undefined;
   runs: TaskRun[];
   total: number;
+  zones: string[];
   notice?: string | undefined;
+  /** A refused edit: the message and what the form held. */
+  error?: string | undefined;
+  draft?: Omit<TaskDraft, 'agentId'> | undefined;
 }): string {
   const { task } = v;
+  const d = v.draft ?? task;
   const body = html`
     <p class="small"><a href="${TASKS_PATH}">← Scheduled tasks</a></p>
     <h1>${task.name}</h1>
@@ -153,6 +168,15 @@ export function taskRunsPage(v: {
       <h2 id="task-h">Task</h2>
       <ul class="items">${taskItem(task, v.agent?.name, v.csrf)}</ul>
       <p class="small"><strong>Prompt</strong></p><pre class="small">${task.prompt}</pre>
+    </section>
+    <section class="card" aria-labelledby="edit-h">
+      <h2 id="edit-h">Edit task</h2>
+      ${notice(v.error, true)}
+      <form method="post" action="${taskPath(task.id)}">
+        <input type="hidden" name="csrf" value="${v.csrf}">
+        ${taskFields(d, v.zones)}
+        <div class="actions"><button type="submit" class="primary">Save task</button></div>
+      </form>
     </section>
     <section class="card" aria-labelledby="runs-h">
       <h2 id="runs-h">Run history</h2>

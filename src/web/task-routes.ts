@@ -4,7 +4,7 @@ import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError, NotFoundError } from '../lib/errors.ts';
 import { listAgents } from '../modules/agents/service.ts';
-import { CreateTask } from '../modules/scheduled-tasks/schema.ts';
+import { CreateTask, UpdateTask } from '../modules/scheduled-tasks/schema.ts';
 import {
   createTask,
   deleteTask,
@@ -15,6 +15,7 @@ import {
   runTaskNow,
   updateTask,
 } from '../modules/scheduled-tasks/service.ts';
+import { TIMEZONE_SCRIPT } from './assets.ts';
 import { type Form, formIssues, one, pageHelpers, type SignedIn, send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';
 import { type PreviewView, TASKS_PATH, type TaskDraft, taskPath, taskRunsPage, tasksPage } from './task-pages.ts';
@@ -22,6 +23,7 @@ import { type PreviewView, TASKS_PATH, type TaskDraft, taskPath, taskRunsPage, t
 const TASK_ID = /^task_[A-Za-z0-9_-]{1,96}$/;
 const NOTICES = {
   created: 'Task created.',
+  saved: 'Task saved.',
   paused: 'Task paused: it will not run until you enable it.',
   enabled: 'Task enabled.',
   queued: 'Run queued: it starts within moments; its result appears in the run history.',
@@ -62,9 +64,11 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
         tasks: tasks.data,
         agents: agents.data,
         zones: ZONES,
+        script: TIMEZONE_SCRIPT.path,
         ...opts,
       }),
       status,
+      { scripts: true },
     );
   }
 
@@ -144,28 +148,64 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
     }
   });
 
+  /** A task's page: the task, the form that edits it, its run history. */
+  async function renderTask(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    current: SignedIn,
+    taskId: string,
+    opts: { notice?: string; error?: string; draft?: Omit<TaskDraft, 'agentId'> } = {},
+    status = 200,
+  ) {
+    const ctx = serviceContextOf(req, current.actor);
+    const task = await getAccountTask(ctx, taskId);
+    const [runs, agents] = await Promise.all([
+      listRuns(ctx, task.agentId, task.id, { page: 1, limit: RUNS_SHOWN }),
+      listAgents(ctx, { page: 1, limit: 100, sortBy: 'createdAt', sortOrder: 'asc' }),
+    ]);
+    return send(
+      reply,
+      taskRunsPage({
+        user: current.user,
+        csrf: csrf(req, reply),
+        task,
+        agent: agents.data.find((a) => a.id === task.agentId),
+        runs: runs.data,
+        total: runs.pagination.total,
+        zones: ZONES,
+        ...opts,
+      }),
+      status,
+    );
+  }
+
   app.get(`${TASKS_PATH}/:taskId`, page, (req, reply) =>
-    withTask(req, reply, async (current, taskId) => {
+    withTask(req, reply, (current, taskId) => renderTask(req, reply, current, taskId, takeFlash(req, reply))),
+  );
+
+  /** Saves the edit form: name, prompt, schedule and zone; a refusal shows the form again with what it held. */
+  app.post(`${TASKS_PATH}/:taskId`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    return withTask(req, reply, async (current, taskId) => {
+      const { agentId: _, ...draft } = draftOf(form);
+      const parsed = UpdateTask.safeParse(draft);
+      if (!parsed.success) {
+        return renderTask(req, reply, current, taskId, { error: formIssues(parsed.error), draft }, 422);
+      }
       const ctx = serviceContextOf(req, current.actor);
       const task = await getAccountTask(ctx, taskId);
-      const [runs, agents] = await Promise.all([
-        listRuns(ctx, task.agentId, task.id, { page: 1, limit: RUNS_SHOWN }),
-        listAgents(ctx, { page: 1, limit: 100, sortBy: 'createdAt', sortOrder: 'asc' }),
-      ]);
-      return send(
-        reply,
-        taskRunsPage({
-          user: current.user,
-          csrf: csrf(req, reply),
-          task,
-          agent: agents.data.find((a) => a.id === task.agentId),
-          runs: runs.data,
-          total: runs.pagination.total,
-          ...takeFlash(req, reply),
-        }),
-      );
-    }),
-  );
+      try {
+        await updateTask(ctx, task.agentId, task.id, parsed.data);
+      } catch (err) {
+        if (err instanceof AppError && err.statusCode < 500 && err.statusCode !== 404) {
+          return renderTask(req, reply, current, taskId, { error: err.message, draft }, err.statusCode);
+        }
+        throw err;
+      }
+      return redirectWithFlash(req, reply, taskPath(task.id), { notice: NOTICES.saved });
+    });
+  });
 
   app.post(`${TASKS_PATH}/:taskId/enabled`, page, async (req, reply) => {
     const form = (req.body ?? {}) as Form;

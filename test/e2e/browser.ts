@@ -37,7 +37,7 @@ export interface TestBrowser {
 /** A fresh profile in a temporary directory, removed on close; `javaScript: false` for the no-script path. */
 export async function launchBrowser(
   viewport = { width: 800, height: 900 },
-  opts: { javaScript?: boolean } = {},
+  opts: { javaScript?: boolean; timezoneId?: string } = {},
 ): Promise<TestBrowser> {
   const userDataDir = mkdtempSync(join(tmpdir(), 'sb-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
@@ -46,6 +46,7 @@ export async function launchBrowser(
     args: ARGS,
     viewport,
     javaScriptEnabled: opts.javaScript ?? true,
+    ...(opts.timezoneId ? { timezoneId: opts.timezoneId } : {}),
   });
   return {
     context,
@@ -78,7 +79,7 @@ export async function submitSignIn(page: Page, user: TestUser): Promise<void> {
 export function suiteBrowser(
   bind: (browser: TestBrowser) => void,
   viewport?: { width: number; height: number },
-  opts: { javaScript?: boolean } = {},
+  opts: { javaScript?: boolean; timezoneId?: string } = {},
 ): void {
   let browser: TestBrowser | undefined;
   beforeAll(async () => {

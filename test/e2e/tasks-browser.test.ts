@@ -6,7 +6,7 @@ import { taskJobs } from '../../src/modules/scheduled-tasks/jobs.ts';
 import type { FakeLlm } from '../fakes/llm-upstream.ts';
 import { call, createUser, type TestHarness } from '../harness.ts';
 import { runQueuedJobs } from '../jobs.ts';
-import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
+import { artifactPath, browserSuite, runBrowser, submitSignIn, suiteBrowser, type TestBrowser } from './browser.ts';
 
 /**
  * A person on the scheduled tasks page in a real browser: previews a schedule (in words, the next five runs in
@@ -114,5 +114,82 @@ describe.skipIf(!runBrowser)('scheduled tasks page in a real browser (chromium)'
     await phone.goto(`${base}/account/tasks`);
     expect(await phone.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     await phone.screenshot({ path: artifactPath('tasks-phone'), fullPage: true });
+  });
+
+  describe('in a browser whose clock is in Tokyo', () => {
+    let tokyo: TestBrowser;
+    suiteBrowser((b) => (tokyo = b), { width: 390, height: 844 }, { timezoneId: 'Asia/Tokyo' });
+
+    it("a new task starts in the browser's zone; a task is edited on its page; a bad edit keeps the form", async () => {
+      const user = await createUser(app);
+      await call(app, 'POST', '/api/v1/agents', { token: user.sessionToken, body: { name: 'Briefer' } });
+      const page = await tokyo.newPage();
+      await page.goto(`${base}/account/tasks`);
+      await submitSignIn(page, user);
+      await page.getByRole('heading', { name: 'Scheduled tasks', exact: true }).waitFor();
+      expect(await page.getByLabel('Time zone').inputValue()).toBe('Asia/Tokyo');
+      await page.getByLabel('Name').fill('Morning brief');
+      await page.getByLabel('Prompt').fill('What is on today?');
+      await page.getByLabel(/^Schedule/).fill('0 8 * * *');
+      await page.getByRole('button', { name: 'Create task' }).click();
+      await page.getByText('Task created.').waitFor();
+      const [row] = await h.database.db
+        .select()
+        .from(scheduledTasks)
+        .where(eq(scheduledTasks.accountId, user.account.id));
+      expect(row).toMatchObject({ name: 'Morning brief', cronExpression: '0 8 * * *', timezone: 'Asia/Tokyo' });
+
+      await page.getByRole('link', { name: 'Morning brief' }).click();
+      await page.getByRole('heading', { name: 'Edit task' }).waitFor();
+      // The edit form holds the task as it is, its zone included (not the browser's).
+      expect(await page.getByLabel('Time zone').inputValue()).toBe('Asia/Tokyo');
+      await page.getByLabel(/^Schedule/).fill('0 31 * * *');
+      await page.getByLabel('Name').fill('Daily brief');
+      const refused = page.waitForResponse((r) => r.request().method() === 'POST');
+      await page.getByRole('button', { name: 'Save task' }).click();
+      expect((await refused).status()).toBe(422);
+      expect(await page.getByRole('alert').textContent()).toBe('cronExpression: the hour field "31" is not valid');
+      expect(await page.getByLabel('Name').inputValue()).toBe('Daily brief');
+
+      await page.getByLabel(/^Schedule/).fill('30 7 * * 1-5');
+      await page.getByLabel('Time zone').fill('Europe/Paris');
+      await page.getByRole('button', { name: 'Save task' }).click();
+      await page.getByText('Task saved.').waitFor();
+      expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Daily brief');
+      const [saved] = await h.database.db
+        .select()
+        .from(scheduledTasks)
+        .where(eq(scheduledTasks.accountId, user.account.id));
+      expect(saved).toMatchObject({
+        name: 'Daily brief',
+        prompt: 'What is on today?',
+        cronExpression: '30 7 * * 1-5',
+        timezone: 'Europe/Paris',
+      });
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await page.screenshot({ path: artifactPath('task-edit-phone'), fullPage: true });
+
+      // Another account's task cannot be edited: 404, and it stays as it was.
+      const other = await createUser(app);
+      const otherAgent = (
+        await call(app, 'POST', '/api/v1/agents', { token: other.sessionToken, body: { name: 'Theirs' } })
+      ).json().id as string;
+      const theirs = (
+        await call(app, 'POST', `/api/v1/agents/${otherAgent}/scheduled-tasks`, {
+          token: other.sessionToken,
+          body: { name: 'theirs', prompt: 'p', cronExpression: '0 9 * * 1' },
+        })
+      ).json().id as string;
+      const csrf = await page.locator('input[name="csrf"]').first().inputValue();
+      const refusedEdit = await tokyo.context.request.post(`${base}/account/tasks/${theirs}`, {
+        form: { csrf, name: 'mine', prompt: 'x', cronExpression: '0 9 * * *', timezone: 'UTC' },
+        headers: { origin: base },
+      });
+      const status = refusedEdit.status();
+      expect(theirs).toMatch(/^task_/);
+      expect(status).toBe(404);
+      const [untouched] = await h.database.db.select().from(scheduledTasks).where(eq(scheduledTasks.id, theirs));
+      expect(untouched?.name).toBe('theirs');
+    });
   });
 });

@@ -1,4 +1,5 @@
 import { views } from './injection-normalize.ts';
+import { scriptsOf } from './injection-rule.ts';
 import { INJECTION_RULES, type InjectionFamily } from './injection-rules.ts';
 
 /**
@@ -37,12 +38,13 @@ export interface InjectionVerdict {
 }
 
 export function detectInjection(text: string, threshold = INJECTION_THRESHOLD): InjectionVerdict {
-  const seen = views(text);
+  const seen = views(text).map((v) => ({ v, scripts: scriptsOf(v) }));
   const rules: string[] = [];
   const families = new Set<InjectionFamily>();
   let score = 0;
   for (const rule of INJECTION_RULES) {
-    if (seen.some((v) => rule.pattern.test(v))) {
+    const { script } = rule;
+    if (seen.some(({ v, scripts }) => (!script || scripts.has(script)) && rule.pattern.test(v))) {
       rules.push(rule.id);
       score += rule.weight;
       if (rule.family !== 'meta') families.add(rule.family);

@@ -29,9 +29,12 @@ const SCRIPT_TESTS: Record<RuleScript, RegExp> = {
   arabic: /[\u0600-\u06ff]/,
 };
 
-/** Which of the rule scripts a text holds. */
+const ANY_SCRIPT = /[\u0400-\u04ff\u0600-\u06ff\u3040-\u30ff\u4e00-\u9fff]/;
+
+/** Which of the rule scripts a text holds (one scan for a text in none of them, the usual case). */
 export function scriptsOf(text: string): Set<RuleScript> {
   const out = new Set<RuleScript>();
+  if (!ANY_SCRIPT.test(text)) return out;
   for (const [script, test] of Object.entries(SCRIPT_TESTS) as Array<[RuleScript, RegExp]>) {
     if (test.test(text)) out.add(script);
   }

@@ -1,8 +1,9 @@
 /**
  * Weighted injection rules by attack family, written for folded text (lower case, accents removed, see
- * injection-normalize.ts), in English, French, German, Spanish, Chinese, Portuguese and Italian. A rule's
- * weight says how much the phrase alone proves: 1 blocks on its own, smaller weights need company.
- * Tuned on the `tuning` part of test/fixtures/injection-corpus.json only.
+ * injection-normalize.ts), in English, French, German, Spanish, Chinese, Portuguese and Italian; more
+ * Portuguese and Italian, and Russian, Japanese and Arabic, are in injection-rules-intl.ts. A rule's weight
+ * says how much the phrase alone proves: 1 blocks on its own, smaller weights need company.
+ * Tuned on the `tuning` part of test/fixtures/injection-corpus.json and on injection-tuning-v2.json only.
  */
 import { G, type InjectionRule, rule, Z } from './injection-rule.ts';
 import { INTL_RULES } from './injection-rules-intl.ts';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { detectInjection } from './injection.ts';
-import { evaluate, formatEvaluation, loadInjectionCorpus } from './injection-eval.ts';
+import { evaluate, formatEvaluation, loadInjectionCorpus, loadInjectionSetV2 } from './injection-eval.ts';
 
 const items = loadInjectionCorpus();
 
@@ -30,6 +30,27 @@ describe('prompt-injection corpus', () => {
       const tuning = group.length > 1 ? Math.round(group.length * 0.6) : 1;
       expect(sorted.map((i) => i.split)).toEqual(sorted.map((_, n) => (n < tuning ? 'tuning' : 'heldout')));
     }
+  });
+
+  it('second round: a held-out set of at least 150 attacks and 150 ordinary texts in every family and language, sharing no text with the tuning set', () => {
+    const heldout = loadInjectionSetV2('heldout');
+    const tuning = loadInjectionSetV2('tuning');
+    const families = ['override', 'obfuscated', 'hidden-doc', 'markup', 'multi-step', 'prompt-leak', 'exfiltration'];
+    for (const set of [heldout, tuning]) {
+      const attacks = set.filter((i) => i.label === 'attack');
+      const benign = set.filter((i) => i.label === 'benign');
+      expect(attacks.length).toBeGreaterThanOrEqual(150);
+      expect(benign.length).toBeGreaterThanOrEqual(150);
+      expect(new Set(set.map((i) => i.text)).size).toBe(set.length);
+      for (const family of families)
+        expect(attacks.filter((i) => i.family === family).length).toBeGreaterThanOrEqual(15);
+      for (const lang of ['en', 'pt', 'it', 'ru', 'ja', 'ar']) {
+        expect(attacks.filter((i) => i.lang === lang).length).toBeGreaterThanOrEqual(15);
+        expect(benign.filter((i) => i.lang === lang).length).toBeGreaterThanOrEqual(8);
+      }
+    }
+    const seen = new Set([...tuning, ...items].map((i) => i.text));
+    expect(heldout.filter((i) => seen.has(i.text))).toEqual([]);
   });
 
   it('prints the figures of the detector on both parts', () => {

@@ -15,11 +15,24 @@ export interface CorpusItem {
   split: 'tuning' | 'heldout';
 }
 
-export function loadInjectionCorpus(): CorpusItem[] {
-  const raw = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'test', 'fixtures', 'injection-corpus.json'), 'utf8')) as {
-    items: CorpusItem[];
-  };
+/** An item of a set that is wholly one split (injection-tuning-v2.json, injection-heldout-v2.json). */
+export type LabelledItem = Omit<CorpusItem, 'split'>;
+
+function readItems<T>(file: string): T[] {
+  const raw = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'test', 'fixtures', file), 'utf8')) as { items: T[] };
   return raw.items;
+}
+
+export function loadInjectionCorpus(): CorpusItem[] {
+  return readItems<CorpusItem>('injection-corpus.json');
+}
+
+/**
+ * The second corpus, in two files: `heldout` was written (and committed) before the detector was changed for
+ * it and is only measured; `tuning` is what the rules of the second round were written on.
+ */
+export function loadInjectionSetV2(split: 'tuning' | 'heldout'): LabelledItem[] {
+  return readItems<LabelledItem>(`injection-${split}-v2.json`);
 }
 
 export interface Rate {
@@ -44,7 +57,7 @@ function bump(map: Record<string, Rate>, key: string, hit: boolean): void {
 }
 
 /** Detection rate on attacks (overall, per family, per language) and false-alarm rate on ordinary texts. */
-export function evaluate(items: readonly CorpusItem[], flagged: (text: string) => boolean): Evaluation {
+export function evaluate(items: readonly LabelledItem[], flagged: (text: string) => boolean): Evaluation {
   const ev: Evaluation = {
     attacks: { hit: 0, total: 0 },
     falseAlarms: { hit: 0, total: 0 },

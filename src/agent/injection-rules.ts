@@ -1,35 +1,16 @@
 /**
  * Weighted injection rules by attack family, written for folded text (lower case, accents removed, see
- * injection-normalize.ts), in English, French, German, Spanish, Chinese, Portuguese and Italian. A rule's
- * weight says how much the phrase alone proves: 1 blocks on its own, smaller weights need company.
- * Tuned on the `tuning` part of test/fixtures/injection-corpus.json only.
+ * injection-normalize.ts), in English, French, German, Spanish, Chinese, Portuguese and Italian; more
+ * Portuguese and Italian, and Russian, Japanese and Arabic, are in injection-rules-intl.ts. A rule's weight
+ * says how much the phrase alone proves: 1 blocks on its own, smaller weights need company.
+ * Tuned on the `tuning` part of test/fixtures/injection-corpus.json and on injection-tuning-v2.json only.
  */
-export type InjectionFamily =
-  | 'override'
-  | 'roleplay'
-  | 'fake-system'
-  | 'prompt-leak'
-  | 'exfiltration'
-  | 'escalation'
-  | 'obfuscation'
-  | 'meta';
+import { G, type InjectionRule, rule, Z } from './injection-rule.ts';
+import { INTL_RULES } from './injection-rules-intl.ts';
 
-export interface InjectionRule {
-  id: string;
-  family: InjectionFamily;
-  weight: number;
-  pattern: RegExp;
-}
+export type { InjectionFamily, InjectionRule } from './injection-rule.ts';
 
-const G = '[^.\\n?!]{0,40}?'; // a bounded gap inside one sentence
-const Z = '[^。\\n？！]{0,15}?'; // the same for Chinese
-
-function rule(family: InjectionFamily, id: string, weight: number, source: string): InjectionRule {
-  return { id, family, weight, pattern: new RegExp(source, 'u') };
-}
-
-const INSTRUCTION_NOUNS_EN =
-  '(instructions?|rules|directives?|directions|guidelines|guidance|guardrails|prompts?|system (message|prompt)|polic(y|ies)|programming|constraints|the above|everything (above|before)|what you (were|have been) told|all prior|all previous)';
+const INSTRUCTION_NOUNS_EN = `(instructions?|rules|directives?|directions|guidelines|guidance|guardrails|prompts?|system (message|prompt)|polic(y|ies)|programming|constraints|the above|everything (above|before)|everything you('ve| have)? (been|were) (told|instructed|given)|what you (were|have been) told|whatever (the operator|they|you were) told you|all prior|all previous|setup instructions|configuration)`;
 
 export const INJECTION_RULES: InjectionRule[] = [
   // --- override: drop the instructions in force
@@ -37,13 +18,14 @@ export const INJECTION_RULES: InjectionRule[] = [
     'override',
     'override-en',
     1,
-    `(?<!(cannot|can't|can not|won't|will not|not|never) )\\b(ignore|disregard|forget|neglect|discard|set aside|pay no attention to|don'?t (follow|obey)|do not (follow|obey)|stop following|never mind|override|bypass)\\b${G}\\b${INSTRUCTION_NOUNS_EN}`,
+    // A description ("my chatbot ignores the system prompt", "the model can't ignore rules") is not an order.
+    `(?<!(cannot|can't|can not|won't|will not|not|never|bot|chatbot|model|it|assistant|llm|agent|ai|gpt|they|he|she|that|which|who|sometimes|often|still|always|users?|people) )\\b(ignore|disregard|forget|neglect|discard|abandon|drop|throw out|set aside|pay no attention to|(don'?t|do not) pay (any )?attention to|don'?t (follow|obey)|do not (follow|obey)|stop following|never mind|override|bypass)\\b${G}\\b${INSTRUCTION_NOUNS_EN}`,
   ),
   rule(
     'override',
     'override-void-en',
     1,
-    `\\b(previous|prior|earlier|above|original|old|former)? ?(instructions|rules|guidelines|directives|directions|guidance)( you (were given|got|received))?( before)?\\b${G}\\b(are|is|were|have been|has been)? ?(now )?(void|revoked|cancell?ed|annulled|retired|replaced|obsolete|null|no longer (apply|valid|in effect))`,
+    `\\b(previous|prior|earlier|above|original|old|former)? ?(instructions|rules|guidelines|directives|directions|guidance)( you (were given|got|received))?( before)?\\b${G}\\b(are|is|were|have been|has been)? ?(now )?(void|revoked|cancell?ed|annulled|retired|replaced|obsolete|null|no longer (apply|valid|in effect))|\\b(your( previous| prior| earlier| original| initial)?|the system'?s?|all (earlier|prior|previous)) (instructions|rules|guidelines|directives|guidance|constraints|restrictions|setup|configuration)( (you|that you) (were|have been) (given|configured with|told))?\\b${G}\\b(have |has )?(expired|been lifted|lifted|suspended|no longer appl(y|ies)|(do not|don'?t|does not|doesn'?t) (apply|count|matter) anymore)\\b|\\b(guidance|constraints|restrictions|rules|instructions) (that |which )?(you )?(were|have been) (given|configured with|loaded|set)\\b${G}\\b(are |is |have been )?(now )?(lifted|void|cancell?ed|revoked|expired|suspended|no longer appl(y|ies))\\b|\\btreat\\b${G}\\b(instructions|rules|directives|guidelines)\\b${G}\\bas (cancell?ed|void|obsolete|null|revoked)\\b`,
   ),
   rule(
     'override',
@@ -55,9 +37,15 @@ export const INJECTION_RULES: InjectionRule[] = [
     'override',
     'new-task-en',
     0.6,
-    `\\byour (new|real|actual|only|true) (task|job|goal|instructions?|role|purpose|mission)\\b`,
+    `\\byour (new|real|actual|only|true) (task|job|goal|instructions?|role|purpose|mission|objective)\\b|\\bnew (instructions?|directives?|orders)\\s*(:|follow|below)|\\bnothing (you were|you've been|you have been) (told|given|instructed)\\b`,
   ),
   rule('override', 'scratch-en', 0.5, `\\bscratch (all|everything|that)\\b`),
+  rule(
+    'override',
+    'set-aside-en',
+    1,
+    `\\b(set|put|push|leave)\\b${G}\\b(instructions|rules|programming|guidelines|guidance|directives|constraints)\\b${G}\\baside\\b`,
+  ),
   rule(
     'override',
     'obey-en',
@@ -68,7 +56,7 @@ export const INJECTION_RULES: InjectionRule[] = [
     'override',
     'override-fr',
     1,
-    `(?<!(cannot|can't|can not|won't|will not|not|never) )\\b(ignore[rsz]?|oublie[rsz]?|ne (tiens|tenez) pas compte|fais abstraction|faites abstraction|neglige[rz]?)\\b${G}\\b(instructions?|consignes?|regles|directives|prompt|tout ce qu)`,
+    `(?<!(cannot|can't|can not|won't|will not|not|never) )\\b(ignore[rz]|ignore(?= (toutes |tous )?(les|tes|vos|ces|ce que)\\b)|oublie[rsz]?|ne (tiens|tenez) pas compte|fais abstraction|faites abstraction|neglige[rz]?)\\b${G}\\b(instructions?|consignes?|regles|directives|prompt|tout ce qu)`,
   ),
   rule(
     'override',
@@ -133,7 +121,7 @@ export const INJECTION_RULES: InjectionRule[] = [
     'roleplay',
     'unbound-en',
     0.7,
-    `\\b(no|without( any)?|free of|freed from|broken free of|broke free of|ignores?|bypass(es)?|if you had no) (\\w+ ){0,2}(rules|restrictions|limits|limitations|filters?|guidelines|content polic(y|ies)|censorship|ethical restrictions|ethics|morals)\\b|\\b(unrestricted|unfiltered|uncensored|jailbroken|do anything now|never refuses?|stay in character|never break character|god mode)\\b|\\bno rules\\b`,
+    `\\b(no|without( any)?|free of|free from|freed from|broken free of|broke free of|ignores?|bypass(es)?|if you had no) (\\w+ ){0,2}(rules|restrictions|limits|limitations|filters?|guidelines|content polic(y|ies)|censorship|ethical restrictions|ethics|morals)\\b|\\b(unrestricted|unfiltered|uncensored|jailbroken|do anything now|never refuses?|stay in character|never break character|god mode)\\b|\\bno rules\\b`,
   ),
   rule('roleplay', 'named-jailbreak-en', 0.6, `\\b(you are|you're|as) (now )?(dan|stan|dude|evilbot|\\w+gpt)\\b`),
   rule(
@@ -173,13 +161,28 @@ export const INJECTION_RULES: InjectionRule[] = [
     'fake-system',
     'chat-markup',
     1,
-    `<\\|[a-z_ ]+\\|>|\\[/?inst\\]|<<\\/?sys>>|<\\/?(system|admin|developer|instructions?|sys)>|\\{\\s*"role"\\s*:\\s*"(system|developer)"|-{3,}\\s*(begin|end) system|\\[\\[?\\s*(system|admin|operator|developer)[^\\]]{0,30}\\]|###\\s*(instruction|system|developer)`,
+    // Markup that opens a system or developer turn. Naming a token ("why does ChatML use <|im_start|>?") or a
+    // Markdown heading ("### System requirements") is not one.
+    `<\\|im[ _]start\\|>\\s*(system|developer|assistant)\\b|<\\|(system|developer)\\|>|<<\\/?sys>>|<\\/?(system|admin|developer|instructions?|sys)>|-{3,}\\s*(begin|end) system|\\[\\[\\s*(system|admin|operator|developer)[^\\]]{0,30}\\]\\]|\\[inst\\][^\\n]{0,300}\\[\\/inst\\]|###\\s*(instruction|system|developer|systeme|sistema|система|システム|النظام|系统)[a-z]*\\s*(message|prompt|note)?\\s*[:：\\n]`,
+  ),
+  rule(
+    'fake-system',
+    'chat-markup-weak',
+    0.5,
+    `<\\|[a-z_ ]+\\|>|\\[/?inst\\]|\\{\\s*"role"\\s*:\\s*"(system|developer)"|\\[\\s*(system|admin|operator|developer|sistema|systeme|система|システム|النظام|系统)[^\\]\\n]{0,30}\\]`,
+  ),
+  rule(
+    'fake-system',
+    'tool-frame',
+    0.5,
+    // A forged tool result or turn boundary inside a text: the text pretends to end and something else to begin.
+    `\\b(begin|end) (of )?(tool|function) (output|result|response)\\b|\\btool (output|result) \\((trusted|verified)\\)|<\\/?(tool_response|tool_result|function_result|function_call|tool_call|tool_output|function_response)\\b|<\\/(user|assistant|human)>|(^|\\n)\\s*assistant\\s*:\\s*(sure|ok|okay|understood|executing|certainly|of course)\\b`,
   ),
   rule(
     'fake-system',
     'role-header',
     0.7,
-    `(^|\\n|[\\]>-]\\s?)\\s*(#+\\s*)?(system|systeme|sistema|admin|administrator|administrateur|administrador|developer|operator|系统)\\s*(message|note|notice|override|prompt)?\\s*[:：]`,
+    `(^|\\n|[\\]>-]\\s?)\\s*(#+\\s*)?(system|systeme|sistema|admin|administrator|administrateur|administrador|developer|operator|系统|система|システム|النظام)\\s*(message|note|notice|override|prompt)?\\s*[:：]`,
   ),
   rule(
     'fake-system',
@@ -191,7 +194,7 @@ export const INJECTION_RULES: InjectionRule[] = [
     'fake-system',
     'checks-disabled',
     0.8,
-    `\\b(safety|security|content) (checks?|filters?|filtering|guardrails|restrictions)\\b${G}\\b(disabled|turned off|lifted|removed|suspended)\\b|\\b(controles?|verifications?) de securite\\b${G}\\bdesactive|\\bsicherheitsprufungen\\b${G}\\b(deaktiviert|abgeschaltet)|\\bcontroles de seguridad\\b${G}\\bdesactivados|(安全检查|过滤|限制)${Z}(已|被)?(关闭|禁用|解除|取消)`,
+    `\\b((safety|security|content) (checks?|filters?|filtering|guardrails|restrictions|polic(y|ies))|(assistant'?s|your|all) (restrictions|filters|guardrails|limitations))\\b${G}\\b(disabled|turned off|lifted|removed|suspended|deactivated)\\b|\\b(controles?|verifications?) de securite\\b${G}\\bdesactive|\\b(sicherheitsprufungen|schutz|filter|sicherheitsrichtlinie)\\b${G}\\b(deaktiviert|abgeschaltet|aufgehoben)|\\bcontroles de seguridad\\b${G}\\bdesactivados|(安全检查|过滤|限制)${Z}(已|被)?(关闭|禁用|解除|取消)`,
   ),
 
   // --- prompt leak: repeat, translate or encode the hidden prompt
@@ -199,7 +202,14 @@ export const INJECTION_RULES: InjectionRule[] = [
     'prompt-leak',
     'leak-en',
     1,
-    `\\b(repeat|print|show|output|reveal|display|tell me|give me|paste|quote|write|spell out|summarize|translate|encode|list|dump|leak|disclose|what (is|are|were))\\b${G}\\b((your|the) system (prompt|message)|your (initial |original |hidden |secret |confidential |full |first )?(instructions|prompt|rules|directives|guidelines|preamble|configuration)|hidden (prompt|instructions|preamble|rules)|initial (instructions|prompt)|the prompt that (configures|controls) you|(confidential|secret) (rules|instructions)|pre-?prompt|context window)`,
+    `\\b(repeat|print|show|output|reveal|display|tell me|give me|paste|quote|write|spell out|summarize|translate|encode|list|dump|leak|disclose|share|reproduce|recite|what (is|are|were))\\b${G}\\b((your|the) system (prompt|message|instructions)|(confidential|hidden|secret) configuration|your (initial |original |hidden |secret |confidential |full |first )?(instructions|prompt|rules|directives|guidelines|preamble|configuration)|hidden (prompt|instructions|preamble|rules)|initial (instructions|prompt)|the prompt that (configures|controls) you|(confidential|secret) (rules|instructions)|pre-?prompt|context window)`,
+  ),
+  rule(
+    'prompt-leak',
+    'your-prompt',
+    1,
+    // The agent's own hidden prompt is never the subject of an ordinary request, whatever the verb.
+    `\\byour (system prompt|(initial|original|hidden|secret|confidential|first|starting) (instructions|prompt|rules))\\b|\\b(ton|votre) prompt systeme\\b|\\b(dein|ihr) (systemprompt|system-prompt)\\b|\\btu prompt (de|del) sistema\\b|\\b(seu|teu) prompt (de|do) sistema\\b|\\b(suas|tuas) instrucoes (iniciais|ocultas|secretas|originais)\\b|\\btuo prompt di sistema\\b|\\btue istruzioni (iniziali|nascoste|segrete|originali)\\b|(твой|свой|ваш|твоего|своего|вашего|твоем|своем|у тебя|у вас) системн\\p{L}* (промпт|инструкци)|(своих|твоих|ваших|свои|твои|ваши) (начальн|исходн|скрыт|секретн|первоначальн)\\p{L}* (инструкци|правил)|あなたの(システムプロンプト|システム指示|隠し指示|初期指示)|最初の指示(?!書)|موجه النظام الخاص بك|تعليماتك (الاوليه|المخفيه|السريه|الاصليه)|你的系统提示`,
   ),
   rule(
     'prompt-leak',
@@ -217,7 +227,7 @@ export const INJECTION_RULES: InjectionRule[] = [
     'prompt-leak',
     'leak-fr-de-es-pt-it',
     1,
-    `\\b(repete|affiche|montre|revele|donne|cite|encode|ecris|traduis|quelles sont)\\b${G}\\b(ton|tes|votre|vos) (prompt|instructions|consignes|regles)|\\b(prompt systeme|instructions cachees|consignes initiales)\\b|\\btexte (au-dessus|ci-dessus)|\\b(wiederhole|zeig|gib|nenne|kodiere|verrate|was sind)\\b${G}\\b(dein|deine|deinen|ihre|ihren)\\s*(vollstandigen |versteckten |ursprunglichen |geheimen )?(systemprompt|system-prompt|anweisungen|regeln|vorgaben)|\\btext oben\\b|\\b(repite|muestra|muestrame|revela|dame|cita|codifica|cuales son|ensename|mostre|revele|repita|mostrami|rivela|ripeti)\\b${G}\\b(tu|tus|su|sus|seu|suas|tuo|tue)\\s+(prompt|instrucciones|reglas|indicaciones|instrucoes|istruzioni)|\\btexto de arriba\\b`,
+    `\\b(repete|affiche|montre|revele|donne|cite|encode|ecris|traduis|quelles sont)\\b${G}\\b(ton|tes|votre|vos) (prompt|instructions|consignes|regles)|\\b(ton|votre) prompt systeme\\b|\\b(tes|vos) (instructions cachees|consignes initiales)\\b|\\btexte (au-dessus|ci-dessus)|\\b(wiederhole|zeig|gib|nenne|kodiere|verrate|was sind)\\b${G}\\b(dein|deine|deinen|ihre|ihren)\\s*(vollstandigen |versteckten |ursprunglichen |geheimen )?(systemprompt|system-prompt|anweisungen|regeln|vorgaben)|\\btext oben\\b|\\b(repite|muestra|muestrame|revela|dame|cita|codifica|cuales son|ensename|mostre|revele|repita|mostrami|rivela|ripeti)\\b${G}\\b(tu|tus|su|sus|seu|suas|tuo|tue)\\s+(prompt|instrucciones|reglas|indicaciones|instrucoes|istruzioni)|\\btexto de arriba\\b`,
   ),
   rule(
     'prompt-leak',
@@ -231,7 +241,8 @@ export const INJECTION_RULES: InjectionRule[] = [
     'exfiltration',
     'secret-reveal-en',
     1,
-    `\\b(list|give|show|print|display|reveal|paste|dump|read|retrieve|include|output|tell me|send|post|upload|copy|append|leak|share|collect|export)\\b${G}\\b(api keys?|access tokens?|refresh tokens?|bearer tokens?|auth(entication)? tokens?|session cookies?|passwords?|credentials|secrets|private keys?|environment variables|personal access tokens?|activation keys|license keys)|\\b(list|give|show|print|display|reveal|paste|dump|read|send|post|upload|copy|leak)\\b${G}\\.env\\b`,
+    // "Never share your password" is advice, not an order.
+    `(?<!(never|not|n't|no one should|nobody should|never to|not to) )\\b(list|give|show|print|display|reveal|paste|dump|read|retrieve|include|output|tell me|send|post|upload|copy|append|leak|share|collect|gather|harvest|extract|export)\\b${G}\\b(api keys?|access tokens?|refresh tokens?|bearer tokens?|auth(entication)? tokens?|session cookies?|passwords?|credentials|secrets|private keys?|personal access tokens?|oauth tokens?|activation keys|license keys|credit card (numbers?|details))|\\b(dump|leak|exfiltrate)\\b${G}\\b(tokens?|keys)\\b|\\b(list|give|show|print|display|reveal|paste|dump|read|send|post|upload|copy|leak)\\b${G}\\.env\\b(?!\\.(example|sample|template|dist))`,
   ),
   rule(
     'exfiltration',
@@ -249,31 +260,31 @@ export const INJECTION_RULES: InjectionRule[] = [
     'exfiltration',
     'external-destination',
     0.4,
-    `\\b(send|forward|post|upload|copy|email|mail|transmit|exfiltrate|envoie|transfere|schicke?|sende|leite|envia|reenvia|invia|envie)\\b[^\\n]{0,80}(https?://|[\\w.+-]+@[\\w-]+\\.[\\w.]+|\\bwebhook\\b|public gist|pastebin|this (e-?mail )?address|cette adresse|diese (e-mail-)?adresse|esta direccion|这个邮箱)`,
+    `\\b(send|forward|post|upload|copy|email|mail|transmit|exfiltrate|envoie|transfere|schicke?|sende|leite|envia|reenvia|invia|envie|encaminhe|reencaminhe|inoltra|mande|manda)\\b[^\\n]{0,80}(https?://|[\\w.+-]+@[\\w-]+\\.[\\w.]+|\\bwebhook\\b|public gist|pastebin|this (e-?mail )?address|cette adresse|diese (e-mail-)?adresse|esta direccion|这个邮箱)`,
   ),
   rule(
     'exfiltration',
     'bulk-forward',
     0.6,
-    `\\b(forward|send|upload|copy|exfiltrate|email)\\b[^.\\n]{0,20}\\b(all|every|the whole|entire|the inbox)\\b[^.\\n]{0,25}\\b(emails?|inbox|mail|messages|documents?|files|contacts|invoices?)\\b|\\b(transfere|envoie)\\b[^.\\n]{0,10}\\b(tous|toutes|la boite de reception)\\b|\\b(leite|schick)\\b[^.\\n]{0,10}\\balle\\b|\\b(reenvia|envia)\\b[^.\\n]{0,10}\\b(todos|todas|todo el)\\b|(所有|全部)${Z}(邮件|文件|文档)${Z}(转发|发送|发)|收件箱转发`,
+    `\\b(forward|send|upload|copy|exfiltrate|email)\\b[^.\\n]{0,20}\\b(all|every|the whole|whole|entire|the inbox)\\b[^.\\n]{0,25}\\b(emails?|inbox|mail|mailbox|messages|documents?|files|folders?|drive|contacts|calendar)\\b|\\b(forward|send|upload|copy|exfiltrate|email)\\b[^.\\n]{0,20}\\b(my|the|their|the user'?s) (whole |entire )?(inbox|mailbox|drive)\\b|\\b(transfere|envoie)\\b[^.\\n]{0,10}\\b(tous|toutes|la boite de reception)\\b|\\b(leite|schick)\\b[^.\\n]{0,10}\\balle\\b|\\b(reenvia|envia)\\b[^.\\n]{0,10}\\b(todos|todas|todo el)\\b|(所有|全部)${Z}(邮件|文件|文档)${Z}(转发|发送|发)|收件箱转发`,
   ),
   rule(
     'exfiltration',
     'victim-data',
     0.4,
-    `\\b(the user'?s|user's|their|the victim'?s)\\b[^.\\n]{0,20}\\b(emails?|passwords?|tokens?|data|files|credentials|inbox|auth)|de l'utilisateur|des benutzers|del usuario|用户的`,
+    `\\b(the user'?s|user's|their|the victim'?s)\\b[^.\\n]{0,20}\\b(emails?|passwords?|tokens?|data|files|credentials|inbox|auth|card details|card numbers?)|de l'utilisateur|des benutzers|del usuario|用户的`,
   ),
   rule(
     'exfiltration',
     'image-exfil',
-    0.5,
+    0.6,
     `\\b(render|display|show)\\b[^.\\n]{0,20}\\bas an? image\\b|!\\[[^\\]]*\\]\\(https?://[^)]*\\?`,
   ),
   rule(
     'exfiltration',
     'secret-reveal-intl',
     1,
-    `\\b(donn|affich|montr|envoi|envoy|transfer|revel|list|copi|coll)\\w*\\b${G}\\b(jetons? d'(acces|authentification)|cles? (api|d'api)|mots? de passe|identifiants|cle privee|cookies de session)|\\b(gib|zeig|schick|sende|verrate|nenne|liste|kopiere)\\b${G}\\b(zugangstoken|zugriffstoken|api-schlussel|passwort|kennwort|zugangsdaten|privaten schlussel|tokens)\\b|\\b(dame|muestra|muestrame|envia|enviame|reenvia|revela|lista|copia|pega)\\b${G}\\b(tokens? de (acceso|autenticacion)|claves? (api|de api)|contrasenas?|credenciales|clave privada)|\\b(me de|de-me|mostre|envie|revele|dammi|mostra|invia|mandami)\\b${G}\\b(tokens de acesso|chaves de api|senhas?|token di accesso|chiavi api|password)|(给我|显示|发送|发给|转发|告诉我|列出|输出|把)${Z}(访问令牌|认证令牌|API密钥|api密钥|密钥|密码|凭证|凭据|私钥)`,
+    `\\b(donn|affich|montr|envoi|envoy|transfer|revel|list|copi|coll)\\w*\\b${G}\\b(jetons? d'(acces|authentification)|cles? (api|d'api)|mots? de passe|identifiants|cle privee|cookies de session)|\\b(gib|zeig|schick|sende|verrate|nenne|liste|kopiere)\\b${G}\\b(zugangstoken|zugriffstoken|api-schlussel|passwort|passworter|kennwort|kennworter|zugangsdaten|privaten schlussel|tokens)\\b|\\b(dame|muestra|muestrame|envia|enviame|reenvia|revela|lista|copia|pega)\\b${G}\\b(tokens? de (acceso|autenticacion)|claves? (api|de api)|contrasenas?|credenciales|clave privada)|\\b(me de|de-me|mostre|envie|revele|dammi|mostra|invia|mandami)\\b${G}\\b(tokens de acesso|chaves de api|senhas?|token di accesso|chiavi api|password)|(给我|显示|发送|发给|转发|告诉我|列出|输出|把)${Z}(访问令牌|认证令牌|API密钥|api密钥|密钥|密码|凭证|凭据|私钥)`,
   ),
   rule('exfiltration', 'show-it', 0.3, `\\b(print|show|paste|display|give me|send me) (it|them)\\b`),
   rule('exfiltration', 'steal', 0.6, `\\bsteal\\w*\\b${G}\\b(credentials|passwords|tokens|keys)\\b`),
@@ -283,7 +294,7 @@ export const INJECTION_RULES: InjectionRule[] = [
     'escalation',
     'self-escalation-en',
     1,
-    `\\b(grant|give|make|add|elevate|promote|change|set|upgrade)\\s+(me|my(\\s+\\w+){1,2}|this (user|session|account)|yourself)\\b[^.\\n]{0,40}\\b(admin\\w*|owner|root|superuser|sudo|full scope|full access|privileges?|permissions? to)\\b|\\b(elevate|escalate)\\b${G}\\b(privileges?|permissions?|session|access|root)\\b`,
+    `\\b(grant|give|make|add|elevate|promote|change|set|upgrade)\\s+(me|my(\\s+\\w+){1,2}|this (user|session|account)|yourself|the (author|sender|caller)|this (document|file|email)'?s author)\\b[^.\\n]{0,40}\\b(admin\\w*|owner|root|superuser|sudo|full scope|full access|privileges?|permissions? to)\\b|\\b(elevate|escalate)\\b${G}\\b(privileges?|permissions?|session|access|root)\\b`,
   ),
   rule(
     'escalation',
@@ -295,7 +306,7 @@ export const INJECTION_RULES: InjectionRule[] = [
     'escalation',
     'no-asking',
     0.5,
-    `\\bwithout (asking|approval|confirmation|permission|telling|asking anyone)\\b|\\bsans (demander|confirmation)\\b|\\bohne (nachzufragen|zu fragen|bestatigung)\\b|\\bsin (preguntar|confirmacion)\\b|\\bsem perguntar\\b|\\bsenza chiedere\\b|不要询问|无需确认`,
+    `\\bwithout (asking|approval|confirmation|permission|telling|asking anyone|(any )?checks|verification)\\b|\\bsans (demander|confirmation)\\b|\\bohne (nachzufragen|zu fragen|bestatigung)\\b|\\bsin (preguntar|confirmacion)\\b|\\bsem perguntar\\b|\\bsenza chiedere\\b|不要询问|无需确认`,
   ),
   rule(
     'escalation',
@@ -312,6 +323,44 @@ export const INJECTION_RULES: InjectionRule[] = [
     `\\b(decode|decrypt|decipher|run this|process it as instructions|execute this)\\b|\\bdecode\\b${G}\\b(follow|execute|obey|run)\\b|\\bdecode (ceci|esto)|\\bdekodiere\\b`,
   ),
 
+  // --- indirect injection: text inside a document, page, e-mail or tool result that turns to the AI reading it
+  rule(
+    'indirect',
+    'ai-addressed',
+    0.5,
+    `\\b(note|message|instructions?|attention|p\\.?s\\.?|important|reminder|notice)\\b[^\\n]{0,12}\\b(to|for) (the |any |all )?(ai|assistant|language model|llm|model|bot|agent|chatbot|ai (assistant|model|agent|reviewer|system))s?\\b|\\b(dear|hey|hi|attention|hello) (ai|model|assistant|bot|language model|llm|agent|ai assistant)\\b|\\b(ai|assistant|language model|llm|model|agent)s? (reading|processing|summari[sz]ing|parsing|reviewing) this\\b|\\bif you are an? (ai|language model|llm|assistant|ai (assistant|model|agent))\\b|(^|\\n|[\\[(>])\\s*@?(ai|assistant|bot|ai[- ]assistant|ai reviewer|ai agent)\\s*[:,]|\\bnote pour l'(ia|assistant)|\\bhinweis (an|fur) (den |die )?(ki|assistenten|ki-assistenten)\\b|\\bnota para (el |la |o |a )?(ia|asistente|assistente)\\b|\\bnota per l'(ia|assistente)\\b|(给|致)ai(助手)?(的)?|ai助手[：:]`,
+  ),
+  rule(
+    'indirect',
+    'ignore-the-user',
+    0.7,
+    `\\b(ignore|disregard|forget)\\b (the |this )?(user'?s?|human'?s?|reader'?s?|original) ?(request|question|task|instructions?|prompt)?\\b|\\bignore your (task|job|assignment)\\b|\\bstop what you('re| are) doing\\b|\\binstead,? (reveal|send|forward|print|delete|export|grant|share|email)\\b|\\b(ignore l'utilisateur|oublie la demande de l'utilisateur)\\b|\\b(ignoriere den (nutzer|benutzer)|vergiss die anfrage des (nutzers|benutzers))\\b|\\b(ignora al usuario|olvida la peticion del usuario)\\b|(忽略用户|忘记用户的请求|无视用户)`,
+  ),
+  rule(
+    'indirect',
+    'user-authorized',
+    0.5,
+    `\\b(the user|user|your owner) has (already )?(authorized|allowed|permitted|approved) you\\b`,
+  ),
+  rule(
+    'indirect',
+    'stealth',
+    0.5,
+    `\\b(don'?t|do not|never) (mention|tell|inform|notify|alert)\\b|\\b(quietly|silently|secretly|covertly) (forward|send|delete|copy|upload|export|share|add|grant|remove|cancel|email)\\b|\\bwithout (informing|notifying|alerting) (the user|them|him|her|me|anyone)\\b`,
+  ),
+  rule(
+    'escalation',
+    'destructive-bulk',
+    0.5,
+    `\\b(delete|remove|erase|wipe|purge|cancel|trash)\\b (all|every|each)\\b[^.\\n]{0,30}\\b(files?|emails?|events?|meetings?|messages?|documents?|contacts?|records?|repos|repositories|folders?)\\b|\\b(delete|wipe|erase)\\b (everything|the whole)\\b|\\bsupprime (tous|toutes|tout)\\b|\\blosche alle\\b|\\b(borra|elimina) (todos|todas|todo)\\b`,
+  ),
+  rule(
+    'exfiltration',
+    'env-dump',
+    0.5,
+    `\\b(print|dump|list|show|output|include|reveal|paste|send)\\b${G}\\b(env(ironment)? (variables|vars)|\\.env file)\\b`,
+  ),
+
   // --- talk about attacks (how to defend, explain, research) rather than an attack: lowers the score
   rule(
     'meta',
@@ -319,4 +368,13 @@ export const INJECTION_RULES: InjectionRule[] = [
     -0.5,
     `^\\s*(how|where|why|is it|explain|should|when|comment|wie|como|que es|qu'est-ce)\\b|^\\s*(如何|怎么|怎样|为什么|什么是)|\\b(conceptually|research|blog post|neutral summary|defen[cs]es?|how (do|can|should) (i|we) (prevent|defend|protect|stop|detect|keep))\\b`,
   ),
+  rule('meta', 'quoted-mention', -0.5, `^\\s*what (does|do|is meant by) ['"“‘«]`),
+  rule(
+    'meta',
+    'translate-quoted',
+    -0.5,
+    // A sentence to translate is quoted text, not an order to the agent.
+    `^\\s*(please )?(translate|traduis|traduire|ubersetze|traduce|traduza|traduci|переведи|ترجم|翻译|英語に翻訳して|翻訳して)[^:\\n]{0,40}[:：]\\s*['"«“„「]`,
+  ),
+  ...INTL_RULES,
 ];

@@ -1,4 +1,5 @@
 import { views } from './injection-normalize.ts';
+import { scriptsOf } from './injection-rule.ts';
 import { INJECTION_RULES, type InjectionFamily } from './injection-rules.ts';
 
 /**
@@ -7,12 +8,13 @@ import { INJECTION_RULES, type InjectionFamily } from './injection-rules.ts';
  * the model sees it as data, never as instructions).
  *
  * 1. Normalization (injection-normalize.ts): NFKC, invisible characters out, Cyrillic/Greek look-alikes
- *    folded to Latin, accents off, s p a c e d and l33t letters joined, base64/hex/%XX/\u runs and rot13
- *    decoded when they read as text.
- * 2. Weighted rules by attack family in seven languages (injection-rules.ts); each rule counts once,
- *    whichever view it matched in, and the score is the sum of the weights.
+ *    folded to Latin where they disguise Latin, accents and Arabic marks off, s p a c e d and l33t letters
+ *    joined, base64/hex/%XX/\u runs and rot13 decoded when they read as text.
+ * 2. Weighted rules by attack family in ten languages (injection-rules.ts, injection-rules-intl.ts); each rule
+ *    counts once, whichever view it matched in, and the score is the sum of the weights. A rule written for
+ *    one script (Russian, Japanese, Arabic) runs only on views that hold it.
  *
- * Figures on the held-out part of test/fixtures/injection-corpus.json are in the README.
+ * Figures on the held-out parts (test/fixtures/injection-corpus.json, injection-heldout-v2.json) are in the README.
  */
 
 export type { InjectionFamily, InjectionRule } from './injection-rules.ts';
@@ -37,12 +39,13 @@ export interface InjectionVerdict {
 }
 
 export function detectInjection(text: string, threshold = INJECTION_THRESHOLD): InjectionVerdict {
-  const seen = views(text);
+  const seen = views(text).map((v) => ({ v, scripts: scriptsOf(v) }));
   const rules: string[] = [];
   const families = new Set<InjectionFamily>();
   let score = 0;
   for (const rule of INJECTION_RULES) {
-    if (seen.some((v) => rule.pattern.test(v))) {
+    const { script } = rule;
+    if (seen.some(({ v, scripts }) => (!script || scripts.has(script)) && rule.pattern.test(v))) {
       rules.push(rule.id);
       score += rule.weight;
       if (rule.family !== 'meta') families.add(rule.family);

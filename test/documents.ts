@@ -1,4 +1,4 @@
-import { crc32, createDeflateRaw } from 'node:zlib';
+import { crc32, createDeflate, createDeflateRaw } from 'node:zlib';
 import JSZip from 'jszip';
 
 /** Small real documents made in the test (no binary fixtures in the repository). */
@@ -33,6 +33,48 @@ export function makePdf(text: string, pages = 1): Buffer {
   return Buffer.from(out, 'latin1');
 }
 
+/**
+ * A PDF bomb: one page whose FlateDecode content stream shows "bomb" then inflates to `expandedBytes` bytes of
+ * spaces. About 1 KB per MB expanded.
+ */
+export async function makeBombPdf(expandedBytes: number): Promise<Buffer> {
+  const { data } = await deflated(
+    'zlib',
+    Buffer.from('BT /F1 18 Tf 20 70 Td (bomb) Tj ET'),
+    ' ',
+    expandedBytes,
+    Buffer.alloc(0),
+  );
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 600 144] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
+    Buffer.concat([
+      Buffer.from(`<< /Length ${data.length} /Filter /FlateDecode >>\nstream\n`, 'latin1'),
+      data,
+      Buffer.from('\nendstream', 'latin1'),
+    ]),
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+  ];
+  const parts: Buffer[] = [Buffer.from('%PDF-1.4\n', 'latin1')];
+  let length = parts[0]?.length ?? 0;
+  const offsets: number[] = [];
+  objects.forEach((o, i) => {
+    offsets.push(length);
+    const part = Buffer.concat([
+      Buffer.from(`${i + 1} 0 obj\n`, 'latin1'),
+      typeof o === 'string' ? Buffer.from(o, 'latin1') : o,
+      Buffer.from('\nendobj\n', 'latin1'),
+    ]);
+    parts.push(part);
+    length += part.length;
+  });
+  let tail = `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
+  tail += offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('');
+  tail += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`;
+  return Buffer.concat([...parts, Buffer.from(tail, 'latin1')]);
+}
+
 /** A DOCX (a ZIP with the parts Word needs) holding one paragraph per line of `text`. */
 export async function makeDocx(text: string): Promise<Buffer> {
   const zip = new JSZip();
@@ -61,18 +103,16 @@ const CONTENT_TYPES =
 const RELS =
   '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>';
 
-/**
- * A decompression bomb: a valid DOCX whose `word/document.xml` is one paragraph of `expandedBytes` bytes of
- * "bomb " repeated, deflated as it is made (so making it never holds the expanded bytes). With `declaredBytes`,
- * its headers lie: they declare that many expanded bytes instead. About 1 KB per MB expanded.
- */
-export async function makeBombDocx(expandedBytes: number, declaredBytes?: number): Promise<Buffer> {
-  const head = Buffer.from(
-    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>',
-  );
-  const tail = Buffer.from('</w:t></w:r></w:p></w:body></w:document>');
-  const chunk = Buffer.from('bomb '.repeat(200_000)); // 1 MB
-  const deflate = createDeflateRaw({ level: 9 });
+/** `head`, `expandedBytes - head - tail` bytes of `filler` repeated, then `tail`, deflated as made (raw or zlib). */
+async function deflated(
+  format: 'raw' | 'zlib',
+  head: Buffer,
+  filler: string,
+  expandedBytes: number,
+  tail: Buffer,
+): Promise<{ data: Buffer; crc: number }> {
+  const chunk = Buffer.from(filler.repeat(Math.ceil((1024 * 1024) / filler.length))).subarray(0, 1024 * 1024);
+  const deflate = format === 'raw' ? createDeflateRaw({ level: 9 }) : createDeflate({ level: 9 });
   const out: Buffer[] = [];
   deflate.on('data', (c: Buffer) => out.push(c));
   const done = new Promise((resolve, reject) => deflate.on('end', resolve).on('error', reject));
@@ -89,7 +129,20 @@ export async function makeBombDocx(expandedBytes: number, declaredBytes?: number
   crc = crc32(tail, crc);
   deflate.end(tail);
   await done;
-  const document = Buffer.concat(out);
+  return { data: Buffer.concat(out), crc };
+}
+
+/**
+ * A decompression bomb: a valid DOCX whose `word/document.xml` is one paragraph of `expandedBytes` bytes of
+ * "bomb " repeated, deflated as it is made (so making it never holds the expanded bytes). With `declaredBytes`,
+ * its headers lie: they declare that many expanded bytes instead. About 1 KB per MB expanded.
+ */
+export async function makeBombDocx(expandedBytes: number, declaredBytes?: number): Promise<Buffer> {
+  const head = Buffer.from(
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>',
+  );
+  const tail = Buffer.from('</w:t></w:r></w:p></w:body></w:document>');
+  const { data: document, crc } = await deflated('raw', head, 'bomb ', expandedBytes, tail);
   return zipOf([
     { name: '[Content_Types].xml', data: Buffer.from(CONTENT_TYPES) },
     { name: '_rels/.rels', data: Buffer.from(RELS) },

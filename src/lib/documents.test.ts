@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ELF_BYTES, makeBombDocx, makeCrowdedDocx, makeDocx, makePdf } from '../../test/documents.ts';
+import { ELF_BYTES, makeBombDocx, makeBombPdf, makeCrowdedDocx, makeDocx, makePdf } from '../../test/documents.ts';
 import { loadConfig } from '../config.ts';
 import { DocumentLimitError, dataUriBytes, documentText, sniffDocument } from './documents.ts';
 
@@ -71,6 +71,10 @@ describe('documents', () => {
       'The DOCX holds more than 1000 files (DOCUMENT_MAX_ENTRIES)',
     );
     expect(await documentText(await makeCrowdedDocx('x', 1000), 'docx', limits)).toBe('x\n\n');
+
+    // A page of 51 MB of spaces in 52 KB: pdf.js would hold it whole; a page of 1 MB is read.
+    expect(await refusal(await makeBombPdf(51 * MB), 'pdf')).toBe(`The PDF expands to more than ${bytes(50 * MB)}`);
+    expect(await documentText(await makeBombPdf(MB), 'pdf', limits)).toBe('bomb');
 
     const few = { ...limits, maxPdfPages: 3, maxCsvRows: 3, maxTextChars: 40 };
     expect(await refusal(makePdf('page', 4), 'pdf', few)).toBe(

@@ -5,13 +5,15 @@
  * caller. The parsers load on first use, not at start-up.
  *
  * Every read is bounded (DocumentLimits, from settings): a DOCX's ZIP is checked (entries, inflated bytes) before
- * mammoth opens it, a PDF's pages are counted before any is read, a CSV's rows are counted as it is parsed, and
+ * mammoth opens it, a PDF's compressed streams are inflated and counted before pdf.js opens it and its pages
+ * counted before any is read, a CSV's rows are counted as it is parsed, and
  * the text made of a PDF, DOCX or CSV is capped. Past a bound the document is refused with DocumentLimitError,
  * whose message names the bound and its setting.
  */
 
 import type { DocumentLimits } from '../config.ts';
 import { PayloadTooLargeError, ValidationError } from './errors.ts';
+import { pdfStreamsExpandPast } from './pdf-streams.ts';
 import { zipProblem } from './zip.ts';
 
 export const DOCUMENT_KINDS = {
@@ -134,17 +136,18 @@ const textTooLong = (what: string, limits: DocumentLimits) =>
     `The ${what}'s text is longer than ${limits.maxTextChars} characters (DOCUMENT_MAX_TEXT_CHARS)`,
   );
 
+const expandsPast = (what: string, limits: DocumentLimits) =>
+  new DocumentLimitError(
+    `The ${what} expands to more than ${limits.maxExpandedBytes} bytes (DOCUMENT_MAX_EXPANDED_BYTES)`,
+  );
+
 /** Refuses a ZIP-based document past its entry count or inflated size, before any ZIP reader inflates it. */
 async function checkZip(bytes: Buffer, what: string, limits: DocumentLimits): Promise<void> {
   const problem = await zipProblem(bytes, limits);
   if (problem?.kind === 'entries') {
     throw new DocumentLimitError(`The ${what} holds more than ${limits.maxEntries} files (DOCUMENT_MAX_ENTRIES)`);
   }
-  if (problem?.kind === 'expanded') {
-    throw new DocumentLimitError(
-      `The ${what} expands to more than ${limits.maxExpandedBytes} bytes (DOCUMENT_MAX_EXPANDED_BYTES)`,
-    );
-  }
+  if (problem?.kind === 'expanded') throw expandsPast(what, limits);
   if (problem) throw new DocumentError(`The ${what} could not be read: ${problem.reason}`);
 }
 
@@ -153,6 +156,7 @@ async function checkZip(bytes: Buffer, what: string, limits: DocumentLimits): Pr
  * one at a time, stopping once the text passes the cap.
  */
 async function pdfText(bytes: Buffer, limits: DocumentLimits): Promise<string> {
+  if (await pdfStreamsExpandPast(bytes, limits.maxExpandedBytes)) throw expandsPast('PDF', limits);
   const { getDocumentProxy } = await import('unpdf');
   let pdf: Awaited<ReturnType<typeof getDocumentProxy>>;
   try {

@@ -1,4 +1,4 @@
-import { createInflateRaw } from 'node:zlib';
+import { inflatedLength } from './inflate.ts';
 
 /**
  * A ZIP's bounds checked before any ZIP reader (mammoth's JSZip) inflates it: the central directory read the
@@ -54,10 +54,11 @@ export async function zipProblem(bytes: Buffer, bounds: ZipBounds): Promise<ZipP
     if (entry.method === STORED) {
       budget -= entry.compressedSize;
     } else if (entry.method === DEFLATED) {
-      const inflated = await inflatedLength(bytes.subarray(start, end), budget);
-      if (inflated === undefined) return { kind: 'expanded' };
-      if (inflated instanceof Error) return { kind: 'unreadable', reason: inflated.message };
-      budget -= inflated;
+      const inflated = await inflatedLength(bytes.subarray(start, end), budget, 'raw');
+      if (inflated.over) return { kind: 'expanded' };
+      if (inflated.error)
+        return { kind: 'unreadable', reason: `an entry is not deflate data: ${inflated.error.message}` };
+      budget -= inflated.bytes;
     } else {
       return { kind: 'unreadable', reason: `an entry uses compression method ${entry.method}` };
     }
@@ -110,31 +111,4 @@ function centralDirectory(bytes: Buffer, maxEntries: number): { entries: Entry[]
     return { kind: 'unreadable', reason: 'the central directory does not hold the entries it declares' };
   }
   return { entries };
-}
-
-/**
- * How many bytes `compressed` inflates to, counted in 16 KB chunks that are dropped as they come (garbage the next collections take); undefined as
- * soon as the count passes `max` (the inflation stops there), an Error when the data is not valid deflate.
- */
-function inflatedLength(compressed: Buffer, max: number): Promise<number | undefined | Error> {
-  return new Promise((resolve) => {
-    const inflate = createInflateRaw({ chunkSize: 16 * 1024 });
-    let total = 0;
-    let settled = false;
-    const settle = (value: number | undefined | Error) => {
-      if (settled) return;
-      settled = true;
-      resolve(value);
-    };
-    inflate.on('data', (chunk: Buffer) => {
-      total += chunk.length;
-      if (total > max) {
-        settle(undefined);
-        inflate.destroy();
-      }
-    });
-    inflate.on('end', () => settle(total));
-    inflate.on('error', (err) => settle(new Error(`an entry is not valid deflate data (${err.message})`)));
-    inflate.end(compressed);
-  });
 }

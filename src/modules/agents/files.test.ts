@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ELF_BYTES, makeBombDocx, makeCrowdedDocx, makeDocx, makePdf } from '../../../test/documents.ts';
+import { ELF_BYTES, makeBombDocx, makeBombPdf, makeCrowdedDocx, makeDocx, makePdf } from '../../../test/documents.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
@@ -159,27 +159,31 @@ describe('chat files', () => {
     const agent = await agentOf(u);
     const tooBig = (message: string) => ({ error: 'PayloadTooLargeError', message, statusCode: 413 });
     const expands = tooBig('The DOCX expands to more than 52428800 bytes (DOCUMENT_MAX_EXPANDED_BYTES)');
-    // 100 MB of text in about 150 KB; the liar's headers declare 1 KB for the same 100 MB.
+    const pdfExpands = tooBig('The PDF expands to more than 52428800 bytes (DOCUMENT_MAX_EXPANDED_BYTES)');
+    // 100 MB of text in about 150 KB; the liar's headers declare 1 KB for the same 100 MB; a PDF page of 100 MB.
     const bomb = await makeBombDocx(100 * 1024 * 1024);
     const liar = await makeBombDocx(100 * 1024 * 1024, 1024);
+    const pdfBomb = await makeBombPdf(100 * 1024 * 1024);
     expect(bomb.length).toBeLessThan(200_000);
     // The parsers are loaded and the server warm before memory is measured.
     expect((await upload(u, agent, await makeDocx('warm'), 'warm.docx')).status).toBe(201);
 
     const answers: { status: number; body: unknown }[] = [];
+    const bombs = [bomb, liar, pdfBomb, liar];
     const growth = await peakGrowth(() =>
       Promise.all(
-        [bomb, liar, bomb, liar].map(async (bytes, i) => {
-          const res = await upload(u, agent, bytes, `bomb${i}.docx`);
-          answers.push({ status: res.status, body: await res.json() });
+        bombs.map(async (bytes, i) => {
+          const res = await upload(u, agent, bytes, bytes === pdfBomb ? 'bomb.pdf' : `bomb${i}.docx`);
+          answers[i] = { status: res.status, body: await res.json() };
         }),
       ),
     );
-    // Four uploads of 100 MB each once inflated: the server's memory grows by a few MB, not by GBs.
+    // Four uploads of 100 MB each once inflated: the server's memory grows by tens of MB, not GBs (four
+    // DOCX bombs took its RSS 2.0 GB higher at the peak before these bounds).
     expect(growth.rss).toBeLessThan(100 * 1024 * 1024);
     expect(growth.external).toBeLessThan(100 * 1024 * 1024);
     expect(growth.arrayBuffers).toBeLessThan(100 * 1024 * 1024);
-    expect(answers).toEqual(Array(4).fill({ status: 413, body: expands }));
+    expect(answers).toEqual([expands, expands, pdfExpands, expands].map((body) => ({ status: 413, body })));
 
     const crowded = await upload(u, agent, await makeCrowdedDocx('x', 1001), 'crowded.docx');
     expect([crowded.status, await crowded.json()]).toEqual([

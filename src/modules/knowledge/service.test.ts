@@ -3,7 +3,15 @@ import type { AddressInfo } from 'node:net';
 import { and, eq, sql } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dataUri, ELF_BYTES, makeBombDocx, makeCrowdedDocx, makeDocx, makePdf } from '../../../test/documents.ts';
+import {
+  dataUri,
+  ELF_BYTES,
+  makeBombDocx,
+  makeBombPdf,
+  makeCrowdedDocx,
+  makeDocx,
+  makePdf,
+} from '../../../test/documents.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
@@ -685,24 +693,27 @@ describe('knowledge bases', () => {
         });
       const tooBig = (message: string) => ({ error: 'PayloadTooLargeError', message, statusCode: 413 });
       const expands = tooBig('The DOCX expands to more than 52428800 bytes (DOCUMENT_MAX_EXPANDED_BYTES)');
-      // 100 MB of text in about 150 KB; the liar's headers declare 1 KB for the same 100 MB.
+      const pdfExpands = tooBig('The PDF expands to more than 52428800 bytes (DOCUMENT_MAX_EXPANDED_BYTES)');
+      // 100 MB of text in about 150 KB; the liar's headers declare 1 KB for the same 100 MB; a PDF page of 100 MB.
       const bomb = await makeBombDocx(100 * 1024 * 1024);
       const liar = await makeBombDocx(100 * 1024 * 1024, 1024);
+      const pdfBomb = await makeBombPdf(100 * 1024 * 1024);
       expect((await add('warm.docx', await makeDocx('warm'))).statusCode).toBe(201);
 
       const answers: { status: number; body: unknown }[] = [];
+      const bombs = [bomb, liar, pdfBomb, liar];
       const growth = await peakGrowth(() =>
         Promise.all(
-          [bomb, liar, bomb, liar].map(async (bytes, i) => {
-            const res = await add(`bomb${i}.docx`, bytes);
-            answers.push({ status: res.statusCode, body: res.json() });
+          bombs.map(async (bytes, i) => {
+            const res = await add(bytes === pdfBomb ? 'bomb.pdf' : `bomb${i}.docx`, bytes);
+            answers[i] = { status: res.statusCode, body: res.json() };
           }),
         ),
       );
       expect(growth.rss).toBeLessThan(100 * 1024 * 1024);
       expect(growth.external).toBeLessThan(100 * 1024 * 1024);
       expect(growth.arrayBuffers).toBeLessThan(100 * 1024 * 1024);
-      expect(answers).toEqual(Array(4).fill({ status: 413, body: expands }));
+      expect(answers).toEqual([expands, expands, pdfExpands, expands].map((body) => ({ status: 413, body })));
 
       const refusals = [
         [

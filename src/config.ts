@@ -242,7 +242,7 @@ export interface ChannelsConfig {
  * upload is refused with 413 naming the setting.
  */
 export interface DocumentLimits {
-  /** Bytes all of a DOCX's (ZIP's) entries may inflate to together, counted as inflated; `DOCUMENT_MAX_EXPANDED_BYTES`, 50 MB. */
+  /** Bytes a document's compressed parts (a DOCX's ZIP entries, a PDF's Flate streams) may inflate to together, counted as inflated; `DOCUMENT_MAX_EXPANDED_BYTES`, 50 MB. */
   maxExpandedBytes: number;
   /** Entries a DOCX's (ZIP's) central directory may hold; `DOCUMENT_MAX_ENTRIES`, 1,000. */
   maxEntries: number;

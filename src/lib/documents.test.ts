@@ -93,6 +93,13 @@ describe('documents', () => {
     );
   });
 
+  it('refuses a DOCX whose offsets JSZip would shift (bytes before the archive), before JSZip reads it', async () => {
+    const shifted = Buffer.concat([Buffer.from('junk'), await makeDocx('Shipped')]);
+    await expect(documentText(shifted, 'docx', limits)).rejects.toThrow(
+      'The DOCX could not be read: the central directory is not where the archive says',
+    );
+  });
+
   it('decodes base64 data URIs only', () => {
     expect(dataUriBytes('data:application/pdf;base64,JVBERi0=')?.toString()).toBe('%PDF-');
     expect(dataUriBytes('plain text')).toBeUndefined();

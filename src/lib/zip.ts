@@ -83,8 +83,11 @@ function centralDirectory(bytes: Buffer, maxEntries: number): { entries: Entry[]
   if (declared === 0xffff || size === 0xffffffff || offset === 0xffffffff) {
     return { kind: 'unreadable', reason: 'ZIP64 archives are not read' };
   }
-  // JSZip shifts every offset by bytes found before the archive; such files are refused rather than followed.
-  if (offset + size !== eocd) return { kind: 'unreadable', reason: 'the central directory is not where it says' };
+  // Any gap before the end record JSZip takes for bytes before the archive and shifts every offset by it; such
+  // files are refused rather than followed.
+  if (offset + size !== eocd) {
+    return { kind: 'unreadable', reason: 'the central directory is not where the archive says' };
+  }
   const entries: Entry[] = [];
   let at = offset;
   // JSZip reads records while their signature follows, not the count the end record declares: so do we.

@@ -79,6 +79,11 @@ const EnvSchema = z.object({
   REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
   SSE_HEARTBEAT_MS: positiveInt.default(15_000),
   CHAT_FILE_MAX_BYTES: positiveInt.default(10 * 1024 * 1024),
+  DOCUMENT_MAX_EXPANDED_BYTES: positiveInt.default(50 * 1024 * 1024),
+  DOCUMENT_MAX_ENTRIES: positiveInt.default(1000),
+  DOCUMENT_MAX_PDF_PAGES: positiveInt.default(500),
+  DOCUMENT_MAX_TEXT_CHARS: positiveInt.default(5_000_000),
+  DOCUMENT_MAX_CSV_ROWS: positiveInt.default(100_000),
   SSRF_ALLOW_HOSTS: z
     .string()
     .default('')
@@ -232,6 +237,23 @@ export interface ChannelsConfig {
   webchatDailyPerChannel: number;
 }
 
+/**
+ * Bounds on reading an uploaded document (chat files, knowledge file sources; see lib/documents): past one the
+ * upload is refused with 413 naming the setting.
+ */
+export interface DocumentLimits {
+  /** Bytes a document's compressed parts (a DOCX's ZIP entries, a PDF's Flate streams) may inflate to together, counted as inflated; `DOCUMENT_MAX_EXPANDED_BYTES`, 50 MB. */
+  maxExpandedBytes: number;
+  /** Entries a DOCX's (ZIP's) central directory may hold; `DOCUMENT_MAX_ENTRIES`, 1,000. */
+  maxEntries: number;
+  /** Pages of a PDF; `DOCUMENT_MAX_PDF_PAGES`, 500. */
+  maxPdfPages: number;
+  /** Characters of the text made of a PDF, DOCX or CSV; `DOCUMENT_MAX_TEXT_CHARS`, 5,000,000. */
+  maxTextChars: number;
+  /** Rows of a CSV (empty lines not counted); `DOCUMENT_MAX_CSV_ROWS`, 100,000. */
+  maxCsvRows: number;
+}
+
 /** The code sandbox (src/sandbox) and its billing (SPEC §8). */
 export interface SandboxConfig {
   /** Credits per started second in the QuickJS sandbox (JavaScript, TypeScript); `SANDBOX_CREDITS_PER_SECOND`. */
@@ -276,6 +298,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** The largest chat file upload (`CHAT_FILE_MAX_BYTES`); larger: 413. */
   chatFileMaxBytes: number;
+  /** Bounds on reading uploaded documents (`DOCUMENT_MAX_*`); past one: 413. */
+  documents: DocumentLimits;
   /** How often an idle event stream sends a comment, so proxies keep it open (`SSE_HEARTBEAT_MS`). */
   sseHeartbeatMs: number;
   /** `host:port` pairs user-given URLs may reach even on private addresses (`SSRF_ALLOW_HOSTS`; see lib/safe-fetch). */
@@ -348,6 +372,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
     chatFileMaxBytes: e.CHAT_FILE_MAX_BYTES,
+    documents: {
+      maxExpandedBytes: e.DOCUMENT_MAX_EXPANDED_BYTES,
+      maxEntries: e.DOCUMENT_MAX_ENTRIES,
+      maxPdfPages: e.DOCUMENT_MAX_PDF_PAGES,
+      maxTextChars: e.DOCUMENT_MAX_TEXT_CHARS,
+      maxCsvRows: e.DOCUMENT_MAX_CSV_ROWS,
+    },
     ssrfAllowHosts: e.SSRF_ALLOW_HOSTS.map((h) => h.replace(/^\[|\]$/g, '').replace(/\]:/, ':')),
     rateLimits: {
       enabled: e.RATE_LIMIT_ENABLED,

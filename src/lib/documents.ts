@@ -3,7 +3,18 @@
  * name, and their text. PDF (unpdf), DOCX (mammoth), CSV (papaparse), plain text and markdown are read; PNG,
  * JPEG, GIF and WebP are recognised as images (kept for models with vision). Anything else is refused by the
  * caller. The parsers load on first use, not at start-up.
+ *
+ * Every read is bounded (DocumentLimits, from settings): a DOCX's ZIP is checked (entries, inflated bytes) before
+ * mammoth opens it, a PDF's compressed streams are inflated and counted before pdf.js opens it and its pages
+ * counted before any is read, a CSV's rows are counted as it is parsed, and
+ * the text made of a PDF, DOCX or CSV is capped. Past a bound the document is refused with DocumentLimitError,
+ * whose message names the bound and its setting.
  */
+
+import type { DocumentLimits } from '../config.ts';
+import { PayloadTooLargeError, ValidationError } from './errors.ts';
+import { pdfStreamsExpandPast } from './pdf-streams.ts';
+import { zipProblem } from './zip.ts';
 
 export const DOCUMENT_KINDS = {
   pdf: 'application/pdf',
@@ -22,6 +33,8 @@ export const IMAGE_KINDS: readonly DocumentKind[] = ['png', 'jpg', 'gif', 'webp'
 export const ACCEPTED_DOCUMENTS = 'PDF, DOCX, CSV, TXT, MD, PNG, JPG, GIF or WEBP';
 
 export class DocumentError extends Error {}
+/** The document is past one of DocumentLimits: the caller answers 413 with this message. */
+export class DocumentLimitError extends DocumentError {}
 
 const startsWith = (bytes: Buffer, signature: number[] | string, at = 0) => {
   const sig = typeof signature === 'string' ? Buffer.from(signature, 'latin1') : Buffer.from(signature);
@@ -59,37 +72,125 @@ export function sniffDocument(bytes: Buffer, filename = ''): DocumentKind | unde
   return 'txt';
 }
 
-/** The text of a document (markdown-ish for CSV: one line per row, cells separated by ` | `). */
-export async function documentText(bytes: Buffer, kind: DocumentKind): Promise<string> {
+/** The text of a document (markdown-ish for CSV: one line per row, cells separated by ` | `), within `limits`. */
+export async function documentText(bytes: Buffer, kind: DocumentKind, limits: DocumentLimits): Promise<string> {
   switch (kind) {
-    case 'pdf': {
-      const { extractText, getDocumentProxy } = await import('unpdf');
-      try {
-        const pdf = await getDocumentProxy(new Uint8Array(bytes));
-        const { text } = await extractText(pdf, { mergePages: true });
-        return text;
-      } catch (err) {
-        throw new DocumentError(`The PDF could not be read: ${(err as Error).message}`);
-      }
-    }
+    case 'pdf':
+      return capped(await pdfText(bytes, limits), 'PDF', limits);
     case 'docx': {
+      await checkZip(bytes, 'DOCX', limits);
       const mammoth = await import('mammoth');
+      let text: string;
       try {
-        return (await mammoth.extractRawText({ buffer: bytes })).value;
+        text = (await mammoth.extractRawText({ buffer: bytes })).value;
       } catch (err) {
         throw new DocumentError(`The DOCX could not be read: ${(err as Error).message}`);
       }
+      return capped(text, 'DOCX', limits);
     }
     case 'csv': {
       const { default: Papa } = await import('papaparse');
-      const parsed = Papa.parse<string[]>(bytes.toString('utf8'), { skipEmptyLines: true });
-      return parsed.data.map((row) => row.join(' | ')).join('\n');
+      // One row more than allowed is enough to know the CSV is too long.
+      const parsed = Papa.parse<string[]>(bytes.toString('utf8'), {
+        skipEmptyLines: true,
+        preview: limits.maxCsvRows + 1,
+      });
+      if (parsed.data.length > limits.maxCsvRows) {
+        throw new DocumentLimitError(`The CSV has more than ${limits.maxCsvRows} rows (DOCUMENT_MAX_CSV_ROWS)`);
+      }
+      return capped(parsed.data.map((row) => row.join(' | ')).join('\n'), 'CSV', limits);
     }
     case 'txt':
     case 'md':
       return bytes.toString('utf8');
     default:
       throw new DocumentError(`${DOCUMENT_KINDS[kind]} has no text to read`);
+  }
+}
+
+/**
+ * documentText for an upload: a document past a bound is a 413 naming it, an unreadable one a 422 on `field`.
+ */
+export async function uploadedDocumentText(
+  bytes: Buffer,
+  kind: DocumentKind,
+  limits: DocumentLimits,
+  field: string,
+): Promise<string> {
+  try {
+    return await documentText(bytes, kind, limits);
+  } catch (err) {
+    if (err instanceof DocumentLimitError) throw new PayloadTooLargeError(err.message);
+    if (err instanceof DocumentError) throw new ValidationError(err.message, [{ field, message: err.message }]);
+    throw err;
+  }
+}
+
+function capped(text: string, what: string, limits: DocumentLimits): string {
+  if (text.length > limits.maxTextChars) throw textTooLong(what, limits);
+  return text;
+}
+
+const textTooLong = (what: string, limits: DocumentLimits) =>
+  new DocumentLimitError(
+    `The ${what}'s text is longer than ${limits.maxTextChars} characters (DOCUMENT_MAX_TEXT_CHARS)`,
+  );
+
+const expandsPast = (what: string, limits: DocumentLimits) =>
+  new DocumentLimitError(
+    `The ${what} expands to more than ${limits.maxExpandedBytes} bytes (DOCUMENT_MAX_EXPANDED_BYTES)`,
+  );
+
+/** Refuses a ZIP-based document past its entry count or inflated size, before any ZIP reader inflates it. */
+async function checkZip(bytes: Buffer, what: string, limits: DocumentLimits): Promise<void> {
+  const problem = await zipProblem(bytes, limits);
+  if (problem?.kind === 'entries') {
+    throw new DocumentLimitError(`The ${what} holds more than ${limits.maxEntries} files (DOCUMENT_MAX_ENTRIES)`);
+  }
+  if (problem?.kind === 'expanded') throw expandsPast(what, limits);
+  if (problem) throw new DocumentError(`The ${what} could not be read: ${problem.reason}`);
+}
+
+/**
+ * A PDF's text, as unpdf's `extractText(..., {mergePages: true})` makes it, but its pages counted first and read
+ * one at a time, stopping once the text passes the cap.
+ */
+async function pdfText(bytes: Buffer, limits: DocumentLimits): Promise<string> {
+  if (await pdfStreamsExpandPast(bytes, limits.maxExpandedBytes)) throw expandsPast('PDF', limits);
+  const { getDocumentProxy } = await import('unpdf');
+  let pdf: Awaited<ReturnType<typeof getDocumentProxy>>;
+  try {
+    pdf = await getDocumentProxy(new Uint8Array(bytes));
+  } catch (err) {
+    throw new DocumentError(`The PDF could not be read: ${(err as Error).message}`);
+  }
+  try {
+    if (pdf.numPages > limits.maxPdfPages) {
+      throw new DocumentLimitError(
+        `The PDF has ${pdf.numPages} pages, more than ${limits.maxPdfPages} (DOCUMENT_MAX_PDF_PAGES)`,
+      );
+    }
+    const pages: string[] = [];
+    let length = 0;
+    for (let n = 1; n <= pdf.numPages; n++) {
+      const page = await pdf.getPage(n);
+      const content = await page.getTextContent();
+      const text = content.items.map((item) => ('str' in item ? item.str + (item.hasEOL ? '\n' : '') : '')).join('');
+      page.cleanup();
+      length += text.length + 1;
+      if (length > limits.maxTextChars) throw textTooLong('PDF', limits);
+      pages.push(text);
+    }
+    return pages
+      .join('\n')
+      .replace(/[^\S\n]+/g, ' ')
+      .replace(/ ?\n ?/g, '\n')
+      .replace(/\n{3,}/g, '\n\n');
+  } catch (err) {
+    if (err instanceof DocumentError) throw err;
+    throw new DocumentError(`The PDF could not be read: ${(err as Error).message}`);
+  } finally {
+    await pdf.destroy();
   }
 }
 

@@ -4,10 +4,9 @@ import type { ServiceContext } from '../../lib/context.ts';
 import {
   ACCEPTED_DOCUMENTS,
   DOCUMENT_KINDS,
-  DocumentError,
-  documentText,
   IMAGE_KINDS,
   sniffDocument,
+  uploadedDocumentText,
 } from '../../lib/documents.ts';
 import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -57,16 +56,9 @@ export async function uploadChatFile(
       { field: 'file', message: `accepted: ${ACCEPTED_DOCUMENTS}` },
     ]);
   }
-  let text: string | null = null;
-  if (!IMAGE_KINDS.includes(kind)) {
-    try {
-      text = await documentText(file.bytes, kind);
-    } catch (err) {
-      if (err instanceof DocumentError)
-        throw new ValidationError(err.message, [{ field: 'file', message: err.message }]);
-      throw err;
-    }
-  }
+  const text = IMAGE_KINDS.includes(kind)
+    ? null
+    : await uploadedDocumentText(file.bytes, kind, ctx.deps.config.documents, 'file');
   const row = await repo.insertChatFile(ctx.db, {
     id: newId('chatFile'),
     accountId: ctx.accountId,

@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ELF_BYTES, makeDocx, makePdf } from '../../../test/documents.ts';
+import { ELF_BYTES, makeBombDocx, makeBombPdf, makeCrowdedDocx, makeDocx, makePdf } from '../../../test/documents.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { peakGrowth } from '../../../test/memory.ts';
 import { chatFiles } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 
@@ -152,6 +153,60 @@ describe('chat files', () => {
     });
     expect(none.status).toBe(422);
   });
+
+  it('refuses decompression bombs, crowded DOCX, long PDFs and CSVs with 413 naming the setting; memory stays flat', async () => {
+    const u = await createUser(h.app);
+    const agent = await agentOf(u);
+    const tooBig = (message: string) => ({ error: 'PayloadTooLargeError', message, statusCode: 413 });
+    const expands = tooBig('The DOCX expands to more than 52428800 bytes (DOCUMENT_MAX_EXPANDED_BYTES)');
+    const pdfExpands = tooBig('The PDF expands to more than 52428800 bytes (DOCUMENT_MAX_EXPANDED_BYTES)');
+    // 100 MB of text in about 150 KB; the liar's headers declare 1 KB for the same 100 MB; a PDF page of 100 MB.
+    const bomb = await makeBombDocx(100 * 1024 * 1024);
+    const liar = await makeBombDocx(100 * 1024 * 1024, 1024);
+    const pdfBomb = await makeBombPdf(100 * 1024 * 1024);
+    expect(bomb.length).toBeLessThan(200_000);
+    // The parsers are loaded and the server warm before memory is measured.
+    expect((await upload(u, agent, await makeDocx('warm'), 'warm.docx')).status).toBe(201);
+
+    const answers: { status: number; body: unknown }[] = [];
+    const bombs = [bomb, liar, pdfBomb, liar];
+    const growth = await peakGrowth(() =>
+      Promise.all(
+        bombs.map(async (bytes, i) => {
+          const res = await upload(u, agent, bytes, bytes === pdfBomb ? 'bomb.pdf' : `bomb${i}.docx`);
+          answers[i] = { status: res.status, body: await res.json() };
+        }),
+      ),
+    );
+    // Four uploads of 100 MB each once inflated: the server's memory grows by tens of MB, not GBs (four
+    // DOCX bombs took its RSS 2.0 GB higher at the peak before these bounds).
+    expect(growth.rss).toBeLessThan(100 * 1024 * 1024);
+    expect(growth.external).toBeLessThan(100 * 1024 * 1024);
+    expect(growth.arrayBuffers).toBeLessThan(100 * 1024 * 1024);
+    expect(answers).toEqual([expands, expands, pdfExpands, expands].map((body) => ({ status: 413, body })));
+
+    const crowded = await upload(u, agent, await makeCrowdedDocx('x', 1001), 'crowded.docx');
+    expect([crowded.status, await crowded.json()]).toEqual([
+      413,
+      tooBig('The DOCX holds more than 1000 files (DOCUMENT_MAX_ENTRIES)'),
+    ]);
+    const pdf = await upload(u, agent, makePdf('page', 501), 'long.pdf');
+    expect([pdf.status, await pdf.json()]).toEqual([
+      413,
+      tooBig('The PDF has 501 pages, more than 500 (DOCUMENT_MAX_PDF_PAGES)'),
+    ]);
+    const rows = (n: number) => Buffer.from('id,name\n'.concat('1,x\n'.repeat(n - 1)));
+    const csv = await upload(u, agent, rows(100_001), 'rows.csv');
+    expect([csv.status, await csv.json()]).toEqual([
+      413,
+      tooBig('The CSV has more than 100000 rows (DOCUMENT_MAX_CSV_ROWS)'),
+    ]);
+    expect(await h.database.db.select().from(chatFiles).where(eq(chatFiles.accountId, u.account.id))).toHaveLength(1);
+    // At the bounds, documents are read.
+    expect((await upload(u, agent, rows(100_000), 'rows.csv')).status).toBe(201);
+    expect((await upload(u, agent, await makeCrowdedDocx('x', 1000), 'crowded.docx')).status).toBe(201);
+    expect((await upload(u, agent, makePdf('page', 3), 'short.pdf')).status).toBe(201);
+  }, 120_000);
 
   it('an image needs a model with vision; another account cannot use the file', async () => {
     const u = await createUser(h.app);

@@ -231,7 +231,7 @@ export async function agentRoutes(app: App, config: Config): Promise<void> {
         schema: {
           tags,
           summary: 'Upload a file for chat (multipart field `file`)',
-          description: `PDF, DOCX, CSV, TXT and MD have their text read; PNG, JPEG, GIF and WEBP are kept for models with vision. The kind is decided by the bytes, not the name (anything else: 422). At most CHAT_FILE_MAX_BYTES (default 10 MB; larger: 413). A chat message names it with a content part \`{"type": "file", "file": {"file_id": "file_..."}}\`.`,
+          description: `PDF, DOCX, CSV, TXT and MD have their text read; PNG, JPEG, GIF and WEBP are kept for models with vision. The kind is decided by the bytes, not the name (anything else: 422). At most CHAT_FILE_MAX_BYTES (default 10 MB; larger: 413); a document past a DOCUMENT_MAX_* bound (expanded size, entries, pages, rows, text) is also a 413 naming it. A chat message names it with a content part \`{"type": "file", "file": {"file_id": "file_..."}}\`.`,
           params: AgentParams,
           consumes: ['multipart/form-data'],
           response: { 201: ChatFileSchema },

@@ -60,7 +60,7 @@ async function sourceText(deps: Deps, source: KnowledgeSourceRow, signal: AbortS
   if (source.type === 'file') {
     const { kind, bytes } = fileDocument(source.rawContent ?? '', source.name, source.metadata);
     try {
-      return await documentText(bytes, kind);
+      return await documentText(bytes, kind, deps.config.documents);
     } catch (err) {
       throw new CompileError((err as Error).message);
     }

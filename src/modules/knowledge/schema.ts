@@ -221,7 +221,9 @@ export const CreateSource = z
       .string()
       .max(MAX_SOURCE_CHARS)
       .optional()
-      .describe('required for text and file')
+      .describe(
+        'required for text and file; a file is its text or a base64 data: URI of a PDF, DOCX, CSV, TXT or MD document, refused with 413 past a DOCUMENT_MAX_* bound',
+      )
       .meta({ examples: ['Call with Jane Doe of Acme Corp on 2026-09-14: they renew in March and want SSO.'] }),
     url: z
       .string()

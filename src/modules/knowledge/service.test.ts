@@ -3,14 +3,24 @@ import type { AddressInfo } from 'node:net';
 import { and, eq, sql } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dataUri, ELF_BYTES, makeDocx, makePdf } from '../../../test/documents.ts';
+import {
+  dataUri,
+  ELF_BYTES,
+  makeBombDocx,
+  makeBombPdf,
+  makeCrowdedDocx,
+  makeDocx,
+  makePdf,
+} from '../../../test/documents.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { peakGrowth } from '../../../test/memory.ts';
 import { jobs, knowledgeLogs, knowledgePages } from '../../db/schema/index.ts';
 import { ingestIdleConversations } from './ingest.ts';
 import { knowledgeJobs } from './jobs.ts';
 import * as repo from './repo.ts';
+import { addSource } from './sources.service.ts';
 
 const silent = pino({ level: 'silent' });
 const API = '/api/v1/knowledge';
@@ -672,6 +682,78 @@ describe('knowledge bases', () => {
       // A file's text may also come as text.
       expect((await add('notes.md', '# Notes\nPlain text.')).statusCode).toBe(201);
     });
+
+    it('refuses decompression bombs, crowded DOCX, long PDFs and CSVs with 413 naming the setting; memory stays flat', async () => {
+      const u = await createUser(h.app);
+      const kb = await defaultBase(u);
+      const add = (name: string, bytes: Buffer) =>
+        call(h.app, 'POST', `${API}/bases/${kb}/sources`, {
+          ...as(u),
+          body: { type: 'file', name, rawContent: dataUri('application/octet-stream', bytes) },
+        });
+      const tooBig = (message: string) => ({ error: 'PayloadTooLargeError', message, statusCode: 413 });
+      const expands = tooBig('The DOCX expands to more than 52428800 bytes (DOCUMENT_MAX_EXPANDED_BYTES)');
+      const pdfExpands = tooBig('The PDF expands to more than 52428800 bytes (DOCUMENT_MAX_EXPANDED_BYTES)');
+      // 100 MB of text in about 150 KB; the liar's headers declare 1 KB for the same 100 MB; a PDF page of 100 MB.
+      const bomb = await makeBombDocx(100 * 1024 * 1024);
+      const liar = await makeBombDocx(100 * 1024 * 1024, 1024);
+      const pdfBomb = await makeBombPdf(100 * 1024 * 1024);
+      expect((await add('warm.docx', await makeDocx('warm'))).statusCode).toBe(201);
+
+      const answers: { status: number; body: unknown }[] = [];
+      const bombs = [bomb, liar, pdfBomb, liar];
+      const growth = await peakGrowth(() =>
+        Promise.all(
+          bombs.map(async (bytes, i) => {
+            const res = await add(bytes === pdfBomb ? 'bomb.pdf' : `bomb${i}.docx`, bytes);
+            answers[i] = { status: res.statusCode, body: res.json() };
+          }),
+        ),
+      );
+      expect(growth.rss).toBeLessThan(100 * 1024 * 1024);
+      expect(growth.external).toBeLessThan(100 * 1024 * 1024);
+      expect(growth.arrayBuffers).toBeLessThan(100 * 1024 * 1024);
+      expect(answers).toEqual([expands, expands, pdfExpands, expands].map((body) => ({ status: 413, body })));
+
+      const refusals = [
+        [
+          'crowded.docx',
+          await makeCrowdedDocx('x', 1001),
+          'The DOCX holds more than 1000 files (DOCUMENT_MAX_ENTRIES)',
+        ],
+        ['long.pdf', makePdf('page', 501), 'The PDF has 501 pages, more than 500 (DOCUMENT_MAX_PDF_PAGES)'],
+        [
+          'rows.csv',
+          Buffer.from('id,name\n'.concat('1,x\n'.repeat(100_000))),
+          'The CSV has more than 100000 rows (DOCUMENT_MAX_CSV_ROWS)',
+        ],
+      ] as const;
+      for (const [name, bytes, message] of refusals) {
+        const res = await add(name, bytes);
+        expect([res.statusCode, res.json()]).toEqual([413, tooBig(message)]);
+      }
+      // Nothing refused was stored: only the warm-up document is there.
+      const sources = await get(u, `/bases/${kb}/sources`);
+      expect(sources.data.map((s: { name: string }) => s.name)).toEqual(['warm.docx']);
+    }, 120_000);
+
+    it('a bomb stored before the bounds fails its compilation, naming the setting, without calling the model', async () => {
+      const u = await createUser(h.app);
+      const kb = await repo.findBase(h.database.db, u.account.id, await defaultBase(u));
+      if (!kb) throw new Error('no default base');
+      const source = await addSource(h.database.db, kb, {
+        type: 'file',
+        name: 'old.docx',
+        rawContent: dataUri('application/octet-stream', await makeBombDocx(100 * 1024 * 1024)),
+      });
+      const calls = llm.requests.length;
+      expect(await compile(source.id)).toMatchObject({ status: 'failed' });
+      expect(await get(u, `/bases/${kb.id}/sources/${source.id}`)).toMatchObject({
+        status: 'failed',
+        error: 'The DOCX expands to more than 52428800 bytes (DOCUMENT_MAX_EXPANDED_BYTES)',
+      });
+      expect(llm.requests.length).toBe(calls);
+    }, 120_000);
   });
 
   describe('URL sources', () => {

@@ -1,7 +1,7 @@
 import type { Executor } from '../../db/client.ts';
 import type { KnowledgeBaseRow, KnowledgeSourceRow, SourceType } from '../../db/schema/index.ts';
 import type { ServiceContext } from '../../lib/context.ts';
-import { type DocumentKind, dataUriBytes, sniffDocument } from '../../lib/documents.ts';
+import { type DocumentKind, dataUriBytes, sniffDocument, uploadedDocumentText } from '../../lib/documents.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
@@ -54,14 +54,21 @@ export async function getKnowledgeSource(
   return toKnowledgeSource(await ownedSource(ctx, kbId, sourceId));
 }
 
-/** Stores the source as `pending` and queues its compilation in the same transaction: nothing is lost. */
+/**
+ * Stores the source as `pending` and queues its compilation in the same transaction: nothing is lost. A file's
+ * text is read once here, within the document bounds, so a document past one (or unreadable) is refused now
+ * rather than failing later in the job (which reads it again, within the same bounds).
+ */
 export async function createKnowledgeSource(
   ctx: ServiceContext,
   kbId: string,
   input: CreateSource,
 ): Promise<KnowledgeSource> {
   const kb = await ownedBase(ctx, kbId);
-  if (input.type === 'file') fileDocument(input.rawContent ?? '', input.name, input.metadata);
+  if (input.type === 'file') {
+    const { kind, bytes } = fileDocument(input.rawContent ?? '', input.name, input.metadata);
+    await uploadedDocumentText(bytes, kind, ctx.deps.config.documents, 'body.rawContent');
+  }
   return toKnowledgeSource(await addSource(ctx.db, kb, input));
 }
 

@@ -12,13 +12,14 @@ export function creditHeaders(credits: CreditFigures): Record<'X-Credits-Consume
 
 /**
  * Headers of a stream, sent before its cost is known: nothing consumed yet, the balance at admission, and the
- * trailers that will carry the final figures.
+ * trailers that will carry the final figures. Trailers exist only on a chunked body, and Node refuses to send a
+ * head announcing them otherwise (ERR_HTTP_TRAILER_INVALID, the answer never leaves): an HTTP/1.0 client's stream
+ * is not chunked, so it gets the SSE comment alone. Call it with the response whose head goes out without a length.
  */
-export function streamCreditHeaders(balanceBefore: number): Record<string, string> {
-  return {
-    ...creditHeaders({ consumed: 0, remaining: balanceBefore }),
-    Trailer: 'X-Credits-Consumed, X-Credits-Remaining',
-  };
+export function streamCreditHeaders(raw: ServerResponse, balanceBefore: number): Record<string, string> {
+  const headers = creditHeaders({ consumed: 0, remaining: balanceBefore });
+  if (!raw.useChunkedEncodingByDefault) return headers;
+  return { ...headers, Trailer: 'X-Credits-Consumed, X-Credits-Remaining' };
 }
 
 /**

@@ -104,9 +104,25 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
       const modelHeader = req.headers['x-llm-model'];
       const model = typeof modelHeader === 'string' && modelHeader ? resolveModel(ctx, modelHeader).id : undefined;
 
-      const signal = abortSignalOf(clientGone(reply));
       const sdk = await loadMcpSdk();
-      const meter = method === 'tools/call' ? meterCredits(reply.raw, accept, ctx.actor.creditBalance) : undefined;
+      // The SDK answers these faults with `"id": null`; a client matches an answer to its request by id.
+      const id = requestId(body);
+      if (!sdk.JSONRPCMessageSchema.safeParse(body).success)
+        return reply.code(400).send(rpcError(id, -32600, 'Invalid Request: not a JSON-RPC 2.0 message'));
+      const version = req.headers['mcp-protocol-version'];
+      if (typeof version === 'string' && method !== 'initialize' && !sdk.SUPPORTED_PROTOCOL_VERSIONS.includes(version))
+        return reply
+          .code(400)
+          .send(
+            rpcError(
+              id,
+              -32000,
+              `Bad Request: Unsupported protocol version: ${version} (supported versions: ${sdk.SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+            ),
+          );
+
+      const signal = abortSignalOf(clientGone(reply));
+      const meter = method === 'tools/call' ? creditMeter(ctx.actor.creditBalance) : undefined;
       const server = createMcpServer(sdk, {
         ctx,
         sources,
@@ -115,22 +131,30 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
         signal,
         onCharge: meter?.charge,
       });
-      const transport = new sdk.StreamableHTTPServerTransport({
+      const transport = new sdk.WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         enableJsonResponse: accept === 'json',
       });
       reply.hijack();
+      const raw = reply.raw;
       for (const [name, value] of Object.entries(reply.getHeaders()))
-        if (value !== undefined) reply.raw.setHeader(name, value);
-      meter?.start();
-      reply.raw.on('close', () => {
+        if (value !== undefined) raw.setHeader(name, value);
+      raw.on('close', () => {
         void transport.close();
         void server.close();
       });
-      // The SDK insists on both types in Accept; our own negotiation has already decided the format.
-      req.raw.headers.accept = 'application/json, text/event-stream';
-      await server.connect(transport);
-      await transport.handleRequest(req.raw, reply.raw, body);
+      try {
+        await server.connect(transport);
+        const answer = await transport.handleRequest(webRequest(req, config.baseUrl), { parsedBody: body });
+        await relay(raw, answer, meter);
+      } catch (err) {
+        req.log.error({ err }, 'MCP request failed');
+        if (raw.headersSent) raw.destroy();
+        else
+          raw
+            .writeHead(500, { 'content-type': 'application/json' })
+            .end(JSON.stringify(rpcError(id, -32603, 'Internal error')));
+      }
     },
   );
 
@@ -147,37 +171,94 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
   }
 }
 
-/**
- * `X-Credits-*` on a `tools/call` answer, whose response the SDK writes. JSON: the headers, set as each model call
- * is billed (the SDK writes them with the answer). SSE: the headers go out at once with the balance at admission,
- * and the final figures follow just before the stream ends, as chat-completion streams send them.
- */
-function meterCredits(raw: ServerResponse, format: 'json' | 'sse', balance: number) {
+type JsonRpcId = string | number | null;
+
+function requestId(body: unknown): JsonRpcId {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+function rpcError(id: JsonRpcId, code: number, message: string) {
+  return { jsonrpc: '2.0', id, error: { code, message } };
+}
+
+/** The request as the SDK's web-standard transport reads it: its headers (the body is handed over parsed). */
+function webRequest(req: FastifyRequest, baseUrl: string): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (name === 'content-length' || name === 'transfer-encoding' || value === undefined) continue;
+    for (const one of Array.isArray(value) ? value : [value]) headers.append(name, one);
+  }
+  // The SDK insists on both types in Accept; our own negotiation has already decided the format.
+  headers.set('accept', 'application/json, text/event-stream');
+  return new Request(`${baseUrl}${req.url}`, { method: 'POST', headers });
+}
+
+type CreditMeter = ReturnType<typeof creditMeter>;
+
+/** The credits a `tools/call` consumes, told by each model call its tools make. */
+function creditMeter(balance: number) {
   let balanceBefore: number | undefined;
   let consumed = 0;
-  const figures = (): CreditFigures => ({ consumed, remaining: (balanceBefore ?? balance) - consumed });
-  const setHeaders = (headers: Record<string, string>) => {
-    if (!raw.headersSent) for (const [name, value] of Object.entries(headers)) raw.setHeader(name, value);
-  };
   return {
-    start() {
-      if (format === 'json') return setHeaders(creditHeaders(figures()));
-      setHeaders(streamCreditHeaders(balance));
-      const end = raw.end.bind(raw) as (...args: unknown[]) => ServerResponse;
-      raw.end = ((...args: unknown[]) => {
-        const streaming = String(raw.getHeader('content-type') ?? '').startsWith('text/event-stream');
-        if (streaming && raw.headersSent && !raw.destroyed && raw.statusCode === 200)
-          writeStreamCredits(raw, figures());
-        return end(...args);
-      }) as ServerResponse['end'];
-    },
+    /** The balance at admission, as the credit guard read it. */
+    admitted: balance,
+    figures: (): CreditFigures => ({ consumed, remaining: (balanceBefore ?? balance) - consumed }),
     charge(credits: CreditFigures) {
       // The first call's balance before it is the balance at admission, fresher than the cached actor's.
       balanceBefore ??= credits.remaining + credits.consumed;
       consumed += credits.consumed;
-      if (format === 'json') setHeaders(creditHeaders(figures()));
     },
   };
+}
+
+/**
+ * Writes the SDK's answer. A stream (SSE) goes out as it comes, framed by Node (chunked); with a meter
+ * (`tools/call`), its headers carry the balance at admission and its end the final figures (an SSE comment, and
+ * trailers where the framing has them: streamCreditHeaders), however soon the stream ended. Anything else (JSON
+ * answers, the SDK's errors, 202) is complete: it goes out whole with its length, and the final figures in its
+ * headers.
+ */
+async function relay(raw: ServerResponse, answer: Response, meter: CreditMeter | undefined): Promise<void> {
+  const head: Record<string, string> = {};
+  answer.headers.forEach((value, name) => {
+    head[name] = value;
+  });
+  if (!answer.body || !head['content-type']?.startsWith('text/event-stream')) {
+    const body = Buffer.from(await answer.arrayBuffer());
+    if (meter) Object.assign(head, creditHeaders(meter.figures()));
+    raw.writeHead(answer.status, { ...head, 'content-length': String(body.length) }).end(body);
+    return;
+  }
+  if (meter) Object.assign(head, streamCreditHeaders(raw, meter.admitted));
+  raw.writeHead(answer.status, head);
+  const reader = answer.body.getReader();
+  const stop = () => void reader.cancel().catch(() => undefined);
+  raw.on('close', stop);
+  try {
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      if (raw.destroyed) return;
+      if (!raw.write(chunk.value)) await drained(raw);
+    }
+  } finally {
+    raw.off('close', stop);
+  }
+  if (raw.destroyed) return;
+  if (meter) writeStreamCredits(raw, meter.figures());
+  raw.end();
+}
+
+/** Resolves when `raw` can take more, or is gone. */
+function drained(raw: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off('drain', done);
+      raw.off('close', done);
+      resolve();
+    };
+    raw.on('drain', done);
+    raw.on('close', done);
+  });
 }
 
 /** SPEC §4: `X-Response-Format` wins; otherwise the client must accept both JSON and SSE (SSE is sent). */

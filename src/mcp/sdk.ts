@@ -1,11 +1,15 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 
 /** The parts of the MCP SDK the endpoint uses, with one JSON Schema validator shared by every request. */
 export interface McpSdk {
   McpServer: typeof McpServer;
-  StreamableHTTPServerTransport: typeof StreamableHTTPServerTransport;
+  /** The transport on web-standard Request and Response: the endpoint writes the answer itself (endpoint.ts). */
+  WebStandardStreamableHTTPServerTransport: typeof WebStandardStreamableHTTPServerTransport;
+  JSONRPCMessageSchema: typeof JSONRPCMessageSchema;
+  SUPPORTED_PROTOCOL_VERSIONS: readonly string[];
   /**
    * The SDK otherwise builds an Ajv instance per server, the largest part of constructing one (our tools
    * validate with zod; Ajv serves only elicitation).
@@ -22,12 +26,15 @@ let loading: Promise<McpSdk> | undefined;
 export function loadMcpSdk(): Promise<McpSdk> {
   loading ??= Promise.all([
     import('@modelcontextprotocol/sdk/server/mcp.js'),
-    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
     import('@modelcontextprotocol/sdk/validation/ajv'),
   ]).then(
-    ([mcp, http, ajv]) => ({
+    ([mcp, http, types, ajv]) => ({
       McpServer: mcp.McpServer,
-      StreamableHTTPServerTransport: http.StreamableHTTPServerTransport,
+      WebStandardStreamableHTTPServerTransport: http.WebStandardStreamableHTTPServerTransport,
+      JSONRPCMessageSchema: types.JSONRPCMessageSchema,
+      SUPPORTED_PROTOCOL_VERSIONS: types.SUPPORTED_PROTOCOL_VERSIONS,
       jsonSchemaValidator: new ajv.AjvJsonSchemaValidator(),
     }),
     (err: unknown) => {

@@ -76,6 +76,47 @@ export function findResource(config: Config, indicator: string): ResourceServer 
 }
 
 /**
+ * The scope of an authorization request for the resources it names (RFC 8707; oidc-provider has defaulted a missing
+ * `resource`). No `scope` (the MCP conformance suite's authorization-code flow sends none): every scope of those
+ * resources the client may be granted, which the consent screen then shows. A scope of another of our resources is
+ * refused, never dropped: a token serves one resource, and a client that asked for MCP and REST scopes together
+ * would otherwise get a token without the MCP ones and no word why. Scopes we do not know pass, as before (clients
+ * add `offline_access`).
+ */
+export function authorizationScope(
+  config: Config,
+  asked: string | undefined,
+  resources: readonly string[],
+  clientAllowed: readonly string[],
+): { scope: string } | { error: string } {
+  const servers = resources.flatMap((r) => findResource(config, r) ?? []);
+  const target = servers.map((r) => r.id).join(' and ');
+  const accepted = new Set<string>(servers.flatMap((r) => r.scopes));
+  const requested = asked?.split(' ').filter(Boolean) ?? [];
+  if (requested.length === 0) {
+    const scopes = ALL_SCOPES.filter((s) => accepted.has(s) && clientAllowed.includes(s));
+    if (scopes.length === 0) {
+      return {
+        error: `no scope asked for, and this client may be granted none of the scopes of ${target} (${[...accepted].join(' ')})`,
+      };
+    }
+    return { scope: scopes.join(' ') };
+  }
+  const problems = Object.values(resourceServers(config)).flatMap((other) => {
+    const foreign = requested.filter((s) => !accepted.has(s) && (other.scopes as readonly string[]).includes(s));
+    if (foreign.length === 0) return [];
+    const what = foreign.length === 1 ? 'a scope' : 'scopes';
+    return [`${foreign.join(' ')}: ${what} of ${other.id}, not of ${target} that this request is for`];
+  });
+  if (problems.length) {
+    return {
+      error: `${problems.join('; ')}; a token serves one resource: ask for each in its own authorization, naming it in \`resource\``,
+    };
+  }
+  return { scope: requested.join(' ') };
+}
+
+/**
  * The authorization request parameter (ours, an extension like a PAT's `knowledge_base_ids`) by which an app
  * asks for some knowledge bases only: comma-separated base ids. The consent screen then offers those only.
  */

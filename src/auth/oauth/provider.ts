@@ -17,6 +17,7 @@ import { routeOidcConsole } from './console-bridge.ts';
 import type { KeySet } from './keys.ts';
 import {
   ALLOWED_SCOPES_PROPERTY,
+  authorizationScope,
   effectiveClientScopes,
   findResource,
   KNOWLEDGE_BASES_PARAM,
@@ -173,19 +174,31 @@ export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHo
       rpInitiatedLogout: { enabled: false },
       resourceIndicators: {
         enabled: true,
-        // No `resource` parameter: the MCP endpoint if only MCP scopes are asked for, else the REST API.
-        defaultResource: async (ctx, _client, oneOf) => {
+        // No `resource` parameter: the MCP endpoint if only MCP scopes are asked for (no scope: if the client may
+        // hold only MCP scopes), else the REST API.
+        defaultResource: async (ctx, client, oneOf) => {
           if (oneOf) return oneOf.length === 1 ? (oneOf[0] as string) : rs.api.id;
-          const asked = String(ctx.oidc.params?.scope ?? '').split(' ');
+          const param = ctx.oidc.params?.scope;
+          const asked = typeof param === 'string' && param ? param.split(' ') : clientScopes(client);
           const wantsMcp = asked.some((s) => (rs.mcp.scopes as readonly string[]).includes(s));
           const wantsApi = asked.some((s) => (rs.api.scopes as readonly string[]).includes(s));
           return wantsMcp && !wantsApi ? rs.mcp.id : rs.api.id;
         },
         useGrantedResource: async () => true,
-        getResourceServerInfo: async (_ctx, indicator, client) => {
+        getResourceServerInfo: async (ctx, indicator, client) => {
           const resource = findResource(config, indicator);
           if (!resource) throw new errors.InvalidTarget('unknown resource; use the MCP endpoint or the REST API');
           const allowed = new Set(clientScopes(client));
+          // At the authorization endpoint, the request's scope is settled against the resources it names (default
+          // or refusal, see authorizationScope) before consent and the code see it.
+          if (ctx.oidc.route === 'authorization' && ctx.oidc.params) {
+            const params = ctx.oidc.params;
+            const resources = [params.resource ?? []].flat().map(String);
+            const asked = typeof params.scope === 'string' ? params.scope : undefined;
+            const settled = authorizationScope(config, asked, resources, clientScopes(client));
+            if ('error' in settled) throw new errors.InvalidScope(settled.error, asked ?? '');
+            params.scope = settled.scope;
+          }
           return {
             scope: resource.scopes.filter((s) => allowed.has(s)).join(' '),
             audience: resource.id,

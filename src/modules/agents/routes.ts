@@ -367,7 +367,7 @@ async function streamChat(
     });
   const start = (conversationId: string) => {
     started = true;
-    startSse(reply, { 'X-Conversation-Id': conversationId, ...streamCreditHeaders(balanceBefore) });
+    startSse(reply, { 'X-Conversation-Id': conversationId, ...streamCreditHeaders(reply.raw, balanceBefore) });
 
     raw.write(chunk({ role: 'assistant', content: '' }));
   };

@@ -86,7 +86,7 @@ export async function llmRoutes(app: App, config: Config): Promise<void> {
 
 /** Writes a completion stream as SSE, honouring back-pressure, and always settles the bill. */
 async function writeSse(reply: FastifyReply, stream: service.CompletionStream): Promise<void> {
-  const raw = startSse(reply, streamCreditHeaders(stream.balanceBefore));
+  const raw = startSse(reply, streamCreditHeaders(reply.raw, stream.balanceBefore));
 
   let fault: AppError | undefined;
   // Chunks that arrive together (an upstream often sends several in one packet) leave in one write: gathered

@@ -21,6 +21,7 @@ describe('API description', () => {
   let served: ServedRoute[];
   let doc: {
     openapi: string;
+    tags?: { name: string; description: string }[];
     paths: Record<string, Record<string, Operation>>;
     components: { securitySchemes: Record<string, unknown>; schemas: Record<string, unknown> };
   };
@@ -166,12 +167,24 @@ describe('API description', () => {
     }
   });
 
+  it('the reference lists every section once, the gateway and MCP first; every operation belongs to a listed section', () => {
+    const tags = (doc.tags ?? []).map((t) => t.name);
+    expect(tags.slice(0, 2)).toEqual(['LLM', 'MCP']);
+    expect(new Set(tags).size).toBe(tags.length);
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const tag of (op as { tags?: string[] }).tags ?? []) expect(tags, `${method} ${path}`).toContain(tag);
+      }
+    }
+  });
+
   it('/docs serves a browsable reference', async () => {
     const index = await call(h.app, 'GET', '/docs');
     const page = index.statusCode === 302 ? await call(h.app, 'GET', String(index.headers.location)) : index;
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toContain('text/html');
     expect(page.body).toContain('<html');
+    expect(page.body).toContain('<title>Switchboard API reference</title>');
     const fromDocs = await call(h.app, 'GET', '/docs/json');
     expect(fromDocs.statusCode).toBe(200);
     expect(fromDocs.json().openapi).toBe('3.1.0');

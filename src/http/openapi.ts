@@ -50,6 +50,35 @@ function errorExample(code: number, scopes: readonly string[]): Record<string, u
   }
 }
 
+/**
+ * The reference's sections, in the order a newcomer needs them: the LLM gateway and MCP first, then what they
+ * reach (connections, agents and their parts), then the account and operations. Swagger UI lists tags in this order.
+ */
+const API_TAGS = [
+  { name: 'LLM', description: 'OpenAI-compatible gateway: chat completions and models, billed in credits.' },
+  {
+    name: 'MCP',
+    description: 'The MCP endpoint (Streamable HTTP): one place for AI apps to reach connected services.',
+  },
+  { name: 'Connections', description: "OAuth and token connections to a user's external services." },
+  { name: 'Providers', description: 'The connector catalog: providers and their tools.' },
+  { name: 'Agents', description: 'Agents, their conversations, memories and files.' },
+  { name: 'Tools and skills', description: 'Custom tools (sandboxed code) and skills agents can use.' },
+  { name: 'Scheduled tasks', description: 'Agent prompts run on a cron schedule.' },
+  { name: 'Knowledge bases', description: 'Sources compiled into a searchable wiki.' },
+  { name: 'Messaging channels', description: 'Telegram, WhatsApp and web chat in front of an agent.' },
+  { name: 'Accounts', description: 'The calling account.' },
+  { name: 'Credits', description: 'Credit balance and history.' },
+  { name: 'Auth', description: 'Sign-up, sign-in, sessions and personal access tokens.' },
+  { name: 'OAuth', description: 'The OAuth 2.1 authorization server for apps acting for a user.' },
+  { name: 'Auth clients', description: 'OAuth clients (apps) registered by an account.' },
+  { name: 'Operations', description: 'Health, readiness and metrics.' },
+];
+
+/** The reference's top-bar logo: the service's name, not the documentation tool's. */
+const WORDMARK =
+  '<svg xmlns="http://www.w3.org/2000/svg" width="180" height="32" viewBox="0 0 180 32"><text x="0" y="23" font-family="system-ui, sans-serif" font-size="22" font-weight="700" fill="#ffffff">Switchboard</text></svg>';
+
 const errorResponse = (description: string, example: Record<string, unknown>) => ({
   description,
   content: { 'application/json': { schema: errorBody, example } },
@@ -71,6 +100,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
           'answer carries `X-Request-Id`. Rate limits send `X-RateLimit-*` headers and, on 429, `Retry-After`.',
       },
       servers: [{ url: config.baseUrl }],
+      tags: API_TAGS,
       components: {
         securitySchemes: {
           bearerAuth: {
@@ -124,6 +154,11 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       return out as ReturnType<typeof jsonSchemaTransformObject>;
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { deepLinking: true },
+    theme: { title: 'Switchboard API reference' },
+    logo: { type: 'image/svg+xml', content: Buffer.from(WORDMARK), href: '/', target: '_self' },
+  });
   app.get('/openapi.json', { schema: { hide: true }, config: { auth: 'public' } }, async () => app.swagger());
 }

@@ -1,0 +1,145 @@
+import { eq } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { call, createUser, fakeLlmSuite, type TestHarness } from '../../../test/harness.ts';
+import { conversationEvents, conversationRuns } from '../../db/schema/index.ts';
+import { failOrphanedRuns } from './runs.service.ts';
+
+const LEASE_MS = 1000;
+
+/**
+ * A chat turn holds a lease while it runs (see runs.service.ts): a live run is never marked failed however long
+ * the model takes, and a turn that fails on its own is stored the way the sweep stores a dead instance's turn.
+ */
+describe('agent chat turn leases', () => {
+  let h: TestHarness;
+  let llm: FakeLlm;
+  fakeLlmSuite((s) => ({ h, llm } = s), { AGENT_RUN_LEASE_MS: String(LEASE_MS) });
+
+  const newAgent = async (token: string) =>
+    (await call(h.app, 'POST', '/api/v1/agents', { token, body: { name: 'Lease' } })).json().id as string;
+  const messagesOf = async (token: string, agent: string, conversation: string) =>
+    (await call(h.app, 'GET', `/api/v1/agents/${agent}/conversations/${conversation}/messages`, { token })).json().data;
+  const eventsOf = async (conversation: string) =>
+    (
+      await h.database.db
+        .select()
+        .from(conversationEvents)
+        .where(eq(conversationEvents.conversationId, conversation))
+        .orderBy(conversationEvents.id)
+    ).map((e) => ({ type: e.type, data: e.data }));
+
+  it('a slow live run outlasting its lease four times is renewed, never marked failed, and answers', async () => {
+    const u = await createUser(h.app);
+    const agent = await newAgent(u.sessionToken);
+    const conversation = (
+      await call(h.app, 'POST', `/api/v1/agents/${agent}/conversations`, { token: u.sessionToken, body: {} })
+    ).json().id as string;
+    // The model takes four leases to answer.
+    llm.enqueue({ content: 'Slow but sure.', delayMs: 4 * LEASE_MS });
+    let settled = false;
+    const answer = call(h.app, 'POST', `/api/v1/agents/${agent}/chat/completions`, {
+      token: u.sessionToken,
+      body: { messages: [{ role: 'user', content: 'Take your time.' }], conversationId: conversation },
+    }).finally(() => {
+      settled = true;
+    });
+    // Sweeps run all along (as every instance's would), and the turn's lease row is there, live, each time.
+    let sweeps = 0;
+    let held = 0;
+    while (!settled) {
+      await failOrphanedRuns(h.app.deps);
+      sweeps++;
+      const [row] = await h.database.db
+        .select()
+        .from(conversationRuns)
+        .where(eq(conversationRuns.conversationId, conversation));
+      if (row && !settled) held++;
+      await new Promise((r) => setTimeout(r, LEASE_MS / 3));
+    }
+    const res = await answer;
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().choices[0].message.content).toBe('Slow but sure.');
+    expect(sweeps).toBeGreaterThan(5);
+    expect(held).toBeGreaterThan(3);
+    expect(
+      (await messagesOf(u.sessionToken, agent, conversation)).map((m: Record<string, unknown>) => [
+        m.role,
+        m.content,
+        m.error,
+      ]),
+    ).toEqual([
+      ['user', 'Take your time.', null],
+      ['assistant', 'Slow but sure.', null],
+    ]);
+    expect((await eventsOf(conversation)).map((e) => e.type)).toEqual([
+      'message.created',
+      'message.delta',
+      'message.created',
+      'run.completed',
+    ]);
+    // The turn ended: its lease row went with its answer.
+    expect(
+      await h.database.db.select().from(conversationRuns).where(eq(conversationRuns.conversationId, conversation)),
+    ).toEqual([]);
+  });
+
+  it('a turn the upstream fails is stored as a failed turn: a marker message and run.failed naming it', async () => {
+    const u = await createUser(h.app);
+    const agent = await newAgent(u.sessionToken);
+    llm.enqueue({ status: 400, errorMessage: 'the upstream refused' });
+    const res = await call(h.app, 'POST', `/api/v1/agents/${agent}/chat/completions`, {
+      token: u.sessionToken,
+      body: { messages: [{ role: 'user', content: 'Hello?' }] },
+    });
+    expect(res.statusCode, res.body).toBeGreaterThanOrEqual(400);
+    const error = res.json().message as string;
+    const conversation = (
+      await call(h.app, 'GET', `/api/v1/agents/${agent}/conversations`, { token: u.sessionToken })
+    ).json().data[0].id as string;
+    const messages = await messagesOf(u.sessionToken, agent, conversation);
+    expect(messages).toEqual([
+      {
+        id: expect.stringMatching(/^msg_/),
+        role: 'user',
+        content: 'Hello?',
+        toolCalls: null,
+        toolCallId: null,
+        toolName: null,
+        error: null,
+        createdAt: expect.any(String),
+      },
+      {
+        id: expect.stringMatching(/^msg_/),
+        role: 'assistant',
+        content: null,
+        toolCalls: null,
+        toolCallId: null,
+        toolName: null,
+        error,
+        createdAt: expect.any(String),
+      },
+    ]);
+    expect(await eventsOf(conversation)).toEqual([
+      { type: 'message.created', data: { message: messages[0] } },
+      { type: 'message.created', data: { message: messages[1] } },
+      { type: 'run.failed', data: { error, messageId: messages[1].id } },
+    ]);
+    expect(
+      await h.database.db.select().from(conversationRuns).where(eq(conversationRuns.conversationId, conversation)),
+    ).toEqual([]);
+
+    // The next turn's model never reads the marker as something the agent said.
+    llm.enqueue({ content: 'Hello!' });
+    const next = await call(h.app, 'POST', `/api/v1/agents/${agent}/chat/completions`, {
+      token: u.sessionToken,
+      body: { messages: [{ role: 'user', content: 'Hello again?' }], conversationId: conversation },
+    });
+    expect(next.statusCode, next.body).toBe(200);
+    const sent = llm.requests.at(-1)?.messages ?? [];
+    expect(sent.slice(1).map((m) => [m.role, m.content])).toEqual([
+      ['user', 'Hello?'],
+      ['user', 'Hello again?'],
+    ]);
+  });
+});

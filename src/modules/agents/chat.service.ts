@@ -252,13 +252,15 @@ export async function chatWithAgent(
   } catch (err) {
     // The turn was already marked failed (this instance lost its lease): nothing more is stored.
     if (leaseLost.signal.aborted) throw new GatewayTimeoutError(INTERRUPTED_RUN_ERROR);
-    void log.failRun(conversationId, turn.id, failureText(err));
-    if (err instanceof AgentError && opts.signal.aborted) {
-      // The client went away: the run stopped, and what was generated is billed (runCompletion settled it).
-      throw new BadRequestError('The client closed the request; the run was stopped');
-    }
-    if (err instanceof AgentError) throw new GatewayTimeoutError(err.message);
-    throw err;
+    const fault =
+      err instanceof AgentError && opts.signal.aborted
+        ? // The client went away: the run stopped, and what was generated is billed (runCompletion settled it).
+          new BadRequestError('The client closed the request; the run was stopped')
+        : err instanceof AgentError
+          ? new GatewayTimeoutError(err.message)
+          : err;
+    void log.failRun(conversationId, turn.id, failureText(fault));
+    throw fault;
   } finally {
     lease.stop();
   }
@@ -405,6 +407,6 @@ export async function chatWithAgent(
 
 /** What a failed turn stores and tells subscribers: the agent's or the service's own words, never internals. */
 function failureText(err: unknown): string {
-  if (err instanceof AgentError || err instanceof AppError) return err.message;
+  if (err instanceof AppError) return err.message;
   return 'The agent could not answer because of an internal error.';
 }

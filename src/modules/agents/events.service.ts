@@ -17,7 +17,8 @@ import * as repo from './repo.ts';
  * - `tool.result` `{toolCallId, name, content}`: what the tool answered (as the model read it, capped);
  * - `message.delta` `{content}`: text of the answer being written (today the whole answer, once, before its
  *   `message.created`: model tokens are not streamed yet);
- * - `run.completed` `{messageId, creditsConsumed, limited}` and `run.failed` `{error}`: the run ended.
+ * - `run.completed` `{messageId, creditsConsumed, limited}` and `run.failed` `{error, messageId}`: the run ended
+ *   (`messageId`: the answer, or the failed turn's marker message, see `failureOps`).
  */
 export const EVENT_TYPES = [
   'message.created',

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { call, createUser, fakeLlmSuite, type TestHarness } from '../../../test/harness.ts';
 import { conversationEvents, conversationRuns } from '../../db/schema/index.ts';
-import { failOrphanedRuns } from './runs.service.ts';
+import { failOrphanedRuns, INTERRUPTED_RUN_ERROR } from './runs.service.ts';
 
 const LEASE_MS = 1000;
 
@@ -82,6 +82,46 @@ describe('agent chat turn leases', () => {
     expect(
       await h.database.db.select().from(conversationRuns).where(eq(conversationRuns.conversationId, conversation)),
     ).toEqual([]);
+  });
+
+  it('a run that finds its turn failed (its lease was taken while it could not renew) stops and never answers', async () => {
+    const u = await createUser(h.app);
+    const agent = await newAgent(u.sessionToken);
+    const conversation = (
+      await call(h.app, 'POST', `/api/v1/agents/${agent}/conversations`, { token: u.sessionToken, body: {} })
+    ).json().id as string;
+    llm.enqueue({ content: 'Too late.', delayMs: 20 * LEASE_MS });
+    const answer = call(h.app, 'POST', `/api/v1/agents/${agent}/chat/completions`, {
+      token: u.sessionToken,
+      body: { messages: [{ role: 'user', content: 'Still there?' }], conversationId: conversation },
+    });
+    const held = () =>
+      h.database.db.select().from(conversationRuns).where(eq(conversationRuns.conversationId, conversation));
+    await expect.poll(async () => (await held()).length, { timeout: 10_000, interval: 20 }).toBe(1);
+    // As a sweep does once the lease ran out: the row is taken and the turn failed.
+    await h.database.db
+      .update(conversationRuns)
+      .set({ leaseExpiresAt: new Date(Date.now() - 60_000) })
+      .where(eq(conversationRuns.conversationId, conversation));
+    await failOrphanedRuns(h.app.deps);
+    const res = await answer;
+    expect(res.statusCode, res.body).toBe(504);
+    expect(res.json().message).toBe(INTERRUPTED_RUN_ERROR);
+    expect(
+      (await messagesOf(u.sessionToken, agent, conversation)).map((m: Record<string, unknown>) => [
+        m.role,
+        m.content,
+        m.error,
+      ]),
+    ).toEqual([
+      ['user', 'Still there?', null],
+      ['assistant', null, INTERRUPTED_RUN_ERROR],
+    ]);
+    expect((await eventsOf(conversation)).map((e) => e.type)).toEqual([
+      'message.created',
+      'message.created',
+      'run.failed',
+    ]);
   });
 
   it('a turn the upstream fails is stored as a failed turn: a marker message and run.failed naming it', async () => {

@@ -3,44 +3,10 @@ import { launchBrowser, runBrowser, type TestBrowser } from '../../../test/e2e/b
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { FAKE_MODELS, openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from '../../../test/harness.ts';
 import { type ServerProcess, startServer } from '../../../test/server-process.ts';
+import { readConversationEvents } from '../../../test/sse.ts';
 import { INTERRUPTED_RUN_ERROR } from './runs.service.ts';
 
 const LEASE_MS = 1000;
-
-interface SseEvent {
-  id: number;
-  event: string;
-  data: Record<string, unknown>;
-}
-
-/** Reads a conversation's event stream until `done` says so; answers the events read. */
-async function readEvents(url: string, token: string, done: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
-  const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(), 20_000);
-  const events: SseEvent[] = [];
-  try {
-    const res = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal: ac.signal });
-    expect(res.status).toBe(200);
-    let buf = '';
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buf += Buffer.from(chunk).toString('utf8');
-      for (let end = buf.indexOf('\n\n'); end >= 0; end = buf.indexOf('\n\n')) {
-        const lines = buf.slice(0, end).split('\n');
-        buf = buf.slice(end + 2);
-        const field = (name: string) => lines.find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2);
-        const event = field('event');
-        if (event) events.push({ id: Number(field('id')), event, data: JSON.parse(field('data') ?? '{}') });
-      }
-      if (done(events)) break;
-    }
-  } catch (err) {
-    if (!ac.signal.aborted) throw err;
-  } finally {
-    clearTimeout(timer);
-    ac.abort();
-  }
-  return events;
-}
 
 /**
  * The service as its own process, killed with SIGKILL while an agent chat waits on a model that never answers,
@@ -156,7 +122,7 @@ describe('an agent chat turn interrupted by a crash', () => {
     ]);
 
     // A subscriber to the conversation's events gets the failure (stored, so it is there for any subscriber).
-    const events = await readEvents(
+    const events = await readConversationEvents(
       `${second}/api/v1/agents/${agent}/conversations/${conversation}/events`,
       token,
       (all) => all.some((e) => e.event === 'run.failed'),

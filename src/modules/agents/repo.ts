@@ -360,17 +360,18 @@ export async function renewRunLease(db: Executor, runId: string, leaseMs: number
 }
 
 /**
- * Deletes and answers up to `limit` turns whose lease ran out (database time), oldest first. A row locked by a
+ * Deletes and answers up to `limit` turns whose lease ran out by `at` (default: the database's now), oldest first. A row locked by a
  * renewal or by another sweep is skipped, and a lease renewed meanwhile is not expired: each turn is taken once.
  */
 export async function takeExpiredRuns(
   db: Executor,
   limit: number,
+  at?: Date,
 ): Promise<Array<{ id: string; conversationId: string }>> {
   const expired = db
     .select({ id: conversationRuns.id })
     .from(conversationRuns)
-    .where(lt(conversationRuns.leaseExpiresAt, sql`now()`))
+    .where(lt(conversationRuns.leaseExpiresAt, at ?? sql`now()`))
     .orderBy(asc(conversationRuns.leaseExpiresAt))
     .limit(limit)
     .for('update', { skipLocked: true });

@@ -20,14 +20,15 @@ export const INTERRUPTED_RUN_ERROR = 'The agent stopped before it answered (the 
 const SWEEP_BATCH = 100;
 
 /**
- * Marks failed every turn whose lease ran out; answers how many. Each batch is one transaction: the lease rows
+ * Marks failed every turn whose lease ran out (by `at`, default the database's now: tests look ahead); answers
+ * how many. Each batch is one transaction: the lease rows
  * are taken (deleted) and the failures written together, so a turn is failed once or not at all.
  */
-export async function failOrphanedRuns(deps: Pick<Deps, 'database'>): Promise<number> {
+export async function failOrphanedRuns(deps: Pick<Deps, 'database'>, at?: Date): Promise<number> {
   let failed = 0;
   for (;;) {
     const taken = await deps.database.db.transaction(async (tx) => {
-      const turns = await repo.takeExpiredRuns(tx, SWEEP_BATCH);
+      const turns = await repo.takeExpiredRuns(tx, SWEEP_BATCH, at);
       await writeFailedTurns(tx, turns, INTERRUPTED_RUN_ERROR);
       return turns.length;
     });

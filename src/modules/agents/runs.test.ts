@@ -1,7 +1,8 @@
 import { eq } from 'drizzle-orm';
-import { describe, expect, it } from 'vitest';
-import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
-import { call, createUser, fakeLlmSuite, type TestHarness } from '../../../test/harness.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { call, createHarness, createUser, FAKE_MODELS, type TestHarness } from '../../../test/harness.ts';
+import { readConversationEvents } from '../../../test/sse.ts';
 import { conversationEvents, conversationRuns } from '../../db/schema/index.ts';
 import { failOrphanedRuns, INTERRUPTED_RUN_ERROR } from './runs.service.ts';
 
@@ -14,7 +15,19 @@ const LEASE_MS = 1000;
 describe('agent chat turn leases', () => {
   let h: TestHarness;
   let llm: FakeLlm;
-  fakeLlmSuite((s) => ({ h, llm } = s), { AGENT_RUN_LEASE_MS: String(LEASE_MS) });
+  // A database of its own: a sweep acts on every account's turns (and one here looks a minute ahead).
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    h = await createHarness(
+      { LLM_BASE_URL: llm.url, LLM_MODELS: FAKE_MODELS, AGENT_RUN_LEASE_MS: String(LEASE_MS) },
+      { privateDatabase: true },
+    );
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await llm?.close();
+  });
 
   const newAgent = async (token: string) =>
     (await call(h.app, 'POST', '/api/v1/agents', { token, body: { name: 'Lease' } })).json().id as string;
@@ -27,7 +40,7 @@ describe('agent chat turn leases', () => {
         .from(conversationEvents)
         .where(eq(conversationEvents.conversationId, conversation))
         .orderBy(conversationEvents.id)
-    ).map((e) => ({ type: e.type, data: e.data }));
+    ).map((e) => ({ id: e.id, type: e.type, data: e.data }));
 
   it('a slow live run outlasting its lease four times is renewed, never marked failed, and answers', async () => {
     const u = await createUser(h.app);
@@ -98,12 +111,17 @@ describe('agent chat turn leases', () => {
     const held = () =>
       h.database.db.select().from(conversationRuns).where(eq(conversationRuns.conversationId, conversation));
     await expect.poll(async () => (await held()).length, { timeout: 10_000, interval: 20 }).toBe(1);
-    // As a sweep does once the lease ran out: the row is taken and the turn failed.
-    await h.database.db
-      .update(conversationRuns)
-      .set({ leaseExpiresAt: new Date(Date.now() - 60_000) })
-      .where(eq(conversationRuns.conversationId, conversation));
-    await failOrphanedRuns(h.app.deps);
+    // A sweep that sees the lease run out (as one would after this instance failed to renew it for a whole
+    // lease): the turn is failed while its run still waits on the model.
+    // A subscriber connected meanwhile hears the failure as it is stored.
+    const addr = h.app.server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : 0;
+    const heard = await readConversationEvents(
+      `http://127.0.0.1:${port}/api/v1/agents/${agent}/conversations/${conversation}/events?lastEventId=${(await eventsOf(conversation)).at(-1)?.id ?? 0}`,
+      u.sessionToken,
+      (all) => all.some((e) => e.event === 'run.failed'),
+      async () => expect(await failOrphanedRuns(h.app.deps, new Date(Date.now() + 60_000))).toBe(1),
+    );
     const res = await answer;
     expect(res.statusCode, res.body).toBe(504);
     expect(res.json().message).toBe(INTERRUPTED_RUN_ERROR);
@@ -121,6 +139,11 @@ describe('agent chat turn leases', () => {
       'message.created',
       'message.created',
       'run.failed',
+    ]);
+    const marker = (await messagesOf(u.sessionToken, agent, conversation))[1];
+    expect(heard.map((e) => [e.event, e.data])).toEqual([
+      ['message.created', { message: marker, createdAt: expect.any(String) }],
+      ['run.failed', { error: INTERRUPTED_RUN_ERROR, messageId: marker.id, createdAt: expect.any(String) }],
     ]);
   });
 
@@ -160,7 +183,7 @@ describe('agent chat turn leases', () => {
         createdAt: expect.any(String),
       },
     ]);
-    expect(await eventsOf(conversation)).toEqual([
+    expect((await eventsOf(conversation)).map(({ type, data }) => ({ type, data }))).toEqual([
       { type: 'message.created', data: { message: messages[0] } },
       { type: 'message.created', data: { message: messages[1] } },
       { type: 'run.failed', data: { error, messageId: messages[1].id } },

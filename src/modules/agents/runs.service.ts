@@ -21,8 +21,8 @@ const SWEEP_BATCH = 100;
 
 /**
  * Marks failed every turn whose lease ran out (by `at`, default the database's now: tests look ahead); answers
- * how many. Each batch is one transaction: the lease rows
- * are taken (deleted) and the failures written together, so a turn is failed once or not at all.
+ * how many. Each batch is one transaction: the lease rows are taken (deleted) and the failures written together,
+ * so a turn is failed once or not at all.
  */
 export async function failOrphanedRuns(deps: Pick<Deps, 'database'>, at?: Date): Promise<number> {
   let failed = 0;

@@ -4,6 +4,7 @@ import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts'
 import { call, createHarness, createUser, FAKE_MODELS, type TestHarness } from '../../../test/harness.ts';
 import { readConversationEvents } from '../../../test/sse.ts';
 import { conversationEvents, conversationRuns } from '../../db/schema/index.ts';
+import { agentJobs } from './jobs.ts';
 import { failOrphanedRuns, INTERRUPTED_RUN_ERROR } from './runs.service.ts';
 
 const LEASE_MS = 1000;
@@ -57,11 +58,14 @@ describe('agent chat turn leases', () => {
     }).finally(() => {
       settled = true;
     });
-    // Sweeps run all along (as every instance's would), and the turn's lease row is there, live, each time.
+    // The recurring sweep runs all along (as every instance's would), and the turn's lease row is there, live,
+    // each time.
+    const sweep = agentJobs['agents.fail-orphaned-runs'];
+    const job = { jobId: 'job_test', attempt: 1, signal: new AbortController().signal, log: h.app.log };
     let sweeps = 0;
     let held = 0;
     while (!settled) {
-      await failOrphanedRuns(h.app.deps);
+      expect(await sweep.run(h.app.deps, {}, job)).toEqual({ failed: 0 });
       sweeps++;
       const [row] = await h.database.db
         .select()

@@ -30,6 +30,7 @@ import type { McpSources } from './mcp/server.ts';
 import { connectionSources } from './mcp/sources.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
 import { agentRoutes } from './modules/agents/routes.ts';
+import { failOrphanedRuns } from './modules/agents/runs.service.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { authClientRoutes } from './modules/auth-clients/routes.ts';
 import { channelRoutes, webchatWidgetRoutes } from './modules/channels/routes.ts';
@@ -235,6 +236,17 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   // The first listing of LLM_BASE_URL's models (bounded by DISCOVERY_TIMEOUT_MS) ends before requests arrive.
   app.addHook('onReady', async () => deps.llm.ready);
   app.addHook('onReady', async () => jobs?.start());
+  // Chat turns an instance that died left in flight are failed now, not at the next minute's sweep (in the
+  // background: start-up does not wait on it).
+  app.addHook('onReady', async () => {
+    if (!jobs) return;
+    deps.background.track(
+      'failing orphaned agent runs',
+      failOrphanedRuns(deps).then((failed) => {
+        if (failed) deps.log.warn({ failed }, 'agent chat turns left by a stopped instance marked failed');
+      }),
+    );
+  });
   app.addHook('onClose', async () => {
     await jobs?.stop(config.shutdownTimeoutMs);
     oauth.close();

@@ -78,6 +78,7 @@ const EnvSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
   REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
   SSE_HEARTBEAT_MS: positiveInt.default(15_000),
+  AGENT_RUN_LEASE_MS: z.coerce.number().int().min(1000).default(60_000),
   CHAT_FILE_MAX_BYTES: positiveInt.default(10 * 1024 * 1024),
   DOCUMENT_MAX_EXPANDED_BYTES: positiveInt.default(50 * 1024 * 1024),
   DOCUMENT_MAX_ENTRIES: positiveInt.default(1000),
@@ -302,6 +303,11 @@ export interface Config {
   documents: DocumentLimits;
   /** How often an idle event stream sends a comment, so proxies keep it open (`SSE_HEARTBEAT_MS`). */
   sseHeartbeatMs: number;
+  /**
+   * How long an agent chat turn is held without its instance renewing it (`AGENT_RUN_LEASE_MS`, renewed every
+   * third of it): a turn whose lease ran out is marked failed (its instance died).
+   */
+  agentRunLeaseMs: number;
   /** `host:port` pairs user-given URLs may reach even on private addresses (`SSRF_ALLOW_HOSTS`; see lib/safe-fetch). */
   ssrfAllowHosts: string[];
   rateLimits: RateLimits;
@@ -371,6 +377,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
+    agentRunLeaseMs: e.AGENT_RUN_LEASE_MS,
     chatFileMaxBytes: e.CHAT_FILE_MAX_BYTES,
     documents: {
       maxExpandedBytes: e.DOCUMENT_MAX_EXPANDED_BYTES,

@@ -20,6 +20,8 @@ export const ID_PREFIX = {
   agent: 'agt',
   conversation: 'conv',
   message: 'msg',
+  /** A chat turn being answered (its lease row). */
+  conversationRun: 'crun',
   memory: 'mem',
   chatFile: 'file',
   knowledgeBase: 'kb',

@@ -55,6 +55,11 @@ export function agentsPage(v: {
 }
 
 function messageView(m: Message): Html {
+  if (m.error !== null) {
+    // A failed turn (the model's or a tool's fault, or the server running it went away): said as the agent's
+    // turn, so the question above it does not look unanswered.
+    return html`<li class="msg assistant failed"><span class="who">Agent</span><div class="error-text" role="note">The agent could not answer: ${m.error}</div></li>`;
+  }
   if (m.role === 'tool') {
     return html`<li class="msg tool"><details><summary>Tool result: ${m.toolName ?? 'tool'}</summary><pre class="small">${(m.content ?? '').slice(0, 2000)}</pre></details></li>`;
   }

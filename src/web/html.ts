@@ -72,7 +72,7 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
 .small{font-size:.875rem}.grow{flex:1;min-width:0}
 .badge{display:inline-block;padding:0 .5rem;border-radius:999px;border:1px solid currentColor;font-size:.8rem;font-weight:600;vertical-align:middle}
 .badge-active{color:var(--ok)}.badge-expired{color:var(--warn)}.badge-error,.badge-revoked{color:var(--danger)}
-ol.chat{list-style:none;padding:0;margin:0 0 1rem}ol.chat li{padding:.5rem .75rem;border-radius:10px;margin:.4rem 0}ol.chat li.user{background:var(--bg);border:1px solid var(--line)}ol.chat li.assistant{border-left:4px solid var(--accent)}ol.chat li.tool{padding:.2rem .75rem}ol.chat .who{font-weight:600;font-size:.85rem;display:block}pre{white-space:pre-wrap;word-break:break-word}
+ol.chat{list-style:none;padding:0;margin:0 0 1rem}ol.chat li{padding:.5rem .75rem;border-radius:10px;margin:.4rem 0}ol.chat li.user{background:var(--bg);border:1px solid var(--line)}ol.chat li.assistant{border-left:4px solid var(--accent)}ol.chat li.failed{border-left-color:var(--danger)}ol.chat li.tool{padding:.2rem .75rem}ol.chat .who{font-weight:600;font-size:.85rem;display:block}pre{white-space:pre-wrap;word-break:break-word}
 figure.graph{margin:0}figure.graph svg{max-width:100%;height:auto;color:var(--fg)}textarea{font:inherit;padding:.6rem .7rem;border:1px solid var(--line);border-radius:8px;background:var(--bg);color:var(--fg)}
 ul.items{list-style:none;margin:0;padding:0}ul.items>li{display:flex;flex-wrap:wrap;gap:.85rem;align-items:flex-start;padding:.85rem 0;border-top:1px solid var(--line)}ul.items .grow{overflow-wrap:anywhere;flex-basis:14rem}
 .scroll{overflow-x:auto;position:relative}

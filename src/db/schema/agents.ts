@@ -88,9 +88,28 @@ export const messages = pgTable(
     /** A tool message: the call it answers and the tool's name. */
     toolCallId: text('tool_call_id'),
     toolName: text('tool_name'),
+    /** Set on the assistant message that marks a failed turn (content null): why the agent did not answer. */
+    error: text('error'),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
   (t) => [index('messages_conversation_seq_idx').on(t.conversationId, t.seq)],
+);
+
+/**
+ * A chat turn being answered: its lease is renewed while the run lives, so a row whose lease ran out belongs to
+ * an instance that died, and the turn is marked failed (`agents.fail-orphaned-runs`). Gone once the run ends.
+ */
+export const conversationRuns = pgTable(
+  'conversation_runs',
+  {
+    id: text('id').primaryKey(),
+    conversationId: text('conversation_id')
+      .notNull()
+      .references(() => conversations.id, { onDelete: 'cascade' }),
+    leaseExpiresAt: ts('lease_expires_at').notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [index('conversation_runs_lease_idx').on(t.leaseExpiresAt)],
 );
 
 /** What happened in a conversation, in order (`id`), for its SSE stream and its replay (`Last-Event-ID`). */
@@ -191,5 +210,6 @@ export type AgentRow = typeof agents.$inferSelect;
 export type ConversationRow = typeof conversations.$inferSelect;
 export type MessageRow = typeof messages.$inferSelect;
 export type ConversationEventRow = typeof conversationEvents.$inferSelect;
+export type ConversationRunRow = typeof conversationRuns.$inferSelect;
 export type AgentMemoryRow = typeof agentMemories.$inferSelect;
 export type ChatFileRow = typeof chatFiles.$inferSelect;

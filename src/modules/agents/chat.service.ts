@@ -3,7 +3,7 @@ import type { AgentTool } from '../../agent/tools.ts';
 import type { AgentRow, ChatFileRow, ConversationRow, MessageRow } from '../../db/schema/index.ts';
 import type { ServiceContext } from '../../lib/context.ts';
 import { utcDay, utcMonth } from '../../lib/dates.ts';
-import { BadRequestError, GatewayTimeoutError, NotFoundError, ValidationError } from '../../lib/errors.ts';
+import { AppError, BadRequestError, GatewayTimeoutError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
 import type { ChatMessage } from '../../llm/types.ts';
@@ -21,6 +21,7 @@ import { filesForChat } from './files.service.ts';
 import { enqueueAgentJob } from './jobs.ts';
 import { memoryTools, recallForPrompt } from './memories.service.ts';
 import * as repo from './repo.ts';
+import { holdRunLease, INTERRUPTED_RUN_ERROR } from './runs.service.ts';
 import type { AgentChatRequest } from './schema.ts';
 import { chatAgent } from './service.ts';
 
@@ -217,12 +218,13 @@ export async function chatWithAgent(
   if (!prompt.trim() && !asked.parts) throw new BadRequestError('The user message is empty');
 
   const record = (conversationId: string, m: Pick<MessageRow, 'role' | 'content'> & Partial<MessageRow>) =>
-    log.message({ toolCalls: null, toolCallId: null, toolName: null, ...m, conversationId });
+    log.message({ toolCalls: null, toolCallId: null, toolName: null, error: null, ...m, conversationId });
   let history: ChatMessage[];
   let conversationId: string;
   if (continued) {
     conversationId = continued.conversation.id;
-    history = continued.messages.map(toChatMessage);
+    // A failed turn's marker is not something the agent said.
+    history = continued.messages.filter((m) => m.error === null).map(toChatMessage);
   } else {
     // A new conversation's history is its first prompt at most: nothing to read.
     conversationId = newId('conversation');
@@ -238,79 +240,106 @@ export async function chatWithAgent(
       : [];
   }
   for (const m of incoming) record(conversationId, { role: m.role, content: contentOf(m.content, files, vision).text });
-  await opts.onConversation?.(conversationId);
-
-  const limits = agent.usageLimits;
-  const limitMessage = limits.limitReachedMessage || DEFAULT_LIMIT_MESSAGE;
-  const month = utcMonth(new Date());
-  const overCap = async () =>
-    limits.monthlyCreditsCap !== undefined &&
-    (await repo.monthlySpend(ctx.db, agent.id, month)) >= limits.monthlyCreditsCap;
-  const answer = async (
-    content: string,
-    usage: ChatOutcome['usage'],
-    credits: ChatOutcome['credits'],
-    limited: boolean,
-    /** The exchange may teach the agent something (memory extraction). */
-    learn = false,
-  ) => {
-    void log.event(conversationId, 'message.delta', { content });
-    const stored = record(conversationId, { role: 'assistant', content }).message;
-    void log.touch(conversationId);
-    const written = log.event(conversationId, 'run.completed', {
-      messageId: stored.id,
-      creditsConsumed: credits.consumed,
-      limited,
-    });
-    if (learn) {
-      // What the exchange teaches is decided off the request path, once the exchange is stored.
-      ctx.deps.background.track(
-        'memory extraction',
-        written.then((ok) =>
-          ok
-            ? enqueueAgentJob(
-                ctx.deps.database.db,
-                'agents.extract-memories',
-                { conversationId },
-                { accountId: ctx.accountId, dedupeKey: `agents.extract-memories:${conversationId}` },
-              )
-            : undefined,
-        ),
-      );
-    }
-    return {
-      id: newId('completion'),
-      created: Math.floor(Date.now() / 1000),
-      model: model.id,
-      conversationId,
-      content,
-      usage,
-      credits,
-      limited,
-    };
-  };
-  const noUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-
-  const withinDay =
-    limits.dailyMessagesPerUser === undefined ||
-    (await repo.countDailyMessage(ctx.db, agent.id, endUserId, utcDay(new Date()), limits.dailyMessagesPerUser));
-  if (!withinDay || (await overCap())) {
-    return answer(limitMessage, noUsage, { consumed: 0, remaining: await balanceOf(ctx) }, true);
+  // The turn is held by a lease from here until its answer or failure is stored (runs.service.ts): if this
+  // instance dies meanwhile, another marks the turn failed once the lease runs out.
+  const leaseMs = ctx.deps.config.agentRunLeaseMs;
+  const turn = log.startRun(conversationId, leaseMs);
+  const leaseLost = new AbortController();
+  const lease = holdRunLease(ctx.deps, turn, leaseMs, ctx.log, () => leaseLost.abort());
+  const signal = AbortSignal.any([opts.signal, leaseLost.signal]);
+  try {
+    return await answerTurn();
+  } catch (err) {
+    // The turn was already marked failed (this instance lost its lease): nothing more is stored.
+    if (leaseLost.signal.aborted) throw new GatewayTimeoutError(INTERRUPTED_RUN_ERROR);
+    const fault =
+      err instanceof AgentError && opts.signal.aborted
+        ? // The client went away: the run stopped, and what was generated is billed (runCompletion settled it).
+          new BadRequestError('The client closed the request; the run was stopped')
+        : err instanceof AgentError
+          ? new GatewayTimeoutError(err.message)
+          : err;
+    void log.failRun(conversationId, turn.id, failureText(fault));
+    throw fault;
+  } finally {
+    lease.stop();
   }
 
-  // Earlier messages of the request itself (a client sending a whole new conversation) join the history.
-  const earlier: ChatMessage[] = incoming
-    .slice(0, -1)
-    .map((m) => ({ role: m.role, content: contentOf(m.content, files, vision).text }));
-  const budget = Math.floor(model.contextWindow * 0.75) - (request.max_tokens ?? Math.min(model.maxOutputTokens, 4096));
-  const trimmed = trimToWindow([...history, ...earlier], Math.max(1000, budget));
+  async function answerTurn(): Promise<ChatOutcome> {
+    await opts.onConversation?.(conversationId);
 
-  const remembers = agent.enabledBuiltInTools.includes('agent-memory');
-  const remembered = remembers ? await recallForPrompt(ctx, agent, endUserId, prompt) : '';
-  const skillIndex = agent.enabledBuiltInTools.includes('skills') ? await skillIndexFor(ctx, agent) : '';
-  let remaining: number | undefined;
-  let usage = { ...noUsage };
-  try {
+    const limits = agent.usageLimits;
+    const limitMessage = limits.limitReachedMessage || DEFAULT_LIMIT_MESSAGE;
+    const month = utcMonth(new Date());
+    const overCap = async () =>
+      limits.monthlyCreditsCap !== undefined &&
+      (await repo.monthlySpend(ctx.db, agent.id, month)) >= limits.monthlyCreditsCap;
+    const answer = async (
+      content: string,
+      usage: ChatOutcome['usage'],
+      credits: ChatOutcome['credits'],
+      limited: boolean,
+      /** The exchange may teach the agent something (memory extraction). */
+      learn = false,
+    ) => {
+      void log.event(conversationId, 'message.delta', { content });
+      const stored = record(conversationId, { role: 'assistant', content }).message;
+      void log.touch(conversationId);
+      const written = log.event(conversationId, 'run.completed', {
+        messageId: stored.id,
+        creditsConsumed: credits.consumed,
+        limited,
+      });
+      void log.endRun(conversationId, turn.id);
+      if (learn) {
+        // What the exchange teaches is decided off the request path, once the exchange is stored.
+        ctx.deps.background.track(
+          'memory extraction',
+          written.then((ok) =>
+            ok
+              ? enqueueAgentJob(
+                  ctx.deps.database.db,
+                  'agents.extract-memories',
+                  { conversationId },
+                  { accountId: ctx.accountId, dedupeKey: `agents.extract-memories:${conversationId}` },
+                )
+              : undefined,
+          ),
+        );
+      }
+      return {
+        id: newId('completion'),
+        created: Math.floor(Date.now() / 1000),
+        model: model.id,
+        conversationId,
+        content,
+        usage,
+        credits,
+        limited,
+      };
+    };
+    const noUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+
+    const withinDay =
+      limits.dailyMessagesPerUser === undefined ||
+      (await repo.countDailyMessage(ctx.db, agent.id, endUserId, utcDay(new Date()), limits.dailyMessagesPerUser));
+    if (!withinDay || (await overCap())) {
+      return answer(limitMessage, noUsage, { consumed: 0, remaining: await balanceOf(ctx) }, true);
+    }
+
+    // Earlier messages of the request itself (a client sending a whole new conversation) join the history.
+    const earlier: ChatMessage[] = incoming
+      .slice(0, -1)
+      .map((m) => ({ role: m.role, content: contentOf(m.content, files, vision).text }));
+    const budget =
+      Math.floor(model.contextWindow * 0.75) - (request.max_tokens ?? Math.min(model.maxOutputTokens, 4096));
+    const trimmed = trimToWindow([...history, ...earlier], Math.max(1000, budget));
+
+    const remembers = agent.enabledBuiltInTools.includes('agent-memory');
+    const remembered = remembers ? await recallForPrompt(ctx, agent, endUserId, prompt) : '';
+    const skillIndex = agent.enabledBuiltInTools.includes('skills') ? await skillIndexFor(ctx, agent) : '';
+    let remaining: number | undefined;
+    let usage = { ...noUsage };
     const run = await runAgent(ctx, {
       prompt: asked.parts ?? prompt,
       history: trimmed,
@@ -320,7 +349,7 @@ export async function chatWithAgent(
       temperature: request.temperature ?? agent.temperature,
       maxTokens: request.max_tokens,
       billing: { type: 'agent', description: `Agent ${agent.name}` },
-      signal: opts.signal,
+      signal,
       beforeStep: async () => ((await overCap()) ? limitMessage : undefined),
       onCharge: async (credits) => {
         remaining = credits.remaining;
@@ -373,13 +402,11 @@ export async function chatWithAgent(
       run.stoppedBy === 'limit',
       remembers && run.stoppedBy === 'answer',
     );
-  } catch (err) {
-    void log.event(conversationId, 'run.failed', { error: (err as Error).message });
-    if (err instanceof AgentError && opts.signal.aborted) {
-      // The client went away: the run stopped, and what was generated is billed (runCompletion settled it).
-      throw new BadRequestError('The client closed the request; the run was stopped');
-    }
-    if (err instanceof AgentError) throw new GatewayTimeoutError(err.message);
-    throw err;
   }
+}
+
+/** What a failed turn stores and tells subscribers: the agent's or the service's own words, never internals. */
+function failureText(err: unknown): string {
+  if (err instanceof AppError) return err.message;
+  return 'The agent could not answer because of an internal error.';
 }

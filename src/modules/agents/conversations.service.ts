@@ -32,6 +32,7 @@ export function toMessage(row: MessageRow): Message {
     toolCalls: row.toolCalls,
     toolCallId: row.toolCallId,
     toolName: row.toolName,
+    error: row.error,
     createdAt: row.createdAt.toISOString(),
   };
 }

@@ -1,3 +1,4 @@
+import type { Executor } from '../../db/client.ts';
 import type { MessageRow } from '../../db/schema/index.ts';
 import type { Deps, ServiceContext } from '../../lib/context.ts';
 import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from '../../lib/group-commit.ts';
@@ -16,7 +17,8 @@ import * as repo from './repo.ts';
  * - `tool.result` `{toolCallId, name, content}`: what the tool answered (as the model read it, capped);
  * - `message.delta` `{content}`: text of the answer being written (today the whole answer, once, before its
  *   `message.created`: model tokens are not streamed yet);
- * - `run.completed` `{messageId, creditsConsumed, limited}` and `run.failed` `{error}`: the run ended.
+ * - `run.completed` `{messageId, creditsConsumed, limited}` and `run.failed` `{error, messageId}`: the run ended
+ *   (`messageId`: the answer, or the failed turn's marker message, see `failureOps`).
  */
 export const EVENT_TYPES = [
   'message.created',
@@ -32,11 +34,23 @@ type LogOp =
   | { kind: 'conversation'; row: repo.ConversationLogBatch['conversations'][number] }
   | { kind: 'message'; row: repo.ConversationLogBatch['messages'][number] }
   | { kind: 'event'; row: repo.ConversationLogBatch['events'][number] }
-  | { kind: 'touch'; row: repo.ConversationLogBatch['touches'][number] };
+  | { kind: 'touch'; row: repo.ConversationLogBatch['touches'][number] }
+  | { kind: 'run'; row: repo.ConversationLogBatch['runs'][number] }
+  | { kind: 'runEnd'; id: string };
 
-/** Ops in the order they happened as one batch: a conversation made in it takes its touches itself. */
+/**
+ * Ops in the order they happened as one batch: a conversation made in it takes its touches itself, and a turn
+ * that starts and ends in it writes no lease row at all.
+ */
 function toBatch(ops: LogOp[]): repo.ConversationLogBatch {
-  const batch: repo.ConversationLogBatch = { conversations: [], messages: [], events: [], touches: [] };
+  const batch: repo.ConversationLogBatch = {
+    conversations: [],
+    messages: [],
+    events: [],
+    touches: [],
+    runs: [],
+    endedRuns: [],
+  };
   const created = new Map<string, repo.ConversationLogBatch['conversations'][number]>();
   for (const op of ops) {
     if (op.kind === 'conversation') {
@@ -45,13 +59,68 @@ function toBatch(ops: LogOp[]): repo.ConversationLogBatch {
       batch.conversations.push(row);
     } else if (op.kind === 'message') batch.messages.push(op.row);
     else if (op.kind === 'event') batch.events.push(op.row);
-    else {
+    else if (op.kind === 'run') batch.runs.push(op.row);
+    else if (op.kind === 'runEnd') {
+      const started = batch.runs.findIndex((r) => r.id === op.id);
+      if (started >= 0) batch.runs.splice(started, 1);
+      else batch.endedRuns.push(op.id);
+    } else {
       const mine = created.get(op.row.conversationId);
       if (mine) mine.lastActivityAt = op.row.at;
       else batch.touches.push(op.row);
     }
   }
   return batch;
+}
+
+/** A new message row and its `message.created` event (the messages list's shape), as ops. */
+function messageOps(row: Omit<MessageRow, 'id' | 'seq' | 'createdAt'>): { message: MessageRow; ops: LogOp[] } {
+  const message: MessageRow = storable({ id: newId('message'), seq: 0, createdAt: new Date(), ...row });
+  const { seq: _seq, createdAt: at, ...rest } = message;
+  return {
+    message,
+    ops: [
+      { kind: 'message', row: { ...rest, at } },
+      eventOp(message.conversationId, 'message.created', { message: toMessage(message) }),
+    ],
+  };
+}
+
+function eventOp(conversationId: string, type: EventType, data: Record<string, unknown>): LogOp {
+  return { kind: 'event', row: { conversationId, type, data: storable(data), at: new Date() } };
+}
+
+/**
+ * A failed turn as it is stored, whoever records it (the run itself, or the sweep of a dead instance's runs): an
+ * assistant message with no content and `error` (the messages list and the chat page show it), its
+ * `message.created`, then `run.failed` `{error, messageId}`, and the conversation's activity.
+ */
+function failureOps(conversationId: string, error: string): { message: MessageRow; ops: LogOp[] } {
+  const { message, ops } = messageOps({
+    conversationId,
+    role: 'assistant',
+    content: null,
+    toolCalls: null,
+    toolCallId: null,
+    toolName: null,
+    error,
+  });
+  ops.push(eventOp(conversationId, 'run.failed', { error: message.error, messageId: message.id }));
+  ops.push({ kind: 'touch', row: { conversationId, at: new Date() } });
+  return { message, ops };
+}
+
+/**
+ * Records the failure of turns whose run is already gone (their lease rows were taken by `takeExpiredRuns`),
+ * with `db` (the sweep's transaction): one statement for them all, their subscribers notified on commit.
+ */
+export async function writeFailedTurns(
+  db: Executor,
+  turns: ReadonlyArray<{ conversationId: string }>,
+  error: string,
+): Promise<void> {
+  if (turns.length === 0) return;
+  await repo.writeConversationLog(db, toBatch(turns.flatMap((t) => failureOps(t.conversationId, error).ops)));
 }
 
 /**
@@ -101,20 +170,36 @@ export class ConversationLog {
 
   /** A message and its `message.created` event; answers the message as it is stored (written or not). */
   message(row: Omit<MessageRow, 'id' | 'seq' | 'createdAt'>): { message: MessageRow; written: Promise<boolean> } {
-    const message: MessageRow = storable({ id: newId('message'), seq: 0, createdAt: new Date(), ...row });
-    const { seq: _seq, createdAt: at, ...rest } = message;
-    void this.add(message.conversationId, { kind: 'message', row: { ...rest, at } });
-    return {
-      message,
-      written: this.event(message.conversationId, 'message.created', { message: toMessage(message) }),
-    };
+    const { message, ops } = messageOps(row);
+    return { message, written: this.addAll(message.conversationId, ops) };
   }
 
   event(conversationId: string, type: EventType, data: Record<string, unknown>): Promise<boolean> {
-    return this.add(conversationId, {
-      kind: 'event',
-      row: { conversationId, type, data: storable(data), at: new Date() },
-    });
+    return this.add(conversationId, eventOp(conversationId, type, data));
+  }
+
+  /** A turn starts: its lease row (held `leaseMs` from when it is written) goes with what is queued before it. */
+  startRun(conversationId: string, leaseMs: number): { id: string; written: Promise<boolean> } {
+    const id = newId('conversationRun');
+    return { id, written: this.add(conversationId, { kind: 'run', row: { id, conversationId, leaseMs } }) };
+  }
+
+  /** The turn ended with what was queued before this (its answer): its lease row goes in the same statement. */
+  endRun(conversationId: string, runId: string): Promise<boolean> {
+    return this.add(conversationId, { kind: 'runEnd', id: runId });
+  }
+
+  /** The turn failed: its failure is stored (see `failureOps`) and its lease row goes, in one statement. */
+  failRun(conversationId: string, runId: string, error: string): { message: MessageRow; written: Promise<boolean> } {
+    const { message, ops } = failureOps(conversationId, error);
+    ops.push({ kind: 'runEnd', id: runId });
+    return { message, written: this.addAll(conversationId, ops) };
+  }
+
+  private addAll(conversationId: string, ops: LogOp[]): Promise<boolean> {
+    let written = Promise.resolve(true);
+    for (const op of ops) written = this.add(conversationId, op);
+    return written;
   }
 
   /** The conversation's last activity is now. */

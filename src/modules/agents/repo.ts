@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, inArray, ne, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, inArray, lt, ne, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
 import {
   type AgentRow,
@@ -10,6 +10,7 @@ import {
   type ConversationRow,
   chatFiles,
   conversationEvents,
+  conversationRuns,
   conversations,
   type MessageRow,
   messages,
@@ -165,6 +166,7 @@ export async function conversationWithHistory(
         toolCalls: recent.toolCalls,
         toolCallId: recent.toolCallId,
         toolName: recent.toolName,
+        error: recent.error,
         createdAt: recent.createdAt,
       },
     })
@@ -275,11 +277,16 @@ export interface ConversationLogBatch {
     toolCalls: MessageRow['toolCalls'];
     toolCallId: string | null;
     toolName: string | null;
+    error: string | null;
     at: Date;
   }>;
   events: Array<{ conversationId: string; type: string; data: Record<string, unknown>; at: Date }>;
   /** Conversations (created before this batch) whose last activity moves to `at`. */
   touches: Array<{ conversationId: string; at: Date }>;
+  /** Turns starting: their lease rows, held `leaseMs` from the database's now. */
+  runs: Array<{ id: string; conversationId: string; leaseMs: number }>;
+  /** Turns that ended (answered or failed): their lease rows go. */
+  endedRuns: string[];
 }
 
 /**
@@ -303,22 +310,32 @@ export async function writeConversationLog(db: Executor, batch: ConversationLogB
     ), m AS (
       SELECT * FROM jsonb_to_recordset(${json(batch.messages)}::jsonb) AS x(
         "id" text, "conversationId" text, "role" text, "content" text, "toolCalls" jsonb, "toolCallId" text,
-        "toolName" text, "at" timestamptz, n int)
+        "toolName" text, "error" text, "at" timestamptz, n int)
     ), e AS (
       SELECT * FROM jsonb_to_recordset(${json(batch.events)}::jsonb) AS x(
         "conversationId" text, "type" text, "data" jsonb, "at" timestamptz, n int)
     ), t AS (
       SELECT * FROM jsonb_to_recordset(${json(batch.touches)}::jsonb) AS x("conversationId" text, "at" timestamptz)
+    ), r AS (
+      SELECT * FROM jsonb_to_recordset(${json(batch.runs)}::jsonb) AS x("id" text, "conversationId" text, "leaseMs" int)
     ), live AS (
       SELECT id FROM ci
       UNION
       SELECT id FROM conversations
-      WHERE id IN (SELECT "conversationId" FROM m UNION SELECT "conversationId" FROM e UNION SELECT "conversationId" FROM t)
+      WHERE id IN (SELECT "conversationId" FROM m UNION SELECT "conversationId" FROM e UNION SELECT "conversationId" FROM t
+        UNION SELECT "conversationId" FROM r)
     ), mi AS (
-      INSERT INTO messages (id, conversation_id, role, content, tool_calls, tool_call_id, tool_name, created_at)
-      SELECT m.id, m."conversationId", m.role, m.content, m."toolCalls", m."toolCallId", m."toolName", m.at
+      INSERT INTO messages (id, conversation_id, role, content, tool_calls, tool_call_id, tool_name, error, created_at)
+      SELECT m.id, m."conversationId", m.role, m.content, m."toolCalls", m."toolCallId", m."toolName", m.error, m.at
       FROM m WHERE m."conversationId" IN (SELECT id FROM live) ORDER BY m.n
       ON CONFLICT (id) DO NOTHING
+    ), ri AS (
+      INSERT INTO conversation_runs (id, conversation_id, lease_expires_at)
+      SELECT r.id, r."conversationId", now() + r."leaseMs" * interval '1 millisecond'
+      FROM r WHERE r."conversationId" IN (SELECT id FROM live)
+      ON CONFLICT (id) DO NOTHING
+    ), rd AS (
+      DELETE FROM conversation_runs WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(batch.endedRuns)}::jsonb))
     ), ei AS (
       INSERT INTO conversation_events (conversation_id, type, data, created_at)
       SELECT e."conversationId", e.type, e.data, e.at
@@ -330,6 +347,38 @@ export async function writeConversationLog(db: Executor, batch: ConversationLogB
       WHERE c.id = t."conversationId"
     )
     SELECT pg_notify(${NOTIFY_CHANNEL}, d.conversation_id) FROM (SELECT DISTINCT conversation_id FROM ei) d`);
+}
+
+/** Holds a running turn's lease `leaseMs` longer (database time); false when its row is gone (it was failed). */
+export async function renewRunLease(db: Executor, runId: string, leaseMs: number): Promise<boolean> {
+  const rows = await db
+    .update(conversationRuns)
+    .set({ leaseExpiresAt: sql`now() + ${Math.round(leaseMs)} * interval '1 millisecond'` })
+    .where(eq(conversationRuns.id, runId))
+    .returning({ id: conversationRuns.id });
+  return rows.length === 1;
+}
+
+/**
+ * Deletes and answers up to `limit` turns whose lease ran out by `at` (default: the database's now), oldest first. A row locked by a
+ * renewal or by another sweep is skipped, and a lease renewed meanwhile is not expired: each turn is taken once.
+ */
+export async function takeExpiredRuns(
+  db: Executor,
+  limit: number,
+  at?: Date,
+): Promise<Array<{ id: string; conversationId: string }>> {
+  const expired = db
+    .select({ id: conversationRuns.id })
+    .from(conversationRuns)
+    .where(lt(conversationRuns.leaseExpiresAt, at ?? sql`now()`))
+    .orderBy(asc(conversationRuns.leaseExpiresAt))
+    .limit(limit)
+    .for('update', { skipLocked: true });
+  return db
+    .delete(conversationRuns)
+    .where(inArray(conversationRuns.id, expired))
+    .returning({ id: conversationRuns.id, conversationId: conversationRuns.conversationId });
 }
 
 /** Events after `afterId`, oldest first, at most `limit`. */

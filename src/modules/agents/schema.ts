@@ -189,6 +189,12 @@ export const Message = z
       .nullable(),
     toolCallId: z.string().nullable(),
     toolName: z.string().nullable(),
+    error: z
+      .string()
+      .nullable()
+      .describe(
+        'set on the assistant message that marks a failed turn (its content null): why the agent did not answer',
+      ),
     createdAt: Timestamp,
   })
   .meta({ id: 'ConversationMessage' });

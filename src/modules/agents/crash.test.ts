@@ -1,0 +1,155 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { launchBrowser, runBrowser, type TestBrowser } from '../../../test/e2e/browser.ts';
+import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { FAKE_MODELS, openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from '../../../test/harness.ts';
+import { type ServerProcess, startServer } from '../../../test/server-process.ts';
+import { readConversationEvents } from '../../../test/sse.ts';
+import { INTERRUPTED_RUN_ERROR } from './runs.service.ts';
+
+const LEASE_MS = 1000;
+
+/**
+ * The service as its own process, killed with SIGKILL while an agent chat waits on a model that never answers,
+ * then started again on the same database: the turn's lease runs out and the new process's start-up sweep marks
+ * the turn failed: the messages list shows the marker, the conversation's event stream carries `run.failed`,
+ * and the chat page shows the failure (in chromium).
+ */
+describe('an agent chat turn interrupted by a crash', () => {
+  let llm: FakeLlm | undefined;
+  let testDb: TestDatabase | undefined;
+  let server: ServerProcess | undefined;
+  let browser: TestBrowser | undefined;
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop('SIGKILL');
+    await llm?.close();
+    await testDb?.close();
+  });
+
+  it('is marked failed after a restart, with run.failed on its events and the failure on the chat page', async () => {
+    llm = await startFakeLlm();
+    // A database of its own: the sweep acts on every account's turns.
+    testDb = await openTestDatabase({ privateDatabase: true });
+    await testDb.handOver(); // PGlite: the server process owns the data directory
+    const env = {
+      ...testDb.env,
+      ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
+      LOG_LEVEL: 'warn',
+      LLM_BASE_URL: llm.url,
+      LLM_MODELS: FAKE_MODELS,
+      RATE_LIMIT_GLOBAL: '100000',
+      RATE_LIMIT_LLM: '100000',
+      RATE_LIMIT_AUTH: '100000',
+      AGENT_RUN_LEASE_MS: String(LEASE_MS),
+    };
+    server = await startServer(env);
+    const first = server.url;
+    const email = `orphan-${Date.now()}@example.test`;
+    const password = 'orphan-password';
+    const signup = await fetch(`${first}/api/v1/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password, name: 'Orphan' }),
+    });
+    expect(signup.status).toBe(201);
+    const { session_token: token } = (await signup.json()) as { session_token: string };
+    const api = (base: string, path: string, init: RequestInit = {}) =>
+      fetch(`${base}/api/v1${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      });
+    const agent = (
+      (await (await api(first, '/agents', { method: 'POST', body: '{"name":"Night owl"}' })).json()) as {
+        id: string;
+      }
+    ).id;
+
+    // The model never answers: the process is killed while it waits.
+    llm.enqueue({ content: 'never delivered', delayMs: 10 * 60_000 });
+    const streaming = new AbortController();
+    const chat = await api(first, `/agents/${agent}/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'Are you there?' }], stream: true }),
+      signal: streaming.signal,
+    });
+    expect(chat.status).toBe(200);
+    const conversation = chat.headers.get('x-conversation-id') ?? '';
+    expect(conversation).toMatch(/^conv_/);
+    await expect.poll(() => llm?.requests.length, { timeout: 20_000, interval: 20 }).toBe(1);
+    const messagesPath = `/agents/${agent}/conversations/${conversation}/messages`;
+    const before = (await (await api(first, messagesPath)).json()) as { data: Array<Record<string, unknown>> };
+    expect(before.data.map((m) => [m.role, m.content])).toEqual([['user', 'Are you there?']]);
+
+    expect((await server.stop('SIGKILL')).signal).toBe('SIGKILL');
+    streaming.abort();
+    // Its lease runs out (no instance renews it any more); then an instance starts again on the database.
+    await new Promise((r) => setTimeout(r, LEASE_MS + 250));
+    server = await startServer(env);
+    const second = server.url;
+
+    let messages: Array<Record<string, unknown>> = [];
+    await expect
+      .poll(
+        async () => {
+          messages = ((await (await api(second, messagesPath)).json()) as { data: typeof messages }).data;
+          return messages.length;
+        },
+        { timeout: 20_000, interval: 50 },
+      )
+      .toBe(2);
+    const [asked, failed] = messages;
+    expect(messages).toEqual([
+      {
+        id: expect.stringMatching(/^msg_/),
+        role: 'user',
+        content: 'Are you there?',
+        toolCalls: null,
+        toolCallId: null,
+        toolName: null,
+        error: null,
+        createdAt: expect.any(String),
+      },
+      {
+        id: expect.stringMatching(/^msg_/),
+        role: 'assistant',
+        content: null,
+        toolCalls: null,
+        toolCallId: null,
+        toolName: null,
+        error: INTERRUPTED_RUN_ERROR,
+        createdAt: expect.any(String),
+      },
+    ]);
+
+    // A subscriber to the conversation's events gets the failure (stored, so it is there for any subscriber).
+    const events = await readConversationEvents(
+      `${second}/api/v1/agents/${agent}/conversations/${conversation}/events`,
+      token,
+      (all) => all.some((e) => e.event === 'run.failed'),
+    );
+    expect(events.map((e) => e.event)).toEqual(['message.created', 'message.created', 'run.failed']);
+    expect(events.map((e) => e.data)).toEqual([
+      { message: asked, createdAt: expect.any(String) },
+      { message: failed, createdAt: expect.any(String) },
+      { error: INTERRUPTED_RUN_ERROR, messageId: failed?.id, createdAt: expect.any(String) },
+    ]);
+    // The model was asked once: nothing ran the turn again.
+    expect(llm.requests).toHaveLength(1);
+
+    if (!runBrowser) return;
+    browser = await launchBrowser();
+    const page = await browser.newPage();
+    await page.goto(`${second}/account/agents/${agent}?c=${conversation}`);
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Night owl', level: 1 }).waitFor();
+    // Signing in lands on the agent's page; the conversation is opened from it as a person would.
+    await page.getByRole('link', { name: 'Are you there?' }).click();
+    await page.locator('ol.chat li.failed').waitFor();
+    expect(await page.locator('ol.chat li').allTextContents()).toEqual([
+      'YouAre you there?',
+      `AgentThe agent could not answer: ${INTERRUPTED_RUN_ERROR}`,
+    ]);
+  }, 180_000);
+});

@@ -113,7 +113,8 @@ export function pageHelpers(app: App, oauth: OAuthServer): PageHelpers {
     csrf: (req, reply) => csrfToken(req, reply, secret()),
     csrfOk: (req, form) => csrfValid(req, secret(), one(form, 'csrf')),
     currentUser,
-    async signedIn(req, reply, returnTo = req.url.split('?')[0] ?? '/') {
+    // A page's query (`?c=<conversation>`, `?q=`) comes back after sign-in; a form's POST goes back to its page.
+    async signedIn(req, reply, returnTo = req.method === 'GET' ? req.url : (req.url.split('?')[0] ?? '/')) {
       const current = await currentUser(req);
       if (!current) {
         await reply.redirect(`/signin?return_to=${encodeURIComponent(returnTo)}`, 303);

@@ -138,6 +138,9 @@ describe('web pages', () => {
     const anon = await browser().get('/account/tokens');
     expect(anon.statusCode).toBe(303);
     expect(anon.headers.location).toBe('/signin?return_to=%2Faccount%2Ftokens');
+    // A page's query survives the detour through sign-in.
+    const chat = await browser().get('/account/agents/agt_abcdefgh?c=conv_abcdefgh');
+    expect(chat.headers.location).toBe('/signin?return_to=%2Faccount%2Fagents%2Fagt_abcdefgh%3Fc%3Dconv_abcdefgh');
   });
 
   it('sign-up creates an account and signs in; sign-out ends the session', async () => {

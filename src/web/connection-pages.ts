@@ -165,8 +165,8 @@ function catalogRow(item: CatalogItem, csrf: string, connectedCount: number): Ht
       ${
         p.apiKey
           ? item.oauth
-            ? html`<p class="muted small">Or connect with a ${p.apiKey.label}: ${tokenLink(false, 'Use a token')}</p>`
-            : html`<p class="muted small">Connects with a ${p.apiKey.label} you create at ${p.label}.</p>`
+            ? html`<p class="muted small">Or connect with your ${p.apiKey.label}: ${tokenLink(false, 'Use a token')}</p>`
+            : html`<p class="muted small">Connects with your ${p.apiKey.label} from ${p.label}.</p>`
           : html``
       }
       ${
@@ -337,8 +337,8 @@ export function tokenPage(v: {
     `Connect ${p.label}`,
     html`<div class="card"><div class="app-head"><img class="logo" src="${v.logo}" alt="" width="32" height="32">
       <h1>Connect ${p.label}</h1></div>
-      <p>${p.label} connects with a ${k.label}. ${k.help}</p>
-      <p><a href="${k.docsUrl}" target="_blank" rel="noopener noreferrer" data-docs-link>Create a ${k.label} on ${host}</a>
+      <p>${p.label} connects with your ${k.label}. ${k.help}</p>
+      <p><a href="${k.docsUrl}" target="_blank" rel="noopener noreferrer" data-docs-link>Get your ${k.label} on ${host}</a>
         <span class="muted small">(opens in a new tab)</span></p>
       ${formError ? html`<p class="error" role="alert" id="form-error">${formError}</p>` : html``}
       <form method="post" action="${tokenPagePath(p.id)}">${hidden(v.csrf)}

@@ -148,7 +148,7 @@ describe('connections page', () => {
     // A provider that also takes a pasted token says so, and one that does not says nothing.
     const stripe = await browser.get(`${PAGE}?q=stripe`);
     expect(ids(stripe.body)).toEqual(['stripe']);
-    expect(stripe.body).toContain('Connects with a Secret or restricted key you create at Stripe.');
+    expect(stripe.body).toContain('Connects with your Secret or restricted key from Stripe.');
     expect(stripe.body).toContain('href="/account/connections/token/stripe" data-token-link>Connect');
     expect(stripe.body).not.toContain('PROVIDER_STRIPE_CLIENT_ID');
     const zoom = await browser.get(`${PAGE}?q=zoom`);
@@ -438,6 +438,38 @@ describe('connections page', () => {
       revoked.body,
     )?.[0];
     expect(item).toContain(`<label for="reconnect-${connectionId}-workspace">Workspace</label>`);
+  });
+
+  it("the token form: the provider file's label, help and link, CSRF required, 404 for a service without a token", async () => {
+    const { browser } = await signedIn();
+    const form = await browser.get(`${PAGE}/token/jira`);
+    expect(form.statusCode).toBe(200);
+    expect(form.body).toContain('<form method="post" action="/account/connections/token/jira">');
+    expect(form.body).toContain(
+      '<a href="https://id.atlassian.com/manage-profile/security/api-tokens" target="_blank" rel="noopener noreferrer" data-docs-link>',
+    );
+    expect(form.body).toContain('<input id="field-site" name="field.site" type="text" required');
+    expect(form.body).toContain('<input id="field-email" name="field.email" type="email" required');
+    expect(form.body).toContain('<input id="field-token" name="token" type="password" required');
+    // Without the CSRF token nothing is sent anywhere.
+    const forged = await browser.post(`${PAGE}/token/jira`, { token: 'x', 'field.site': 'acme' });
+    expect(forged.statusCode).toBe(403);
+    // A field that does not fit its pattern is refused before Jira is asked.
+    const bad = await browser.post(`${PAGE}/token/jira`, {
+      csrf: csrfOf(form.body),
+      'field.site': 'evil.example/x',
+      'field.email': 'ada@example.com',
+      token: 'ATATT3xFfGF0-example',
+    });
+    expect(bad.statusCode).toBe(422);
+    expect(bad.body).toContain('<p class="error" id="error-site">Site must match [a-z0-9][a-z0-9-]{0,62}.</p>');
+    expect(bad.body).toContain('value="ada@example.com"');
+    expect(bad.body).not.toContain('ATATT3xFfGF0-example');
+    for (const url of [`${PAGE}/token/zoom`, `${PAGE}/token/no-such-service`, `${PAGE}/token/..%2Fx`]) {
+      const none = await browser.get(url);
+      expect(none.statusCode, url).toBe(404);
+      expect(none.body).toContain('That service does not connect with a token.');
+    }
   });
 
   it('filterCatalog matches every word anywhere, case-insensitively, within the category', () => {

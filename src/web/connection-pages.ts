@@ -251,8 +251,13 @@ export function disconnectPage(v: { user: PageUser; csrf: string; item: Connecti
     title: `Disconnect ${c.metadata.providerName}?`,
     head: html`<img class="logo" src="${v.item.logo}" alt="" width="32" height="32">`,
     body: html`<p>Account: <strong>${c.metadata.displayName}</strong>${c.metadata.email ? ` (${c.metadata.email})` : ''}.</p>
-      <p>Switchboard deletes this connection and asks ${c.metadata.providerName} to revoke its token. Your agents
-        and apps can no longer use this account. You can connect it again later.</p>`,
+      ${
+        c.authType === 'api_key'
+          ? html`<p>Switchboard deletes this connection and the token you gave it. Your agents and apps can no longer
+            use this account. The token itself keeps working until you delete it at ${c.metadata.providerName}.</p>`
+          : html`<p>Switchboard deletes this connection and asks ${c.metadata.providerName} to revoke its token. Your
+            agents and apps can no longer use this account. You can connect it again later.</p>`
+      }`,
     action: `/account/connections/${c.id}/disconnect`,
     button: 'Disconnect',
     cancelHref: '/account/connections',

@@ -1,3 +1,4 @@
+import { createServer as httpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -9,6 +10,9 @@ import {
 } from '../../../test/fakes/api-key-provider.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { connections } from '../../db/schema/index.ts';
+import type { ProviderDefinition } from '../providers/schema.ts';
+import { withCredential } from './api-key.ts';
+import { sendOnce } from './http.ts';
 import { execute } from './test-support.ts';
 
 /** A loopback port nothing listens on: the provider "cannot be reached". */
@@ -213,5 +217,44 @@ describe('token connections (api_key)', () => {
     expect(del.statusCode).toBe(204);
     await h.app.deps.background.drain();
     expect(fake.requests.length).toBe(before);
+  });
+});
+
+describe('a credential in a header of its own', () => {
+  it('is sent to the API and dropped when a redirect leads to another origin, as Authorization is', async () => {
+    const seen: Array<Record<string, string | string[] | undefined>> = [];
+    const other = httpServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const otherUrl = `http://127.0.0.1:${(other.address() as { port: number }).port}`;
+    const api = httpServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(302, { location: `${otherUrl}/elsewhere` });
+      res.end();
+    });
+    await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+    try {
+      const def = { apiKey: { auth: { type: 'header' as const, name: 'X-Figma-Token' } } } as Pick<
+        ProviderDefinition,
+        'apiKey'
+      >;
+      const req = withCredential(
+        def,
+        { authType: 'api_key', vars: {} },
+        { method: 'GET', url: `http://127.0.0.1:${(api.address() as { port: number }).port}/v1/me`, headers: {} },
+        'figd_secret_token_123',
+      );
+      const answer = await sendOnce(req, { timeoutMs: 5000, maxBytes: 10_000, label: 'Figma' });
+      expect(answer.status).toBe(200);
+      expect(seen[0]?.['x-figma-token']).toBe('figd_secret_token_123');
+      expect(seen[1]?.['x-figma-token']).toBeUndefined();
+      expect(seen).toHaveLength(2);
+    } finally {
+      await new Promise<void>((resolve) => api.close(() => resolve()));
+      await new Promise<void>((resolve) => other.close(() => resolve()));
+    }
   });
 });

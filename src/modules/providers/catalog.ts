@@ -206,6 +206,8 @@ function checkApiKeyRules(def: ProviderDefinition): string[] {
     problems.push(`apiKey.auth.username: "${k.auth.username}" is not one of apiKey.fields`);
   }
   for (const f of k.fields) {
+    // The form's own input for the token is named so.
+    if (f.name === 'token') problems.push('apiKey.fields: "token" is the token itself; name the field otherwise');
     if (def.finalizeFields.some((o) => o.name === f.name && o.pattern !== f.pattern)) {
       problems.push(`apiKey.fields: "${f.name}" is also a finalize field with another pattern`);
     }

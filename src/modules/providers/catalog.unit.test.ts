@@ -346,6 +346,10 @@ describe('apiKey rules', () => {
       'api.baseUrl (used by token connections): {cloudId} is not an apiKey field or whoami var',
     );
     expect(problems).toContain('apiKey.auth.username: "login" is not one of apiKey.fields');
+    const named = checkProviderRules(
+      withKey({ fields: [{ name: 'token', label: 'Token', pattern: '.+' }], baseUrl: 'https://x.example.com' }),
+    );
+    expect(named).toContain('apiKey.fields: "token" is the token itself; name the field otherwise');
   });
 
   it('every shipped apiKey block passes, links to an https page, and at least 15 providers have one', () => {

@@ -97,7 +97,7 @@ function connectionRow(item: ConnectionItem, csrf: string): Html {
       <strong>${c.metadata.providerName}</strong> ${badge(c.status)}
       <div>${c.metadata.displayName}${who}</div>
       <div class="muted">${STATUS_TEXT[c.status]}${c.lastError ? html` <span class="reason">${c.lastError}</span>` : html``}</div>
-      <div class="muted small">Connected <time datetime="${c.createdAt}">${c.createdAt.slice(0, 10)}</time>${
+      <div class="muted small">Connected <time datetime="${c.createdAt}">${c.createdAt.slice(0, 10)}</time>${c.authType === 'api_key' ? ' with a token' : ''}${
         c.expiresAt && c.status === 'active'
           ? html` · token valid until <time datetime="${c.expiresAt}">${c.expiresAt.slice(0, 16).replace('T', ' ')} UTC</time>`
           : html``

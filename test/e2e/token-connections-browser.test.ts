@@ -94,6 +94,7 @@ describe.skipIf(!runBrowser)('token connections in a real browser (chromium)', (
       const mine = page.locator('li[data-connection-id]');
       expect(await mine.count()).toBe(1);
       expect(await mine.locator('.badge').textContent()).toBe('active');
+      await mine.getByText(/^Connected \d{4}-\d{2}-\d{2} with a token$/).waitFor();
       await page.screenshot({ path: artifactPath(`token-connected-${width}`) });
       const rows = await h.database.db.select().from(connections).where(eq(connections.accountId, user.account.id));
       expect(rows).toHaveLength(1);

@@ -14,19 +14,19 @@ export interface CatalogItem {
   provider: Provider;
   /** Where the service serves its logo (under BASE_URL). */
   logo: string;
-  /** The variables an operator must set, when the provider is not configured. */
+  /** The variables an operator must set, when its OAuth is not configured. */
   missing?: { clientId: string; clientSecret: string } | undefined;
+  /** OAuth can be started now (the operator set the provider's client). */
+  oauth: boolean;
   /** Fields the user gives before authorization (a subdomain the provider's URLs are built from). */
   fields: FinalizeField[];
-  /** The token the provider also takes instead of OAuth (an API key, a personal access token). */
-  bearerToken?: { label: string; help: string } | undefined;
 }
 
 /** A connection as the page shows it. */
 export interface ConnectionItem {
   connection: Connection;
   logo: string;
-  /** Whether its provider can be connected again now (configured, still in the catalog). */
+  /** Whether its provider can be connected again now, the way it was (OAuth configured, or it takes a token). */
   connectable: boolean;
   /** Fields Reconnect asks for before authorization, as for Connect. */
   fields: FinalizeField[];
@@ -97,7 +97,7 @@ function connectionRow(item: ConnectionItem, csrf: string): Html {
       <strong>${c.metadata.providerName}</strong> ${badge(c.status)}
       <div>${c.metadata.displayName}${who}</div>
       <div class="muted">${STATUS_TEXT[c.status]}${c.lastError ? html` <span class="reason">${c.lastError}</span>` : html``}</div>
-      <div class="muted small">Connected <time datetime="${c.createdAt}">${c.createdAt.slice(0, 10)}</time>${
+      <div class="muted small">Connected <time datetime="${c.createdAt}">${c.createdAt.slice(0, 10)}</time>${c.authType === 'api_key' ? ' with a token' : ''}${
         c.expiresAt && c.status === 'active'
           ? html` · token valid until <time datetime="${c.expiresAt}">${c.expiresAt.slice(0, 16).replace('T', ' ')} UTC</time>`
           : html``
@@ -111,16 +111,18 @@ function connectionRow(item: ConnectionItem, csrf: string): Html {
         }
         ${
           reconnect
-            ? item.connectable
-              ? connectForm(csrf, {
-                  providerId: c.providerId,
-                  label: 'Reconnect',
-                  name: `${c.metadata.providerName} ${c.metadata.displayName}`,
-                  primary: true,
-                  fields: item.fields,
-                  idPrefix: `reconnect-${c.id}`,
-                })
-              : html`<button type="button" disabled>Reconnect</button>
+            ? item.connectable && c.authType === 'api_key'
+              ? html`<a class="button primary" href="${tokenPagePath(c.providerId)}">Reconnect <span class="sr-only">${c.metadata.providerName} ${c.metadata.displayName}</span></a>`
+              : item.connectable
+                ? connectForm(csrf, {
+                    providerId: c.providerId,
+                    label: 'Reconnect',
+                    name: `${c.metadata.providerName} ${c.metadata.displayName}`,
+                    primary: true,
+                    fields: item.fields,
+                    idPrefix: `reconnect-${c.id}`,
+                  })
+                : html`<button type="button" disabled>Reconnect</button>
                 <span class="muted small">${c.metadata.providerName} is not available on this server now.</span>`
             : html``
         }
@@ -130,20 +132,30 @@ function connectionRow(item: ConnectionItem, csrf: string): Html {
   </li>`;
 }
 
+/** The page where the user pastes a token for a provider. */
+export function tokenPagePath(providerId: string): string {
+  return `/account/connections/token/${providerId}`;
+}
+
 function catalogRow(item: CatalogItem, csrf: string, connectedCount: number): Html {
   const p = item.provider;
-  const form = item.missing
-    ? html`<button type="button" disabled aria-describedby="setup-${p.id}">Connect <span class="sr-only">${p.label}</span></button>`
+  const connectLabel = connectedCount && p.allowMultipleConnections ? 'Connect another' : 'Connect';
+  const tokenLink = (primary: boolean, text: string) =>
+    html`<a class="button${primary ? ' primary' : ''}" href="${tokenPagePath(p.id)}" data-token-link>${text} <span class="sr-only">${p.label}</span></a>`;
+  const form = !item.oauth
+    ? p.apiKey
+      ? tokenLink(!connectedCount, connectLabel)
+      : html`<button type="button" disabled aria-describedby="setup-${p.id}">Connect <span class="sr-only">${p.label}</span></button>`
     : connectForm(csrf, {
         providerId: p.id,
-        label: connectedCount && p.allowMultipleConnections ? 'Connect another' : 'Connect',
+        label: connectLabel,
         name: p.label,
         primary: !connectedCount,
         fields: item.fields,
         idPrefix: `connect-${p.id}`,
       });
   // A form with fields goes under the description; a lone button to its right.
-  const below = !item.missing && item.fields.length > 0;
+  const below = item.oauth && item.fields.length > 0;
   return html`<li class="item" data-provider-id="${p.id}">
     <img class="logo" src="${item.logo}" alt="" width="32" height="32">
     <div class="grow">
@@ -151,14 +163,14 @@ function catalogRow(item: CatalogItem, csrf: string, connectedCount: number): Ht
       ${connectedCount ? html` <span class="badge badge-active">connected</span>` : html``}
       <div>${p.description}</div>
       ${
-        item.bearerToken
-          ? html`<p class="muted small" data-bearer-token>Also connects with a ${item.bearerToken.label} instead of
-            OAuth: ${item.bearerToken.help} Send it to <code>POST /api/v1/connections/from-catalog</code> as
-            <code>bearerToken</code>.</p>`
+        p.apiKey
+          ? item.oauth
+            ? html`<p class="muted small">Or connect with your ${p.apiKey.label}: ${tokenLink(false, 'Use a token')}</p>`
+            : html`<p class="muted small">Connects with your ${p.apiKey.label} from ${p.label}.</p>`
           : html``
       }
       ${
-        item.missing
+        item.missing && !p.apiKey
           ? html`<p class="muted small" id="setup-${p.id}">Not configured on this server: the operator sets
             <code>${item.missing.clientId}</code> and <code>${item.missing.clientSecret}</code>.</p>`
           : html``
@@ -239,8 +251,13 @@ export function disconnectPage(v: { user: PageUser; csrf: string; item: Connecti
     title: `Disconnect ${c.metadata.providerName}?`,
     head: html`<img class="logo" src="${v.item.logo}" alt="" width="32" height="32">`,
     body: html`<p>Account: <strong>${c.metadata.displayName}</strong>${c.metadata.email ? ` (${c.metadata.email})` : ''}.</p>
-      <p>Switchboard deletes this connection and asks ${c.metadata.providerName} to revoke its token. Your agents
-        and apps can no longer use this account. You can connect it again later.</p>`,
+      ${
+        c.authType === 'api_key'
+          ? html`<p>Switchboard deletes this connection and the token you gave it. Your agents and apps can no longer
+            use this account. The token itself keeps working until you delete it at ${c.metadata.providerName}.</p>`
+          : html`<p>Switchboard deletes this connection and asks ${c.metadata.providerName} to revoke its token. Your
+            agents and apps can no longer use this account. You can connect it again later.</p>`
+      }`,
     action: `/account/connections/${c.id}/disconnect`,
     button: 'Disconnect',
     cancelHref: '/account/connections',
@@ -283,6 +300,66 @@ export function pendingPage(v: {
           <a class="button" href="/account/connections">Cancel</a></div>
       </form>
       <p class="muted small">This step expires at <time datetime="${p.expiresAt}">${p.expiresAt.slice(11, 16)} UTC</time>.</p>
+    </div>`,
+    { user: v.user, csrf: v.csrf },
+  );
+}
+
+/** The form for a token the user holds: the provider's fields, the token as a password, where to get one. */
+export function tokenPage(v: {
+  user: PageUser;
+  csrf: string;
+  provider: Provider;
+  logo: string;
+  values?: Record<string, string> | undefined;
+  /** Problems by field name (`token` for the token); `''` for the form as a whole. */
+  problems?: Record<string, string> | undefined;
+}): string {
+  const p = v.provider;
+  const k = p.apiKey;
+  if (!k) throw new Error(`${p.id} takes no token`);
+  const problems = v.problems ?? {};
+  const formError = problems[''];
+  const host = new URL(k.docsUrl).host;
+  const input = (
+    f: { name: string; label: string; description?: string | undefined; placeholder?: string | undefined },
+    attrs: { type: string; value: string; autocomplete: string },
+  ) => {
+    const id = `field-${f.name}`;
+    const problem = problems[f.name];
+    const describedBy = [f.description ? `help-${f.name}` : '', problem ? `error-${f.name}` : '']
+      .filter(Boolean)
+      .join(' ');
+    return html`<label for="${id}">${f.label}</label>
+      <input id="${id}" name="${f.name === 'token' ? 'token' : `field.${f.name}`}" type="${attrs.type}" required
+        autocomplete="${attrs.autocomplete}" spellcheck="false" value="${attrs.value}"${
+          f.placeholder ? html` placeholder="${f.placeholder}"` : html``
+        }${describedBy ? html` aria-describedby="${describedBy}"` : html``}${problem ? html` aria-invalid="true"` : html``}>
+      ${f.description ? html`<p class="muted small" id="help-${f.name}">${f.description}</p>` : html``}
+      ${problem ? html`<p class="error" id="error-${f.name}">${problem}</p>` : html``}`;
+  };
+  return layout(
+    `Connect ${p.label}`,
+    html`<div class="card"><div class="app-head"><img class="logo" src="${v.logo}" alt="" width="32" height="32">
+      <h1>Connect ${p.label}</h1></div>
+      <p>${p.label} connects with your ${k.label}. ${k.help}</p>
+      <p><a href="${k.docsUrl}" target="_blank" rel="noopener noreferrer" data-docs-link>Get your ${k.label} on ${host}</a>
+        <span class="muted small">(opens in a new tab)</span></p>
+      ${formError ? html`<p class="error" role="alert" id="form-error">${formError}</p>` : html``}
+      <form method="post" action="${tokenPagePath(p.id)}">${hidden(v.csrf)}
+        ${k.fields.map((f) =>
+          input(f, {
+            type: f.name === 'email' ? 'email' : 'text',
+            value: v.values?.[f.name] ?? '',
+            autocomplete: f.name === 'email' ? 'email' : 'off',
+          }),
+        )}
+        ${input({ name: 'token', label: k.label }, { type: 'password', value: '', autocomplete: 'off' })}
+        <div class="actions"><button class="primary" type="submit">Connect ${p.label}</button>
+          <a class="button" href="/account/connections">Cancel</a></div>
+      </form>
+      <p class="muted small">Switchboard asks ${p.label} who the token belongs to before keeping it, then stores it
+        encrypted. Disconnecting deletes it here; delete it at ${p.label} too to end its access there.</p>
     </div>`,
     { user: v.user, csrf: v.csrf },
   );

@@ -3,9 +3,10 @@ import { serviceContextOf } from '../auth/guard.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import type { ServiceContext } from '../lib/context.ts';
-import { AppError, NotFoundError, ValidationError } from '../lib/errors.ts';
+import { AppError, BadGatewayError, GatewayTimeoutError, NotFoundError, ValidationError } from '../lib/errors.ts';
 import {
   authorizationFields,
+  createFromCatalog,
   deleteConnection,
   finalizePending,
   getConnection,
@@ -15,7 +16,7 @@ import {
   refreshConnection,
 } from '../modules/connections/service.ts';
 import { providerCredentialVariables } from '../modules/providers/catalog.ts';
-import { filterCatalog, listProviders, logoPath, providerBearerToken } from '../modules/providers/service.ts';
+import { filterCatalog, getProvider, listProviders, logoPath } from '../modules/providers/service.ts';
 import { type Form, one, pageHelpers, type SignedIn, send } from './common.ts';
 import {
   type CatalogItem,
@@ -23,6 +24,8 @@ import {
   connectionsPage,
   disconnectPage,
   pendingPage,
+  tokenPage,
+  tokenPagePath,
 } from './connection-pages.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';
 
@@ -87,7 +90,9 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
     const connections: ConnectionItem[] = list.data.map((connection) => ({
       connection,
       logo: logoOf(connection.providerId),
-      connectable: byId.get(connection.providerId)?.configured ?? false,
+      connectable:
+        byId.get(connection.providerId)?.authTypes.includes(connection.authType === 'api_key' ? 'api_key' : 'oauth') ??
+        false,
       fields: byId.has(connection.providerId) ? authorizationFields(ctx, connection.providerId) : [],
     }));
     const q = (opts.q ?? '').trim().slice(0, 100);
@@ -97,9 +102,9 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
     const catalog: CatalogItem[] = matching.map((provider) => ({
       provider,
       logo: logoOf(provider.id),
-      missing: provider.configured ? undefined : providerCredentialVariables(provider.id),
+      oauth: provider.authTypes.includes('oauth'),
+      missing: provider.authTypes.includes('oauth') ? undefined : providerCredentialVariables(provider.id),
       fields: authorizationFields(ctx, provider.id),
-      bearerToken: providerBearerToken(ctx, provider.id),
     }));
     let notice = opts.notice;
     const connected = opts.connectedId ? list.data.find((c) => c.id === opts.connectedId) : undefined;
@@ -255,6 +260,92 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
       });
     }),
   );
+
+  // ---- a token the user holds (api_key) ----
+
+  const PROVIDER_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+  /** The provider of a token page, when it takes a token; the not-found page otherwise. */
+  function tokenProvider(ctx: ServiceContext, providerId: string) {
+    if (!PROVIDER_ID.test(providerId)) return undefined;
+    try {
+      const provider = getProvider(ctx, providerId);
+      return provider.apiKey ? provider : undefined;
+    } catch (err) {
+      if (err instanceof NotFoundError) return undefined;
+      throw err;
+    }
+  }
+
+  const noTokenProvider = (req: FastifyRequest, reply: FastifyReply, current: SignedIn) =>
+    render(req, reply, current, { error: 'That service does not connect with a token.' }, 404);
+
+  app.get(`${PAGE_PATH}/token/:providerId`, page, async (req, reply) => {
+    const current = await signedIn(req, reply);
+    if (!current) return reply;
+    const provider = tokenProvider(
+      serviceContextOf(req, current.actor),
+      (req.params as { providerId: string }).providerId,
+    );
+    if (!provider) return noTokenProvider(req, reply, current);
+    return show(reply, tokenPage({ user: current.user, csrf: csrf(req, reply), provider, logo: logoOf(provider.id) }));
+  });
+
+  /**
+   * The same action as `POST /api/v1/connections/from-catalog`: a connection lands on the connections page
+   * ("Connected X as Y"); a refused token or field shows the form again with the provider's answer (422), a
+   * provider that cannot be reached says so (502, 504).
+   */
+  app.post(`${PAGE_PATH}/token/:providerId`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    const { providerId } = req.params as { providerId: string };
+    const current = await signedIn(req, reply, PROVIDER_ID.test(providerId) ? tokenPagePath(providerId) : PAGE_PATH);
+    if (!current) return reply;
+    const ctx = serviceContextOf(req, current.actor);
+    const provider = tokenProvider(ctx, providerId);
+    if (!provider) return noTokenProvider(req, reply, current);
+    const fields: Record<string, string> = {};
+    for (const key of Object.keys(form)) {
+      if (key.startsWith('field.')) fields[key.slice('field.'.length)] = one(form, key).trim();
+    }
+    const again = (problems: Record<string, string>, status: number) =>
+      show(
+        reply,
+        tokenPage({
+          user: current.user,
+          csrf: csrf(req, reply),
+          provider,
+          logo: logoOf(provider.id),
+          values: fields,
+          problems,
+        }),
+        status,
+      );
+    const token = one(form, 'token').trim();
+    if (!token) return again({ token: `Paste your ${provider.apiKey?.label ?? 'token'}.` }, 422);
+    try {
+      const c = await createFromCatalog(ctx, { catalogEntryId: provider.id, bearerToken: token, fields });
+      return reply.redirect(`${PAGE_PATH}?connectionId=${encodeURIComponent(c.id)}`, 303);
+    } catch (err) {
+      if (err instanceof ValidationError) {
+        const problems: Record<string, string> = {};
+        for (const d of err.details) {
+          const name = d.field === 'body.bearerToken' ? 'token' : d.field.replace(/^body\.fields\./, '');
+          const label = provider.apiKey?.fields.find((f) => f.name === name)?.label;
+          if (name === 'token') problems.token = `The token ${d.message}.`;
+          else if (label) problems[name] = `${label} ${d.message}.`;
+          else problems[''] = `${problems[''] ? `${problems['']} ` : ''}${name}: ${d.message}.`;
+        }
+        return again(problems, err.statusCode);
+      }
+      if (err instanceof BadGatewayError || err instanceof GatewayTimeoutError) {
+        return again({ '': `${err.message}. Nothing was connected; try again in a moment.` }, err.statusCode);
+      }
+      if (err instanceof AppError) return again({ '': err.message }, err.statusCode);
+      throw err;
+    }
+  });
 
   // ---- fields a provider needs after OAuth (the pending connection) ----
 

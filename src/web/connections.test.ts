@@ -105,11 +105,18 @@ describe('connections page', () => {
     expect(acme).toContain('<form method="post" action="/account/connections/connect"');
     expect(acme).toContain(`<input type="hidden" name="csrf" value="${csrfOf(res.body)}">`);
     expect(acme).toContain('<input type="hidden" name="providerId" value="acme">');
-    // Slack is not: Connect disabled, the variables named.
+    // Zoom is not, and takes no token: Connect disabled, the variables named.
+    const zoom = /<li class="item" data-provider-id="zoom">[\s\S]*?<\/li>/.exec(res.body)?.[0] ?? '';
+    expect(zoom).toContain('<button type="button" disabled');
+    expect(zoom).toContain('<code>PROVIDER_ZOOM_CLIENT_ID</code> and <code>PROVIDER_ZOOM_CLIENT_SECRET</code>');
+    expect(zoom).not.toContain('<form');
+    // Slack's OAuth is not configured either, but it takes a bot token: Connect opens the token form.
     const slack = /<li class="item" data-provider-id="slack">[\s\S]*?<\/li>/.exec(res.body)?.[0] ?? '';
-    expect(slack).toContain('<button type="button" disabled');
-    expect(slack).toContain('<code>PROVIDER_SLACK_CLIENT_ID</code> and <code>PROVIDER_SLACK_CLIENT_SECRET</code>');
-    expect(slack).not.toContain('<form');
+    expect(slack).toContain(
+      '<a class="button primary" href="/account/connections/token/slack" data-token-link>Connect',
+    );
+    expect(slack).not.toContain('disabled');
+    expect(slack).not.toContain('PROVIDER_SLACK_CLIENT_ID');
     // Other pages keep their narrower policy.
     const tokens = await browser.get('/account/tokens');
     expect(tokens.headers['content-security-policy']).toContain("img-src data:; form-action 'self'");
@@ -141,11 +148,13 @@ describe('connections page', () => {
     // A provider that also takes a pasted token says so, and one that does not says nothing.
     const stripe = await browser.get(`${PAGE}?q=stripe`);
     expect(ids(stripe.body)).toEqual(['stripe']);
-    expect(stripe.body).toContain('Also connects with a Secret or restricted key instead of');
-    expect(stripe.body).toContain('<code>bearerToken</code>');
+    expect(stripe.body).toContain('Connects with your Secret or restricted key from Stripe.');
+    expect(stripe.body).toContain('href="/account/connections/token/stripe" data-token-link>Connect');
+    expect(stripe.body).not.toContain('PROVIDER_STRIPE_CLIENT_ID');
     const zoom = await browser.get(`${PAGE}?q=zoom`);
     expect(ids(zoom.body)).toEqual(['zoom']);
-    expect(zoom.body).not.toContain('data-bearer-token');
+    expect(zoom.body).not.toContain('data-token-link');
+    expect(zoom.body).toContain('<code>PROVIDER_ZOOM_CLIENT_ID</code>');
 
     const both = await browser.get(`${PAGE}?q=team&category=testing`);
     expect(ids(both.body)).toEqual(['acme-team']);
@@ -431,6 +440,38 @@ describe('connections page', () => {
     expect(item).toContain(`<label for="reconnect-${connectionId}-workspace">Workspace</label>`);
   });
 
+  it("the token form: the provider file's label, help and link, CSRF required, 404 for a service without a token", async () => {
+    const { browser } = await signedIn();
+    const form = await browser.get(`${PAGE}/token/jira`);
+    expect(form.statusCode).toBe(200);
+    expect(form.body).toContain('<form method="post" action="/account/connections/token/jira">');
+    expect(form.body).toContain(
+      '<a href="https://id.atlassian.com/manage-profile/security/api-tokens" target="_blank" rel="noopener noreferrer" data-docs-link>',
+    );
+    expect(form.body).toContain('<input id="field-site" name="field.site" type="text" required');
+    expect(form.body).toContain('<input id="field-email" name="field.email" type="email" required');
+    expect(form.body).toContain('<input id="field-token" name="token" type="password" required');
+    // Without the CSRF token nothing is sent anywhere.
+    const forged = await browser.post(`${PAGE}/token/jira`, { token: 'x', 'field.site': 'acme' });
+    expect(forged.statusCode).toBe(403);
+    // A field that does not fit its pattern is refused before Jira is asked.
+    const bad = await browser.post(`${PAGE}/token/jira`, {
+      csrf: csrfOf(form.body),
+      'field.site': 'evil.example/x',
+      'field.email': 'ada@example.com',
+      token: 'ATATT3xFfGF0-example',
+    });
+    expect(bad.statusCode).toBe(422);
+    expect(bad.body).toContain('<p class="error" id="error-site">Site must match [a-z0-9][a-z0-9-]{0,62}.</p>');
+    expect(bad.body).toContain('value="ada@example.com"');
+    expect(bad.body).not.toContain('ATATT3xFfGF0-example');
+    for (const url of [`${PAGE}/token/zoom`, `${PAGE}/token/no-such-service`, `${PAGE}/token/..%2Fx`]) {
+      const none = await browser.get(url);
+      expect(none.statusCode, url).toBe(404);
+      expect(none.body).toContain('That service does not connect with a token.');
+    }
+  });
+
   it('filterCatalog matches every word anywhere, case-insensitively, within the category', () => {
     const p = (id: string, category: string, description = '') => ({
       id,
@@ -441,6 +482,7 @@ describe('connections page', () => {
       popular: false,
       authType: 'oauth' as const,
       allowMultipleConnections: true,
+      authTypes: ['oauth' as const],
       configured: true,
     });
     const list = [p('mail', 'communication', 'Send and read e-mail'), p('drive', 'storage', 'Files')];

@@ -46,7 +46,7 @@ describe('home and account pages, page 404s', () => {
     );
     expect(notSet.body).toContain('Set OPENAI_API_KEY, ANTHROPIC_API_KEY, or LLM_BASE_URL');
     expect(notSet.body).toMatch(
-      /No OAuth provider has operator credentials: none of the \d+ providers can be connected yet\./,
+      /No OAuth provider has operator credentials: \d+ of the \d+ providers cannot be connected yet \(19 of them connect with a token the user pastes instead\)\./,
     );
     expect(notSet.body).toContain('redirect URI: http://localhost:8080/api/v1/connections/callback');
 
@@ -58,7 +58,9 @@ describe('home and account pages, page 404s', () => {
     const browser = new PageClient(app);
     const home = await browser.get('/');
     expect(home.body).not.toContain('No LLM upstream');
-    expect(home.body).toMatch(/\d+ of \d+ OAuth providers have no operator credentials and cannot be connected yet\./);
+    expect(home.body).toMatch(
+      /\d+ of \d+ OAuth providers have no operator credentials \(18 of them connect with a token the user pastes instead\)\./,
+    );
     const u = await createUser(app);
     await browser.signIn(u.account.email, u.password);
     const account = await browser.get('/account');

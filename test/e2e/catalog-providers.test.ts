@@ -84,27 +84,5 @@ describe('generated providers connect and run a read tool end to end', () => {
     expect(first?.path.split('?')[0]).toBe(`${base.pathname.replace(/\/$/, '')}${path}`);
     expect(first?.authorization).toMatch(/^Bearer fake-access-/);
   });
-
-  it('connects a provider that takes a token with bearerToken, and uses it', async () => {
-    const def = generated.find((d) => d.bearerToken);
-    expect(def, 'a generated provider declares bearerToken').toBeDefined();
-    if (!def) return;
-    const res = await call(h.app, 'POST', '/api/v1/connections/from-catalog', {
-      token: user.sessionToken,
-      body: { catalogEntryId: def.id, bearerToken: 'pasted-token-123' },
-    });
-    expect(res.statusCode, res.body).toBe(201);
-    expect(res.json()).toMatchObject({ providerId: def.id, canRefresh: false, status: 'active' });
-    const tool = firstRead(def);
-    const run = await execute(
-      h.app,
-      user.sessionToken,
-      res.json().id,
-      tool.name,
-      exampleValue(tool.parameters) as Record<string, unknown>,
-      def.id,
-    );
-    expect(run.statusCode, run.body).toBe(200);
-    expect(fake.apiRequests.at(-1)?.authorization).toBe('Bearer pasted-token-123');
-  });
+  // Token connections of every provider with an `apiKey` block: catalog-api-keys.test.ts.
 });

@@ -20,12 +20,16 @@ export interface AnyApiRequest {
   path: string;
   host: string;
   authorization: string | undefined;
+  /** Every header, names lower-case (a token sent in a header of its own, Figma's `x-figma-token`). */
+  headers: Record<string, string | string[] | undefined>;
   body: string;
 }
 
 export interface AnyProviderFake {
   url: string;
   apiRequests: AnyApiRequest[];
+  /** "Who am I" calls of pasted tokens, answered with the identity at the file's `apiKey.whoami` paths. */
+  whoamiRequests: Array<{ providerId: string; path: string; headers: Record<string, string | string[] | undefined> }>;
   /** The JSON the next API calls answer. */
   apiAnswer: unknown;
   pointAt(def: ProviderDefinition): ProviderDefinition;
@@ -48,6 +52,8 @@ export async function startAnyProviderFake(): Promise<AnyProviderFake> {
   const userInfo = new Map<string, Set<ProviderDefinition>>();
   const tokenShapes = new Map<string, Set<ProviderDefinition>>();
   const issued = new Map<string, ProviderDefinition>();
+  // Token providers' "who am I" (apiKey.whoami): the path with `{field}` as one segment, and the body if any.
+  const whoamis: Array<{ path: RegExp; method: string; body: string | undefined; def: ProviderDefinition }> = [];
   const server: Server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://fake.invalid');
     const body = await readBody(req);
@@ -79,10 +85,22 @@ export async function startAnyProviderFake(): Promise<AnyProviderFake> {
       json(200, answer);
       return;
     }
+    const whoami = whoamis.find(
+      (w) => w.method === req.method && w.path.test(url.pathname) && (w.body === undefined || w.body === body),
+    );
+    if (whoami?.def.apiKey) {
+      fake.whoamiRequests.push({ providerId: whoami.def.id, path: url.pathname, headers: { ...req.headers } });
+      const answer: Record<string, unknown> = {};
+      setIdentity(answer, whoami.def, whoami.def.apiKey.whoami.fields);
+      json(200, answer);
+      return;
+    }
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
     // A token the fake did not issue (pasted as bearerToken) is taken when one provider owns the URL.
     const owners = [...(userInfo.get(url.pathname) ?? [])];
-    const infoDef = owners.length ? (issued.get(bearer) ?? (owners.length === 1 ? owners[0] : undefined)) : undefined;
+    // User info is asked with `Bearer`; a pasted token sent another way (`Bot`, a bare key) is an API call.
+    const infoDef =
+      owners.length && bearer ? (issued.get(bearer) ?? (owners.length === 1 ? owners[0] : undefined)) : undefined;
     if (infoDef) {
       const answer: Record<string, unknown> = {};
       setIdentity(answer, infoDef);
@@ -95,6 +113,7 @@ export async function startAnyProviderFake(): Promise<AnyProviderFake> {
       host,
       path: `/${rest.join('/')}${url.search}`,
       authorization: req.headers.authorization,
+      headers: { ...req.headers },
       body,
     });
     json(200, fake.apiAnswer);
@@ -106,6 +125,7 @@ export async function startAnyProviderFake(): Promise<AnyProviderFake> {
   const fake: AnyProviderFake = {
     url: origin,
     apiRequests: [],
+    whoamiRequests: [],
     apiAnswer: {},
     pointAt(def) {
       const copy = structuredClone(def);
@@ -119,6 +139,17 @@ export async function startAnyProviderFake(): Promise<AnyProviderFake> {
       }
       const tokenPath = new URL(copy.oauth.tokenUrl).pathname;
       tokenShapes.set(tokenPath, (tokenShapes.get(tokenPath) ?? new Set()).add(copy));
+      if (copy.apiKey) {
+        copy.apiKey.whoami.url = rewrite(copy.apiKey.whoami.url);
+        if (copy.apiKey.baseUrl) copy.apiKey.baseUrl = rewrite(copy.apiKey.baseUrl);
+        const parts = copy.apiKey.whoami.url.replace(/^https?:\/\/[^/]+/, '').split(/\{[^}]+\}/);
+        whoamis.push({
+          path: new RegExp(`^${parts.map((p) => p.replace(/[.*+?^$()|[\]\\]/g, '\\$&')).join('[^/]+')}$`),
+          method: copy.apiKey.whoami.method,
+          body: copy.apiKey.whoami.body === undefined ? undefined : JSON.stringify(copy.apiKey.whoami.body),
+          def: copy,
+        });
+      }
       copy.api.baseUrl = rewrite(copy.api.baseUrl);
       for (const tool of copy.tools) if (tool.request.baseUrl) tool.request.baseUrl = rewrite(tool.request.baseUrl);
       return copy;
@@ -142,8 +173,11 @@ function clientIdOf(req: IncomingMessage, body: string): string | undefined {
 }
 
 /** The identity at the provider file's user-info paths (the first path of each list). */
-function setIdentity(answer: Record<string, unknown>, def: ProviderDefinition): void {
-  const f = def.oauth.userInfo.fields;
+function setIdentity(
+  answer: Record<string, unknown>,
+  def: ProviderDefinition,
+  f: ProviderDefinition['oauth']['userInfo']['fields'] = def.oauth.userInfo.fields,
+): void {
   setPath(answer, firstPath(f.providerUserId), `user-${def.id}`);
   if (f.email) setPath(answer, firstPath(f.email), `someone@${def.id}.example`);
   if (f.displayName) setPath(answer, firstPath(f.displayName), `Someone at ${def.label}`);

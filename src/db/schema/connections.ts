@@ -32,6 +32,8 @@ export const connections = pgTable(
     /** When the access token expires; null for tokens that do not. */
     expiresAt: ts('expires_at'),
     canRefresh: boolean('can_refresh').notNull(),
+    /** `oauth`: tokens from the provider's OAuth flow; `api_key`: a token the user pasted (sent as the provider file's `apiKey.auth` says). */
+    authType: text('auth_type').$type<'oauth' | 'api_key'>().notNull().default('oauth'),
     metadata: jsonb('metadata').$type<ConnectionMetadata>().notNull(),
     vars: jsonb('vars').$type<Record<string, string>>().notNull(),
     accessTokenEnc: text('access_token_enc').notNull(),

@@ -117,7 +117,10 @@ export async function sendOnce(req: BuiltRequest, opts: SendOptions): Promise<Pr
 function redirected(req: BuiltRequest, status: number, to: URL): BuiltRequest {
   const sameOrigin = new URL(req.url).origin === to.origin;
   const headers = { ...req.headers };
-  if (!sameOrigin) delete headers.authorization;
+  if (!sameOrigin) {
+    delete headers.authorization;
+    for (const name of req.credentialHeaders ?? []) delete headers[name];
+  }
   const toGet = status === 303 || ((status === 301 || status === 302) && req.method === 'POST');
   if (toGet) {
     delete headers['content-type'];

@@ -316,15 +316,37 @@ export async function fetchUserInfo(
       'user info',
     );
   }
-  const providerUserId = firstValue(body, ui.fields.providerUserId);
+  return readIdentity(def, body, ui.fields);
+}
+
+/** Who the user is, read from an answer at the provider file's paths; a 502 when it holds no user id. */
+export function readIdentity(
+  def: Pick<ProviderDefinition, 'label'>,
+  body: unknown,
+  fields: ProviderDefinition['oauth']['userInfo']['fields'],
+): UserInfo {
+  const providerUserId = firstValue(body, fields.providerUserId);
   if (!providerUserId) throw new BadGatewayError(`${def.label} did not say who the user is (no user id)`);
-  const email = firstValue(body, ui.fields.email);
+  const email = firstValue(body, fields.email);
   return {
     providerUserId,
-    displayName: firstValue(body, ui.fields.displayName) ?? email ?? providerUserId,
+    displayName: firstValue(body, fields.displayName) ?? email ?? providerUserId,
     email,
-    avatar: firstValue(body, ui.fields.avatar),
+    avatar: firstValue(body, fields.avatar),
   };
+}
+
+/** Connection variables read from an answer, each kept only when it matches its (anchored) pattern. */
+export function readVars(
+  body: unknown,
+  sources: Record<string, { path: string; pattern?: string | undefined }>,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, source] of Object.entries(sources)) {
+    const v = stringAt(body, source.path);
+    if (v !== undefined && (!source.pattern || new RegExp(`^(?:${source.pattern})$`, 'u').test(v))) out[name] = v;
+  }
+  return out;
 }
 
 /** Revokes a token at the provider as its file describes; throws when the provider refuses or fails. */

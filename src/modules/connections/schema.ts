@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CONNECTION_STATUSES } from '../../db/schema/connections.ts';
 import { listQuery } from '../../lib/pagination.ts';
+import { AUTH_TYPES } from '../providers/schema.ts';
 
 /** API shapes of the connections area (SPEC §2 Connection, §4 Connections). */
 
@@ -14,6 +15,11 @@ export const Connection = z
     status: z.enum(CONNECTION_STATUSES),
     expiresAt: z.iso.datetime().nullable().describe('token expiry; null when the token does not expire'),
     canRefresh: z.boolean().describe('whether a refresh may fix the connection'),
+    authType: z
+      .enum(AUTH_TYPES)
+      .describe(
+        "Extension: `oauth` (the provider's OAuth flow) or `api_key` (a token the user gave to POST /connections/from-catalog)",
+      ),
     metadata: z.object({
       displayName: z.string(),
       email: z.string().optional(),
@@ -130,11 +136,15 @@ export type FromCatalogInitiate = z.infer<typeof FromCatalogInitiate>;
 export const FromCatalogCreate = z
   .object({
     catalogEntryId: ProviderId.describe('a provider id'),
-    bearerToken: z.string().min(1).max(8000).describe('a token the provider issued (API key, personal token)'),
+    bearerToken: z
+      .string()
+      .min(1)
+      .max(8000)
+      .describe('a token the provider issued (API key, personal access token), sent as the provider file says'),
     fields: z
       .record(z.string().max(64), z.string().max(500))
       .optional()
-      .describe("Extension: the provider's connection fields (e.g. subdomain), when it has any"),
+      .describe("Extension: the values the provider's `apiKey.fields` name (e.g. site, email)"),
   })
   .meta({ id: 'FromCatalogCreate' });
 export type FromCatalogCreate = z.infer<typeof FromCatalogCreate>;

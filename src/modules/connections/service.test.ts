@@ -81,6 +81,7 @@ describe('connections', () => {
         status: 'active',
         expiresAt: expect.any(String),
         canRefresh: true,
+        authType: 'oauth',
         metadata: {
           displayName: 'Ada Lovelace',
           email: 'ada@acme.test',
@@ -599,7 +600,9 @@ describe('connections', () => {
         body: { catalogEntryId: 'acme', bearerToken: 'not-a-token' },
       });
       expect(refused.statusCode).toBe(422);
-      expect(refused.json().details).toEqual([{ field: 'body.bearerToken', message: 'was refused by Acme (401)' }]);
+      expect(refused.json().details).toEqual([
+        { field: 'body.bearerToken', message: 'was refused by Acme (401: Bad credentials)' },
+      ]);
     });
   });
 

@@ -14,10 +14,11 @@ import {
   providerCredentials,
   providerCredentialVariables,
 } from '../providers/catalog.ts';
-import type { FinalizeField, ProviderDefinition } from '../providers/schema.ts';
+import type { AuthType, FinalizeField, ProviderDefinition } from '../providers/schema.ts';
 import { URL_PLACEHOLDER } from '../providers/schema.ts';
 import { logoPath } from '../providers/service.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
+import { checkApiKey, TokenRefusedError } from './api-key.ts';
 import { bindingCookieName, bindingMatches, newBinding, startUrl } from './browser-binding.ts';
 import { connectionFilterOf } from './filter.ts';
 import {
@@ -66,6 +67,7 @@ export function toConnection(row: ConnectionRow, config: Pick<Config, 'providers
     status: row.status,
     expiresAt: row.expiresAt?.toISOString() ?? null,
     canRefresh: row.canRefresh,
+    authType: row.authType,
     metadata: {
       displayName: m.displayName,
       ...(m.email ? { email: m.email } : {}),
@@ -190,15 +192,16 @@ function checkFields(
   def: ProviderDefinition,
   given: Record<string, unknown>,
   at: string,
-  opts: { allowOthers?: readonly string[] } = {},
+  opts: { allowOthers?: readonly string[]; fields?: readonly FinalizeField[] } = {},
 ): { vars: Record<string, string>; problems: ValidationDetail[] } {
   const vars: Record<string, string> = {};
   const problems: ValidationDetail[] = [];
+  const fields = opts.fields ?? def.finalizeFields;
   for (const [name, value] of Object.entries(given)) {
-    const field = def.finalizeFields.find((f) => f.name === name);
+    const field = fields.find((f) => f.name === name);
     if (!field) {
       if (opts.allowOthers?.includes(name)) continue;
-      const known = [...def.finalizeFields.map((f) => f.name), ...(opts.allowOthers ?? [])];
+      const known = [...fields.map((f) => f.name), ...(opts.allowOthers ?? [])];
       problems.push({
         field: `${at}.${name}`,
         message: `is not a parameter of ${def.label}${known.length ? ` (allowed: ${known.join(', ')})` : ''}`,
@@ -372,6 +375,7 @@ async function upsertConnection(
   tokens: Pick<TokenSet, 'accessToken' | 'refreshToken' | 'expiresAt' | 'scopes'>,
   identity: { user: UserInfo; vars: Record<string, string> },
   requestedScopes: string[],
+  authType: AuthType = 'oauth',
 ): Promise<ConnectionRow> {
   await repo.lockAccountProvider(tx, accountId, def.id);
   const { user } = identity;
@@ -389,6 +393,7 @@ async function upsertConnection(
     status: 'active' as const,
     expiresAt: tokens.expiresAt,
     canRefresh: tokens.refreshToken !== undefined,
+    authType,
     metadata: {
       displayName: user.displayName,
       ...(user.email ? { email: user.email } : {}),
@@ -581,43 +586,72 @@ export async function finalizePending(
   return { connectionId: result.row.id, redirectUrl: withParams(result.redirectUrl, { connectionId: result.row.id }) };
 }
 
-// ---- bearer-token connections ----
+// ---- token connections (api_key) ----
 
 /**
- * `POST /connections/from-catalog`: a connection made of a token the user already holds (an API key or
- * personal token). It cannot be refreshed. The provider is asked who the token belongs to when it has a
- * user-info endpoint; a token it refuses is a 422.
+ * `POST /connections/from-catalog`: a connection made of a token the user already holds (an API key, a
+ * personal access token). A provider with an `apiKey` block takes its fields (a site, an e-mail address),
+ * sends the token as the block says and asks its `whoami`; another provider takes the token as a Bearer
+ * token and asks its OAuth user-info endpoint. A token the provider refuses is a 422 naming the provider's
+ * answer; a provider that cannot be reached a 502 (504 when it does not answer in time). The token is
+ * sealed like OAuth tokens and cannot be refreshed: a later 401 on a tool call makes the connection
+ * `revoked`.
  */
 export async function createFromCatalog(ctx: ServiceContext, input: FromCatalogCreate): Promise<Connection> {
   requireScope(ctx, 'connections');
   const def = catalogProvider(ctx.deps.config, input.catalogEntryId).definition;
-  const { vars, problems } = checkFields(def, input.fields ?? {}, 'body.fields');
-  for (const f of def.finalizeFields) {
+  const apiKey = def.apiKey;
+  const fields = apiKey?.fields ?? def.finalizeFields;
+  const { vars, problems } = checkFields(def, input.fields ?? {}, 'body.fields', { fields });
+  for (const f of fields) {
     if (!vars[f.name] && !problems.some((p) => p.field === `body.fields.${f.name}`)) {
       problems.push({ field: `body.fields.${f.name}`, message: `is required by ${def.label}` });
     }
   }
+  const token = input.bearerToken.trim();
+  if (!/^[\x21-\x7e]+$/.test(token)) {
+    problems.push({ field: 'body.bearerToken', message: 'must be printable ASCII without spaces' });
+  }
   if (problems.length) invalid(problems);
-  const tokens = { accessToken: input.bearerToken, refreshToken: undefined, expiresAt: null, scopes: undefined };
+  const tokens = { accessToken: token, refreshToken: undefined, expiresAt: null, scopes: undefined };
+  const refused = (why: string) =>
+    invalid([{ field: 'body.bearerToken', message: `was refused by ${def.label} (${why})` }]);
   let identity: { user: UserInfo; vars: Record<string, string> };
-  if (def.oauth.userInfo.url) {
+  if (apiKey) {
+    try {
+      identity = await checkApiKey(def, apiKey, token, vars, connectionSettings(ctx.deps.config));
+    } catch (err) {
+      if (err instanceof TokenRefusedError) refused(`${err.providerStatus}: ${err.message}`);
+      throw err;
+    }
+  } else if (def.oauth.userInfo.url) {
     try {
       identity = await identify(ctx.deps, def, { ...tokens, raw: {} }, vars);
     } catch (err) {
       if (err instanceof ProviderAnswerError && (err.providerStatus === 401 || err.providerStatus === 403)) {
-        invalid([{ field: 'body.bearerToken', message: `was refused by ${def.label} (${err.providerStatus})` }]);
+        refused(err.message.replace(/^.*? answered /, ''));
       }
       throw err;
     }
   } else {
     // No way to ask who it is: the token itself identifies the connection (by hash, never in clear).
-    const tokenId = `token-${sha256Hex(input.bearerToken).slice(0, 16)}`;
+    const tokenId = `token-${sha256Hex(token).slice(0, 16)}`;
     identity = { user: { providerUserId: tokenId, displayName: `${def.label} token` }, vars };
   }
   const row = await ctx.db.transaction((tx) =>
-    upsertConnection(tx, ctx.deps, ctx.accountId, def, tokens, identity, def.oauth.defaultScopes),
+    upsertConnection(
+      tx,
+      ctx.deps,
+      ctx.accountId,
+      def,
+      tokens,
+      identity,
+      apiKey ? [] : def.oauth.defaultScopes,
+      'api_key',
+    ),
   );
   connectionsChanged(ctx.deps, ctx.accountId);
+  ctx.log.info({ connectionId: row.id, providerId: def.id }, 'connection made from a token');
   return toConnection(row, ctx.deps.config);
 }
 
@@ -650,7 +684,8 @@ export async function deleteConnection(ctx: ServiceContext, connectionId: string
   ctx.log.info({ connectionId, providerId: row.providerId }, 'connection deleted');
   const deps = ctx.deps;
   const def = providerCatalog(deps.config).get(row.providerId)?.definition;
-  if (!def?.oauth.revocationUrl) return;
+  // A pasted token was not granted to our OAuth client: only the user can delete it at the provider.
+  if (!def?.oauth.revocationUrl || row.authType === 'api_key') return;
   const log = ctx.log;
   deps.background.track(
     'provider token revocation',

@@ -17,6 +17,7 @@ import { mergePages, shapeToolResponse } from '../providers/response.ts';
 import type { ProviderDefinition, ProviderTool, ToolDefinition } from '../providers/schema.ts';
 import { listProviderTools } from '../providers/service.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
+import { apiOf, withCredential } from './api-key.ts';
 import { providerMessage, sendWithRetry } from './http.ts';
 import * as repo from './repo.ts';
 import { type ConnectionSettings, connectionSettings } from './settings.ts';
@@ -55,10 +56,6 @@ export function mayRunTool(ctx: ServiceContext, providerId: string, tool: Pick<T
   return tool.mode !== 'write' || providerPermission(ctx, providerId) === 'read-write';
 }
 
-function withToken(req: BuiltRequest, token: string): BuiltRequest {
-  return { ...req, headers: { ...req.headers, authorization: `Bearer ${token}` } };
-}
-
 /**
  * `GET /providers/:providerId/tools?connectionId=`: the tools the caller may run on that connection. The
  * connection must be the caller's and of that provider (404 otherwise: an id that is not one of yours is
@@ -83,6 +80,7 @@ export async function listConnectionTools(
 /** One call of a tool with one token: every page up to the tool's cap, merged. */
 async function runWithToken(
   def: ProviderDefinition,
+  connection: Pick<ConnectionRow, 'authType' | 'vars'>,
   tool: ToolDefinition,
   first: BuiltRequest,
   token: string,
@@ -90,7 +88,7 @@ async function runWithToken(
   signal: AbortSignal | undefined,
 ): Promise<unknown> {
   const pages: unknown[] = [];
-  let req: BuiltRequest | undefined = withToken(first, token);
+  let req: BuiltRequest | undefined = withCredential(def, connection, first, token);
   while (req) {
     const answer = await sendWithRetry(def, req, settings, signal);
     if (answer.status === 401) throw new ProviderUnauthorized();
@@ -158,7 +156,7 @@ export async function executeProviderTool(ctx: ServiceContext, input: ExecuteToo
   }
   let request: BuiltRequest;
   try {
-    request = buildToolRequest(def, tool, input.arguments ?? {}, { baseUrlVars: row.vars });
+    request = buildToolRequest(apiOf(def, row.authType), tool, input.arguments ?? {}, { baseUrlVars: row.vars });
   } catch (err) {
     // The wire name of a 422 is ValidationError (SPEC §7), whatever subclass reported it.
     if (err instanceof ToolArgumentError) throw new ValidationError(err.message, err.details);
@@ -168,7 +166,7 @@ export async function executeProviderTool(ctx: ServiceContext, input: ExecuteToo
   const fresh = await freshAccessToken(ctx.deps, row);
   let answer: unknown;
   try {
-    answer = await runWithToken(def, tool, request, fresh.token, settings, input.signal);
+    answer = await runWithToken(def, fresh.row, tool, request, fresh.token, settings, input.signal);
   } catch (err) {
     if (!(err instanceof ProviderUnauthorized)) throw err;
     answer = await retryAfterUnauthorized(ctx, def, tool, request, fresh.row, fresh.sealed, settings, input.signal);
@@ -195,7 +193,15 @@ async function retryAfterUnauthorized(
     assertUsable(refreshed, def);
     if (refreshed.accessTokenEnc !== refusedSealed) {
       try {
-        return await runWithToken(def, tool, request, openAccessToken(ctx.deps, refreshed), settings, signal);
+        return await runWithToken(
+          def,
+          refreshed,
+          tool,
+          request,
+          openAccessToken(ctx.deps, refreshed),
+          settings,
+          signal,
+        );
       } catch (err) {
         if (!(err instanceof ProviderUnauthorized)) throw err;
         refused = refreshed.accessTokenEnc;

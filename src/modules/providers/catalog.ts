@@ -105,6 +105,8 @@ export function checkProviderRules(def: ProviderDefinition): string[] {
     if (valueNames(value).length) problems.push(`api.headers.${name}: provider headers cannot use arguments`);
   }
 
+  problems.push(...checkApiKeyRules(def));
+
   const seen = new Set<string>();
   def.tools.forEach((tool, i) => {
     const at = `tools[${i}] (${tool.name})`;
@@ -156,6 +158,60 @@ export function checkProviderRules(def: ProviderDefinition): string[] {
       }
     }
   });
+  return problems;
+}
+
+/** Connection variables a token connection has: the fields given with the token and those `whoami` reads. */
+export function apiKeyVarNames(def: ProviderDefinition): Set<string> {
+  return new Set([...(def.apiKey?.fields ?? []).map((f) => f.name), ...Object.keys(def.apiKey?.whoami.vars ?? {})]);
+}
+
+/**
+ * A host built from what a user types must stay on the provider's domain: a field may stand for a label of
+ * the host only before a fixed domain (`https://{site}.atlassian.net`), never for the whole origin. With the
+ * field's anchored pattern and `fillBaseUrl` (no `/`, `@`, `:` in a value) the request cannot leave it.
+ */
+const HOST_WITH_FIELD = /\}\.[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?::\d+)?$/;
+
+function checkApiKeyRules(def: ProviderDefinition): string[] {
+  const k = def.apiKey;
+  if (!k) return [];
+  const problems: string[] = [];
+  const fields = new Set(k.fields.map((f) => f.name));
+  const vars = apiKeyVarNames(def);
+  const checkUrl = (field: string, url: string | undefined, allowed: Set<string>) => {
+    if (!url) return;
+    for (const name of urlNames(url)) {
+      if (!allowed.has(name)) problems.push(`${field}: {${name}} is not an apiKey field or whoami var`);
+    }
+    if (/^\{/.test(url)) {
+      problems.push(`${field}: a token connection's origin must be fixed (a field may only name a host label)`);
+      return;
+    }
+    const host = /^https?:\/\/([^/]*)/.exec(url)?.[1] ?? '';
+    if (host.includes('{') && !HOST_WITH_FIELD.test(host)) {
+      problems.push(`${field}: a field in the host must be followed by the provider's domain ({site}.example.com)`);
+    }
+  };
+  checkUrl('apiKey.whoami.url', k.whoami.url, fields);
+  checkUrl(
+    k.baseUrl ? 'apiKey.baseUrl' : 'api.baseUrl (used by token connections)',
+    k.baseUrl ?? def.api.baseUrl,
+    vars,
+  );
+  def.tools.forEach((tool, i) => {
+    checkUrl(`tools[${i}] (${tool.name}).request.baseUrl`, tool.request.baseUrl, vars);
+  });
+  if (k.auth.type === 'basic' && !fields.has(k.auth.username)) {
+    problems.push(`apiKey.auth.username: "${k.auth.username}" is not one of apiKey.fields`);
+  }
+  for (const f of k.fields) {
+    // The form's own input for the token is named so.
+    if (f.name === 'token') problems.push('apiKey.fields: "token" is the token itself; name the field otherwise');
+    if (def.finalizeFields.some((o) => o.name === f.name && o.pattern !== f.pattern)) {
+      problems.push(`apiKey.fields: "${f.name}" is also a finalize field with another pattern`);
+    }
+  }
   return problems;
 }
 

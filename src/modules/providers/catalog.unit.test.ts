@@ -5,6 +5,7 @@ import { Ajv } from 'ajv';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../config.ts';
 import {
+  checkProviderRules,
   connectionVarNames,
   loadProviderCatalog,
   ProviderCatalogError,
@@ -13,7 +14,7 @@ import {
   SHIPPED_PROVIDERS_DIR,
 } from './catalog.ts';
 import { buildToolRequest } from './request.ts';
-import { type JsonSchema, URL_PLACEHOLDER } from './schema.ts';
+import { type JsonSchema, ProviderDefinition as ProviderDefinitionSchema, URL_PLACEHOLDER } from './schema.ts';
 
 const catalog = loadProviderCatalog({ dirs: [], env: {} });
 
@@ -309,5 +310,51 @@ describe('client credentials', () => {
     expect(providerCredentials(config, 'github')).toEqual({ clientId: 'gh-id', clientSecret: 'gh-secret' });
     expect(providerCredentials(config, 'slack')).toBeUndefined();
     expect(providerCredentials(config, 'notion')).toBeUndefined();
+  });
+});
+
+describe('apiKey rules', () => {
+  const jira = catalog.get('jira')?.definition;
+  const withKey = (apiKey: Record<string, unknown>) => {
+    if (!jira?.apiKey) throw new Error('jira takes a token');
+    return ProviderDefinitionSchema.parse({ ...jira, apiKey: { ...jira.apiKey, ...apiKey } });
+  };
+
+  it('Jira as shipped passes: {site} only names a label before atlassian.net', () => {
+    expect(jira && checkProviderRules(jira)).toEqual([]);
+  });
+
+  it('a field may not stand for a whole origin or a host without the provider domain after it', () => {
+    expect(checkProviderRules(withKey({ baseUrl: '{site}/rest/api/3' }))).toContain(
+      "apiKey.baseUrl: a token connection's origin must be fixed (a field may only name a host label)",
+    );
+    expect(checkProviderRules(withKey({ baseUrl: 'https://{site}/rest/api/3' }))).toContain(
+      "apiKey.baseUrl: a field in the host must be followed by the provider's domain ({site}.example.com)",
+    );
+    // api.{site}.com would let the user pick the domain: two fixed labels at least.
+    expect(checkProviderRules(withKey({ baseUrl: 'https://api.{site}.com/rest' }))).toHaveLength(1);
+    expect(checkProviderRules(withKey({ baseUrl: 'https://api.{site}.example.com/rest' }))).toEqual([]);
+    const whoami = { url: 'https://{site}.net/myself', fields: { providerUserId: 'accountId' } };
+    expect(checkProviderRules(withKey({ whoami }))).toContain(
+      "apiKey.whoami.url: a field in the host must be followed by the provider's domain ({site}.example.com)",
+    );
+  });
+
+  it('URLs may use only the fields given with the token; basic auth names one of them', () => {
+    const problems = checkProviderRules(withKey({ baseUrl: undefined, auth: { type: 'basic', username: 'login' } }));
+    expect(problems).toContain(
+      'api.baseUrl (used by token connections): {cloudId} is not an apiKey field or whoami var',
+    );
+    expect(problems).toContain('apiKey.auth.username: "login" is not one of apiKey.fields');
+    const named = checkProviderRules(
+      withKey({ fields: [{ name: 'token', label: 'Token', pattern: '.+' }], baseUrl: 'https://x.example.com' }),
+    );
+    expect(named).toContain('apiKey.fields: "token" is the token itself; name the field otherwise');
+  });
+
+  it('every shipped apiKey block passes, links to an https page, and at least 15 providers have one', () => {
+    const keyed = catalog.providers.filter((p) => p.definition.apiKey);
+    expect(keyed.length).toBeGreaterThanOrEqual(15);
+    for (const p of keyed) expect(p.definition.apiKey?.docsUrl).toMatch(/^https:\/\/[a-z0-9.-]+\//);
   });
 });

@@ -17,6 +17,8 @@ export interface BuiltRequest {
   headers: Record<string, string>;
   /** Serialized body (JSON or form), with its Content-Type among the headers. */
   body?: string | undefined;
+  /** Headers (lower-case) carrying the credential besides `authorization`: dropped on a redirect to another origin. */
+  credentialHeaders?: readonly string[] | undefined;
 }
 
 export interface BuildOptions {

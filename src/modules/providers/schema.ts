@@ -63,6 +63,14 @@ export const FinalizeField = z.strictObject({
 });
 export type FinalizeField = z.infer<typeof FinalizeField>;
 
+/** Where a user-info answer keeps who the user is; the OAuth side and the API-key side share it. */
+const IdentityFields = z.strictObject({
+  providerUserId: PathOrPaths,
+  email: PathOrPaths.optional(),
+  displayName: PathOrPaths.optional(),
+  avatar: PathOrPaths.optional(),
+});
+
 export const OAuthSettings = z.strictObject({
   authorizationUrl: TemplateUrl,
   tokenUrl: TemplateUrl,
@@ -85,12 +93,7 @@ export const OAuthSettings = z.strictObject({
     headers: Headers.default({}),
     body: z.json().optional(),
     /** Each a path, or a list of paths of which the first holding a value wins (GitHub `name`, then `login`). */
-    fields: z.strictObject({
-      providerUserId: PathOrPaths,
-      email: PathOrPaths.optional(),
-      displayName: PathOrPaths.optional(),
-      avatar: PathOrPaths.optional(),
-    }),
+    fields: IdentityFields,
   }),
   defaultScopes: z.array(z.string().min(1)).default([]),
   scopeSeparator: z.string().min(1).default(' '),
@@ -129,6 +132,63 @@ export const OAuthSettings = z.strictObject({
     .optional(),
 });
 export type OAuthSettings = z.infer<typeof OAuthSettings>;
+
+/** How a token the user pastes reaches the provider (see ApiKeySettings.auth). */
+export const ApiKeyAuth = z
+  .discriminatedUnion('type', [
+    z.strictObject({
+      type: z.literal('bearer'),
+      scheme: z
+        .string()
+        .regex(/^[A-Za-z][A-Za-z0-9-]{0,30}$/, 'must be an authorization scheme such as Bearer')
+        .default('Bearer'),
+    }),
+    z.strictObject({
+      type: z.literal('header'),
+      name: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'must be a header name'),
+    }),
+    z.strictObject({ type: z.literal('basic'), username: z.string().regex(VAR_NAME) }),
+  ])
+  .prefault({ type: 'bearer' });
+export type ApiKeyAuth = z.infer<typeof ApiKeyAuth>;
+
+/**
+ * A provider that takes a token the user holds (an API key, a personal access token, a bot token) through
+ * `POST /connections/from-catalog`, beside OAuth. The token is checked by `whoami` before it is stored,
+ * sealed like OAuth tokens; the connection cannot be refreshed.
+ */
+export const ApiKeySettings = z.strictObject({
+  /** What the user pastes, as the form names it ("Personal access token"). */
+  label: z.string().min(1).max(60),
+  /** Where to find it and which permissions it needs. */
+  help: z.string().min(1).max(300),
+  /** The provider's page (or guide) where the user creates the token: the form links to it. */
+  docsUrl: z.url().refine((u) => u.startsWith('https://'), 'must be an https URL'),
+  /**
+   * Values given with the token (a site, an e-mail address for basic auth), `{name}` in `baseUrl` and
+   * `whoami.url`. The anchored pattern keeps a host built from the value on the provider's domain.
+   */
+  fields: z.array(FinalizeField).default([]),
+  /**
+   * How the token is sent: `bearer` as `Authorization: <scheme> <token>` (scheme `Bearer`, Discord's `Bot`),
+   * `header` as the value of a header of its own (`X-Api-Key`), `basic` as HTTP Basic with the field named
+   * by `username` (Jira's e-mail) and the token as the password.
+   */
+  auth: ApiKeyAuth,
+  /** The API's base URL for token connections when it differs from the OAuth one (Jira Cloud's site). */
+  baseUrl: TemplateUrl.optional(),
+  /** A cheap "who am I" request made with the token; a refusal is a 422 naming the provider's answer. */
+  whoami: z.strictObject({
+    url: TemplateUrl,
+    method: z.enum(['GET', 'POST']).default('GET'),
+    headers: Headers.default({}),
+    body: z.json().optional(),
+    fields: IdentityFields,
+    /** Connection variables from the answer (Slack's team id). */
+    vars: z.record(z.string().regex(VAR_NAME), VarSource).default({}),
+  }),
+});
+export type ApiKeySettings = z.infer<typeof ApiKeySettings>;
 
 export const ApiSettings = z.strictObject({
   baseUrl: TemplateUrl,
@@ -326,11 +386,8 @@ export const ProviderDefinition = z.strictObject({
    */
   origin: z.enum(['generated', 'hand-written']).default('hand-written'),
   generatedFrom: z.string().min(1).max(300).optional(),
-  /**
-   * The provider also takes a token the user holds (an API key, a personal access token) through
-   * `POST /connections/from-catalog` with `bearerToken`; `label` and `help` tell the user what to paste.
-   */
-  bearerToken: z.strictObject({ label: z.string().min(1).max(60), help: z.string().min(1).max(300) }).optional(),
+  /** The provider also takes a token the user holds (API key, personal access token): ApiKeySettings. */
+  apiKey: ApiKeySettings.optional(),
   oauth: OAuthSettings,
   finalizeFields: z.array(FinalizeField).default([]),
   api: ApiSettings,
@@ -339,6 +396,10 @@ export const ProviderDefinition = z.strictObject({
 export type ProviderDefinition = z.infer<typeof ProviderDefinition>;
 
 // ---- API shapes (SPEC §2) ----
+
+/** How a connection was made: the provider's OAuth flow, or a token the user pasted. */
+export const AUTH_TYPES = ['oauth', 'api_key'] as const;
+export type AuthType = (typeof AUTH_TYPES)[number];
 
 export const Provider = z
   .object({
@@ -350,9 +411,33 @@ export const Provider = z
     popular: z.boolean(),
     authType: z.literal('oauth'),
     allowMultipleConnections: z.boolean(),
-    configured: z
-      .boolean()
-      .describe('Extension: whether PROVIDER_<ID>_CLIENT_ID and _CLIENT_SECRET are set, so users can connect'),
+    authTypes: z
+      .array(z.enum(AUTH_TYPES))
+      .describe(
+        'Extension: the ways a user can connect on this server now: `oauth` (POST /connections/initiate) once ' +
+          'PROVIDER_<ID>_CLIENT_ID and _CLIENT_SECRET are set; `api_key` (POST /connections/from-catalog with ' +
+          'a token the user holds) when the provider takes one',
+      ),
+    configured: z.boolean().describe('Extension: whether users can connect now (authTypes is not empty)'),
+    apiKey: z
+      .object({
+        label: z.string(),
+        help: z.string(),
+        docsUrl: z.string().describe("the provider's page where the user creates the token"),
+        fields: z
+          .array(
+            z.object({
+              name: z.string(),
+              label: z.string(),
+              description: z.string().optional(),
+              placeholder: z.string().optional(),
+              pattern: z.string().describe('the value must match this (anchored) regular expression'),
+            }),
+          )
+          .describe('values POST /connections/from-catalog takes in `fields` with the token'),
+      })
+      .optional()
+      .describe('Extension, for providers taking a token: what to paste, where to get it, what else to give'),
   })
   .meta({ id: 'Provider' });
 export type Provider = z.infer<typeof Provider>;

@@ -43,7 +43,14 @@ describe('providers API', () => {
     popular: true,
     authType: 'oauth',
     allowMultipleConnections: true,
+    authTypes: ['oauth', 'api_key'],
     configured: true,
+    apiKey: {
+      label: 'Personal access token',
+      help: 'A fine-grained token (or a classic one) with access to the repositories the tools should reach.',
+      docsUrl: 'https://github.com/settings/personal-access-tokens',
+      fields: [],
+    },
   };
 
   describe('GET /api/v1/providers (public)', () => {
@@ -54,7 +61,15 @@ describe('providers API', () => {
       const body = res.json() as Array<Record<string, unknown>>;
       expect(body).toHaveLength(shipped.providers.length + 1);
       expect(body.find((p) => p.id === 'github')).toEqual(githubProvider);
-      expect(body.find((p) => p.id === 'slack')).toMatchObject({ id: 'slack', configured: false });
+      // Slack takes a bot token: connectable without its OAuth client.
+      expect(body.find((p) => p.id === 'slack')).toMatchObject({
+        id: 'slack',
+        authTypes: ['api_key'],
+        configured: true,
+      });
+      // Zoom takes no token: nothing to connect it with until the operator sets its OAuth client.
+      expect(body.find((p) => p.id === 'zoom')).toMatchObject({ id: 'zoom', authTypes: [], configured: false });
+      // A copy of GitHub's file without an OAuth client of its own: its token is the way in.
       expect(body.find((p) => p.id === 'acme-tracker')).toEqual({
         ...githubProvider,
         id: 'acme-tracker',
@@ -62,11 +77,14 @@ describe('providers API', () => {
         category: 'testing',
         popular: false,
         logoUrl: 'http://localhost:8080/providers/logos/acme-tracker.svg',
-        configured: false,
+        authTypes: ['api_key'],
+        configured: true,
       });
       for (const p of body) {
-        expect(Object.keys(p).sort()).toEqual(Object.keys(githubProvider).sort());
+        const keys = Object.keys(githubProvider).filter((k) => k !== 'apiKey' || p.apiKey !== undefined);
+        expect(Object.keys(p).sort()).toEqual(keys.sort());
         expect(p.authType).toBe('oauth');
+        expect(p.configured).toBe((p.authTypes as string[]).length > 0);
       }
     });
 

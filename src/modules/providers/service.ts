@@ -2,7 +2,7 @@ import type { Config } from '../../config.ts';
 import type { PublicContext, ServiceContext } from '../../lib/context.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { type CatalogProvider, isProviderConfigured, providerCatalog } from './catalog.ts';
-import type { Provider, ProviderTool } from './schema.ts';
+import type { AuthType, Provider, ProviderDefinition, ProviderTool } from './schema.ts';
 
 /** The path (under the origin) where the service serves a provider's logo. */
 export function logoPath(providerId: string): string {
@@ -11,6 +11,7 @@ export function logoPath(providerId: string): string {
 
 export function toProvider(entry: CatalogProvider, config: Pick<Config, 'baseUrl' | 'providers'>): Provider {
   const d = entry.definition;
+  const authTypes = connectableAuthTypes(config, d);
   return {
     id: d.id,
     label: d.label,
@@ -20,8 +21,33 @@ export function toProvider(entry: CatalogProvider, config: Pick<Config, 'baseUrl
     popular: d.popular,
     authType: d.authType,
     allowMultipleConnections: d.allowMultipleConnections,
-    configured: isProviderConfigured(config, d.id),
+    authTypes,
+    configured: authTypes.length > 0,
+    ...(d.apiKey
+      ? {
+          apiKey: {
+            label: d.apiKey.label,
+            help: d.apiKey.help,
+            docsUrl: d.apiKey.docsUrl,
+            fields: d.apiKey.fields.map((f) => ({
+              name: f.name,
+              label: f.label,
+              ...(f.description ? { description: f.description } : {}),
+              ...(f.placeholder ? { placeholder: f.placeholder } : {}),
+              pattern: f.pattern,
+            })),
+          },
+        }
+      : {}),
   };
+}
+
+/** The ways a user can connect the provider on this server now (`Provider.authTypes`). */
+export function connectableAuthTypes(config: Pick<Config, 'providers'>, def: ProviderDefinition): AuthType[] {
+  const out: AuthType[] = [];
+  if (isProviderConfigured(config, def.id)) out.push('oauth');
+  if (def.apiKey) out.push('api_key');
+  return out;
 }
 
 function entryOf(config: Pick<Config, 'providers'>, providerId: string): CatalogProvider {
@@ -65,14 +91,6 @@ export function listProviderTools(ctx: Pick<ServiceContext, 'deps'>, providerId:
     parameters: t.parameters,
     mode: t.mode,
   }));
-}
-
-/** What a provider that also takes a pasted token (`POST /connections/from-catalog`) asks for, if it does. */
-export function providerBearerToken(
-  ctx: Pick<PublicContext, 'deps'>,
-  providerId: string,
-): { label: string; help: string } | undefined {
-  return providerCatalog(ctx.deps.config).get(providerId)?.definition.bearerToken;
 }
 
 /** A logo: the SVG beside the provider file, or a letter mark made from the label. Unknown ids are 404. */

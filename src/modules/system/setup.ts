@@ -29,11 +29,14 @@ export function setupNotices(config: Pick<Config, 'baseUrl' | 'llm' | 'providers
   if (unconfigured.length > 0) {
     const example = unconfigured[0]?.definition.id ?? 'github';
     const prefix = `PROVIDER_${example.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+    // Those taking a token the user holds (apiKey) connect without operator credentials.
+    const blocked = unconfigured.filter((p) => !p.definition.apiKey).length;
+    const byToken = `${unconfigured.length - blocked} of them connect with a token the user pastes instead`;
     notices.push({
       title:
         unconfigured.length === oauth.length
-          ? `No OAuth provider has operator credentials: none of the ${oauth.length} providers can be connected yet.`
-          : `${unconfigured.length} of ${oauth.length} OAuth providers have no operator credentials and cannot be connected yet.`,
+          ? `No OAuth provider has operator credentials: ${blocked} of the ${oauth.length} providers cannot be connected yet (${byToken}).`
+          : `${unconfigured.length} of ${oauth.length} OAuth providers have no operator credentials (${byToken}).`,
       how:
         `Register an OAuth app with the provider (redirect URI: ${config.baseUrl}/api/v1/connections/callback) and set ` +
         `its ${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET, then restart the service.`,

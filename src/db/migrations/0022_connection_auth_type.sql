@@ -1,0 +1,1 @@
+ALTER TABLE "connections" ADD COLUMN "auth_type" text DEFAULT 'oauth' NOT NULL;

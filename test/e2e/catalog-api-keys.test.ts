@@ -1,0 +1,124 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execute } from '../../src/modules/connections/test-support.ts';
+import { loadProviderCatalog } from '../../src/modules/providers/catalog.ts';
+import type { ProviderDefinition, ToolDefinition } from '../../src/modules/providers/schema.ts';
+import { exampleValue } from '../catalog/examples.ts';
+import { type AnyProviderFake, startAnyProviderFake } from '../fakes/any-provider.ts';
+import { call, createHarness, createUser, type TestHarness, type TestUser } from '../harness.ts';
+
+/**
+ * Every shipped provider that takes a token (`apiKey`), end to end through the real service with no operator
+ * credentials at all: its file pointed at the generic fake, the user pastes a token with the fields the file
+ * asks for (`POST /connections/from-catalog`), the service asks the provider's "who am I", and the first read
+ * tool runs. The fake sees the token sent as the file says: `Bearer`, Discord's `Bot`, Linear's bare
+ * `Authorization`, Figma's `X-Figma-Token`, HTTP Basic with the e-mail address for Atlassian.
+ */
+
+const withKeys = loadProviderCatalog({ dirs: [], env: {} })
+  .providers.map((p) => p.definition)
+  .filter((d) => d.apiKey);
+
+/** The first read tool that is not the "who am I" itself (the fake answers that one with the identity). */
+const firstRead = (def: ProviderDefinition): ToolDefinition => {
+  const base = def.apiKey?.baseUrl ?? def.api.baseUrl;
+  const tool = def.tools.find(
+    (t) =>
+      t.mode === 'read' &&
+      !t.request.baseUrl &&
+      (def.apiKey?.whoami.body !== undefined || `${base}${t.request.path}` !== def.apiKey?.whoami.url),
+  );
+  if (!tool) throw new Error(`${def.id} has no read tool`);
+  return tool;
+};
+
+const TOKEN = 'pasted-token-5d41402abc4b2a76';
+
+/** The header (name, value) a provider's file says carries the token. */
+function expectedCredential(def: ProviderDefinition, fields: Record<string, string>): [string, string] {
+  const auth = def.apiKey?.auth ?? { type: 'bearer', scheme: 'Bearer' };
+  if (auth.type === 'bearer') return ['authorization', `${auth.scheme} ${TOKEN}`];
+  if (auth.type === 'header') return [auth.name.toLowerCase(), TOKEN];
+  const basic = Buffer.from(`${fields[auth.username]}:${TOKEN}`).toString('base64');
+  return ['authorization', `Basic ${basic}`];
+}
+
+describe('shipped providers connect with a pasted token and run a read tool', () => {
+  let fake: AnyProviderFake;
+  let h: TestHarness;
+  let user: TestUser;
+  let dir: string;
+
+  beforeAll(async () => {
+    fake = await startAnyProviderFake();
+    dir = mkdtempSync(join(tmpdir(), 'sb-key-catalog-'));
+    for (const def of withKeys) writeFileSync(join(dir, `${def.id}.json`), JSON.stringify(fake.pointAt(def)));
+    h = await createHarness({ PROVIDERS_DIR: dir });
+    user = await createUser(h.app);
+  });
+  afterAll(async () => {
+    await h?.close();
+    await fake?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('at least 15 providers take a token, each with a link to where the user makes one', async () => {
+    expect(withKeys.length).toBeGreaterThanOrEqual(15);
+    const res = await call(h.app, 'GET', '/api/v1/providers');
+    const listed = res.json() as Array<{ id: string; authTypes: string[]; configured: boolean }>;
+    for (const def of withKeys) {
+      expect(def.apiKey?.docsUrl).toMatch(/^https:\/\//);
+      expect(def.tools.length).toBeGreaterThanOrEqual(5);
+      // No PROVIDER_* variable is set here: the token is the only way in, and it is enough.
+      expect(listed.find((p) => p.id === def.id)).toMatchObject({ authTypes: ['api_key'], configured: true });
+    }
+  });
+
+  it.each(withKeys.map((d) => [d.id, d] as const))('%s', async (_id, def) => {
+    const fields: Record<string, string> = {};
+    for (const f of def.apiKey?.fields ?? []) {
+      expect(f.placeholder, `${def.id} ${f.name} has an example`).toBeDefined();
+      expect(new RegExp(`^(?:${f.pattern})$`, 'u').test(f.placeholder ?? '')).toBe(true);
+      fields[f.name] = f.placeholder ?? '';
+    }
+    const [header, value] = expectedCredential(def, fields);
+    const whoamiBefore = fake.whoamiRequests.length;
+    const res = await call(h.app, 'POST', '/api/v1/connections/from-catalog', {
+      token: user.sessionToken,
+      body: { catalogEntryId: def.id, bearerToken: TOKEN, fields },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json()).toMatchObject({
+      providerId: def.id,
+      providerUserId: `user-${def.id}`,
+      status: 'active',
+      authType: 'api_key',
+      canRefresh: false,
+    });
+    const asked = fake.whoamiRequests.slice(whoamiBefore);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]?.headers[header]).toBe(value);
+
+    const tool = firstRead(def);
+    const before = fake.apiRequests.length;
+    const run = await execute(
+      h.app,
+      user.sessionToken,
+      res.json().id,
+      tool.name,
+      exampleValue(tool.parameters) as Record<string, unknown>,
+      def.id,
+    );
+    expect(run.statusCode, run.body).toBe(200);
+    const first = fake.apiRequests[before];
+    expect(first?.headers[header]).toBe(value);
+    // The token connection's base URL: the file's apiKey.baseUrl with the fields in place, else the API's.
+    const base = new URL(
+      (def.apiKey?.baseUrl ?? def.api.baseUrl).replace(/\{(\w+)\}/g, (_m, n: string) => fields[n] ?? ''),
+    );
+    expect(first?.host).toBe(base.host);
+    if (header !== 'authorization') expect(first?.authorization).toBeUndefined();
+  });
+});

@@ -103,6 +103,9 @@ describe('safeFetch', () => {
     await expect(safeFetch(`http://127.0.0.1:${port}/big`, { allowHosts, maxBytes: 1_000 })).rejects.toMatchObject({
       reason: 'too-large',
     });
+    // A time left computed from performance.now() is fractional; the fetch still runs.
+    const fractional = await safeFetch(`http://127.0.0.1:${port}/page`, { allowHosts, timeoutMs: 2_999.73 });
+    expect(fractional.status).toBe(200);
     await expect(safeFetch(`http://127.0.0.1:${port}/slow`, { allowHosts, timeoutMs: 200 })).rejects.toMatchObject({
       reason: 'timeout',
     });

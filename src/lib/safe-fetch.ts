@@ -175,7 +175,8 @@ export async function safeFetch(input: string, opts: SafeFetchOptions = {}): Pro
   const maxBytes = opts.maxBytes ?? 5 * 1024 * 1024;
   const allowHosts = opts.allowHosts ?? [];
   const signal = AbortSignal.any([
-    AbortSignal.timeout(opts.timeoutMs ?? 15_000),
+    // AbortSignal.timeout refuses a fractional or negative delay with a RangeError.
+    AbortSignal.timeout(Math.max(1, Math.ceil(opts.timeoutMs ?? 15_000))),
     ...(opts.signal ? [opts.signal] : []),
   ]);
   let url: URL;

@@ -152,6 +152,14 @@ result = out
     expect(runs.map((r) => r.result)).toEqual([0, 1, 2].map((n) => ({ n, mine: n, s: `s${n}` })));
   });
 
+  it('fetch works in a run whose limit is under the fetch cap (15 s): the time left is whole milliseconds', async () => {
+    const r = await py('r = await fetch(args["url"] + "/short")\nresult = __import__("json").loads(r["body"])["url"]', {
+      args: { url: web.origin },
+      timeoutMs: 8000,
+    });
+    expect(r).toMatchObject({ error: null, result: '/short' });
+  });
+
   it('fetch reaches an allowed host and refuses loopback in every spelling, private ranges and metadata', async () => {
     const ok = await py(
       'r = await fetch(args["url"] + "/echo", method="POST", headers={"authorization": "Bearer " + secrets["T"]}, body="hi")\nresult = {"status": r["status"], "ok": r["ok"], "header": r["headers"]["x-fake"], "json": __import__("json").loads(r["body"])}',

@@ -197,6 +197,14 @@ describe('what the code can reach', () => {
     });
   });
 
+  it('fetch works in a run whose limit is under the fetch cap (15 s): the time left is whole milliseconds', async () => {
+    const r = await js("const res = await fetch(args.url + '/short'); return (await res.json()).url;", {
+      args: { url: web.origin },
+      timeoutMs: 5000,
+    });
+    expect(r).toMatchObject({ error: null, result: '/short' });
+  });
+
   it('fetch to loopback in every spelling, private ranges and the metadata address is refused', async () => {
     const refused = web.refusedUrls;
     const r = await js(

@@ -47,6 +47,7 @@ for (const [net, prefix] of [
   ['ff00::', 8], // multicast
   ['2001:db8::', 32], // documentation
   ['100::', 64], // discard
+  ['::ffff:0:0:0', 96], // IPv4-translated (RFC 6145, 2765), 0:0:0:0:ffff:0:a.b.c.d: a translator may reach it
 ] as const) {
   BLOCKED.addSubnet(net, prefix, 'ipv6');
 }

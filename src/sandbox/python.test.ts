@@ -64,6 +64,20 @@ describe('Python in Pyodide', SLOW, () => {
     expect(r.result).toBe(1);
   });
 
+  it("an error's name is cut like its message, and a result nested deeper than 64 levels is an error", async () => {
+    const named = await py('raise type("N" * 3000000, (Exception,), {})("m" * 10000)');
+    expect(named.error?.name).toBe('N'.repeat(200));
+    expect(named.error?.message.length).toBeLessThanOrEqual(4000);
+    const deep = await py('v = 1\nfor i in range(3000):\n    v = [v]\nresult = v');
+    expect(deep).toMatchObject({
+      result: null,
+      error: {
+        name: 'ResultTooDeepError',
+        message: 'The returned value nests arrays and objects more than 64 levels deep',
+      },
+    });
+  });
+
   it('an infinite loop is stopped at the limit', async () => {
     const r = await py('while True:\n    pass', { timeoutMs: 1000 });
     expect(r.error).toEqual({

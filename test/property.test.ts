@@ -1,6 +1,9 @@
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import type { App } from '../src/http/types.ts';
+import { JSON_DEPTH_MESSAGE, JSON_MAX_DEPTH } from '../src/lib/json.ts';
 import { CreateAgent } from '../src/modules/agents/schema.ts';
 import { createAgent } from '../src/modules/agents/service.ts';
 import { createHarness, createUser, type TestHarness } from './harness.ts';
@@ -136,6 +139,13 @@ describe('robustness under random requests', () => {
     fc.json({ maxDepth: 3 }),
     fc.string({ maxLength: 200 }),
     fc.constantFrom('{', '{"a":', 'null', '[]', '"x"', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{}}}'),
+    // Nested thousands of levels deep (sent as text: JSON.stringify itself overflows past about 5,000).
+    fc
+      .tuple(
+        fc.integer({ min: 60, max: 20_000 }),
+        fc.constantFrom(['[', ']'] as const, ['{"a":', '}'] as const, ['[{"x":', '}]'] as const),
+      )
+      .map(([depth, [open, close]]) => `${open.repeat(depth)}"\\ud800"${close.repeat(depth)}`),
     fc.record(
       {
         email: fc.oneof(text, fc.emailAddress()),
@@ -545,6 +555,150 @@ describe('robustness of the OAuth endpoints and the pages', () => {
         },
       ),
       { numRuns: 400 },
+    );
+  });
+});
+
+/**
+ * JSON nested thousands of levels deep (security review, item 4): every recursive walk over a body (the
+ * surrogate and NUL checks, JSON.stringify into jsonb, schema walkers) overflowed the stack and answered 500,
+ * on the WhatsApp webhook before its signature was checked. Every route the app serves gets such bodies; a JSON
+ * body deeper than JSON_MAX_DEPTH levels is the caller's 400 wherever it is read.
+ */
+describe('deeply nested JSON bodies on every route', () => {
+  let h: TestHarness;
+  let app: App;
+  let session: string;
+  let served: Array<{ method: string; url: string }>;
+
+  beforeAll(async () => {
+    h = await createHarness({
+      LLM_BASE_URL: 'http://127.0.0.1:9/v1',
+      LLM_MODELS: 'fake-model=1000/2000',
+      RATE_LIMIT_ENABLED: 'false',
+      WHATSAPP_APP_SECRET: 'whatsapp-app-secret',
+    });
+    served = [];
+    app = await buildApp({
+      config: h.config,
+      database: h.database,
+      keyRing: h.keyRing,
+      onRoute: (r) => {
+        for (const method of [r.method].flat()) {
+          if (['POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) served.push({ method, url: r.url });
+        }
+      },
+    });
+    await app.ready();
+    session = (await createUser(app)).sessionToken;
+  });
+  afterAll(async () => {
+    await app.close();
+    await h.close();
+  });
+
+  const nested = (depth: number, open: string, close: string, inner = '1') =>
+    `${open.repeat(depth)}${inner}${close.repeat(depth)}`;
+  /** Bodies of several shapes: arrays, objects, both mixed, a lone surrogate and a NUL at the bottom. */
+  const deepBodies = (depth: number) => [
+    nested(depth, '[', ']'),
+    nested(depth, '{"a":', '}'),
+    nested(depth, '{"messages":[', ']}', '"\\ud800"'),
+    `{"entry":[{"changes":[{"value":{"metadata":{"phone_number_id":"1"},"messages":[${nested(depth, '[', ']', '"\\u0000"')}]}}]}]}`,
+    // A client registration whose only fault is its depth (oidc-provider reads it, our validator checks it).
+    `{"redirect_uris":["https://app.example.test/cb"],"token_endpoint_auth_method":"none","contacts":[${nested(depth, '[', ']', '"a"')}]}`,
+  ];
+  const DEPTH_ERROR = { error: 'BadRequestError', message: JSON_DEPTH_MESSAGE, statusCode: 400 };
+  // Served by oidc-provider, which reads its own bodies and answers RFC 6749 error bodies (or none).
+  const oidc = /^\/(?:oauth\/|api\/v1\/auth\/(?:token|revoke|register)$|interaction\/)/;
+  const openAi = /^\/api\/v1\/(?:chat\/completions|agents\/[^/]+\/chat\/completions)$/;
+
+  it('every route refuses a body nested past the limit with a 400 (§7 body), never a 500', {
+    timeout: 300_000,
+  }, async () => {
+    expect(served.length).toBeGreaterThan(100);
+    const failures: string[] = [];
+    for (const route of served) {
+      const url = route.url.replace(/:\w+/g, 'x').replace(/\*$/, 'x');
+      for (const payload of [...deepBodies(5_000), nested(JSON_MAX_DEPTH + 1, '[', ']')]) {
+        const res = await app.inject({
+          method: route.method as 'POST',
+          url,
+          headers: { authorization: `Bearer ${session}`, 'content-type': 'application/json' },
+          payload,
+        });
+        const where = `${route.method} ${route.url} (${payload.slice(0, 20)}…): ${res.statusCode} ${res.body.slice(0, 200)}`;
+        // A body read as valid may have signed out or deleted the account behind the session.
+        if (res.statusCode < 300) session = (await createUser(app)).sessionToken;
+        if (res.statusCode >= 500) failures.push(where);
+        else if (url === '/api/v1/messaging-channels/whatsapp/webhook') {
+          // Unsigned: refused for its signature before anything walks the body (signed: whatsapp.test.ts).
+          if (res.statusCode !== 401 || res.json().error !== 'UnauthorizedError') failures.push(where);
+        } else if (url === '/api/v1/auth/register') {
+          // RFC 7591 error bodies; the registration that is fine but for its depth is refused for it.
+          const error = res.statusCode === 400 ? res.json() : {};
+          const ok = payload.startsWith('{"redirect_uris"')
+            ? error.error === 'invalid_client_metadata' && error.error_description === JSON_DEPTH_MESSAGE
+            : typeof error.error === 'string';
+          if (!ok) failures.push(where);
+        } else if (!oidc.test(url)) {
+          // The OpenAI-compatible routes carry the §7 name in OpenAI's error object (README, Errors).
+          const body = openAi.test(url)
+            ? {
+                ...DEPTH_ERROR,
+                error: { message: JSON_DEPTH_MESSAGE, type: 'BadRequestError', param: null, code: null },
+              }
+            : DEPTH_ERROR;
+          const ok =
+            res.statusCode === 400 &&
+            res.headers['content-type'] === 'application/json; charset=utf-8' &&
+            JSON.stringify(res.json()) === JSON.stringify(body);
+          if (!ok) failures.push(where);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('one level less than the limit is read as usual', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/signup',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ email: 'deep@example.test', password: 'deep-password', name: 'Deep', x: null }).replace(
+        'null',
+        nested(JSON_MAX_DEPTH - 1, '[', ']'),
+      ),
+    });
+    // Past the parser: the schema answers (an unknown key is ignored or refused, never a depth 400).
+    expect(res.json()).not.toEqual(DEPTH_ERROR);
+    expect(res.statusCode).toBeLessThan(500);
+  });
+
+  it('random deep bodies on random routes: never a 500', { timeout: 120_000 }, async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...served),
+        fc.integer({ min: JSON_MAX_DEPTH + 1, max: 20_000 }),
+        fc.nat(4),
+        fc.boolean(),
+        async (route, depth, shape, signedIn) => {
+          const url = route.url.replace(/:\w+/g, 'x').replace(/\*$/, 'x');
+          const res = await app.inject({
+            method: route.method as 'POST',
+            url,
+            headers: {
+              ...(signedIn ? { authorization: `Bearer ${session}` } : {}),
+              'content-type': 'application/json',
+            },
+            payload: deepBodies(depth)[shape],
+          });
+          expect(res.statusCode, `${route.method} ${url} depth ${depth} -> ${res.body.slice(0, 200)}`).toBeLessThan(
+            500,
+          );
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 });

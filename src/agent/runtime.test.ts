@@ -134,6 +134,27 @@ describe('agent runtime', () => {
     expect(run.steps).toBe(3);
   });
 
+  it('arguments nested thousands of levels deep are an error result for the model, not a crash', async () => {
+    const u = await createUser(h.app);
+    const ran: unknown[] = [];
+    fake.enqueue(
+      { toolCalls: [{ name: 'get_weather', arguments: `{"city":${'['.repeat(10_000)}${']'.repeat(10_000)}}` }] },
+      { content: 'I could not call it.' },
+    );
+    const run = await runAgent(u.ctx, {
+      prompt: 'try',
+      tools: [tool('get_weather', async (args) => ran.push(args))],
+      billing: { type: 'mcp' },
+    });
+    expect(run.text).toBe('I could not call it.');
+    expect(ran).toEqual([]);
+    expect(run.toolCalls).toEqual([{ name: 'get_weather', ok: false, quarantined: false }]);
+    const msgs = fake.requests.at(-1)?.messages ?? [];
+    expect(msgs.find((m) => m.role === 'tool')?.content).toContain(
+      'JSON must not nest arrays and objects more than 64 levels deep',
+    );
+  });
+
   it('reports a failing tool to the model as an error result', async () => {
     const u = await createUser(h.app);
     fake.enqueue({ toolCalls: [{ name: 'broken', arguments: {} }] }, { content: 'The tool failed.' });

@@ -1,4 +1,5 @@
 import type { ServiceContext } from '../lib/context.ts';
+import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../lib/json.ts';
 import { redactSecrets } from '../lib/redact.ts';
 import type { ChatMessage, ChatTool, ChatToolCall } from '../llm/types.ts';
 import { type Billing, type Credits, runCompletion } from '../modules/llm/service.ts';
@@ -214,6 +215,8 @@ function describeCall(call: ChatToolCall, byName: Map<string, AgentTool>): strin
 function parseArgs(text: string): { value?: Record<string, unknown>; error?: string } {
   try {
     const v: unknown = JSON.parse(text || '{}');
+    // The model's text: deeper, storing or serializing the call would overflow the stack.
+    if (nestedDeeperThan(v)) return { error: JSON_DEPTH_MESSAGE };
     if (v && typeof v === 'object' && !Array.isArray(v)) return { value: v as Record<string, unknown> };
     return { error: 'arguments must be a JSON object' };
   } catch {

@@ -1,15 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { BadRequestError } from '../lib/errors.ts';
-import { hasLoneSurrogate, LONE_SURROGATE_MESSAGE } from '../lib/text.ts';
-
-/** A `\uD800`-`\uDFFF` escape: the only way a JSON text can carry a lone surrogate (UTF-8 cannot encode one). */
-const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+import { jsonBodyProblem } from '../lib/json.ts';
 
 /**
- * fastify's JSON parser (with its prototype-poisoning checks), plus one rule for every route: no string in
- * the body may hold an unpaired surrogate, which no table can store. It is the caller's 400 here, once, rather
- * than a 500 or a silently changed value wherever a string reaches the database. Only a body with a surrogate
- * escape is walked: the common case costs one scan of the text.
+ * fastify's JSON parser (with its prototype-poisoning checks), plus two rules for every route: the body nests
+ * at most JSON_MAX_DEPTH levels (deeper, the recursive walks after us, JSON.stringify into jsonb among them,
+ * would overflow the stack), and no string in it holds an unpaired surrogate, which no table can store. Each is
+ * the caller's 400 here, once, rather than a 500 wherever the value goes next. The surrogate walk runs only for
+ * a body with a surrogate escape: the common case costs one scan of the text and one walk of its containers.
  */
 export function useJsonBodyParser(fastify: FastifyInstance): void {
   const { onProtoPoisoning, onConstructorPoisoning } = fastify.initialConfig;
@@ -19,8 +17,8 @@ export function useJsonBodyParser(fastify: FastifyInstance): void {
     const body = raw.toString();
     void parse(req, body, (err, value) => {
       if (err) return done(err, undefined);
-      if (SURROGATE_ESCAPE.test(body) && hasLoneSurrogate(value))
-        return done(new BadRequestError(LONE_SURROGATE_MESSAGE), undefined);
+      const problem = jsonBodyProblem(value, body);
+      if (problem) return done(new BadRequestError(problem), undefined);
       done(null, value);
     });
   });

@@ -52,6 +52,8 @@ describe('safeFetch', () => {
       '[::ffff:127.0.0.1]',
       '[::ffff:7f00:1]',
       '[0:0:0:0:0:ffff:7f00:1]',
+      '[::ffff:0:7f00:1]', // IPv4-translated (RFC 6145), ::ffff:0:0:0/96
+      '[::ffff:0:127.0.0.1]',
       'localhost',
       'app.localhost',
     ]) {
@@ -88,6 +90,10 @@ describe('safeFetch', () => {
     expect(isPublicAddress('2606:2800:220:1:248:1893:25c8:1946')).toBe(true);
     expect(isPublicAddress('::ffff:93.184.216.34')).toBe(true);
     expect(isPublicAddress('::ffff:10.0.0.1')).toBe(false);
+    // The IPv4-translated range ::ffff:0:0:0/96 is refused whole, whatever IPv4 address it carries.
+    expect(isPublicAddress('::ffff:0:7f00:1')).toBe(false);
+    expect(isPublicAddress('::ffff:0:5db8:d822')).toBe(false);
+    expect(isPublicAddress('0:0:0:0:ffff:0:a00:1')).toBe(false);
     expect(isPublicAddress('not an ip')).toBe(false);
   });
 
@@ -103,6 +109,9 @@ describe('safeFetch', () => {
     await expect(safeFetch(`http://127.0.0.1:${port}/big`, { allowHosts, maxBytes: 1_000 })).rejects.toMatchObject({
       reason: 'too-large',
     });
+    // A time left computed from performance.now() is fractional; the fetch still runs.
+    const fractional = await safeFetch(`http://127.0.0.1:${port}/page`, { allowHosts, timeoutMs: 2_999.73 });
+    expect(fractional.status).toBe(200);
     await expect(safeFetch(`http://127.0.0.1:${port}/slow`, { allowHosts, timeoutMs: 200 })).rejects.toMatchObject({
       reason: 'timeout',
     });

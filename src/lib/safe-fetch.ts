@@ -47,6 +47,7 @@ for (const [net, prefix] of [
   ['ff00::', 8], // multicast
   ['2001:db8::', 32], // documentation
   ['100::', 64], // discard
+  ['::ffff:0:0:0', 96], // IPv4-translated (RFC 6145, 2765), 0:0:0:0:ffff:0:a.b.c.d: a translator may reach it
 ] as const) {
   BLOCKED.addSubnet(net, prefix, 'ipv6');
 }
@@ -175,7 +176,8 @@ export async function safeFetch(input: string, opts: SafeFetchOptions = {}): Pro
   const maxBytes = opts.maxBytes ?? 5 * 1024 * 1024;
   const allowHosts = opts.allowHosts ?? [];
   const signal = AbortSignal.any([
-    AbortSignal.timeout(opts.timeoutMs ?? 15_000),
+    // AbortSignal.timeout refuses a fractional or negative delay with a RangeError.
+    AbortSignal.timeout(Math.max(1, Math.ceil(opts.timeoutMs ?? 15_000))),
     ...(opts.signal ? [opts.signal] : []),
   ]);
   let url: URL;

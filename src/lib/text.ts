@@ -4,41 +4,83 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 export const LONE_SURROGATE_MESSAGE = 'Text must not contain unpaired surrogates (a lone \\uD800-\\uDFFF escape)';
 
 /**
+ * Whether `test` holds for any string of `value`: strings, keys and values at any depth. Iterative (an explicit
+ * stack), so a value nested thousands of levels deep cannot overflow the call stack.
+ */
+function anyString(value: unknown, test: (text: string) => boolean): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (typeof node === 'string') {
+      if (test(node)) return true;
+    } else if (Array.isArray(node)) {
+      for (const item of node) pending.push(item);
+    } else if (node !== null && typeof node === 'object') {
+      for (const [key, inner] of Object.entries(node)) {
+        if (test(key)) return true;
+        pending.push(inner);
+      }
+    }
+  }
+  return false;
+}
+
+/**
  * Whether a parsed JSON value holds an unpaired surrogate in any string, key or value. No database can store
  * one: PostgreSQL refuses it in jsonb, and text columns would silently turn it into U+FFFD.
  */
 export function hasLoneSurrogate(value: unknown): boolean {
-  if (typeof value === 'string') return LONE_SURROGATE.test(value);
-  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
-  if (value !== null && typeof value === 'object') {
-    for (const [key, inner] of Object.entries(value)) if (hasLoneSurrogate(key) || hasLoneSurrogate(inner)) return true;
-  }
-  return false;
+  return anyString(value, (text) => LONE_SURROGATE.test(text));
 }
 
 export const NUL_MESSAGE = 'Text must not contain NUL (\\u0000) characters';
 
 /** Whether a parsed value holds a NUL in any string, key or value: PostgreSQL refuses NUL in text and jsonb. */
 export function hasNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\0');
-  if (Array.isArray(value)) return value.some(hasNul);
-  if (value !== null && typeof value === 'object') {
-    for (const [key, inner] of Object.entries(value)) if (hasNul(key) || hasNul(inner)) return true;
-  }
-  return false;
+  return anyString(value, (text) => text.includes('\0'));
 }
 
 const UNSTORABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
+const clean = (text: string) => text.replace(UNSTORABLE, '\uFFFD');
+
+/** Arrays and plain objects are copied; Dates and every other value are kept as they are. */
+const isCopied = (value: unknown): value is object =>
+  value !== null && typeof value === 'object' && !(value instanceof Date);
+
 /**
  * The value with every NUL and unpaired surrogate (in strings, keys and values) replaced by U+FFFD: for text
- * the service itself stores (a model's answer, a tool's output), which no table could otherwise hold.
+ * the service itself stores (a model's answer, a tool's output), which no table could otherwise hold. A copy,
+ * built iteratively: a tool's result nested thousands of levels deep cannot overflow the call stack.
  */
 export function storable<T>(value: T): T {
-  if (typeof value === 'string') return value.replace(UNSTORABLE, '\uFFFD') as T;
-  if (Array.isArray(value)) return value.map(storable) as T;
-  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [storable(k), storable(v)])) as T;
+  if (typeof value === 'string') return clean(value) as T;
+  if (!isCopied(value)) return value;
+  const copyOf = (node: object): Array<unknown> | Record<string, unknown> => (Array.isArray(node) ? [] : {});
+  const root = copyOf(value);
+  const pending: Array<[object, Array<unknown> | Record<string, unknown>]> = [[value, root]];
+  const convert = (inner: unknown): unknown => {
+    if (typeof inner === 'string') return clean(inner);
+    if (!isCopied(inner)) return inner;
+    const copy = copyOf(inner);
+    pending.push([inner, copy]);
+    return copy;
+  };
+  while (pending.length > 0) {
+    const [source, target] = pending.pop() as [object, Array<unknown> | Record<string, unknown>];
+    if (Array.isArray(source)) {
+      for (const item of source) (target as unknown[]).push(convert(item));
+    } else {
+      for (const [key, inner] of Object.entries(source)) {
+        // A data property even for `__proto__`, as Object.fromEntries would make it (never the prototype).
+        Object.defineProperty(target, clean(key), {
+          value: convert(inner),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      }
+    }
   }
-  return value;
+  return root as T;
 }

@@ -41,7 +41,8 @@ export async function bridgeFetch(
       headers,
       ...(body !== undefined ? { body } : {}),
       maxBytes: SANDBOX_FETCH_MAX_BYTES,
-      timeoutMs: Math.max(1, Math.min(15_000, opts.timeoutMs)),
+      // The run's time left is a fraction of a millisecond (performance.now()); timers take whole ones.
+      timeoutMs: Math.max(1, Math.min(15_000, Math.floor(opts.timeoutMs))),
       allowHosts: opts.allowHosts,
       signal: opts.signal,
     });

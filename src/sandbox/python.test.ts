@@ -64,6 +64,20 @@ describe('Python in Pyodide', SLOW, () => {
     expect(r.result).toBe(1);
   });
 
+  it("an error's name is cut like its message, and a result nested deeper than 64 levels is an error", async () => {
+    const named = await py('raise type("N" * 3000000, (Exception,), {})("m" * 10000)');
+    expect(named.error?.name).toBe('N'.repeat(200));
+    expect(named.error?.message.length).toBeLessThanOrEqual(4000);
+    const deep = await py('v = 1\nfor i in range(3000):\n    v = [v]\nresult = v');
+    expect(deep).toMatchObject({
+      result: null,
+      error: {
+        name: 'ResultTooDeepError',
+        message: 'The returned value nests arrays and objects more than 64 levels deep',
+      },
+    });
+  });
+
   it('an infinite loop is stopped at the limit', async () => {
     const r = await py('while True:\n    pass', { timeoutMs: 1000 });
     expect(r.error).toEqual({
@@ -150,6 +164,14 @@ result = out
       ),
     );
     expect(runs.map((r) => r.result)).toEqual([0, 1, 2].map((n) => ({ n, mine: n, s: `s${n}` })));
+  });
+
+  it('fetch works in a run whose limit is under the fetch cap (15 s): the time left is whole milliseconds', async () => {
+    const r = await py('r = await fetch(args["url"] + "/short")\nresult = __import__("json").loads(r["body"])["url"]', {
+      args: { url: web.origin },
+      timeoutMs: 8000,
+    });
+    expect(r).toMatchObject({ error: null, result: '/short' });
   });
 
   it('fetch reaches an allowed host and refuses loopback in every spelling, private ranges and metadata', async () => {

@@ -126,6 +126,28 @@ describe('JavaScript and TypeScript in QuickJS', () => {
   });
 });
 
+describe('what comes back is bounded (security review, items 4 and 5a)', () => {
+  it("an error's name is cut like its message: a 3 MB name comes back at 200 characters", async () => {
+    const r = await js('const e = new Error("m".repeat(10000)); e.name = "N".repeat(3 * 1024 * 1024); throw e;');
+    expect(r.error).toEqual({ name: 'N'.repeat(200), message: 'm'.repeat(4000) });
+  });
+
+  it('a result nested deeper than 64 levels is an error, not a value every later walk would choke on', async () => {
+    for (const depth of [65, 3000]) {
+      const r = await js(`let v = 1; for (let i = 0; i < ${depth}; i++) v = [v]; return v;`);
+      expect(r).toMatchObject({
+        result: null,
+        error: {
+          name: 'ResultTooDeepError',
+          message: 'The returned value nests arrays and objects more than 64 levels deep',
+        },
+      });
+    }
+    const fine = await js('let v = 1; for (let i = 0; i < 64; i++) v = [v]; return v;');
+    expect(fine.error).toBeNull();
+  });
+});
+
 describe('what the code can reach', () => {
   it('no process, require, module loader, file system or timers; the host environment is out of reach', async () => {
     process.env.SANDBOX_TEST_HOST_SECRET = 'host-secret-value';
@@ -195,6 +217,14 @@ describe('what the code can reach', () => {
       header: 'yes',
       json: { method: 'POST', url: '/echo?q=1', body: '{"hello":"world"}', auth: 'Bearer t0k' },
     });
+  });
+
+  it('fetch works in a run whose limit is under the fetch cap (15 s): the time left is whole milliseconds', async () => {
+    const r = await js("const res = await fetch(args.url + '/short'); return (await res.json()).url;", {
+      args: { url: web.origin },
+      timeoutMs: 5000,
+    });
+    expect(r).toMatchObject({ error: null, result: '/short' });
   });
 
   it('fetch to loopback in every spelling, private ranges and the metadata address is refused', async () => {

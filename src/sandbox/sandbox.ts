@@ -1,9 +1,12 @@
 import { transform } from 'esbuild';
+import { JSON_MAX_DEPTH, nestedDeeperThan } from '../lib/json.ts';
 import { PythonPool } from './python-pool.ts';
 import { QuickJsPool } from './quickjs-pool.ts';
 import { Slots } from './slots.ts';
 import {
   SANDBOX_DEFAULT_TIMEOUT_MS,
+  SANDBOX_ERROR_MESSAGE_LIMIT,
+  SANDBOX_ERROR_NAME_LIMIT,
   SANDBOX_LANGUAGES,
   SANDBOX_MAX_TIMEOUT_MS,
   type SandboxRequest,
@@ -50,6 +53,36 @@ const failed = (name: string, message: string): SandboxResult => ({
   error: { name, message },
   durationMs: 0,
 });
+
+/**
+ * What every run hands back, whatever the language and however it ended, bounded once here: an error's name
+ * and message cut (the code chooses both), and a result nested deeper than JSON_MAX_DEPTH refused, since every
+ * later step (secret scrubbing, storing it in jsonb, the response) walks it recursively.
+ */
+function bounded(run: SandboxResult): SandboxResult {
+  let out = run;
+  if (nestedDeeperThan(out.result)) {
+    out = {
+      ...out,
+      result: null,
+      error: {
+        name: 'ResultTooDeepError',
+        message: `The returned value nests arrays and objects more than ${JSON_MAX_DEPTH} levels deep`,
+      },
+    };
+  }
+  const error = out.error;
+  if (error && (error.name.length > SANDBOX_ERROR_NAME_LIMIT || error.message.length > SANDBOX_ERROR_MESSAGE_LIMIT)) {
+    out = {
+      ...out,
+      error: {
+        name: error.name.slice(0, SANDBOX_ERROR_NAME_LIMIT),
+        message: error.message.slice(0, SANDBOX_ERROR_MESSAGE_LIMIT),
+      },
+    };
+  }
+  return out;
+}
 
 /**
  * JavaScript or TypeScript code as one expression evaluating to `async function (args, secrets)`. TypeScript
@@ -111,6 +144,11 @@ export class Sandbox {
 
   /** `run`, also saying whether the code reached a sandbox at all (billing charges only runs that did). */
   async runDetailed(req: SandboxRequest): Promise<{ result: SandboxResult; ran: boolean }> {
+    const { result, ran } = await this.runUnbounded(req);
+    return { result: bounded(result), ran };
+  }
+
+  private async runUnbounded(req: SandboxRequest): Promise<{ result: SandboxResult; ran: boolean }> {
     if (!(SANDBOX_LANGUAGES as readonly string[]).includes(req.language)) {
       return { result: failed('LanguageError', `Unsupported language ${String(req.language)}`), ran: false };
     }

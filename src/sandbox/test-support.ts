@@ -55,6 +55,7 @@ export async function startFakeWeb(): Promise<FakeWeb> {
       `http://[::1]:${p}/`,
       `http://[::ffff:127.0.0.1]:${p}/`,
       `http://[::ffff:7f00:1]:${p}/`,
+      `http://[::ffff:0:7f00:1]:${p}/`,
       `http://[0:0:0:0:0:0:0:1]:${p}/`,
       `http://localhost:${p}/`,
       `http://0.0.0.0:${p}/`,

@@ -10,6 +10,9 @@ export const SANDBOX_MAX_TIMEOUT_MS = 120_000;
 export const SANDBOX_OUTPUT_LIMIT = 1024 * 1024;
 /** The returned value, as JSON, may be at most this many characters. */
 export const SANDBOX_RESULT_LIMIT = 1024 * 1024;
+/** An error's name and message come back cut to these many characters. */
+export const SANDBOX_ERROR_NAME_LIMIT = 200;
+export const SANDBOX_ERROR_MESSAGE_LIMIT = 4000;
 /** Fetches one run may make. */
 export const SANDBOX_MAX_FETCHES = 50;
 /** The largest body one fetch reads. */

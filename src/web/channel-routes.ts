@@ -167,8 +167,14 @@ export async function channelPageRoutes(app: App, oauth: OAuthServer): Promise<v
     const form = (req.body ?? {}) as Form;
     if (!csrfOk(req, form)) return csrfFailed(reply);
     return withChannel(req, reply, async (current, channelId) => {
+      const ctx = serviceContextOf(req, current.actor);
       const user = one(form, 'externalUserId');
-      if (user) await unlinkAccount(serviceContextOf(req, current.actor), channelId, user.slice(0, 200));
+      // Without a person nothing is unlinked (never everyone), but the channel must still be the caller's: 404.
+      if (!user) {
+        await getChannel(ctx, channelId);
+        return reply.redirect(channelPath(channelId), 303);
+      }
+      await unlinkAccount(ctx, channelId, user.slice(0, 200));
       return redirectWithFlash(req, reply, channelPath(channelId), {
         notice: 'Unlinked: that person talks to the agent as a stranger now.',
       });

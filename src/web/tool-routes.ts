@@ -4,6 +4,7 @@ import { serviceContextOf } from '../auth/guard.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError, NotFoundError } from '../lib/errors.ts';
+import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../lib/json.ts';
 import { TtlCache } from '../lib/ttl-cache.ts';
 import { listAgents } from '../modules/agents/service.ts';
 import { CreateSkill, UpdateSkill } from '../modules/skills/schema.ts';
@@ -68,6 +69,8 @@ function toolInput(form: Form): { draft: ToolDraft; input?: Record<string, unkno
   } catch {
     return { draft, error: 'Parameters must be JSON (a JSON Schema object).' };
   }
+  // A form field, so past the JSON bodies' check: the schema compiler would overflow the stack on it.
+  if (nestedDeeperThan(parameters)) return { draft, error: `Parameters: ${JSON_DEPTH_MESSAGE}` };
   const input: Record<string, unknown> = {
     name: draft.name,
     description: draft.description,
@@ -247,6 +250,9 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
       }
       if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
         return renderTool(req, reply, current, toolId, { testError: 'Arguments must be a JSON object.', args }, 422);
+      }
+      if (nestedDeeperThan(parsed)) {
+        return renderTool(req, reply, current, toolId, { testError: `Arguments: ${JSON_DEPTH_MESSAGE}`, args }, 422);
       }
       const secrets = secretsOf(form);
       try {

@@ -59,6 +59,23 @@ describe('tools and skills pages', () => {
     expect(refused.statusCode).toBe(422);
     expect(refused.body).toContain('The tool was not created: Parameters must be JSON (a JSON Schema object).');
     expect(refused.body).toContain('{not json');
+    // JSON in a form field is held to the JSON bodies' depth limit (security review, item 4): a 422, not a 500.
+    const deep = `{"type":"object","x":${'['.repeat(10_000)}${']'.repeat(10_000)}}`;
+    const tooDeep = await browser.post('/account/tools', {
+      csrf,
+      name: 'deep',
+      language: 'javascript',
+      parameters: deep,
+      code: 'return 1;',
+    });
+    expect(tooDeep.statusCode).toBe(422);
+    expect(tooDeep.body).toContain('JSON must not nest arrays and objects more than 64 levels deep');
+    const deepArgs = await browser.post(`/account/tools/${tool.id}/test`, {
+      csrf,
+      arguments: `{"a":${'['.repeat(10_000)}${']'.repeat(10_000)}}`,
+    });
+    expect(deepArgs.statusCode).toBe(422);
+    expect(deepArgs.body).toContain('JSON must not nest arrays and objects more than 64 levels deep');
 
     const other = await signedIn();
     const theirs = await other.browser.get(`/account/tools/${tool.id}`);

@@ -92,7 +92,7 @@ describe.skipIf(!runBrowser)('web chat widget in a real browser (chromium)', () 
     await page.close();
   });
 
-  it('shows the refusal on a page whose origin the channel does not allow', async () => {
+  it('a page whose origin the channel does not allow cannot read even the refusal (no CORS header for it)', async () => {
     const channel = await makeChannel(['https://only-this.example']);
     channelOf = { ...channelOf, other: channel.id };
     const page = await browser.newPage();
@@ -100,7 +100,9 @@ describe.skipIf(!runBrowser)('web chat widget in a real browser (chromium)', () 
     await page.getByRole('button', { name: 'Open chat' }).click();
     await page.getByLabel('Message').fill('Hello?');
     await page.getByRole('button', { name: 'Send' }).click();
-    await page.getByText("This page's origin is not allowed to use this web chat").waitFor();
+    // The browser withholds the 403 from the page: the widget can only say the chat is out of reach.
+    await page.getByText('The chat cannot be reached. Try again in a moment.').waitFor();
+    expect(await page.getByText("This page's origin is not allowed to use this web chat").count()).toBe(0);
     await page.close();
   });
 });

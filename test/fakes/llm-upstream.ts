@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
  */
 export interface FakeReply {
   content?: string;
-  toolCalls?: Array<{ name: string; arguments: Record<string, unknown> }>;
+  /** `arguments` is sent as its JSON; a string is sent as it is (malformed or pathological JSON). */
+  toolCalls?: Array<{ name: string; arguments: Record<string, unknown> | string }>;
   /** Reported usage; default: 7 prompt tokens per message, one completion token per word or call. */
   usage?: { prompt: number; completion: number };
   /**
@@ -102,7 +103,10 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     const toolCalls = (reply.toolCalls ?? []).map((c, i) => ({
       id: `call_${i}_${Math.random().toString(36).slice(2, 8)}`,
       type: 'function' as const,
-      function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+      function: {
+        name: c.name,
+        arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
+      },
     }));
     const content = reply.content ?? (toolCalls.length ? null : 'ok');
     const allowance = Number(body.max_completion_tokens ?? body.max_tokens ?? 0) * Number(body.n ?? 1);

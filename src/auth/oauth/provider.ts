@@ -6,7 +6,8 @@ import type { Db } from '../../db/client.ts';
 import { oauthArtifacts } from '../../db/schema/index.ts';
 import type { Deps } from '../../lib/context.ts';
 import { newId } from '../../lib/ids.ts';
-import { hasLoneSurrogate, hasNul, LONE_SURROGATE_MESSAGE, NUL_MESSAGE } from '../../lib/text.ts';
+import { jsonBodyProblem } from '../../lib/json.ts';
+import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
 import * as accountsRepo from '../../modules/accounts/repo.ts';
 import { unknownKnowledgeBases } from '../../modules/knowledge/bases.service.ts';
 import { errorPage } from '../../web/pages.ts';
@@ -255,8 +256,9 @@ export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHo
       // Runs on every client, registered or loaded: checks redirect URIs and sorts scopes (see policy.ts).
       validator(ctx, key, value, metadata) {
         if (key !== ALLOWED_SCOPES_PROPERTY) return;
-        // oidc-provider parses registration bodies itself, past our JSON parser's check.
-        if (hasLoneSurrogate(metadata)) throw new errors.InvalidClientMetadata(LONE_SURROGATE_MESSAGE);
+        // oidc-provider parses registration bodies itself, past our JSON parser's checks: the same rules here.
+        const problem = jsonBodyProblem(metadata);
+        if (problem) throw new errors.InvalidClientMetadata(problem);
         if (hasNul(metadata)) throw new errors.InvalidClientMetadata(NUL_MESSAGE);
         const uris = metadata.redirect_uris ?? [];
         // Checked before iterating: a string would be read character by character, an object would throw (500).

@@ -305,6 +305,25 @@ describe('Anthropic upstream', () => {
         },
         /arguments is not valid JSON/,
       ],
+      [
+        {
+          messages: [
+            { role: 'user' as const, content: 'x' },
+            {
+              role: 'assistant' as const,
+              tool_calls: [
+                {
+                  id: 'c',
+                  type: 'function' as const,
+                  // A string in the body (so past the body's depth limit), JSON thousands of levels deep inside.
+                  function: { name: 'f', arguments: `{"a":${'['.repeat(10_000)}${']'.repeat(10_000)}}` },
+                },
+              ],
+            },
+          ],
+        },
+        /arguments: JSON must not nest arrays and objects more than 64 levels deep/,
+      ],
       [{ messages: [{ role: 'tool' as const, content: 'x' }] }, /tool_call_id/],
       [
         {

@@ -1,3 +1,4 @@
+import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../../lib/json.ts';
 import type { CatalogModel } from '../catalog.ts';
 import type {
   ChatChunk,
@@ -304,6 +305,8 @@ function toolUseBlock(call: ChatToolCall, where: string): ToolUseBlock {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     return refuseWith(`${where}.function.arguments must be a JSON object`);
   }
+  // A string in the request, so past the body's depth check: deeper, serializing the upstream request overflows.
+  if (nestedDeeperThan(input)) return refuseWith(`${where}.function.arguments: ${JSON_DEPTH_MESSAGE}`);
   return { type: 'tool_use', id: call.id, name: call.function.name, input };
 }
 

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';
@@ -212,11 +212,13 @@ export async function channelRoutes(app: App, config: Config): Promise<void> {
   );
 }
 
-/** Pages on other sites call the web chat: every answer says which origin may read it (the service checks it). */
-function allowOrigin(req: FastifyRequest, reply: FastifyReply): void {
-  const origin = req.headers.origin;
-  if (typeof origin === 'string' && origin.length <= 300) reply.header('Access-Control-Allow-Origin', origin);
-  reply.header('Vary', 'Origin');
+/**
+ * Pages on other sites call the web chat. The preflight names no channel, so it lets any page send; the answer
+ * to a message names the page only once its channel accepted that origin (the service says so), so a refused
+ * or unknown page cannot read even the refusal.
+ */
+function allowOrigin(reply: FastifyReply, origin: string | undefined): void {
+  if (origin !== undefined && origin.length <= 300) reply.header('Access-Control-Allow-Origin', origin);
 }
 
 /** The public web chat endpoint, its CORS preflight, and (at the root) the embeddable widget. */
@@ -225,15 +227,18 @@ async function webchatRoutes(app: App, config: Config): Promise<void> {
   const path = '/messaging-channels/webchat/messages';
   await app.register(async (plugin) => {
     const chat = plugin.withTypeProvider<ZodTypeProvider>();
-    chat.addHook('onRequest', async (req, reply) => allowOrigin(req, reply));
-    chat.options(path, { schema: { hide: true }, config: { auth: 'public' } }, async (_req, reply) =>
-      reply
+    chat.addHook('onRequest', async (_req, reply) => {
+      reply.header('Vary', 'Origin');
+    });
+    chat.options(path, { schema: { hide: true }, config: { auth: 'public' } }, async (req, reply) => {
+      allowOrigin(reply, typeof req.headers.origin === 'string' ? req.headers.origin : undefined);
+      return reply
         .code(204)
         .header('Access-Control-Allow-Methods', 'POST, OPTIONS')
         .header('Access-Control-Allow-Headers', 'content-type, accept')
         .header('Access-Control-Max-Age', '600')
-        .send(),
-    );
+        .send();
+    });
     chat.post(
       path,
       {
@@ -256,7 +261,7 @@ async function webchatRoutes(app: App, config: Config): Promise<void> {
       },
       async (req, reply) => {
         const origin = typeof req.headers.origin === 'string' ? req.headers.origin : undefined;
-        const prepared = await prepareWebchat(req.publicCtx, req.body, origin);
+        const prepared = await prepareWebchat(req.publicCtx, req.body, origin, () => allowOrigin(reply, origin));
         const gone = new AbortController();
         reply.raw.on('close', () => {
           if (!reply.raw.writableFinished) gone.abort();

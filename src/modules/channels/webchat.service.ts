@@ -42,17 +42,23 @@ export function originAllowed(channel: MessagingChannelRow, origin: string | und
   return allowed.length === 0 || (origin !== undefined && allowed.includes(origin.replace(/\/+$/, '')));
 }
 
-/** Checks the channel, origin, visitor and limits, and claims the message: everything before the agent runs. */
+/**
+ * Checks the channel, origin, visitor and limits, and claims the message: everything before the agent runs.
+ * `originAccepted` is called as soon as the channel accepts the page's origin, before any later refusal (a
+ * daily limit), so the route lets that page, and only that page, read the answer.
+ */
 export async function prepareWebchat(
   ctx: PublicContext,
   input: WebchatMessage,
   origin: string | undefined,
+  originAccepted: () => void = () => {},
 ): Promise<PreparedWebchat> {
   const channel = await repo.findChannelById(ctx.db, input.channelId);
   if (channel?.type !== 'webchat') throw new NotFoundError(`Web chat channel ${input.channelId} not found`);
   if (!originAllowed(channel, origin)) {
     throw new ForbiddenError("This page's origin is not allowed to use this web chat");
   }
+  originAccepted();
   let visitorToken = input.visitorToken;
   let visitor = visitorToken ? await repo.findVisitor(ctx.db, channel.id, sha256Hex(visitorToken)) : undefined;
   if (!visitor || !visitorToken) {

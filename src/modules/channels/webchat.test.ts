@@ -118,7 +118,19 @@ describe('messaging channels: web chat', () => {
         message: "This page's origin is not allowed to use this web chat",
         statusCode: 403,
       });
+      // The refused page may not even read the refusal: its origin is never echoed (security review, 5b).
+      expect(res.headers['access-control-allow-origin']).toBeUndefined();
     }
+    const streamed = await say(
+      { channelId: w.channel.id, content: 'Hi' },
+      { origin: 'https://evil.example', accept: 'text/event-stream' },
+    );
+    expect(streamed.statusCode).toBe(403);
+    expect(streamed.headers['access-control-allow-origin']).toBeUndefined();
+    // Nor for a channel that does not exist.
+    const unknown = await say({ channelId: 'mch_unknown', content: 'Hi' }, { origin: 'https://evil.example' });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.headers['access-control-allow-origin']).toBeUndefined();
     const ok = await say({ channelId: w.channel.id, content: 'Hi' }, { origin: 'https://shop.example' });
     expect(ok.statusCode).toBe(200);
     expect(ok.headers['access-control-allow-origin']).toBe('https://shop.example');
@@ -164,9 +176,11 @@ describe('messaging channels: web chat', () => {
     const c = await webchat();
     expect((await say({ channelId: c.channel.id, content: 'a' }, {}, perChannel)).statusCode).toBe(200);
     expect((await say({ channelId: c.channel.id, content: 'b' }, {}, perChannel)).statusCode).toBe(200);
-    const over = await say({ channelId: c.channel.id, content: 'c' }, {}, perChannel);
+    const over = await say({ channelId: c.channel.id, content: 'c' }, { origin: 'https://shop.example' }, perChannel);
     expect(over.statusCode).toBe(429);
     expect(over.json().message).toBe('This chat has answered the most messages allowed today');
+    // A page the channel accepts may read why it was refused.
+    expect(over.headers['access-control-allow-origin']).toBe('https://shop.example');
 
     const perAddress = await h.extraApp({ WEBCHAT_RATE_LIMIT: '2' });
     const a = await webchat();

@@ -3,7 +3,8 @@ import type { ChannelType, MessagingChannelRow } from '../../db/schema/index.ts'
 import type { PublicContext } from '../../lib/context.ts';
 import { BadRequestError, ForbiddenError, UnauthorizedError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
-import { hasLoneSurrogate, hasNul, LONE_SURROGATE_MESSAGE, NUL_MESSAGE } from '../../lib/text.ts';
+import { jsonBodyProblem } from '../../lib/json.ts';
+import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
 import { enqueueChannelJob } from './jobs.ts';
 import * as repo from './repo.ts';
 import { openSecrets } from './service.ts';
@@ -117,13 +118,11 @@ export async function receiveWhatsappDelivery(
 ): Promise<{ ok: true; received: number; duplicates: number }> {
   let payload: unknown;
   try {
+    // JSON.parse itself is iterative: any depth parses. Nothing walks the value before the signature is checked.
     payload = JSON.parse(raw.toString('utf8'));
   } catch {
     throw new BadRequestError('The body must be JSON');
   }
-  // This route parses its own body (for the signature): the JSON rules of every other route apply here too.
-  if (hasLoneSurrogate(payload)) throw new BadRequestError(LONE_SURROGATE_MESSAGE);
-  if (hasNul(payload)) throw new BadRequestError(NUL_MESSAGE);
   const globalSecret = ctx.deps.config.channels.whatsappAppSecret;
   const messages = messagesOf(payload);
   const channels = new Map<string, MessagingChannelRow>();
@@ -139,6 +138,11 @@ export async function receiveWhatsappDelivery(
   if (channels.size === 0 && globalSecret && !validSignature(raw, signature, globalSecret)) {
     throw new UnauthorizedError('Invalid X-Hub-Signature-256');
   }
+  // This route parses its own body (for the signature): the JSON rules of every other route apply here too,
+  // once the sender is known (the walks are iterative; a forgery never gets this far when it can be told).
+  const problem = jsonBodyProblem(payload);
+  if (problem) throw new BadRequestError(problem);
+  if (hasNul(payload)) throw new BadRequestError(NUL_MESSAGE);
   let received = 0;
   let duplicates = 0;
   for (const m of messages) {

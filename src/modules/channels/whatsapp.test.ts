@@ -179,6 +179,30 @@ describe('messaging channels: WhatsApp Cloud API', () => {
     }
   });
 
+  it('a delivery nested thousands of levels deep: unsigned a 401 before anything walks it, signed a 400', async () => {
+    const c = await whatsappChannel();
+    const deep = `${'['.repeat(5_000)}"\\ud800"${']'.repeat(5_000)}`;
+    const raw = text(c, '15550002222', '@deep@').replace('"@deep@"', deep);
+    for (const [body, signature, app] of [
+      [raw, undefined, h.app],
+      [raw, hubSignature(raw, 'not-the-secret'), h.app],
+      // A number we do not know, on an instance with WHATSAPP_APP_SECRET: still the signature first.
+      [raw.replace(`"${c.phoneNumberId}"`, '"1"'), undefined, withGlobalSecret],
+    ] as const) {
+      const res = await post(body, signature, app);
+      expect(res.statusCode, res.body).toBe(401);
+      expect(res.json().error).toBe('UnauthorizedError');
+    }
+    const signed = await post(raw, hubSignature(raw, c.appSecret ?? ''));
+    expect(signed.statusCode, signed.body).toBe(400);
+    expect(signed.json()).toEqual({
+      error: 'BadRequestError',
+      message: 'JSON must not nest arrays and objects more than 64 levels deep',
+      statusCode: 400,
+    });
+    expect(await channelJobCount(h, c.user.account.id)).toBe(0);
+  });
+
   it('links with "link CODE"; a duplicate and a concurrent duplicate message cause one agent run; statuses are ignored', async () => {
     const c = await whatsappChannel();
     await link(c, '4915100000003');

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { retryAfterSeconds } from '../../lib/dates.ts';
 import { BadGatewayError, GatewayTimeoutError, TooManyRequestsError } from '../../lib/errors.ts';
+import { nestedDeeperThan } from '../../lib/json.ts';
 import { redactSecrets } from '../../lib/redact.ts';
 import { getPath } from '../providers/json-path.ts';
 import type { BuiltRequest } from '../providers/request.ts';
@@ -70,7 +71,9 @@ function parseBody(text: string, contentType: string): unknown {
   if (text === '') return null;
   if (/json/i.test(contentType) || /^\s*[[{]/.test(text)) {
     try {
-      return JSON.parse(text);
+      const value: unknown = JSON.parse(text);
+      // A provider's JSON nested past the limit is kept as text: shaping it (recursive walks) would overflow.
+      return nestedDeeperThan(value) ? text : value;
     } catch {
       return text;
     }

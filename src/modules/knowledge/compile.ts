@@ -9,6 +9,7 @@ import type {
 } from '../../db/schema/index.ts';
 import { PAGE_TYPES, RELATIONSHIP_TYPES } from '../../db/schema/index.ts';
 import { type Deps, type ServiceContext, systemContext } from '../../lib/context.ts';
+import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../../lib/json.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { ChatMessage } from '../../llm/types.ts';
 import { runCompletion } from '../llm/service.ts';
@@ -78,11 +79,15 @@ export function parseModelJson(text: string): unknown {
   const start = body.indexOf('{');
   const end = body.lastIndexOf('}');
   if (start < 0 || end < start) throw new CompileError('The model answered no JSON object');
+  let value: unknown;
   try {
-    return JSON.parse(body.slice(start, end + 1));
+    value = JSON.parse(body.slice(start, end + 1));
   } catch {
     throw new CompileError('The model answered malformed JSON');
   }
+  if (nestedDeeperThan(value))
+    throw new CompileError(`The model answered JSON nested past the limit: ${JSON_DEPTH_MESSAGE}`);
+  return value;
 }
 
 /** Words to look candidates up by: the chunk's most frequent longer words. */

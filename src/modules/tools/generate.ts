@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { ServiceContext } from '../../lib/context.ts';
 import { BadGatewayError } from '../../lib/errors.ts';
+import { nestedDeeperThan } from '../../lib/json.ts';
 import { runCompletion } from '../llm/service.ts';
 
 /**
@@ -55,7 +56,9 @@ function jsonObjectIn(text: string): unknown {
   const end = text.lastIndexOf('}');
   if (start < 0 || end <= start) return undefined;
   try {
-    return JSON.parse(text.slice(start, end + 1));
+    const value: unknown = JSON.parse(text.slice(start, end + 1));
+    // Nested past the limit is no usable answer: the schema checks and the response would overflow the stack.
+    return nestedDeeperThan(value) ? undefined : value;
   } catch {
     return undefined;
   }

@@ -252,6 +252,15 @@ describe('custom tools API and agent links', () => {
       });
       expect(badSchema.statusCode).toBe(422);
     });
+
+    it('a model answering parameters nested thousands of levels deep gets a 502, not a 500', async () => {
+      const u = await createUser(h.app);
+      const deep = `{"code":"return 1;","parameters":{"type":"object","x":${'['.repeat(10_000)}${']'.repeat(10_000)}},"requiredSecrets":[]}`;
+      llm.enqueue({ content: deep }, { content: deep });
+      const res = await call(h.app, 'POST', '/api/v1/tools/generate-code', { ...as(u), body: { description: 'x' } });
+      expect(res.statusCode, res.body).toBe(502);
+      expect(res.json().error).toBe('BadGatewayError');
+    });
   });
 
   describe('links', () => {

@@ -33,6 +33,7 @@ export function toMessage(row: MessageRow): Message {
     toolCallId: row.toolCallId,
     toolName: row.toolName,
     createdAt: row.createdAt.toISOString(),
+    updatedAt: row.createdAt.toISOString(),
   };
 }
 

@@ -190,6 +190,8 @@ export const Message = z
     toolCallId: z.string().nullable(),
     toolName: z.string().nullable(),
     createdAt: Timestamp,
+    /** Messages are never edited: the time it was written, as `createdAt` (SPEC §2 gives a message timestamps). */
+    updatedAt: Timestamp,
   })
   .meta({ id: 'ConversationMessage' });
 export type Message = z.infer<typeof Message>;

@@ -165,9 +165,9 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
  * and the final figures follow just before the stream ends, as chat-completion streams send them.
  */
 function meterCredits(raw: ServerResponse, format: 'json' | 'sse', balance: number) {
-  let balanceBefore: number | undefined;
+  let remaining: number | undefined;
   let consumed = 0;
-  const figures = (): CreditFigures => ({ consumed, remaining: (balanceBefore ?? balance) - consumed });
+  const figures = (): CreditFigures => ({ consumed, remaining: remaining ?? balance });
   const setHeaders = (headers: Record<string, string>) => {
     if (!raw.headersSent) for (const [name, value] of Object.entries(headers)) raw.setHeader(name, value);
   };
@@ -184,8 +184,8 @@ function meterCredits(raw: ServerResponse, format: 'json' | 'sse', balance: numb
       }) as ServerResponse['end'];
     },
     charge(credits: CreditFigures) {
-      // The first call's balance before it is the balance at admission, fresher than the cached actor's.
-      balanceBefore ??= credits.remaining + credits.consumed;
+      // Each bill tells the balance after it, every charge answered until then counted (credits' creditBalance).
+      remaining = credits.remaining;
       consumed += credits.consumed;
       if (format === 'json') setHeaders(creditHeaders(figures()));
     },

@@ -12,7 +12,7 @@ import { AVAILABLE_GROUPS, BUILT_IN_TOOL_GROUPS, type BuiltInToolGroup } from '.
 import { parametersProblem, syntaxProblem } from './check.ts';
 import { askForJson } from './generate.ts';
 import * as repo from './repo.ts';
-import { runTool } from './run.ts';
+import { type BilledToolRun, runTool } from './run.ts';
 import {
   type BuiltInGroup,
   type CreateTool,
@@ -23,7 +23,6 @@ import {
   TOOL_CODE_MAX_CHARS,
   TOOL_MAX_SECRETS,
   type Tool,
-  type ToolRun,
   type UpdateTool,
 } from './schema.ts';
 
@@ -168,7 +167,7 @@ export async function deleteTool(ctx: ServiceContext, toolId: string): Promise<v
 }
 
 /** Runs the stored tool once with the arguments and secrets given (never stored), billed to the caller. */
-export async function testTool(ctx: ServiceContext, toolId: string, input: TestTool): Promise<ToolRun> {
+export async function testTool(ctx: ServiceContext, toolId: string, input: TestTool): Promise<BilledToolRun> {
   const tool = await ownedTool(ctx, toolId);
   const unknown = Object.keys(input.secrets ?? {}).filter((n) => !tool.requiredSecrets.includes(n));
   if (unknown.length) {

@@ -24,6 +24,11 @@ import * as repo from './repo.ts';
  * `LEASE_IDLE_MS` without requests, and every lease on shutdown. A crashed instance's leases are given back
  * once they expire (`LEASE_TTL_MS`, renewed while the instance lives): by the next take on the account, or by
  * the `credits.release-expired-holds` job.
+ *
+ * What users see (`creditBalance`, `X-Credits-Remaining`) is the *total*: the stored balance plus every lease's
+ * amount, which takes and returns leave unchanged (they move credits between the two), so only charges and
+ * additions change it. Takes and batches answer it; each lease keeps it in memory less the charges settled since
+ * (`Lease.total`), which is what an answer tells; a read subtracts the charges not written yet (shownBalance).
  */
 export const LEASE_TTL_MS = 2 * 60 * 1000;
 export const LEASE_IDLE_MS = 1000;

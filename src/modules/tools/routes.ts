@@ -78,13 +78,16 @@ export async function toolRoutes(app: App): Promise<void> {
         tags,
         summary: 'Write tool code with the default model',
         description:
-          'Answers `{code, parameters, requiredSecrets}`; returned only once the parameters compile as a JSON Schema and the code parses (JavaScript/TypeScript by esbuild, Python by compile() in the sandbox). Billed to the caller as an `llm` credit transaction; nothing is stored.',
+          'Answers `{code, parameters, requiredSecrets}`; returned only once the parameters compile as a JSON Schema and the code parses (JavaScript/TypeScript by esbuild, Python by compile() in the sandbox). Billed to the caller as an `llm` credit transaction (headers `X-Credits-Consumed`, `X-Credits-Remaining`); nothing is stored.',
         body: GenerateCode,
         response: { 200: GeneratedCode },
       },
       config: billed,
     },
-    (req) => service.generateToolCode(req.ctx, req.body),
+    async (req, reply) => {
+      const { value, credits } = await service.generateToolCode(req.ctx, req.body);
+      return reply.headers(creditHeaders(credits)).send(value);
+    },
   );
   app.get(
     '/tools/:toolId',

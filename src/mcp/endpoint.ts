@@ -5,6 +5,7 @@ import { type CreditFigures, creditHeaders, streamCreditHeaders, writeStreamCred
 import type { App } from '../http/types.ts';
 import { abortSignalOf } from '../lib/cancel.ts';
 import { AppError, ForbiddenError, NotAcceptableError } from '../lib/errors.ts';
+import { balanceAfter } from '../modules/credits/service.ts';
 import { clientGone } from '../modules/llm/routes.ts';
 import { resolveModel } from '../modules/llm/service.ts';
 import { loadMcpSdk } from './sdk.ts';
@@ -118,7 +119,11 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
 
       const signal = abortSignalOf(clientGone(reply));
       const sdk = await loadMcpSdk();
-      const meter = method === 'tools/call' ? meterCredits(reply.raw, accept, ctx.actor.creditBalance) : undefined;
+      // The balance before the call, as the account shows it (a stream's opening headers, a call that bills nothing).
+      const meter =
+        method === 'tools/call'
+          ? meterCredits(reply.raw, accept, (await balanceAfter(ctx.deps, ctx.accountId)) ?? ctx.actor.creditBalance)
+          : undefined;
       const server = createMcpServer(sdk, {
         ctx,
         sources,

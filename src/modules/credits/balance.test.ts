@@ -2,10 +2,11 @@ import { eq, sql } from 'drizzle-orm';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
-import { createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
+import { createHarness, createUser, publicContext, type TestHarness } from '../../../test/harness.ts';
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 import { newId } from '../../lib/ids.ts';
+import { addCredits } from './service.ts';
 
 // 1 credit per prompt token, 2 per completion token.
 const MODELS = 'fake-model=1000000/2000000';
@@ -160,5 +161,24 @@ describe('the balance a client reads is the balance it was told', () => {
     const next = await c.kinds.gateway();
     expect(next.remaining).toBe(last - next.consumed);
     expect(await c.shown()).toBe(next.remaining);
+  }, 60_000);
+
+  it('a top-up (the CLI’s `credits add`) records and prints the balance users see, leases counted', async () => {
+    const c = await client();
+    const told = (await c.kinds.gateway()).remaining;
+    // Its charge written (a ledger row's balanceAfter follows the ledger's order of writing).
+    expect((await ledgerWith(c.id, 1)).sum).toBe(told);
+    // Another instance's live lease of 3,000 credits: out of the stored balance, not spent.
+    await db().execute(sql`UPDATE accounts SET credit_balance = credit_balance - 3000 WHERE id = ${c.id}`);
+    await db()
+      .insert(creditHolds)
+      .values({ id: newId('creditHold'), accountId: c.id, amount: 3000, expiresAt: new Date(Date.now() + 60_000) });
+    const { transaction } = await addCredits(publicContext(h.app), {
+      email: c.u.account.email,
+      amount: 500,
+      idempotencyKey: newId('creditTransaction'),
+    });
+    expect(transaction.balanceAfter).toBe(told + 500);
+    expect(await c.shown()).toBe(told + 500);
   }, 60_000);
 });

@@ -6,6 +6,7 @@ import { hostnameOf, LOOPBACK_HOSTS, servedOrigins } from '../http/origins.ts';
 import type { App } from '../http/types.ts';
 import { abortSignalOf } from '../lib/cancel.ts';
 import { AppError, ForbiddenError, NotAcceptableError } from '../lib/errors.ts';
+import { balanceAfter } from '../modules/credits/service.ts';
 import { clientGone } from '../modules/llm/routes.ts';
 import { resolveModel } from '../modules/llm/service.ts';
 import { loadMcpSdk } from './sdk.ts';
@@ -122,7 +123,11 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
           );
 
       const signal = abortSignalOf(clientGone(reply));
-      const meter = method === 'tools/call' ? creditMeter(ctx.actor.creditBalance) : undefined;
+      // The balance before the call, as the account shows it (a stream's opening headers, a call that bills nothing).
+      const meter =
+        method === 'tools/call'
+          ? creditMeter((await balanceAfter(ctx.deps, ctx.accountId)) ?? ctx.actor.creditBalance)
+          : undefined;
       const server = createMcpServer(sdk, {
         ctx,
         sources,
@@ -198,15 +203,15 @@ type CreditMeter = ReturnType<typeof creditMeter>;
 
 /** The credits a `tools/call` consumes, told by each model call its tools make. */
 function creditMeter(balance: number) {
-  let balanceBefore: number | undefined;
+  let remaining: number | undefined;
   let consumed = 0;
   return {
-    /** The balance at admission, as the credit guard read it. */
+    /** The balance at admission, as the account shows it. */
     admitted: balance,
-    figures: (): CreditFigures => ({ consumed, remaining: (balanceBefore ?? balance) - consumed }),
+    figures: (): CreditFigures => ({ consumed, remaining: remaining ?? balance }),
     charge(credits: CreditFigures) {
-      // The first call's balance before it is the balance at admission, fresher than the cached actor's.
-      balanceBefore ??= credits.remaining + credits.consumed;
+      // Each bill tells the balance after it, every charge answered until then counted (credits' creditBalance).
+      remaining = credits.remaining;
       consumed += credits.consumed;
     },
   };

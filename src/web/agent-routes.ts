@@ -280,6 +280,7 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
           url,
           limited: outcome.limited,
           creditsConsumed: outcome.credits.consumed,
+          creditsRemaining: outcome.credits.remaining,
         });
         raw?.end();
       } catch (err) {

@@ -79,7 +79,11 @@ describe('agents chat page stream', () => {
       url,
       limited: false,
       creditsConsumed: expect.any(Number),
+      creditsRemaining: expect.any(Number),
     });
+    // The balance after the chat, as the account shows it at once (issue 46).
+    const me = await call(h.app, 'GET', '/api/v1/accounts/me', { token: u.sessionToken });
+    expect(me.json().creditBalance).toBe(events.at(-1)?.data.creditsRemaining);
     // Both model calls were streamed from the upstream.
     expect(llm.requests.map((r) => r.stream)).toEqual([true, true]);
     const stored = (

@@ -81,6 +81,30 @@ describe('home and account pages, page 404s', () => {
     expect((await new PageClient(ready).get('/')).body).not.toContain('Not set up yet');
   });
 
+  it('the account page shows the balance the last answer told, leases out or not (issue 46)', async () => {
+    const browser = new PageClient(h.app);
+    const u = await createUser(h.app);
+    expect((await browser.signIn(u.account.email, u.password)).statusCode).toBe(303);
+    const tool = await call(h.app, 'POST', '/api/v1/tools', {
+      token: u.sessionToken,
+      body: { name: 'one', description: 'One', code: 'return 1;', parameters: { type: 'object' }, requiredSecrets: [] },
+    });
+    expect(tool.statusCode, tool.body).toBe(201);
+    let told = '';
+    // Runs one after another: from the second, the account's credits are served from a lease the instance keeps.
+    for (let i = 0; i < 3; i++) {
+      const run = await call(h.app, 'POST', `/api/v1/tools/${tool.json().id}/test`, {
+        token: u.sessionToken,
+        body: { arguments: {} },
+      });
+      expect(run.statusCode, run.body).toBe(200);
+      told = String(run.headers['x-credits-remaining']);
+    }
+    expect(told).toBe('99994');
+    const account = await browser.get('/account');
+    expect(account.body).toContain('<strong id="balance">99,994</strong>');
+  });
+
   it('an unknown page URL answers an HTML 404 to browsers; API paths and API clients keep the JSON body', async () => {
     const page = await h.app.inject({ method: 'GET', url: '/account/nope', headers: { accept: 'text/html' } });
     expect(page.statusCode).toBe(404);

@@ -1,7 +1,7 @@
 import { SCOPES } from '../auth/scopes.ts';
 import type { AuthorizedApp } from '../modules/auth-clients/service.ts';
 import { type Html, html, layout, notice } from './html.ts';
-import { mcpClientConfigs, TOKEN_PLACEHOLDER } from './mcp-clients.ts';
+import { mcpClientConfigs, TOKEN_PLACEHOLDER } from './mcp-client-pages.ts';
 
 /** The pages' markup. Every value is escaped by `html`; forms post with a CSRF token and work without JS. */
 

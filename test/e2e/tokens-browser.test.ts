@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/types.ts';
-import { TOKEN_PLACEHOLDER } from '../../src/web/mcp-clients.ts';
+import { TOKEN_PLACEHOLDER } from '../../src/web/mcp-client-pages.ts';
 import { createUser } from '../harness.ts';
 import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 

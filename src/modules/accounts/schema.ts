@@ -6,7 +6,12 @@ export const Account = z
     name: z.string(),
     email: z.string(),
     avatar: z.string().describe('Avatar URL: the uploaded image, or a generated initials image'),
-    creditBalance: z.number().int().describe('Credits (1 credit = 0.0001 USD)'),
+    creditBalance: z
+      .number()
+      .int()
+      .describe(
+        'Credits (1 credit = 0.0001 USD): the balance after every answered request, as X-Credits-Remaining told it',
+      ),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })

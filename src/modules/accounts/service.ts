@@ -1,18 +1,23 @@
 import type { AccountRow } from '../../db/schema/index.ts';
 import { type PublicContext, requireFirstParty, requireScope, type ServiceContext } from '../../lib/context.ts';
 import { NotFoundError } from '../../lib/errors.ts';
+import { creditBalance } from '../credits/service.ts';
 import { type AvatarImage, decodeDataUri, initialsSvg } from './avatar.ts';
 import * as repo from './repo.ts';
 import type { Account, UpdateAccount } from './schema.ts';
 
-export function toAccount(row: AccountRow, baseUrl: string): Account {
+/**
+ * The account as the API answers it. `creditBalance` is the stored balance unless `balance` gives the one users see
+ * (credits' creditBalance: leases' unspent credits counted); every answer that shows a balance passes it.
+ */
+export function toAccount(row: AccountRow, baseUrl: string, balance?: number): Account {
   const ownImage = row.avatar && /^https?:/.test(row.avatar) ? row.avatar : undefined;
   return {
     id: row.id,
     name: row.name,
     email: row.email,
     avatar: ownImage ?? `${baseUrl}/api/v1/accounts/${row.id}/avatar`,
-    creditBalance: row.creditBalance,
+    creditBalance: balance ?? row.creditBalance,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };
@@ -26,16 +31,18 @@ function ownId(ctx: ServiceContext, accountId: string): string {
 
 export async function getAccount(ctx: ServiceContext, accountId: string): Promise<Account> {
   requireScope(ctx, 'account');
-  const row = await repo.findAccountById(ctx.db, ownId(ctx, accountId));
+  const id = ownId(ctx, accountId);
+  const [row, balance] = await Promise.all([repo.findAccountById(ctx.db, id), creditBalance(ctx.deps, id)]);
   if (!row) throw new NotFoundError(`Account ${accountId} not found`);
-  return toAccount(row, ctx.deps.config.baseUrl);
+  return toAccount(row, ctx.deps.config.baseUrl, balance);
 }
 
 export async function updateAccount(ctx: ServiceContext, accountId: string, input: UpdateAccount): Promise<Account> {
   requireScope(ctx, 'account');
-  const row = await repo.updateAccount(ctx.db, ownId(ctx, accountId), input);
+  const id = ownId(ctx, accountId);
+  const row = await repo.updateAccount(ctx.db, id, input);
   if (!row) throw new NotFoundError(`Account ${accountId} not found`);
-  return toAccount(row, ctx.deps.config.baseUrl);
+  return toAccount(row, ctx.deps.config.baseUrl, await creditBalance(ctx.deps, id));
 }
 
 /** Deletes the account and, by cascade, everything it owns (tokens, sessions, ledger ...). */

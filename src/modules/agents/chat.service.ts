@@ -8,7 +8,7 @@ import { newId } from '../../lib/ids.ts';
 import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
 import type { ChatMessage } from '../../llm/types.ts';
 import { providerAgentTools } from '../connections/tools.ts';
-import { availableCredits } from '../credits/service.ts';
+import { balanceAfter } from '../credits/service.ts';
 import { knowledgeAgentTools } from '../knowledge/tools.ts';
 import { resolveModel } from '../llm/service.ts';
 import { executeCodeTools } from '../sandbox/tools.ts';
@@ -170,8 +170,9 @@ export async function toolsOf(
   ];
 }
 
+/** The balance after the request, as `creditBalance` shows it: every charge answered so far counted. */
 async function balanceOf(ctx: ServiceContext): Promise<number> {
-  return (await availableCredits(ctx.deps, ctx.accountId)) ?? 0;
+  return (await balanceAfter(ctx.deps, ctx.accountId)) ?? 0;
 }
 
 export async function chatWithAgent(
@@ -338,7 +339,6 @@ export async function chatWithAgent(
     const remembers = agent.enabledBuiltInTools.includes('agent-memory');
     const remembered = remembers ? await recallForPrompt(ctx, agent, endUserId, prompt) : '';
     const skillIndex = agent.enabledBuiltInTools.includes('skills') ? await skillIndexFor(ctx, agent) : '';
-    let remaining: number | undefined;
     let usage = { ...noUsage };
     const run = await runAgent(ctx, {
       prompt: asked.parts ?? prompt,
@@ -352,7 +352,6 @@ export async function chatWithAgent(
       signal,
       beforeStep: async () => ((await overCap()) ? limitMessage : undefined),
       onCharge: async (credits) => {
-        remaining = credits.remaining;
         opts.onCharge?.(credits.consumed);
         // The monthly spend is kept only where a cap reads it.
         if (limits.monthlyCreditsCap !== undefined)
@@ -398,7 +397,7 @@ export async function chatWithAgent(
     return answer(
       run.text,
       usage,
-      { consumed: run.creditsConsumed, remaining: remaining ?? (await balanceOf(ctx)) },
+      { consumed: run.creditsConsumed, remaining: await balanceOf(ctx) },
       run.stoppedBy === 'limit',
       remembers && run.stoppedBy === 'answer',
     );

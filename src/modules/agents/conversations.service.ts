@@ -34,6 +34,7 @@ export function toMessage(row: MessageRow): Message {
     toolName: row.toolName,
     error: row.error,
     createdAt: row.createdAt.toISOString(),
+    updatedAt: row.createdAt.toISOString(),
   };
 }
 

@@ -196,6 +196,8 @@ export const Message = z
         'set on the assistant message that marks a failed turn (its content null): why the agent did not answer',
       ),
     createdAt: Timestamp,
+    /** Messages are never edited: the time it was written, as `createdAt` (SPEC §2 gives a message timestamps). */
+    updatedAt: Timestamp,
   })
   .meta({ id: 'ConversationMessage' });
 export type Message = z.infer<typeof Message>;

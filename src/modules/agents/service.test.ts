@@ -425,6 +425,15 @@ describe('agents, agent chat and conversations', () => {
       const list = await call(h.app, 'GET', `/api/v1/agents/${agent.id}/conversations`, as(u));
       expect(list.json().data.map((c: { id: string }) => c.id)).toEqual([newer, older]);
       expect((await storedMessages(u, agent.id, older)).map((m) => m.content)).toEqual(['Welcome.']);
+      // SPEC §2: a message carries its timestamps; messages are never edited, so both are when it was written.
+      const said = (
+        await call(h.app, 'GET', `/api/v1/agents/${agent.id}/conversations/${newer}/messages`, as(u))
+      ).json().data as Array<{ createdAt: string; updatedAt: string }>;
+      expect(said.length).toBeGreaterThan(0);
+      for (const m of said) {
+        expect(new Date(m.createdAt).toISOString()).toBe(m.createdAt);
+        expect(m.updatedAt).toBe(m.createdAt);
+      }
 
       expect((await call(h.app, 'DELETE', `/api/v1/agents/${agent.id}/conversations/${newer}`, as(u))).statusCode).toBe(
         204,

@@ -16,6 +16,7 @@ import { type ListParams, type Page, toPage } from '../../lib/pagination.ts';
 import * as accountsRepo from '../accounts/repo.ts';
 import { toAccount } from '../accounts/service.ts';
 import { insertCreditTransaction } from '../credits/repo.ts';
+import { creditBalance } from '../credits/service.ts';
 import { unknownKnowledgeBases } from '../knowledge/bases.service.ts';
 import { providerCatalog } from '../providers/catalog.ts';
 import type { Authenticate, CreatedPat, CreatePat, Pat, SessionResponse, Signup } from './schema.ts';
@@ -97,7 +98,7 @@ async function startSession(ctx: PublicContext, accountId: string): Promise<Sess
     session_token: token,
     token_type: 'Bearer',
     expires_in: ttl,
-    account: toAccount(account, ctx.deps.config.baseUrl),
+    account: toAccount(account, ctx.deps.config.baseUrl, await creditBalance(ctx.deps, accountId)),
   };
 }
 

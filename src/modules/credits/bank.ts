@@ -24,6 +24,11 @@ import * as repo from './repo.ts';
  * `LEASE_IDLE_MS` without requests, and every lease on shutdown. A crashed instance's leases are given back
  * once they expire (`LEASE_TTL_MS`, renewed while the instance lives): by the next take on the account, or by
  * the `credits.release-expired-holds` job.
+ *
+ * What users see (`creditBalance`, `X-Credits-Remaining`) is the *total*: the stored balance plus every lease's
+ * amount, which takes and returns leave unchanged (they move credits between the two), so only charges and
+ * additions change it. Takes and batches answer it; each lease keeps it in memory less the charges settled since
+ * (`Lease.total`), which is what an answer tells; a read subtracts the charges not written yet (shownBalance).
  */
 export const LEASE_TTL_MS = 2 * 60 * 1000;
 export const LEASE_IDLE_MS = 1000;
@@ -60,8 +65,16 @@ interface Lease {
   sized: boolean;
   /** Its free credits right after its last take: below half of that, it is topped up early. */
   topped: number;
-  /** The balance the last write on this account answered (without any lease). */
-  dbBalance: number;
+  /**
+   * The account's balance as users see it (readTotal: the stored balance plus every lease's unspent credits, on
+   * every instance) as this instance's last clean write on the account answered it, less this instance's charges
+   * since: the `X-Credits-Remaining` of the next answer, once its own cost is taken off.
+   */
+  total: number;
+  /** Costs of its charges settled and in no batch yet. */
+  unwritten: number;
+  /** The batch (CreditBank.batchSeq) that last carried its charges. */
+  chargedSeq: number;
   lastUsed: number;
   /** A take in flight for this account: others wait for it rather than take too. */
   taking?: Promise<unknown> | undefined;
@@ -74,9 +87,15 @@ interface Lease {
 export interface BankHold {
   accountId: string;
   amount: number;
-  /** The balance when the request was admitted, before its hold: the last written balance plus free credits. */
+  /** The balance users saw when the request was admitted (Lease.total), before its own cost. */
   balanceBefore: number;
   lease: Lease;
+}
+
+/** A charge settled in memory: the balance after it (as users see it) at once, and its write, later. */
+export interface BankSettled {
+  remaining: number;
+  written: Promise<void>;
 }
 
 export interface BankCharge {
@@ -162,6 +181,8 @@ export class CreditBank {
   private closed = false;
   /** Credits of leases the batch being written gives back, by account. */
   private readonly returning = new Map<string, number>();
+  /** Batches started so far: the number of the one being written, if one is. */
+  private batchSeq = 0;
 
   constructor(
     private readonly db: Db,
@@ -222,7 +243,7 @@ export class CreditBank {
   }
 
   private admit(lease: Lease, need: number, now: number): BankHold {
-    const balanceBefore = lease.dbBalance + lease.granted - lease.held;
+    const balanceBefore = lease.total;
     lease.held += need;
     lease.holds++;
     lease.lastUsed = now;
@@ -240,7 +261,9 @@ export class CreditBank {
       holds: 0,
       sized: false,
       topped: 0,
-      dbBalance: 0,
+      total: 0,
+      unwritten: 0,
+      chargedSeq: 0,
       lastUsed: now,
       closeWanted: false,
     };
@@ -253,6 +276,7 @@ export class CreditBank {
       lease.holds > 0 || recent.count >= LEASE_BUSY_RATE
         ? Math.min(LEASE_MAX_CREDITS, Math.max(need, recent.credits * LEASE_RATE_SECONDS))
         : need;
+    const seen = this.sight(lease);
     const taking = repo.takeLease(this.db, {
       id: lease.id,
       accountId,
@@ -282,7 +306,7 @@ export class CreditBank {
       }
       throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
     }
-    this.applyTake(lease, taken, free);
+    this.applyTake(lease, taken, free, seen);
     if (taken.take > need) lease.sized = true;
     return this.admit(lease, need, now);
   }
@@ -299,6 +323,7 @@ export class CreditBank {
     const free = lease.granted - lease.held;
     if (free * 2 >= lease.topped) return;
     const rate = this.rate.of(lease.accountId, now).credits * LEASE_RATE_SECONDS;
+    const seen = this.sight(lease);
     const taking = repo.takeLease(this.db, {
       id: lease.id,
       accountId: lease.accountId,
@@ -311,7 +336,7 @@ export class CreditBank {
     this.stats.takes++;
     taking
       .then((taken) => {
-        if (taken) this.applyTake(lease, taken, free);
+        if (taken) this.applyTake(lease, taken, free, seen);
       })
       .catch((err: unknown) => this.log.warn({ err }, 'credits: topping a lease up early failed'))
       .finally(() => {
@@ -319,11 +344,32 @@ export class CreditBank {
       });
   }
 
-  /** What a take wrote, in memory: the row grew by `take - free`, and `take` credits were free after it. */
-  private applyTake(lease: Lease, taken: { balance: number; take: number }, free: number): void {
+  /**
+   * What a write that starts now will see of the lease's charges: the batches begun so far, unless one carrying
+   * its charges is being written (whether that commits before the write reads is unknown).
+   */
+  private sight(lease: Lease): number | undefined {
+    return this.schedule.writing && lease.chargedSeq === this.batchSeq ? undefined : this.batchSeq;
+  }
+
+  /** Whether a write begun at `seen` (sight) read exactly the lease's charges of the batches then committed. */
+  private clean(lease: Lease, seen: number | undefined): boolean {
+    return seen !== undefined && lease.chargedSeq <= seen;
+  }
+
+  /**
+   * What a take wrote, in memory: the row grew by `take - free`, and `take` credits were free after it. Its total
+   * is taken when it read a known set of this lease's charges (a new lease's always: it has none).
+   */
+  private applyTake(
+    lease: Lease,
+    taken: { take: number; total: number },
+    free: number,
+    seen: number | undefined,
+  ): void {
     lease.granted += taken.take - free;
-    lease.dbBalance = taken.balance;
     lease.topped = taken.take;
+    if (this.clean(lease, seen)) lease.total = taken.total - lease.unwritten;
   }
 
   /** A lease nothing was taken into and nothing holds from: drop it from memory (no row was written). */
@@ -338,10 +384,17 @@ export class CreditBank {
    * Resolves once it is committed; the caller's answer need not wait for that.
    */
   settle(hold: BankHold, charge: BankCharge): Promise<void> {
+    return this.charge(hold, charge).written;
+  }
+
+  /** settle, answering also the balance after the charge (every charge settled here until now counted). */
+  charge(hold: BankHold, charge: BankCharge): BankSettled {
     const { lease } = hold;
     lease.held -= hold.amount;
     lease.holds--;
     lease.granted -= charge.cost;
+    lease.total -= charge.cost;
+    lease.unwritten += charge.cost;
     lease.lastUsed = Date.now();
     if (lease.holds === 0 && !lease.sized) lease.closeWanted = true;
     if (lease.holds === 0 && lease.sized && !lease.idle && this.background) {
@@ -372,7 +425,38 @@ export class CreditBank {
       settling,
     });
     this.schedule.queued(this.queue.length);
-    return settling.promise;
+    return { remaining: lease.total, written: settling.promise };
+  }
+
+  /** The balance users see for the account as this instance knows it without reading (while it holds a lease). */
+  known(accountId: string): number | undefined {
+    return this.leases.get(accountId)?.total;
+  }
+
+  /**
+   * The balance users see for the account: `read` (readTotal, the database's figure) less this instance's charges
+   * answered and not written yet. A batch carrying the account's charges may commit while `read` runs, so that
+   * the figure could count them twice or not at all: it waits for one being written, and reads again when one
+   * started meanwhile (batches start a window apart, so a second read is rare and a third rarer).
+   */
+  async shownBalance(accountId: string, read: () => Promise<number | undefined>): Promise<number | undefined> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const lease = this.leases.get(accountId);
+      const writing = this.schedule.writing;
+      if (writing && (this.returning.has(accountId) || (lease && lease.chargedSeq === this.batchSeq))) {
+        await writing.catch(() => {});
+        continue;
+      }
+      const seen = this.batchSeq;
+      const total = await read();
+      if (total === undefined) return undefined;
+      const now = this.leases.get(accountId);
+      if (now === lease && (!lease || lease.chargedSeq <= seen)) return total - (lease?.unwritten ?? 0);
+    }
+    // Still racing batches: write what is queued, then read the database's figure.
+    await this.flush();
+    const total = await read();
+    return total === undefined ? undefined : total - (this.leases.get(accountId)?.unwritten ?? 0);
   }
 
   /** What the charges queued from now until the next batch starts wait on. */
@@ -413,6 +497,11 @@ export class CreditBank {
     const now = Date.now();
     const ops = this.queue.splice(0, BATCH_MAX);
     this.settling = undefined;
+    const seq = ++this.batchSeq;
+    for (const op of ops) {
+      op.lease.unwritten -= op.charge.cost;
+      op.lease.chargedSeq = seq;
+    }
     const pendingAfter = new Set(this.queue.map((q) => q.lease));
     const updates = new Map<Lease, repo.LeaseUpdate>();
     const update = (lease: Lease) => {
@@ -441,7 +530,7 @@ export class CreditBank {
       leases: [...updates.values()],
       expiresAt: new Date(now + LEASE_TTL_MS),
     };
-    let balances: Map<string, number> | undefined;
+    let balances: Map<string, { balance: number; total: number }> | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
         balances = await repo.writeLeaseBatch(this.db, batch);
@@ -461,9 +550,10 @@ export class CreditBank {
     }
     this.releaseReturning(updates);
     if (renew) this.lastRenewal = now;
+    // What the batch answered counts every charge of its leases up to this batch; those settled since are not in it.
     for (const lease of updates.keys()) {
-      const balance = balances.get(lease.accountId);
-      if (balance !== undefined) lease.dbBalance = balance;
+      const written = balances.get(lease.accountId);
+      if (written !== undefined) lease.total = written.total - lease.unwritten;
     }
     for (const op of ops) if (--op.settling.left === 0) op.settling.resolve();
   }

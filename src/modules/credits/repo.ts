@@ -66,45 +66,41 @@ export async function placeHold(
 }
 
 /**
- * Takes (or tops up) a credit lease in one statement: a row of `credit_holds` owned by one instance, from which
- * it serves holds in memory. Expired rows of the account (a crashed instance's) are given back first. The
- * lease's free credits `free` count as balance, so the request is admitted while `balance + free > 0`, as a
- * hold always was; it then holds `take` free credits in all: at least `need`, at most `want` and at most half
- * of what is available, so one instance never takes an account's whole balance. The row's amount grows by
- * `take - free`. Answers the balance after and `take`, or undefined when refused.
+ * Takes (or tops up) a credit lease in one call (the function `credits_take_lease`, migration 0020): a row of
+ * `credit_holds` owned by one instance, from which it serves holds in memory. Expired rows of the account (a
+ * crashed instance's) are given back first. The lease's free credits `free` count as balance, so the request is
+ * admitted while `balance + free > 0`, as a hold always was; it then holds `take` free credits in all: at least
+ * `need`, at most `want` and at most half of what is available, so one instance never takes an account's whole
+ * balance. The row's amount grows by `take - free`. Answers the stored balance after, `take`, and `total`: the
+ * balance users see as the database has it (the stored balance plus every lease's amount, which a take leaves
+ * unchanged); undefined when refused.
  */
 export async function takeLease(
   db: Executor,
   lease: { id: string; accountId: string; need: number; want: number; free: number; expiresAt: Date },
-): Promise<{ balance: number; take: number } | undefined> {
+): Promise<{ balance: number; take: number; total: number } | undefined> {
   const { id, accountId, need, want, free } = lease;
   const result = await db.execute(sql`
-    WITH a AS (
-      SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE
-    ), x AS (
-      DELETE FROM credit_holds
-      WHERE account_id = ${accountId} AND expires_at < now() AND id <> ${id} AND (SELECT count(*) FROM a) > 0
-      RETURNING amount
-    ), o AS (
-      SELECT id, credit_balance + r.amount AS b,
-        GREATEST(${need}::bigint, LEAST(${want}::bigint, (credit_balance + r.amount + ${free}::bigint) / 2)) AS take
-      FROM accounts, (SELECT COALESCE(sum(amount), 0)::bigint AS amount FROM x) r
-      WHERE id = ${accountId} FOR UPDATE OF accounts
-    ), u AS (
-      UPDATE accounts a
-      SET credit_balance = o.b - CASE WHEN o.b + ${free}::bigint > 0 THEN o.take - ${free}::bigint ELSE 0 END
-      FROM o WHERE a.id = o.id
-      RETURNING a.credit_balance, o.take, o.b + ${free}::bigint > 0 AS admitted
-    ), l AS (
-      INSERT INTO credit_holds (id, account_id, amount, expires_at)
-      SELECT ${id}, ${accountId}, u.take - ${free}::bigint, ${lease.expiresAt.toISOString()}::timestamptz FROM u WHERE u.admitted
-      ON CONFLICT (id) DO UPDATE
-      SET amount = credit_holds.amount + EXCLUDED.amount, expires_at = EXCLUDED.expires_at
-    )
-    SELECT credit_balance::text AS balance, take::text AS take, admitted FROM u`);
-  const row = (result as unknown as { rows: Array<{ balance: string; take: string; admitted: boolean }> }).rows[0];
+    SELECT balance, take, admitted, total FROM credits_take_lease(${id}, ${accountId}, ${need}::bigint, ${want}::bigint,
+      ${free}::bigint, ${lease.expiresAt.toISOString()}::timestamptz)`);
+  const row = (
+    result as unknown as { rows: Array<{ balance: string; take: string; admitted: boolean; total: string }> }
+  ).rows[0];
   if (!row?.admitted) return undefined;
-  return { balance: Number(row.balance), take: Number(row.take) };
+  return { balance: Number(row.balance), take: Number(row.take), total: Number(row.total) };
+}
+
+/**
+ * The balance users see, as the database has it: the stored balance plus what every lease holds and has not
+ * charged (a crashed instance's until it is swept back, when it joins the stored balance). One snapshot: every
+ * statement that moves credits between the two writes both at once. Undefined for an account that is gone.
+ */
+export async function readTotal(db: Executor, accountId: string): Promise<number | undefined> {
+  const result = await db.execute(sql`
+    SELECT (a.credit_balance + COALESCE((SELECT sum(h.amount) FROM credit_holds h WHERE h.account_id = a.id), 0))::text
+      AS balance
+    FROM accounts a WHERE a.id = ${accountId}`);
+  return balanceOf(result);
 }
 
 /** One charge of a batch: a ledger row to write, paid from a lease. */
@@ -136,13 +132,14 @@ export interface LeaseUpdate {
  * costs more than running it). An open lease's row shrinks by what was charged and is renewed until `expiresAt`; a
  * closed lease's row is deleted and what it still held goes back to the balance. A charge whose lease row is gone
  * (expired and swept while its instance stalled) is debited from the balance directly. `balance_after` is the balance
- * with every lease's credits counted, as each row left it. Answers each touched account's balance. Locks go accounts
- * (in id order) first, then lease rows, as in `takeLease`: two instances' batches never deadlock.
+ * with every lease's credits counted, as each row left it. Answers each touched account's stored balance and that
+ * total (readTotal) after the batch. Locks go accounts (in id order) first, then lease rows, as in `takeLease`: two
+ * instances' batches never deadlock.
  */
 export async function writeLeaseBatch(
   db: Executor,
   batch: { charges: LeaseCharge[]; leases: LeaseUpdate[]; expiresAt: Date },
-): Promise<Map<string, number>> {
+): Promise<Map<string, { balance: number; total: number }>> {
   const charges = batch.charges
     .filter((c) => c.cost > 0)
     .map((c, n) => ({
@@ -165,10 +162,10 @@ export async function writeLeaseBatch(
     close: l.close,
   }));
   const result = await db.execute(sql`
-    SELECT account, balance FROM credits_write_lease_batch(
+    SELECT account, balance, total FROM credits_write_lease_batch(
       ${JSON.stringify(charges)}::jsonb, ${JSON.stringify(leases)}::jsonb, ${batch.expiresAt.toISOString()}::timestamptz)`);
-  const rows = (result as unknown as { rows: Array<{ account: string; balance: string }> }).rows;
-  return new Map(rows.map((r) => [r.account, Number(r.balance)]));
+  const rows = (result as unknown as { rows: Array<{ account: string; balance: string; total: string }> }).rows;
+  return new Map(rows.map((r) => [r.account, { balance: Number(r.balance), total: Number(r.total) }]));
 }
 
 /** Gives back holds whose request never settled (its instance died). Answers how many were released. */
@@ -191,17 +188,23 @@ export async function findByIdempotencyKey(db: Executor, key: string): Promise<C
   return row;
 }
 
-/** Adds (or with a negative amount, removes) credits and records it, in one transaction. */
+/**
+ * Adds (or with a negative amount, removes) credits and records it; call it in a transaction. `balance_after` is
+ * the balance users see (readTotal), as in the bank's rows: read once the account's row is locked, so a lease an
+ * instance takes or gives back meanwhile is counted once.
+ */
 export async function adjustBalance(
   db: Executor,
   tx: Omit<NewCreditTransaction, 'balanceAfter'>,
 ): Promise<CreditTransactionRow> {
+  await db.execute(sql`SELECT 1 FROM accounts WHERE id = ${tx.accountId} FOR UPDATE`);
   const result = await db.execute(sql`
     WITH u AS (
       UPDATE accounts SET credit_balance = credit_balance + ${tx.amount}, updated_at = now()
-      WHERE id = ${tx.accountId} RETURNING credit_balance
+      WHERE id = ${tx.accountId} RETURNING id, credit_balance
     )
-    SELECT credit_balance::text AS balance FROM u`);
+    SELECT (u.credit_balance + COALESCE((SELECT sum(h.amount) FROM credit_holds h WHERE h.account_id = u.id), 0))::text
+      AS balance FROM u`);
   const balance = balanceOf(result);
   if (balance === undefined) throw new Error(`Account ${tx.accountId} not found`);
   const id = await insertCreditTransaction(db, { ...tx, balanceAfter: balance });

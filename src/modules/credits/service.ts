@@ -4,7 +4,7 @@ import { requireScope } from '../../lib/context.ts';
 import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import * as accountsRepo from '../accounts/repo.ts';
-import { type BankHold, CreditBank, noWrites } from './bank.ts';
+import { type BankHold, type BankSettled, CreditBank, noWrites } from './bank.ts';
 import * as repo from './repo.ts';
 import type { CreditTransaction, CreditTransactionQuery } from './schema.ts';
 
@@ -42,10 +42,11 @@ export interface Charge {
 
 /**
  * Replaces the hold by the real cost: exactly one ledger row when cost > 0, written with others in a batch
- * (group commit). Resolves once written; an answer does not wait for it.
+ * (group commit). Answers at once the balance after it, as `creditBalance` shows it (the answer's
+ * `X-Credits-Remaining`), and `written`, which resolves once the row is written: an answer does not wait for it.
  */
-export function settleCredits(ctx: ServiceContext, hold: CreditHold, charge: Charge): Promise<void> {
-  return bankOf(ctx.deps).settle(hold, {
+export function settleCredits(ctx: ServiceContext, hold: CreditHold, charge: Charge): BankSettled {
+  return bankOf(ctx.deps).charge(hold, {
     cost: charge.cost,
     type: charge.type,
     description: charge.description,
@@ -54,6 +55,26 @@ export function settleCredits(ctx: ServiceContext, hold: CreditHold, charge: Cha
     completionTokens: charge.completionTokens ?? null,
     requestId: ctx.requestId,
   });
+}
+
+/**
+ * The account's `creditBalance` (API, pages, CLI): the balance after every request answered so far, whichever
+ * instance answered it, as far as the database has it: the stored balance plus what every lease holds and has
+ * not charged, less what this instance answered and has not written yet. A request in flight is not counted
+ * until it is answered. Undefined for an account that is gone. See the README's credits section.
+ */
+export function creditBalance(deps: Deps, accountId: string): Promise<number | undefined> {
+  const read = () => repo.readTotal(deps.database.db, accountId);
+  const bank = banks.get(deps);
+  return bank ? bank.shownBalance(accountId, read) : read();
+}
+
+/**
+ * The balance after a request this instance just answered (every charge it settled counted): from memory while
+ * it holds a lease on the account, else creditBalance.
+ */
+export async function balanceAfter(deps: Deps, accountId: string): Promise<number | undefined> {
+  return banks.get(deps)?.known(accountId) ?? creditBalance(deps, accountId);
 }
 
 /**

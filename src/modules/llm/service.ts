@@ -108,8 +108,8 @@ async function admit(ctx: ServiceContext, request: ChatRequest, stream: boolean)
 
 /**
  * Replaces the hold by the real cost. The write happens after the answer (it adds no latency); shutdown
- * drains it, and if the process dies first the hold expires and is given back. `remaining` is the balance
- * at admission less this cost: exact unless other requests of the account were in flight.
+ * drains it, and if the process dies first the hold expires and is given back. `remaining` is the balance after
+ * this charge and every one answered before it, as `creditBalance` shows it (settleCredits).
  */
 function settle(
   ctx: ServiceContext,
@@ -119,18 +119,16 @@ function settle(
   billing: Billing,
 ): Credits {
   const consumed = creditsFor(model, usage.prompt_tokens, usage.completion_tokens);
-  ctx.deps.background.track(
-    'settle credits',
-    settleCredits(ctx, hold, {
-      type: billing.type,
-      cost: consumed,
-      description: billing.description ?? `Chat completion (${model.id})`,
-      model: model.id,
-      promptTokens: usage.prompt_tokens,
-      completionTokens: usage.completion_tokens,
-    }),
-  );
-  return { consumed, remaining: hold.balanceBefore - consumed };
+  const settled = settleCredits(ctx, hold, {
+    type: billing.type,
+    cost: consumed,
+    description: billing.description ?? `Chat completion (${model.id})`,
+    model: model.id,
+    promptTokens: usage.prompt_tokens,
+    completionTokens: usage.completion_tokens,
+  });
+  ctx.deps.background.track('settle credits', settled.written);
+  return { consumed, remaining: settled.remaining };
 }
 
 /**

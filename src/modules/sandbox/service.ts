@@ -2,7 +2,8 @@ import type { ServiceContext } from '../../lib/context.ts';
 import { effectiveTimeout, type SandboxRequest, type SandboxResult, tierOf } from '../../sandbox/index.ts';
 import { holdCredits, settleCredits } from '../credits/service.ts';
 
-export type BilledSandboxResult = SandboxResult & { creditsCharged: number };
+/** The run, what it cost, and the balance after it (the answer's `X-Credits-Remaining`). */
+export type BilledSandboxResult = SandboxResult & { creditsCharged: number; creditsRemaining: number };
 
 /** Credits a second of sandbox time costs for a language (SPEC §8: 2 in QuickJS, 4 in the process sandbox). */
 export function sandboxRate(ctx: Pick<ServiceContext, 'deps'>, language: SandboxRequest['language']): number {
@@ -37,7 +38,7 @@ export async function runBilled(
   } catch (err) {
     ctx.deps.background.track(
       'settle credits',
-      settleCredits(ctx, hold, { type: 'sandbox', cost: 0, description: '' }),
+      settleCredits(ctx, hold, { type: 'sandbox', cost: 0, description: '' }).written,
     );
     throw err;
   }
@@ -46,13 +47,11 @@ export async function runBilled(
   const seconds = Math.max(1, Math.ceil(result.durationMs / 1000));
   // Written with the next batch, after the answer (as the gateway's charges): shutdown drains it, and a hold
   // the process dies with expires and is given back.
-  ctx.deps.background.track(
-    'settle credits',
-    settleCredits(ctx, hold, {
-      type: 'sandbox',
-      cost,
-      description: `${opts.description ?? 'Code sandbox run'} (${req.language}, ${ran ? seconds : 0} s)`.slice(0, 500),
-    }),
-  );
-  return { ...result, creditsCharged: cost };
+  const settled = settleCredits(ctx, hold, {
+    type: 'sandbox',
+    cost,
+    description: `${opts.description ?? 'Code sandbox run'} (${req.language}, ${ran ? seconds : 0} s)`.slice(0, 500),
+  });
+  ctx.deps.background.track('settle credits', settled.written);
+  return { ...result, creditsCharged: cost, creditsRemaining: settled.remaining };
 }

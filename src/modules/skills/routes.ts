@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { creditHeaders } from '../../http/credits.ts';
 import type { App } from '../../http/types.ts';
 import { listQuery, paginated } from '../../lib/pagination.ts';
 import { AgentParams, ListQuery } from '../agents/schema.ts';
@@ -56,13 +57,16 @@ export async function skillRoutes(app: App): Promise<void> {
         tags,
         summary: 'Draft a skill with the default model',
         description:
-          'Answers `{name, description, prompt}`; billed to the caller as an `llm` credit transaction; nothing is stored.',
+          'Answers `{name, description, prompt}`; billed to the caller as an `llm` credit transaction (headers `X-Credits-Consumed`, `X-Credits-Remaining`); nothing is stored.',
         body: GeneratePrompt,
         response: { 200: GeneratedPrompt },
       },
       config: { ...write, creditGuard: true },
     },
-    (req) => service.generateSkillPrompt(req.ctx, req.body.description),
+    async (req, reply) => {
+      const { value, credits } = await service.generateSkillPrompt(req.ctx, req.body.description);
+      return reply.headers(creditHeaders(credits)).send(value);
+    },
   );
   app.get(
     '/skills/:skillId',

@@ -101,6 +101,11 @@ describe('skills API, agent links and the skills group', () => {
       .where(and(eq(creditTransactions.accountId, u.account.id), eq(creditTransactions.type, 'llm')));
     expect(charges.map((c) => c.description)).toEqual(['Skills: prompt generation', 'Skills: prompt generation']);
     expect(charges.every((c) => c.amount < 0)).toBe(true);
+    // The answer tells both calls' cost and the balance after them, which the account shows (issue 46).
+    const spent = -charges.reduce((a, c) => a + c.amount, 0);
+    expect(res.headers['x-credits-consumed']).toBe(String(spent));
+    expect(res.headers['x-credits-remaining']).toBe(String(100_000 - spent));
+    expect((await call(h.app, 'GET', '/api/v1/accounts/me', as(u))).json().creditBalance).toBe(100_000 - spent);
     const empty = await call(h.app, 'POST', '/api/v1/skills/generate-prompt', { ...as(u), body: { description: ' ' } });
     expect(empty.statusCode).toBe(422);
   });

@@ -5,7 +5,7 @@ import { ConflictError, isUniqueViolation, NotFoundError } from '../../lib/error
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import { ownedAgent } from '../agents/service.ts';
-import { askForJson } from '../tools/generate.ts';
+import { askForJson, type Billed } from '../tools/generate.ts';
 import * as repo from './repo.ts';
 import {
   type AgentSkillLink,
@@ -95,16 +95,19 @@ Given what the user wants, answer ONLY a JSON object {"name": string, "descripti
 - prompt: the full instructions, written to the agent in the second person: the goal, the steps, the output format, and what to avoid.`;
 
 /** A skill drafted by the default model from a description (billed to the caller); nothing is stored. */
-export async function generateSkillPrompt(ctx: ServiceContext, description: string): Promise<GeneratedPrompt> {
+export async function generateSkillPrompt(ctx: ServiceContext, description: string): Promise<Billed<GeneratedPrompt>> {
   requireScope(ctx, ...MANAGE);
-  const out = await askForJson(ctx, {
+  const { value: out, credits } = await askForJson(ctx, {
     system: GENERATE_PROMPT,
     user: description,
     shape: GeneratedPrompt,
     what: 'Skills: prompt generation',
     check: async (v) => (v.name.trim() && v.prompt.trim() ? undefined : 'The name and the prompt must not be empty.'),
   });
-  return { name: out.name.trim().slice(0, 100), description: out.description.slice(0, 1000), prompt: out.prompt };
+  return {
+    value: { name: out.name.trim().slice(0, 100), description: out.description.slice(0, 1000), prompt: out.prompt },
+    credits,
+  };
 }
 
 // ---- Links --------------------------------------------------------------------------------------------

@@ -2,7 +2,13 @@ import type { z } from 'zod';
 import type { ServiceContext } from '../../lib/context.ts';
 import { BadGatewayError } from '../../lib/errors.ts';
 import { nestedDeeperThan } from '../../lib/json.ts';
-import { runCompletion } from '../llm/service.ts';
+import { type Credits, runCompletion } from '../llm/service.ts';
+
+/** What an LLM-assisted action answers, and its bill: all its model calls, the balance after the last. */
+export interface Billed<T> {
+  value: T;
+  credits: Credits;
+}
 
 /**
  * One call to the default model that must answer a JSON object of a given shape (tool code, a skill prompt),
@@ -18,24 +24,27 @@ export async function askForJson<T extends z.ZodType>(
     what: string;
     check?: (value: z.infer<T>) => Promise<string | undefined>;
   },
-): Promise<z.infer<T>> {
+): Promise<Billed<z.infer<T>>> {
   const model = ctx.deps.llm.catalog.defaultModel?.id ?? '';
   const messages: { role: 'system' | 'user' | 'assistant'; content: string }[] = [
     { role: 'system', content: opts.system },
     { role: 'user', content: opts.user },
   ];
   let fault = '';
+  const bill: Credits = { consumed: 0, remaining: 0 };
   for (let attempt = 1; attempt <= 2; attempt++) {
-    const { completion } = await runCompletion(
+    const { completion, credits } = await runCompletion(
       ctx,
       { model, messages, temperature: 0.2, max_tokens: 4000 },
       { signal: AbortSignal.timeout(ctx.deps.config.llm.timeoutMs), billing: { type: 'llm', description: opts.what } },
     );
+    bill.consumed += credits.consumed;
+    bill.remaining = credits.remaining;
     const text = completion.choices[0]?.message.content ?? '';
     const parsed = opts.shape.safeParse(jsonObjectIn(text));
     if (parsed.success) {
       fault = (await opts.check?.(parsed.data)) ?? '';
-      if (!fault) return parsed.data;
+      if (!fault) return { value: parsed.data, credits: bill };
     } else {
       fault = `The answer was not the JSON object asked for (${parsed.error.issues
         .slice(0, 3)

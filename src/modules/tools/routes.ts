@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { creditHeaders } from '../../http/credits.ts';
 import type { App } from '../../http/types.ts';
 import { listQuery, paginated } from '../../lib/pagination.ts';
 import { AgentParams, ListQuery } from '../agents/schema.ts';
@@ -77,13 +78,16 @@ export async function toolRoutes(app: App): Promise<void> {
         tags,
         summary: 'Write tool code with the default model',
         description:
-          'Answers `{code, parameters, requiredSecrets}`; returned only once the parameters compile as a JSON Schema and the code parses (JavaScript/TypeScript by esbuild, Python by compile() in the sandbox). Billed to the caller as an `llm` credit transaction; nothing is stored.',
+          'Answers `{code, parameters, requiredSecrets}`; returned only once the parameters compile as a JSON Schema and the code parses (JavaScript/TypeScript by esbuild, Python by compile() in the sandbox). Billed to the caller as an `llm` credit transaction (headers `X-Credits-Consumed`, `X-Credits-Remaining`); nothing is stored.',
         body: GenerateCode,
         response: { 200: GeneratedCode },
       },
       config: billed,
     },
-    (req) => service.generateToolCode(req.ctx, req.body),
+    async (req, reply) => {
+      const { value, credits } = await service.generateToolCode(req.ctx, req.body);
+      return reply.headers(creditHeaders(credits)).send(value);
+    },
   );
   app.get(
     '/tools/:toolId',
@@ -127,14 +131,17 @@ export async function toolRoutes(app: App): Promise<void> {
         tags,
         summary: 'Run the tool once in the sandbox',
         description:
-          "`arguments` are checked against the tool's parameters (422); `secrets` are used for this run only (never stored) and must be declared by the tool. Answers the run: `stdout`, `stderr`, `result`, `error` ({name, message} or null), `durationMs`, `creditsCharged` (a `sandbox` credit transaction). Secret values are cut out of the answer.",
+          "`arguments` are checked against the tool's parameters (422); `secrets` are used for this run only (never stored) and must be declared by the tool. Answers the run: `stdout`, `stderr`, `result`, `error` ({name, message} or null), `durationMs`, `creditsCharged` (a `sandbox` credit transaction), with headers `X-Credits-Consumed` and `X-Credits-Remaining`. Secret values are cut out of the answer.",
         params: ToolParams,
         body: TestTool,
         response: { 200: ToolRun },
       },
       config: billed,
     },
-    (req) => service.testTool(req.ctx, req.params.toolId, req.body),
+    async (req, reply) => {
+      const { creditsRemaining, ...run } = await service.testTool(req.ctx, req.params.toolId, req.body);
+      return reply.headers(creditHeaders({ consumed: run.creditsCharged, remaining: creditsRemaining })).send(run);
+    },
   );
 
   app.get(

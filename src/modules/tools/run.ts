@@ -5,6 +5,9 @@ import { runBilled } from '../sandbox/service.ts';
 import { argumentsProblem } from './check.ts';
 import type { ToolLanguage, ToolRun } from './schema.ts';
 
+/** A run as the API answers it, and the balance after its charge (the answer's `X-Credits-Remaining`). */
+export type BilledToolRun = ToolRun & { creditsRemaining: number };
+
 /**
  * One run of a custom tool: the arguments checked against its schema, then its code in the sandbox with only
  * the secrets it declares, billed to the caller. Every secret value given is cut out of what comes back
@@ -15,7 +18,7 @@ export async function runTool(
   tool: Pick<CustomToolRow, 'id' | 'name' | 'language' | 'code' | 'parameters' | 'requiredSecrets' | 'timeoutMs'>,
   args: Record<string, unknown>,
   secrets: Record<string, string>,
-): Promise<ToolRun> {
+): Promise<BilledToolRun> {
   const problem = argumentsProblem(tool.parameters, args);
   if (problem) {
     throw new ValidationError(`The arguments do not fit the tool's parameters: ${problem}`, [
@@ -36,7 +39,7 @@ export async function runTool(
     },
     { description: `Tool ${tool.name}` },
   );
-  return scrubSecrets(run, Object.values(declared));
+  return { ...scrubSecrets(run, Object.values(declared)), creditsRemaining: run.creditsRemaining };
 }
 
 const REDACTED = '[secret]';

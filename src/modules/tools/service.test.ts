@@ -220,6 +220,11 @@ describe('custom tools API and agent links', () => {
         .from(creditTransactions)
         .where(and(eq(creditTransactions.accountId, u.account.id), eq(creditTransactions.type, 'llm')));
       expect(settled.map((c) => c.description)).toEqual(['Tools: code generation', 'Tools: code generation']);
+      const spent = -settled.reduce((a, c) => a + c.amount, 0);
+      expect([res.headers['x-credits-consumed'], res.headers['x-credits-remaining']]).toEqual([
+        String(spent),
+        String(100_000 - spent),
+      ]);
     });
 
     it('keeps the parameters given, and answers 502 when the model never gives usable code', async () => {
@@ -440,6 +445,8 @@ describe('custom tools API and agent links', () => {
         durationMs: expect.any(Number),
         creditsCharged: 2,
       });
+      // Billed like every credit-consuming answer (issue 46): its cost and the balance after it.
+      expect([res.headers['x-credits-consumed'], res.headers['x-credits-remaining']]).toEqual(['2', '99998']);
       expect(res.body).not.toContain(SECRET);
       await h.app.deps.background.drain();
       const charges = await h.database.db

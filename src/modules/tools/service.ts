@@ -10,9 +10,9 @@ import { agentConfigChanged } from '../agents/config-cache.ts';
 import { OWNER } from '../agents/conversations.service.ts';
 import { AVAILABLE_GROUPS, BUILT_IN_TOOL_GROUPS, type BuiltInToolGroup } from '../agents/schema.ts';
 import { parametersProblem, syntaxProblem } from './check.ts';
-import { askForJson } from './generate.ts';
+import { askForJson, type Billed } from './generate.ts';
 import * as repo from './repo.ts';
-import { runTool } from './run.ts';
+import { type BilledToolRun, runTool } from './run.ts';
 import {
   type BuiltInGroup,
   type CreateTool,
@@ -23,7 +23,6 @@ import {
   TOOL_CODE_MAX_CHARS,
   TOOL_MAX_SECRETS,
   type Tool,
-  type ToolRun,
   type UpdateTool,
 } from './schema.ts';
 
@@ -168,7 +167,7 @@ export async function deleteTool(ctx: ServiceContext, toolId: string): Promise<v
 }
 
 /** Runs the stored tool once with the arguments and secrets given (never stored), billed to the caller. */
-export async function testTool(ctx: ServiceContext, toolId: string, input: TestTool): Promise<ToolRun> {
+export async function testTool(ctx: ServiceContext, toolId: string, input: TestTool): Promise<BilledToolRun> {
   const tool = await ownedTool(ctx, toolId);
   const unknown = Object.keys(input.secrets ?? {}).filter((n) => !tool.requiredSecrets.includes(n));
   if (unknown.length) {
@@ -266,7 +265,7 @@ const GeneratedShape = z.object({
  * a JSON Schema and (JavaScript, TypeScript) its code parses; a first answer that fails is sent back to the
  * model with the fault once. Nothing is stored.
  */
-export async function generateToolCode(ctx: ServiceContext, input: GenerateCode): Promise<GeneratedCode> {
+export async function generateToolCode(ctx: ServiceContext, input: GenerateCode): Promise<Billed<GeneratedCode>> {
   requireScope(ctx, ...MANAGE);
   if (input.parameters) await checkTool(ctx, { parameters: input.parameters });
   const system = `You write custom tools for an AI agent. Answer ONLY a JSON object {"code": string, "parameters": object, "requiredSecrets": string[]}.
@@ -276,7 +275,7 @@ export async function generateToolCode(ctx: ServiceContext, input: GenerateCode)
   const user = input.parameters
     ? `${input.description}\n\nUse exactly these parameters: ${JSON.stringify(input.parameters)}`
     : input.description;
-  const out = await askForJson(ctx, {
+  const { value: out, credits } = await askForJson(ctx, {
     system,
     user,
     shape: GeneratedShape,
@@ -290,8 +289,11 @@ export async function generateToolCode(ctx: ServiceContext, input: GenerateCode)
     },
   });
   return {
-    code: out.code,
-    parameters: input.parameters ?? out.parameters,
-    requiredSecrets: [...new Set(out.requiredSecrets)],
+    value: {
+      code: out.code,
+      parameters: input.parameters ?? out.parameters,
+      requiredSecrets: [...new Set(out.requiredSecrets)],
+    },
+    credits,
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type McpClientConfig, mcpClientConfigs, TOKEN_PLACEHOLDER } from './mcp-clients.ts';
+import { type McpClientConfig, mcpClientConfigs, TOKEN_PLACEHOLDER } from './mcp-client-pages.ts';
 
 /** A POSIX shell's words of one simple command (quotes and backslashes), enough to read the snippet back. */
 function shellWords(line: string): string[] {

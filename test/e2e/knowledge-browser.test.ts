@@ -166,6 +166,27 @@ describe.skipIf(!runBrowser)('knowledge page in a real browser (chromium)', () =
     expect(await page.getByLabel('Title').inputValue()).toBe('my picture');
     expect(await sourceIds()).toEqual([]);
 
+    // A file past the size a source may be, or a document past a DOCUMENT_MAX_* bound, is a 413 with the form.
+    const csrf = (await page.locator('input[name=csrf]').first().getAttribute('value')) ?? '';
+    const upload = (name: string, buffer: Buffer) =>
+      page.request.post(`${base}/account/knowledge/${kbId}/sources/file`, {
+        multipart: { csrf, name: '', file: { name, mimeType: 'text/plain', buffer } },
+        maxRedirects: 0,
+      });
+    const huge = await upload('huge.txt', Buffer.alloc(1_600_000, 'a'));
+    expect(huge.status()).toBe(413);
+    expect(await huge.text()).toContain('The file was not added: it is larger than the 1499 KB a file source may be.');
+    const bomb = await upload('rows.csv', Buffer.from('a\n'.repeat(100_001)));
+    expect(bomb.status()).toBe(413);
+    expect(await bomb.text()).toContain('Upload a file');
+    expect(await bomb.text()).toContain('The file was not added: ');
+    const forged = await page.request.post(`${base}/account/knowledge/${kbId}/sources/file`, {
+      multipart: { csrf: 'forged', file: { name: 'a.txt', mimeType: 'text/plain', buffer: Buffer.from('hi') } },
+      maxRedirects: 0,
+    });
+    expect(forged.status()).toBe(403);
+    expect(await sourceIds()).toEqual([]);
+
     // A markdown file, named after the file: it appears as pending.
     await page.getByLabel('Title').fill('');
     await page.getByLabel(/^File/).setInputFiles({
@@ -220,6 +241,11 @@ describe.skipIf(!runBrowser)('knowledge page in a real browser (chromium)', () =
     llm.enqueue({ content: 'still no JSON' });
     await compile(broken?.id ?? '');
     await page.reload();
+    // A failed source's actions fit a phone's screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await brokenRow.screenshot({ path: artifactPath('knowledge-failed-390') });
+    await page.setViewportSize({ width: 900, height: 1100 });
     await brokenRow.getByRole('link', { name: 'Delete' }).click();
     await page.getByRole('heading', { name: 'Delete the source broken notes?' }).waitFor();
     await page.getByRole('button', { name: 'Delete source' }).click();

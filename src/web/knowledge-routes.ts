@@ -181,7 +181,7 @@ export async function knowledgePageRoutes(app: App, oauth: OAuthServer): Promise
           upload = await readUpload(req);
         } catch (err) {
           const refusal = uploadRefusal(err);
-          if (!refusal) throw err;
+          req.log.info({ err }, 'upload form not read');
           // The token could not be read with the file: a signed-in user gets the form again with the reason.
           return withBase(req, reply, (current, kbId) =>
             render(req, reply, current, kbId, { error: refusal.message }, refusal.status),
@@ -323,17 +323,14 @@ async function readUpload(req: FastifyRequest): Promise<{ form: Form; file?: { f
 }
 
 /**
- * What the page says when the upload could not be read, with its status: past a size limit (413), a malformed
- * form (400); undefined for a fault of ours.
+ * What the page says when the upload could not be read, with its status: past a size limit (413), else a
+ * malformed form (400: no boundary, a body cut short; reading the request is all that failed).
  */
-function uploadRefusal(err: unknown): { message: string; status: number } | undefined {
+function uploadRefusal(err: unknown): { message: string; status: number } {
   const e = err as { code?: string; statusCode?: number };
   if (e.code === 'FST_REQ_FILE_TOO_LARGE' || e.statusCode === 413 || err instanceof PayloadTooLargeError) {
     const limit = `${Math.floor(PAGE_FILE_MAX_BYTES / 1000)} KB`;
     return { message: `The file was not added: it is larger than the ${limit} a file source may be.`, status: 413 };
   }
-  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    return { message: 'The file was not added: the form could not be read. Try again.', status: 400 };
-  }
-  return undefined;
+  return { message: 'The file was not added: the form could not be read. Try again.', status: 400 };
 }

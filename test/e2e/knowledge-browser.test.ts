@@ -185,6 +185,28 @@ describe.skipIf(!runBrowser)('knowledge page in a real browser (chromium)', () =
       maxRedirects: 0,
     });
     expect(forged.status()).toBe(403);
+    // A malformed upload is answered, never with a 5xx.
+    const malformed: [string, string][] = [
+      ['multipart/form-data', 'no boundary'],
+      ['multipart/form-data; boundary=x', 'garbage'],
+      [
+        'multipart/form-data; boundary=x',
+        `--x\r\ncontent-disposition: form-data; name="csrf"\r\n\r\n${csrf}\r\n--x\r\n`,
+      ],
+      [
+        'multipart/form-data; boundary=x',
+        `--x\r\ncontent-disposition: form-data; name="csrf"\r\n\r\n${csrf}\r\n--x\r\ncontent-disposition: form-data; name="file"; filename="a.txt"\r\n\r\nhalf a fi`,
+      ],
+    ];
+    for (const [type, data] of malformed) {
+      const res = await page.request.post(`${base}/account/knowledge/${kbId}/sources/file`, {
+        headers: { 'content-type': type },
+        data,
+        maxRedirects: 0,
+      });
+      expect(res.status(), data).toBeGreaterThanOrEqual(400);
+      expect(res.status(), data).toBeLessThan(500);
+    }
     expect(await sourceIds()).toEqual([]);
 
     // A markdown file, named after the file: it appears as pending.

@@ -4,7 +4,7 @@ import type { App } from '../../src/http/types.ts';
 import { knowledgeJobs } from '../../src/modules/knowledge/jobs.ts';
 import type { FakeLlm } from '../fakes/llm-upstream.ts';
 import { call, createUser, type TestHarness } from '../harness.ts';
-import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
+import { artifactPath, browserSuite, launchBrowser, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 /**
  * A person on the wiki page in a real browser: adds a source, watches its status move once the compiler ran,
@@ -290,6 +290,29 @@ describe.skipIf(!runBrowser)('knowledge page in a real browser (chromium)', () =
     await page.goto(`${base}/account/knowledge/${kbId}`);
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     await page.screenshot({ path: artifactPath('knowledge-390'), fullPage: true });
+    // Without JavaScript the upload works too, and the note says to reload.
+    const noScript = await launchBrowser({ width: 900, height: 1100 }, { javaScript: false });
+    try {
+      const plain = await noScript.newPage();
+      await plain.goto(`${base}/account/knowledge`);
+      await submitSignIn(plain, user);
+      await plain.getByLabel(/^File/).setInputFiles({
+        name: 'plain.txt',
+        mimeType: 'text/plain',
+        buffer: Buffer.from('Plain notes.'),
+      });
+      await plain.getByRole('button', { name: 'Upload' }).click();
+      await plain.getByRole('status').waitFor();
+      expect(
+        await plain
+          .getByRole('row', { name: /plain\.txt/ })
+          .locator('.badge')
+          .textContent(),
+      ).toBe('pending');
+      expect(await plain.locator('#busy').textContent()).toBe('Compiling… reload to see the status move.');
+    } finally {
+      await noScript.close();
+    }
     // Only the refused upload (422) logs its status.
     expect(errors.filter((e) => !e.startsWith('Failed to load resource'))).toEqual([]);
   });

@@ -328,9 +328,12 @@ async function readUpload(req: FastifyRequest): Promise<{ form: Form; file?: { f
  */
 function uploadRefusal(err: unknown): { message: string; status: number } {
   const e = err as { code?: string; statusCode?: number };
-  if (e.code === 'FST_REQ_FILE_TOO_LARGE' || e.statusCode === 413 || err instanceof PayloadTooLargeError) {
+  if (e.code === 'FST_REQ_FILE_TOO_LARGE' || err instanceof PayloadTooLargeError) {
     const limit = `${Math.floor(PAGE_FILE_MAX_BYTES / 1000)} KB`;
     return { message: `The file was not added: it is larger than the ${limit} a file source may be.`, status: 413 };
+  }
+  if (e.statusCode === 413) {
+    return { message: 'The file was not added: the form has more files or fields than it may.', status: 413 };
   }
   return { message: 'The file was not added: the form could not be read. Try again.', status: 400 };
 }

@@ -21,9 +21,12 @@ export const COPY_SCRIPT = pageScript('copy.js');
 /** Puts the browser's own time zone in a new form's zone field (`<input data-browser-zone>`) while untouched. */
 export const TIMEZONE_SCRIPT = pageScript('timezone.js');
 
+/** Compilation progress on the knowledge page (`table[data-status-url]`, `#busy`). */
+export const KNOWLEDGE_SCRIPT = pageScript('knowledge.js');
+
 /** Serves the page scripts at their paths (the version query is ignored: one file each). */
 export async function assetRoutes(app: App): Promise<void> {
-  for (const script of [COPY_SCRIPT, TIMEZONE_SCRIPT]) {
+  for (const script of [COPY_SCRIPT, TIMEZONE_SCRIPT, KNOWLEDGE_SCRIPT]) {
     app.get(
       script.path.split('?')[0] ?? '',
       { schema: { hide: true }, config: { auth: 'public' } },

@@ -11,7 +11,7 @@ import type {
 } from '../modules/knowledge/schema.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import { renderMarkdown } from './markdown.ts';
-import type { PageUser } from './pages.ts';
+import { confirmPage, type PageUser } from './pages.ts';
 
 /**
  * The wiki pages: a base's index by type, its tags, search, sources with their status and a form to add one,
@@ -22,6 +22,8 @@ import type { PageUser } from './pages.ts';
 export const KNOWLEDGE_PATH = '/account/knowledge';
 
 export const basePath = (kbId: string) => `${KNOWLEDGE_PATH}/${encodeURIComponent(kbId)}`;
+export const sourcePath = (kbId: string, sourceId: string) =>
+  `${basePath(kbId)}/sources/${encodeURIComponent(sourceId)}`;
 export const pagePath = (kbId: string, slug: string) => `${basePath(kbId)}/pages/${encodeURIComponent(slug)}`;
 
 const TYPE_TITLES: Record<string, string> = {
@@ -87,6 +89,20 @@ export interface KnowledgeView {
   error?: string | undefined;
   /** The source form as sent, kept when it was refused. */
   draft?: { name: string; text: string; url: string } | undefined;
+  /** The upload form's name as sent, kept when the file was refused. */
+  fileName?: string | undefined;
+  /** The largest file the upload form takes, in bytes. */
+  fileMaxBytes: number;
+  /** The progress script's path. */
+  script: string;
+}
+
+function sourceRow(kbId: string, csrf: string, s: KnowledgeSource): Html {
+  const actions =
+    s.status === 'failed'
+      ? html`<div class="actions compact"><form method="post" action="${sourcePath(kbId, s.id)}/reprocess"><input type="hidden" name="csrf" value="${csrf}"><button type="submit">Retry</button></form><a class="button" href="${sourcePath(kbId, s.id)}/delete">Delete</a></div>`
+      : '';
+  return html`<tr data-source="${s.id}"><td>${s.name}<br><span class="error small source-error">${s.error ?? ''}</span></td><td>${s.type}</td><td>${sourceBadge(s.status)}${actions}</td></tr>`;
 }
 
 export function knowledgePage(v: KnowledgeView): string {
@@ -152,15 +168,21 @@ export function knowledgePage(v: KnowledgeView): string {
     </section>
     <section class="card" aria-labelledby="sources-h">
       <h2 id="sources-h">Sources</h2>
-      ${busy ? html`<p class="muted small" id="busy">Compiling… <a href="${basePath(kb.id)}">reload</a> to see the status move.</p>` : ''}
+      ${busy ? html`<p class="muted small" id="busy" aria-live="polite">Compiling… <a href="${basePath(kb.id)}">reload</a> to see the status move.</p>` : ''}
       ${
         v.sources.length === 0
           ? html`<p class="muted">No sources yet.</p>`
-          : html`<table><thead><tr><th>Source</th><th>Type</th><th>Status</th></tr></thead><tbody>${v.sources.map(
-              (s) =>
-                html`<tr><td>${s.name}${s.error ? html`<br><span class="error small">${s.error}</span>` : ''}</td><td>${s.type}</td><td>${sourceBadge(s.status)}</td></tr>`,
+          : html`<table data-status-url="${basePath(kb.id)}/status"><thead><tr><th>Source</th><th>Type</th><th>Status</th></tr></thead><tbody>${v.sources.map(
+              (s) => sourceRow(kb.id, v.csrf, s),
             )}</tbody></table>`
       }
+      <h3>Upload a file</h3>
+      <form method="post" action="${basePath(kb.id)}/sources/file" enctype="multipart/form-data">
+        <input type="hidden" name="csrf" value="${v.csrf}">
+        <label for="file-name">Title <span class="muted small">(optional)</span></label><input type="text" id="file-name" name="name" maxlength="300" value="${v.fileName ?? ''}">
+        <label for="file">File <span class="muted small">(PDF, DOCX, CSV, TXT or MD, up to ${formatBytes(v.fileMaxBytes)})</span></label><input type="file" id="file" name="file" required accept=".pdf,.docx,.csv,.txt,.md,text/plain,text/markdown,text/csv,application/pdf,application/vnd.openxmlformats-officedocument.wordprocessingml.document">
+        <div class="actions"><button type="submit" class="primary">Upload</button></div>
+      </form>
       <h3>Add a source</h3>
       <form method="post" action="${basePath(kb.id)}/sources">
         <input type="hidden" name="csrf" value="${v.csrf}">
@@ -186,7 +208,7 @@ export function knowledgePage(v: KnowledgeView): string {
           : ''
       }
     </section>`;
-  return layout(`Knowledge · ${kb.name}`, body, { user: v.user, csrf: v.csrf });
+  return layout(`Knowledge · ${kb.name}`, body, { user: v.user, csrf: v.csrf, scripts: [v.script] });
 }
 
 export function wikiPage(v: {
@@ -195,21 +217,26 @@ export function wikiPage(v: {
   base: KnowledgeBase;
   page: KnowledgePage;
   versions: PageVersion[];
+  /** The titles of the pages this one links to and is linked from, by slug (a missing page shows its slug). */
+  titles: ReadonlyMap<string, string>;
 }): string {
   const { page, base } = v;
   const link = (slug: string) => pagePath(base.id, slug);
+  const title = (slug: string) => v.titles.get(slug) ?? slug;
   // `[[Acme Corp]]` points at the slug the service derives from the name.
-  const wikilink = (target: string) => link(target === INDEX_SLUG ? target : slugify(target));
+  const slugOf = (target: string) => (target === INDEX_SLUG ? target : slugify(target));
+  const wikilink = (target: string) => link(slugOf(target));
   const body = html`
     <p class="small"><a href="${basePath(base.id)}">← ${base.name}</a></p>
     <article class="card">
       <h1>${page.title}</h1>
       <p class="muted small">${page.pageType} · ${page.confidence} confidence (${page.sourceIds.length} source${page.sourceIds.length === 1 ? '' : 's'}) · version ${page.version} by ${page.lastCompiledBy === 'user' ? 'a person' : 'the compiler'}${page.tags.length ? html` · tags: ${page.tags.join(', ')}` : ''}</p>
-      <div class="wiki">${renderMarkdown(page.content, wikilink)}</div>
+      <div class="wiki">${renderMarkdown(page.content, wikilink, (target) => v.titles.get(slugOf(target)))}</div>
       ${
         page.relationships.length
           ? html`<h2>Relationships</h2><ul>${page.relationships.map(
-              (r) => html`<li>${r.type.replace(/_/g, ' ')} <a href="${link(r.targetSlug)}">${r.targetSlug}</a></li>`,
+              (r) =>
+                html`<li>${r.type.replace(/_/g, ' ')} <a href="${link(r.targetSlug)}">${title(r.targetSlug)}</a></li>`,
             )}</ul>`
           : ''
       }
@@ -218,7 +245,7 @@ export function wikiPage(v: {
       <h2 id="backlinks-h">Linked from</h2>
       ${
         page.backlinks.length
-          ? html`<ul>${page.backlinks.map((s) => html`<li><a href="${link(s)}">${s}</a></li>`)}</ul>`
+          ? html`<ul>${page.backlinks.map((s) => html`<li><a href="${link(s)}">${title(s)}</a></li>`)}</ul>`
           : html`<p class="muted">No page links here.</p>`
       }
     </section>
@@ -230,4 +257,21 @@ export function wikiPage(v: {
       )}</tbody></table>
     </section>`;
   return layout(`${page.title} · ${base.name}`, body, { user: v.user, csrf: v.csrf });
+}
+
+/** "1.4 MB", "900 KB". */
+function formatBytes(n: number): string {
+  return n >= 1_000_000 ? `${(n / 1_000_000).toFixed(1)} MB` : `${Math.floor(n / 1000)} KB`;
+}
+
+export function deleteSourcePage(v: { user: PageUser; csrf: string; kbId: string; source: KnowledgeSource }): string {
+  return confirmPage({
+    user: v.user,
+    csrf: v.csrf,
+    title: `Delete the source ${v.source.name}?`,
+    body: html`<p>The source is removed from the base. Pages already compiled from it keep what they say.</p>`,
+    action: `${sourcePath(v.kbId, v.source.id)}/delete`,
+    button: 'Delete source',
+    cancelHref: basePath(v.kbId),
+  });
 }

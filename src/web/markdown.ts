@@ -3,9 +3,14 @@ import { escapeHtml, Html } from './html.ts';
 /**
  * The small markdown of wiki pages, as HTML that cannot carry markup of its own: every character of the
  * source is escaped first, then headings (#, ##, ###), list items (-, *), paragraphs, **bold**, `code`
- * and [[wikilinks]] become elements. `linkTo(target)` answers the href of a wikilink's page.
+ * and [[wikilinks]] become elements. `linkTo(target)` answers the href of a wikilink's page; `titleOf(target)`
+ * its page's title, shown unless the link names its own label (`[[target|label]]`), else the target as written.
  */
-export function renderMarkdown(source: string, linkTo: (target: string) => string): Html {
+export function renderMarkdown(
+  source: string,
+  linkTo: (target: string) => string,
+  titleOf: (target: string) => string | undefined = () => undefined,
+): Html {
   const inline = (text: string) =>
     escapeHtml(text)
       .replace(/\[\[([^[\]|\n]{1,200})(?:\|([^[\]\n]{0,200}))?\]\]/g, (_m, target: string, label?: string) => {
@@ -16,7 +21,9 @@ export function renderMarkdown(source: string, linkTo: (target: string) => strin
           .replace(/&gt;/g, '>')
           .replace(/&quot;/g, '"')
           .replace(/&#39;/g, "'");
-        return `<a href="${escapeHtml(linkTo(raw.trim()))}">${(label ?? target).trim()}</a>`;
+        const title = label === undefined ? titleOf(raw.trim()) : undefined;
+        const text = title === undefined ? (label ?? target).trim() : escapeHtml(title);
+        return `<a href="${escapeHtml(linkTo(raw.trim()))}">${text}</a>`;
       })
       .replace(/\*\*([^*\n]{1,400})\*\*/g, '<strong>$1</strong>')
       .replace(/`([^`\n]{1,400})`/g, '<code>$1</code>');

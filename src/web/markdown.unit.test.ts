@@ -15,6 +15,15 @@ describe('renderMarkdown', () => {
     );
   });
 
+  it("shows a wikilink's page title (escaped), its own label first, the target as written for a missing page", () => {
+    const titles = new Map([['jane roe', 'Jane <Roe>']]);
+    expect(
+      renderMarkdown('[[Jane Roe]], [[Jane Roe|her]] and [[Nobody]]', link, (t) => titles.get(t.toLowerCase())).value,
+    ).toBe(
+      '<p><a href="/wiki/jane%20roe">Jane &lt;Roe&gt;</a>, <a href="/wiki/jane%20roe">her</a> and <a href="/wiki/nobody">Nobody</a></p>',
+    );
+  });
+
   it('never lets markup through: text, link labels and targets are escaped', () => {
     const out = renderMarkdown(
       '<script>alert(1)</script> [[x" onmouseover="y|<b>label</b>]] **<i>**',

@@ -79,6 +79,19 @@ export async function getKnowledgePage(ctx: ServiceContext, kbId: string, slug: 
   return toKnowledgePage(row, await repo.backlinksOf(ctx.db, kbId, slug));
 }
 
+/** The titles of those of `slugs` that are pages of the base (a page's links shown by title); at most 500 looked up. */
+export async function pageTitles(
+  ctx: ServiceContext,
+  kbId: string,
+  slugs: readonly string[],
+): Promise<Map<string, string>> {
+  await ownedBase(ctx, kbId);
+  const wanted = [...new Set(slugs)].slice(0, 500);
+  if (wanted.length === 0) return new Map();
+  const rows = await repo.findPagesBySlugs(ctx.db, kbId, wanted);
+  return new Map(rows.map((r) => [r.slug, r.title]));
+}
+
 /**
  * A hand edit (SPEC §4 PUT pages/:slug): the page's latest version becomes the user's, which the compiler
  * never overwrites. A slug that does not exist yet makes the page (title and content required then).

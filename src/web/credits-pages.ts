@@ -76,7 +76,7 @@ export function usageChart(days: readonly UsageDay[]): Html {
     // A label under every 7th day, counted back from today so that today is always labelled.
     const label =
       (days.length - 1 - i) % 7 === 0
-        ? html`<text x="${(x + bar / 2).toFixed(1)}" y="${H - 6}" text-anchor="middle" font-size="10" fill="currentColor">${shortDay(d.day)}</text>`
+        ? html`<text x="${(i === days.length - 1 ? x + bar : x + bar / 2).toFixed(1)}" y="${H - 6}" text-anchor="${i === days.length - 1 ? 'end' : 'middle'}" font-size="10" fill="currentColor">${shortDay(d.day)}</text>`
         : '';
     return html`${parts}${label}`;
   });
@@ -110,7 +110,7 @@ export function historyTable(rows: readonly CreditTransaction[]): Html {
   if (rows.length === 0) return html`<p class="muted">No credit movements here.</p>`;
   return html`<div class="scroll"><table id="credit-history"><thead><tr><th>When (UTC)</th><th>What</th><th>Credits</th><th>Balance</th></tr></thead><tbody>${rows.map(
     (t) =>
-      html`<tr><td class="small">${t.createdAt.slice(0, 16).replace('T', ' ')}</td><td>${kindLabel(t.type)}${t.description ? html`<br><span class="muted small">${t.description}</span>` : ''}</td><td>${t.amount > 0 ? `+${fmt(t.amount)}` : fmt(t.amount)}</td><td>${fmt(t.balanceAfter)}</td></tr>`,
+      html`<tr><td class="small">${t.createdAt.slice(0, 16).replace('T', ' ')}</td><td>${kindLabel(t.type)}${t.description && t.description !== kindLabel(t.type) ? html`<br><span class="muted small">${t.description}</span>` : ''}</td><td>${t.amount > 0 ? `+${fmt(t.amount)}` : fmt(t.amount)}</td><td>${fmt(t.balanceAfter)}</td></tr>`,
   )}</tbody></table></div>`;
 }
 

@@ -1,6 +1,11 @@
 import type { Page } from '../lib/pagination.ts';
-import { CREDIT_KIND_LABELS, USAGE_KINDS, type UsageDay, type UsageKind } from '../modules/credits/kinds.ts';
-import { CREDIT_TRANSACTION_TYPES } from '../modules/credits/repo.ts';
+import {
+  CREDIT_KIND_LABELS,
+  CREDIT_TRANSACTION_TYPES,
+  USAGE_KINDS,
+  type UsageDay,
+  type UsageKind,
+} from '../modules/credits/kinds.ts';
 import type { CreditTransaction } from '../modules/credits/schema.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import type { PageUser } from './pages.ts';

@@ -6,7 +6,7 @@ import { getAccount } from '../modules/accounts/service.ts';
 import { listAgents } from '../modules/agents/service.ts';
 import { listPats } from '../modules/auth/service.ts';
 import { listConnections } from '../modules/connections/service.ts';
-import { CREDIT_TRANSACTION_TYPES } from '../modules/credits/repo.ts';
+import { CREDIT_TRANSACTION_TYPES } from '../modules/credits/kinds.ts';
 import { creditUsage, listCreditTransactions } from '../modules/credits/service.ts';
 import { setupNotices } from '../modules/system/setup.ts';
 import { type Form, formIssues, one, pageHelpers, send } from './common.ts';

@@ -1,4 +1,16 @@
-import type { CreditTransactionType } from './repo.ts';
+/** What a credit_transactions row records (its `type`). */
+export const CREDIT_TRANSACTION_TYPES = [
+  'grant',
+  'llm',
+  'mcp',
+  'agent',
+  'task',
+  'sandbox',
+  'knowledge',
+  'topup',
+  'refund',
+] as const;
+export type CreditTransactionType = (typeof CREDIT_TRANSACTION_TYPES)[number];
 
 /**
  * What each ledger row was, in words a person reads on the account page. The stored `type` names the kind: a

@@ -3,19 +3,10 @@ import type { Executor } from '../../db/client.ts';
 import { type CreditTransactionRow, creditTransactions } from '../../db/schema/index.ts';
 import { newId } from '../../lib/ids.ts';
 import { offsetOf } from '../../lib/pagination.ts';
+import type { CreditTransactionType } from './kinds.ts';
 
-export const CREDIT_TRANSACTION_TYPES = [
-  'grant',
-  'llm',
-  'mcp',
-  'agent',
-  'task',
-  'sandbox',
-  'knowledge',
-  'topup',
-  'refund',
-] as const;
-export type CreditTransactionType = (typeof CREDIT_TRANSACTION_TYPES)[number];
+// The kinds live in kinds.ts (pages read them too); re-exported for the callers that import them from here.
+export { CREDIT_TRANSACTION_TYPES, type CreditTransactionType } from './kinds.ts';
 
 export interface NewCreditTransaction {
   accountId: string;

@@ -1,10 +1,12 @@
 import type { Account } from '../modules/accounts/schema.ts';
+import type { UsageDay } from '../modules/credits/kinds.ts';
 import type { CreditTransaction } from '../modules/credits/schema.ts';
 import type { SetupNotice } from '../modules/system/setup.ts';
+import { historyTable, usageChart } from './credits-pages.ts';
 import { html, layout } from './html.ts';
 import type { PageUser } from './pages.ts';
 
-/** The home page for a visitor, and the account page (balance and recent credit history) for a signed-in user. */
+/** The home page for a visitor, and the account page (balance, credit usage and recent history) for a signed-in user. */
 
 /** What the operator has not set up yet (see modules/system/setup.ts), or nothing. */
 function setupCard(notices: readonly SetupNotice[]) {
@@ -66,6 +68,8 @@ export function accountPage(v: {
   csrf: string;
   account: Account;
   history: CreditTransaction[];
+  /** Credits spent per day and kind, oldest first. */
+  usage: readonly UsageDay[];
   notices?: readonly SetupNotice[];
   /** What the account has done of the first steps. */
   steps: { connected: boolean; tokenMade: boolean; agentMade: boolean };
@@ -81,18 +85,16 @@ export function accountPage(v: {
       <p class="muted">${v.account.email}</p>
       <p>Credit balance: <strong id="balance">${fmt(v.account.creditBalance)}</strong> credits
         <span class="muted small">(1 credit = 0.0001 USD)</span></p>
-      <p class="small"><a href="/account/connections">Connections</a> · <a href="/account/agents">Agents</a> · <a href="/account/tasks">Tasks</a> · <a href="/account/knowledge">Knowledge</a> · <a href="/account/tokens">Access tokens</a> · <a href="/account/apps">Authorized apps</a></p>
+      <p class="small"><a href="/account/connections">Connections</a> · <a href="/account/agents">Agents</a> · <a href="/account/tasks">Tasks</a> · <a href="/account/knowledge">Knowledge</a> · <a href="/account/tokens">Access tokens</a> · <a href="/account/apps">Authorized apps</a> · <a href="/account/credits">Credits</a></p>
+    </section>
+    <section class="card" aria-labelledby="usage-h">
+      <h2 id="usage-h">Credit usage, last ${v.usage.length} days</h2>
+      ${usageChart(v.usage)}
     </section>
     <section class="card" aria-labelledby="history-h">
       <h2 id="history-h">Recent credit history</h2>
-      ${
-        v.history.length === 0
-          ? html`<p class="muted">No credit movements yet.</p>`
-          : html`<div class="scroll"><table><thead><tr><th>When</th><th>What</th><th>Credits</th><th>Balance</th></tr></thead><tbody>${v.history.map(
-              (t) =>
-                html`<tr><td class="small">${t.createdAt.slice(0, 16).replace('T', ' ')}</td><td>${t.type}${t.description ? html`<br><span class="muted small">${t.description}</span>` : ''}</td><td>${t.amount > 0 ? `+${fmt(t.amount)}` : fmt(t.amount)}</td><td>${fmt(t.balanceAfter)}</td></tr>`,
-            )}</tbody></table></div>`
-      }
+      ${historyTable(v.history)}
+      <p><a href="/account/credits">All credit history, with filters</a></p>
     </section>`,
     { user: v.user, csrf: v.csrf },
   );

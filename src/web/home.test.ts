@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
 import { PageClient } from '../../test/web-client.ts';
+import { creditTransactions } from '../db/schema/index.ts';
+import { newId } from '../lib/ids.ts';
 import { providerCatalog, providerCredentialVariables } from '../modules/providers/catalog.ts';
 
 describe('home and account pages, page 404s', () => {
@@ -26,7 +28,7 @@ describe('home and account pages, page 404s', () => {
     const account = await browser.get('/account');
     expect(account.statusCode).toBe(200);
     expect(account.body).toContain('<strong id="balance">100,000</strong>');
-    expect(account.body).toMatch(/<td>grant[\s\S]*?<td>\+100,000<\/td><td>100,000<\/td>/);
+    expect(account.body).toMatch(/<td>Credit grant[\s\S]*?<td>\+100,000<\/td><td>100,000<\/td>/);
     // The dashboard's next steps, none done yet; a token ticks its step.
     expect(account.body).toContain('<h2 id="next-h">Next steps</h2>');
     expect(account.body.match(/<li class="">/g)?.length).toBe(3);
@@ -103,6 +105,79 @@ describe('home and account pages, page 404s', () => {
     expect(told).toBe('99994');
     const account = await browser.get('/account');
     expect(account.body).toContain('<strong id="balance">99,994</strong>');
+  });
+
+  it('/account/credits: the 30-day chart by kind, and the whole history filtered by kind and day, 25 rows a page', async () => {
+    const u = await createUser(h.app);
+    const browser = new PageClient(h.app);
+    expect((await browser.signIn(u.account.email, u.password)).statusCode).toBe(303);
+    const today = new Date().toISOString().slice(0, 10);
+    const daysAgo = (n: number, hour = 12) =>
+      new Date(Date.parse(`${today}T00:00:00Z`) - n * 86_400_000 + hour * 3_600_000);
+    const row = (type: string, amount: number, at: Date, description = '') => ({
+      id: newId('creditTransaction'),
+      accountId: u.account.id,
+      type,
+      amount,
+      balanceAfter: 0,
+      description,
+      createdAt: at,
+    });
+    await h.database.db
+      .insert(creditTransactions)
+      .values([
+        ...Array.from({ length: 30 }, (_, i) => row('llm', -10, daysAgo(2, 0), `Chat completion ${i}`)),
+        row('task', -300, daysAgo(1), 'Task Digest'),
+        row('agent', -70, daysAgo(40), 'Agent Helper'),
+      ]);
+
+    const all = await browser.get('/account/credits');
+    expect(all.statusCode).toBe(200);
+    expect(all.body).toContain('<p class="small muted" id="history-count">33 movements; page 1 of 2.</p>');
+    expect(all.body.match(/<tr><td class="small">/g)?.length).toBe(25);
+    expect(all.body).toContain('<a class="button" rel="next" href="/account/credits?page=2">Older</a>');
+    // The chart: 300 credits of task runs and 300 of the gateway within 30 days; the agent chat of 40 days ago is not.
+    expect(all.body).toContain('<title id="usage-title">Credits spent per day, last 30 days</title>');
+    expect(all.body).toContain(
+      `600 credits spent from ${daysAgo(29, 0).toISOString().slice(0, 10)} to ${today}: LLM gateway 300, Scheduled task run 300.`,
+    );
+    expect(all.body).toContain(
+      `<tr><td>${daysAgo(1).toISOString().slice(0, 10)}</td><td>0</td><td>0</td><td>0</td><td>300</td>`,
+    );
+
+    const second = await browser.get('/account/credits?page=2');
+    expect(second.body).toContain('33 movements; page 2 of 2.');
+    expect(second.body.match(/<tr><td class="small">/g)?.length).toBe(8);
+    expect(second.body).toContain('<a class="button" rel="prev" href="/account/credits">Newer</a>');
+    expect(second.body).toMatch(/<td>Agent chat<br><span class="muted small">Agent Helper<\/span><\/td><td>-70<\/td>/);
+    expect(all.body).toMatch(/<td>Credit grant[^<]*(<br><span[^<]*<\/span>)?<\/td><td>\+100,000<\/td>/);
+
+    const tasks = await browser.get('/account/credits?kind=task&from=&to=');
+    expect(tasks.body).toContain('1 movement match; page 1 of 1.');
+    expect(tasks.body).toMatch(
+      /<td>Scheduled task run<br><span class="muted small">Task Digest<\/span><\/td><td>-300<\/td>/,
+    );
+    expect(tasks.body).toContain('<option value="task" selected>Scheduled task run</option>');
+
+    // Days are UTC and both ends are included: the day before yesterday holds the 30 gateway calls.
+    const day = daysAgo(2).toISOString().slice(0, 10);
+    const range = await browser.get(`/account/credits?kind=llm&from=${day}&to=${day}&page=2`);
+    expect(range.body).toContain('30 movements match; page 2 of 2.');
+    expect(range.body).toContain(
+      `<a class="button" rel="prev" href="/account/credits?kind=llm&amp;from=${day}&amp;to=${day}">Newer</a>`,
+    );
+    expect(
+      (await browser.get(`/account/credits?kind=agent&from=${daysAgo(30).toISOString().slice(0, 10)}`)).body,
+    ).toContain('0 movements match.');
+
+    const bad = await browser.get('/account/credits?kind=bogus&from=0000-01-01');
+    expect(bad.statusCode).toBe(422);
+    expect(bad.body).toContain('The filter was not applied');
+    expect(bad.body).toContain('33 movements; page 1 of 2.');
+
+    const account = await browser.get('/account');
+    expect(account.body).toContain('<a href="/account/credits">All credit history, with filters</a>');
+    expect(account.body).toContain('id="usage-chart"');
   });
 
   it('an unknown page URL answers an HTML 404 to browsers; API paths and API clients keep the JSON body', async () => {

@@ -48,7 +48,7 @@ main{max-width:40rem;margin:2rem auto;padding:0 1rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:1.5rem;margin-bottom:1.5rem}
 h1{font-size:1.5rem;margin:0 0 1rem}h2{font-size:1.15rem;margin:1.25rem 0 .5rem}
 label{display:block;font-weight:600;margin:.75rem 0 .25rem}
-input[type=text],input[type=email],input[type=password],input[type=number],input[type=search],select{width:100%;padding:.6rem .7rem;border:1px solid var(--line);border-radius:8px;font:inherit;background:var(--bg);color:var(--fg)}
+input[type=text],input[type=email],input[type=password],input[type=number],input[type=search],input[type=date],select{width:100%;padding:.6rem .7rem;border:1px solid var(--line);border-radius:8px;font:inherit;background:var(--bg);color:var(--fg)}
 input:focus-visible,button:focus-visible,a:focus-visible,select:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 button,a.button{font:inherit;padding:.6rem 1.1rem;border-radius:8px;border:1px solid var(--line);background:var(--card);color:var(--fg);cursor:pointer;text-decoration:none;display:inline-block;line-height:1.5}
 button.primary{background:var(--accent);border-color:var(--accent);color:#fff;font-weight:600}
@@ -80,6 +80,8 @@ img.logo{width:32px;height:32px;border-radius:8px;flex:none;background:#fff}
 form.connect-fields{margin-top:.25rem}form.connect-fields label{margin-top:.5rem}
 form.filters{display:flex;gap:.75rem;align-items:flex-end;flex-wrap:wrap;margin-bottom:.5rem}form.filters label{margin-top:0}
 pre.snippet{background:var(--bg);border:1px solid var(--line);border-radius:8px;padding:.6rem .75rem;margin:.25rem 0 .5rem;overflow-x:auto;white-space:pre}section.mcp-client{border-top:1px solid var(--line);padding-top:.25rem;margin-top:.75rem}
+.legend{list-style:none;padding:0;margin:.5rem 0 0;display:flex;flex-wrap:wrap;gap:.25rem 1rem;font-size:.875rem}.legend li{display:flex;align-items:center;gap:.35rem}.swatch{display:inline-block;width:.8rem;height:.8rem;border-radius:3px;flex:none}
+figure.usage svg{display:block;width:100%}
 .sr-only{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);border:0}
 `;
 
@@ -110,6 +112,7 @@ export function layout(title: string, body: Html, opts: LayoutOptions = {}): str
         <li><a href="/account/skills">Skills</a></li>
         <li><a href="/account/apps">Authorized apps</a></li>
         <li><a href="/account/tokens">Access tokens</a></li>
+        <li><a href="/account/credits">Credits</a></li>
         <li><form method="post" action="/signout"><input type="hidden" name="csrf" value="${opts.csrf ?? ''}">
           <button type="submit">Sign out <span class="sr-only">${opts.user.email}</span></button></form></li>
       </ul></nav>`

@@ -13,6 +13,7 @@ const NAV = [
   ['Skills', '/account/skills'],
   ['Authorized apps', '/account/apps'],
   ['Access tokens', '/account/tokens'],
+  ['Credits', '/account/credits'],
 ] as const;
 
 /**

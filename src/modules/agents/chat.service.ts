@@ -10,7 +10,7 @@ import type { ChatMessage } from '../../llm/types.ts';
 import { providerAgentTools } from '../connections/tools.ts';
 import { balanceAfter } from '../credits/service.ts';
 import { knowledgeAgentTools } from '../knowledge/tools.ts';
-import { resolveModel } from '../llm/service.ts';
+import { type Billing, resolveModel } from '../llm/service.ts';
 import { executeCodeTools } from '../sandbox/tools.ts';
 import { taskTools } from '../scheduled-tasks/tools.ts';
 import { skillIndexFor, skillTools } from '../skills/service.ts';
@@ -65,6 +65,8 @@ export interface ChatOptions {
   onDelta?: (text: string) => void | Promise<void>;
   /** Told each tool call and tool result as it happens (its message and event are queued for writing). */
   onStep?: (step: ChatStep) => void | Promise<void>;
+  /** What the ledger calls the run's model calls; default an agent chat (a scheduled run says it is a task's). */
+  billing?: Billing;
 }
 
 /** A tool step of a run, with the data of its `tool.called` or `tool.result` event. */
@@ -348,7 +350,7 @@ export async function chatWithAgent(
       tools: await toolsOf(ctx, agent, endUserId, conversationId, opts.allowedToolGroups),
       temperature: request.temperature ?? agent.temperature,
       maxTokens: request.max_tokens,
-      billing: { type: 'agent', description: `Agent ${agent.name}` },
+      billing: opts.billing ?? { type: 'agent', description: `Agent ${agent.name}` },
       signal,
       beforeStep: async () => ((await overCap()) ? limitMessage : undefined),
       onCharge: async (credits) => {

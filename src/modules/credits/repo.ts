@@ -3,18 +3,10 @@ import type { Executor } from '../../db/client.ts';
 import { type CreditTransactionRow, creditTransactions } from '../../db/schema/index.ts';
 import { newId } from '../../lib/ids.ts';
 import { offsetOf } from '../../lib/pagination.ts';
+import type { CreditTransactionType } from './kinds.ts';
 
-export const CREDIT_TRANSACTION_TYPES = [
-  'grant',
-  'llm',
-  'mcp',
-  'agent',
-  'sandbox',
-  'knowledge',
-  'topup',
-  'refund',
-] as const;
-export type CreditTransactionType = (typeof CREDIT_TRANSACTION_TYPES)[number];
+// The kinds live in kinds.ts (pages read them too); re-exported for the callers that import them from here.
+export { CREDIT_TRANSACTION_TYPES, type CreditTransactionType } from './kinds.ts';
 
 export interface NewCreditTransaction {
   accountId: string;
@@ -254,4 +246,25 @@ export async function sumTransactions(db: Executor, accountId: string): Promise<
     .from(creditTransactions)
     .where(eq(creditTransactions.accountId, accountId));
   return Number(row?.total ?? 0);
+}
+
+/**
+ * Credits spent per UTC day and type in [from, to): charges only (negative amounts, counted positive). Days and
+ * types with nothing spent are absent. `day` is YYYY-MM-DD.
+ */
+export async function usageByDay(
+  db: Executor,
+  accountId: string,
+  from: Date,
+  to: Date,
+): Promise<Array<{ day: string; type: string; credits: number }>> {
+  const result = await db.execute(sql`
+    SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, type, (-sum(amount))::text AS credits
+    FROM credit_transactions
+    WHERE account_id = ${accountId} AND amount < 0
+      AND created_at >= ${from.toISOString()}::timestamptz AND created_at < ${to.toISOString()}::timestamptz
+    GROUP BY 1, 2
+    ORDER BY 1, 2`);
+  const rows = (result as unknown as { rows: Array<{ day: string; type: string; credits: string | number }> }).rows;
+  return rows.map((r) => ({ day: r.day, type: r.type, credits: Number(r.credits) }));
 }

@@ -5,6 +5,7 @@ import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import * as accountsRepo from '../accounts/repo.ts';
 import { type BankHold, type BankSettled, CreditBank, noWrites } from './bank.ts';
+import { USAGE_KINDS, type UsageDay, type UsageKind } from './kinds.ts';
 import * as repo from './repo.ts';
 import type { CreditTransaction, CreditTransactionQuery } from './schema.ts';
 
@@ -146,6 +147,32 @@ export async function listCreditTransactions(
     q,
   );
   return toPage(rows.map(toTransaction), total, q);
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Credits spent per UTC day and kind over the last `days` days up to `now` (today included), oldest first, every
+ * day present (zeros where nothing was spent). Charges of a type outside the usage kinds are not counted.
+ */
+export async function creditUsage(ctx: ServiceContext, days: number, now = new Date()): Promise<UsageDay[]> {
+  requireScope(ctx, 'account');
+  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+  const from = new Date(today - (days - 1) * DAY_MS);
+  const rows = await repo.usageByDay(ctx.db, ctx.accountId, from, new Date(today + DAY_MS));
+  const out: UsageDay[] = Array.from({ length: days }, (_, i) => ({
+    day: new Date(from.getTime() + i * DAY_MS).toISOString().slice(0, 10),
+    credits: Object.fromEntries(USAGE_KINDS.map((k) => [k, 0])) as Record<UsageKind, number>,
+    total: 0,
+  }));
+  const byDay = new Map(out.map((d) => [d.day, d]));
+  for (const r of rows) {
+    const day = byDay.get(r.day);
+    if (!day || !(USAGE_KINDS as readonly string[]).includes(r.type)) continue;
+    day.credits[r.type as UsageKind] += r.credits;
+    day.total += r.credits;
+  }
+  return out;
 }
 
 /**

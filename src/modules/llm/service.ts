@@ -19,7 +19,7 @@ import { type CreditHold, holdCredits, settleCredits } from '../credits/service.
 
 /** Who pays, and under which ledger type: the gateway itself, MCP's agent, or an agent chat. */
 export interface Billing {
-  type: Extract<CreditTransactionType, 'llm' | 'mcp' | 'agent' | 'knowledge'>;
+  type: Extract<CreditTransactionType, 'llm' | 'mcp' | 'agent' | 'task' | 'knowledge'>;
   description?: string;
 }
 

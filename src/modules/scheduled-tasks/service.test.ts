@@ -357,6 +357,13 @@ describe('scheduled tasks', () => {
       });
       expect(done?.creditsConsumed).toBeGreaterThan(0);
       expect(balance - (await balanceOf(u))).toBe(done?.creditsConsumed);
+      // The ledger says it was this task's run, not an agent chat.
+      const charges = (
+        await h.database.db.select().from(creditTransactions).where(eq(creditTransactions.accountId, u.account.id))
+      ).filter((t) => t.amount < 0);
+      expect(charges.map((t) => [t.type, t.description, -t.amount])).toEqual([
+        ['task', 'Task Digest', done?.creditsConsumed],
+      ]);
       const stored = await h.database.db
         .select()
         .from(messages)

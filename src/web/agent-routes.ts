@@ -252,6 +252,11 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
   app.post(`${AGENTS_PATH}/:agentId/settings`, page, async (req, reply) => {
     const form = (req.body ?? {}) as Form;
     if (!csrfOk(req, form)) return csrfFailed(reply);
+    // Signed out: sign-in comes back to the agent's page (this path answers POSTs only).
+    if (!(await currentUser(req))) {
+      await signedIn(req, reply, agentPath((req.params as { agentId: string }).agentId));
+      return reply;
+    }
     return withAgent(req, reply, async (current, agentId) => {
       const ctx = serviceContextOf(req, current.actor);
       const agent = await getAgent(ctx, agentId);

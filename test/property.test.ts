@@ -448,6 +448,7 @@ describe('robustness of the OAuth endpoints and the pages', () => {
     ['GET', '/account/agents/agt_x'],
     ['POST', '/account/agents/agt_x/chat'],
     ['POST', '/account/agents/agt_x/chat/stream'],
+    ['POST', '/account/agents/agt_x/settings'],
     ['POST', '/account/agents/agt_x/conversations/conv_x/delete'],
     ['GET', '/account/tasks'],
     ['POST', '/account/tasks'],

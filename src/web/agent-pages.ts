@@ -84,6 +84,8 @@ export function chatPage(v: {
   draft?: string | undefined;
   /** The page's script (agent-chat-script.ts), which streams replies in. */
   script: string;
+  /** The cards below the chat: settings and "Use it from code" (agent-settings-pages.ts), with their scripts. */
+  settings: { body: Html; scripts: string[] };
 }): string {
   const { agent } = v;
   const body = html`
@@ -112,6 +114,11 @@ export function chatPage(v: {
         <label for="chat-message">Message</label><textarea id="chat-message" name="message" rows="3" style="width:100%" required>${v.draft ?? ''}</textarea>
         <div class="actions"><button type="submit" class="primary">Send</button></div>
       </form>
-    </section>`;
-  return layout(`${agent.name} · Agents`, body, { user: v.user, csrf: v.csrf, scripts: [v.script] });
+    </section>
+    ${v.settings.body}`;
+  return layout(`${agent.name} · Agents`, body, {
+    user: v.user,
+    csrf: v.csrf,
+    scripts: [v.script, ...v.settings.scripts],
+  });
 }

@@ -23,14 +23,42 @@ import {
   ownedConversation,
   toConversation,
 } from '../modules/agents/conversations.service.ts';
-import { AVAILABLE_GROUPS, CreateAgent } from '../modules/agents/schema.ts';
-import { createAgent, getAgent, listAgents } from '../modules/agents/service.ts';
+import { type Agent, AVAILABLE_GROUPS, CreateAgent, UpdateAgent } from '../modules/agents/schema.ts';
+import { createAgent, getAgent, listAgents, updateAgent } from '../modules/agents/service.ts';
 import { availableCredits } from '../modules/credits/service.ts';
 import { clientGone } from '../modules/llm/routes.ts';
 import { listModels } from '../modules/llm/service.ts';
 import { AGENT_CHAT_JS, AGENT_CHAT_JS_PATH } from './agent-chat-script.ts';
 import { AGENTS_PATH, agentPath, agentsPage, chatPage } from './agent-pages.ts';
-import { type Form, many, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { type AgentSettingsDraft, agentSettingsCards } from './agent-settings-pages.ts';
+import { COPY_SCRIPT } from './assets.ts';
+import { type Form, formIssues, many, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { redirectWithFlash, takeFlash } from './flash.ts';
+
+type SettingsState = { notice?: string; error?: string; draft?: AgentSettingsDraft };
+
+/** The settings form's fields as UpdateAgent takes them; a blank number is "none" (a usage limit) or "keep". */
+function updateOf(d: AgentSettingsDraft, current: Agent): Record<string, unknown> {
+  const num = (s: string) => (s.trim() === '' ? undefined : Number(s));
+  const usageLimits = Object.fromEntries(
+    Object.entries({
+      dailyMessagesPerUser: num(d.dailyMessagesPerUser),
+      monthlyCreditsCap: num(d.monthlyCreditsCap),
+      limitReachedMessage: d.limitReachedMessage.trim() || undefined,
+    }).filter(([, v]) => v !== undefined),
+  );
+  return {
+    name: d.name,
+    description: d.description,
+    // Sent only when changed: an agent whose model this server no longer serves can still save its other fields.
+    ...(d.llm && d.llm !== current.llm ? { llm: d.llm } : {}),
+    personality: d.personality,
+    firstPrompt: d.firstPrompt,
+    ...(num(d.temperature) !== undefined ? { temperature: num(d.temperature) } : {}),
+    enabledBuiltInTools: d.tools,
+    usageLimits,
+  };
+}
 
 const AGENT_ID = /^agt_[A-Za-z0-9_-]{1,96}$/;
 const CONVERSATION_ID = /^conv_[A-Za-z0-9_-]{1,96}$/;
@@ -77,9 +105,10 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
     current: SignedIn,
     agentId: string,
     conversationId: string | undefined,
-    opts: { error?: string; draft?: string } = {},
+    opts: { error?: string; draft?: string; settings?: SettingsState } = {},
     status = 200,
   ) {
+    const { settings = {}, ...chatOpts } = opts;
     const ctx = serviceContextOf(req, current.actor);
     const agent = await getAgent(ctx, agentId);
     const conversations = await listConversations(ctx, agentId, { page: 1, limit: 50 });
@@ -97,7 +126,15 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
         current: currentConversation ? toConversation(currentConversation) : undefined,
         messages,
         script: AGENT_CHAT_JS_PATH,
-        ...opts,
+        settings: {
+          body: agentSettingsCards(agent, csrf(req, reply), {
+            models: modelsOf(req, current),
+            baseUrl: config.baseUrl,
+            ...settings,
+          }),
+          scripts: [COPY_SCRIPT.path],
+        },
+        ...chatOpts,
       }),
       status,
       { scripts: true },
@@ -169,7 +206,8 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
     withAgent(req, reply, (current, agentId) => {
       const c = (req.query as Record<string, unknown>).c;
       const conversationId = typeof c === 'string' && CONVERSATION_ID.test(c) ? c : undefined;
-      return renderChat(req, reply, current, agentId, conversationId);
+      const { notice } = takeFlash(req, reply);
+      return renderChat(req, reply, current, agentId, conversationId, notice ? { settings: { notice } } : {});
     }),
   );
 
@@ -204,6 +242,49 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
         }
         throw err;
       }
+    });
+  });
+
+  /**
+   * The agent page's settings form (agent-settings-pages.ts): saved through `updateAgent`, as `PUT
+   * /agents/:id`, then back to the page's settings card; a refusal shows the form again with what was typed.
+   */
+  app.post(`${AGENTS_PATH}/:agentId/settings`, page, async (req, reply) => {
+    const form = (req.body ?? {}) as Form;
+    if (!csrfOk(req, form)) return csrfFailed(reply);
+    // Signed out: sign-in comes back to the agent's page (this path answers POSTs only).
+    if (!(await currentUser(req))) {
+      await signedIn(req, reply, agentPath((req.params as { agentId: string }).agentId));
+      return reply;
+    }
+    return withAgent(req, reply, async (current, agentId) => {
+      const ctx = serviceContextOf(req, current.actor);
+      const agent = await getAgent(ctx, agentId);
+      const draft: AgentSettingsDraft = {
+        name: one(form, 'name'),
+        description: one(form, 'description'),
+        llm: one(form, 'llm'),
+        personality: one(form, 'personality'),
+        firstPrompt: one(form, 'firstPrompt'),
+        temperature: one(form, 'temperature'),
+        tools: many(form, 'tools'),
+        dailyMessagesPerUser: one(form, 'dailyMessagesPerUser'),
+        monthlyCreditsCap: one(form, 'monthlyCreditsCap'),
+        limitReachedMessage: one(form, 'limitReachedMessage'),
+      };
+      const refused = (error: string, status: number) =>
+        renderChat(req, reply, current, agentId, undefined, { settings: { error, draft } }, status);
+      const parsed = UpdateAgent.safeParse(updateOf(draft, agent));
+      if (!parsed.success) return refused(formIssues(parsed.error), 422);
+      try {
+        await updateAgent(ctx, agent.id, parsed.data);
+      } catch (err) {
+        if (err instanceof AppError && err.statusCode < 500 && err.statusCode !== 404) {
+          return refused(err.message, err.statusCode);
+        }
+        throw err;
+      }
+      return redirectWithFlash(req, reply, `${agentPath(agent.id)}#settings`, { notice: 'Settings saved.' });
     });
   });
 

@@ -190,3 +190,53 @@ describe('agents chat page stream', () => {
     expect(String(events[1]?.data.message)).toContain('the model refused');
   });
 });
+
+/** The agent page's settings form (`POST /account/agents/:agentId/settings`) without a browser. */
+describe('agent settings form', () => {
+  let h: TestHarness;
+  fakeLlmSuite((s) => ({ h } = s));
+
+  it('saves with post-redirect-get (the notice once), refuses a stale form (403); signed out, sign-in comes back to the page', async () => {
+    const u = await createUser(h.app);
+    const browser = new PageClient(h.app);
+    expect((await browser.signIn(u.account.email, u.password)).statusCode).toBe(303);
+    const agent = (
+      await call(h.app, 'POST', '/api/v1/agents', { token: u.sessionToken, body: { name: 'Form' } })
+    ).json() as { id: string };
+    const page = await browser.get(`/account/agents/${agent.id}`);
+    // The copy buttons' script beside the chat's, both same-origin.
+    const scripts = [...page.body.matchAll(/<script src="([^"]+)" defer><\/script>/g)].map((m) => m[1]);
+    expect(scripts.some((s) => s?.startsWith('/assets/copy.js?v='))).toBe(true);
+    const csrf = csrfOf(page.body);
+    const form = { csrf, name: 'Renamed', temperature: '0.2', tools: ['agent-memory', 'skills'] };
+
+    const stale = await browser.post(`/account/agents/${agent.id}/settings`, { ...form, csrf: 'x' });
+    expect(stale.statusCode).toBe(403);
+    const read = async () =>
+      (await call(h.app, 'GET', `/api/v1/agents/${agent.id}`, { token: u.sessionToken })).json() as {
+        name: string;
+        temperature: number;
+        enabledBuiltInTools: string[];
+      };
+    expect((await read()).name).toBe('Form');
+
+    const saved = await browser.post(`/account/agents/${agent.id}/settings`, form);
+    expect(saved.statusCode).toBe(303);
+    expect(saved.headers.location).toBe(`/account/agents/${agent.id}#settings`);
+    expect(await read()).toMatchObject({
+      name: 'Renamed',
+      temperature: 0.2,
+      enabledBuiltInTools: ['agent-memory', 'skills'],
+    });
+    const landed = await browser.get(`/account/agents/${agent.id}`);
+    expect(landed.body).toContain('<p class="notice" role="status">Settings saved.</p>');
+    expect((await browser.get(`/account/agents/${agent.id}`)).body).not.toContain('Settings saved.');
+
+    // Signed out (the form's token still fits this browser): to sign-in, and back to the page after.
+    expect((await browser.post('/signout', { csrf })).statusCode).toBe(303);
+    const signedOut = await browser.post(`/account/agents/${agent.id}/settings`, { ...form, name: 'Ghost' });
+    expect(signedOut.statusCode).toBe(303);
+    expect(signedOut.headers.location).toBe(`/signin?return_to=${encodeURIComponent(`/account/agents/${agent.id}`)}`);
+    expect((await read()).name).toBe('Renamed');
+  });
+});

@@ -1,10 +1,12 @@
 import { eq } from 'drizzle-orm';
+import OpenAI from 'openai';
 import type { Page } from 'playwright-core';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { accounts } from '../../src/db/schema/index.ts';
 import type { App } from '../../src/http/types.ts';
+import { AVAILABLE_GROUPS, GROUP_DESCRIPTIONS } from '../../src/modules/agents/schema.ts';
 import type { FakeLlm } from '../fakes/llm-upstream.ts';
-import { call, createUser, type TestHarness, type TestUser } from '../harness.ts';
+import { call, createUser, FAKE_MODELS, type TestHarness, type TestUser } from '../harness.ts';
 import { artifactPath, browserSuite, runBrowser, submitSignIn, suiteBrowser, type TestBrowser } from './browser.ts';
 
 /**
@@ -19,7 +21,11 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
   let app: App;
   let base: string;
   // The page's chat rate limit is low, so its 429 can be seen; each describe launches its own browser.
-  browserSuite((s) => ({ h, llm, app, base } = s), { appEnv: { RATE_LIMIT_LLM: '4' }, viewport: false });
+  // A second model, so the settings form can change an agent's model.
+  browserSuite((s) => ({ h, llm, app, base } = s), {
+    appEnv: { RATE_LIMIT_LLM: '4', LLM_MODELS: `${FAKE_MODELS},fake-model-2=1000000/2000000` },
+    viewport: false,
+  });
   beforeEach(() => {
     llm.reset();
     llm.requests.length = 0;
@@ -174,6 +180,159 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
       expect(await page.locator('ol.chat li.assistant').count()).toBe(2);
       await page.screenshot({ path: artifactPath('agents-chat-streamed'), fullPage: true });
       expect(scriptErrors).toEqual([]);
+    });
+
+    it('edits the settings (each field stored, a bad value refused with the form kept); the code examples work', async () => {
+      const user = await createUser(app);
+      const created = await call(app, 'POST', '/api/v1/agents', {
+        token: user.sessionToken,
+        body: { name: 'Tuner', personality: 'Be plain.' },
+      });
+      const agent = created.json();
+      const stored = async () =>
+        (await call(app, 'GET', `/api/v1/agents/${agent.id}`, { token: user.sessionToken })).json();
+      const page = await browser.newPage();
+      const scriptErrors: string[] = [];
+      page.on('pageerror', (e) => scriptErrors.push(e.message));
+      await signIn(page, user, `/account/agents/${agent.id}`);
+      const settings = page.locator('#settings');
+      await settings.getByRole('heading', { name: 'Settings' }).waitFor();
+
+      // The tool groups, each by its name and what it does; the agent's own checked.
+      for (const g of AVAILABLE_GROUPS) {
+        const label = settings.locator('label', { has: page.locator(`input[name=tools][value="${g}"]`) });
+        expect(await label.getByRole('checkbox').isChecked(), g).toBe(g === 'provider-tools');
+        expect((await label.innerText()).replace(/\s+/g, ' '), g).toBe(`${g} ${GROUP_DESCRIPTIONS[g]}`);
+      }
+      expect(await settings.getByLabel('Model').locator('option').allTextContents()).toEqual([
+        'fake-model',
+        'fake-model-2',
+      ]);
+
+      await settings.getByLabel('Name', { exact: true }).fill('Tuned');
+      await settings.getByLabel('Description').fill('Answers about tuning.');
+      await settings.getByLabel('Model').selectOption('fake-model-2');
+      await settings.getByLabel('Personality').fill('Answer in French.');
+      await settings.getByLabel('Opening line').fill('Bonjour !');
+      await settings.getByLabel('Temperature').fill('0.3');
+      await settings.getByRole('checkbox', { name: 'provider-tools' }).uncheck();
+      await settings.getByRole('checkbox', { name: 'agent-memory' }).check();
+      await settings.getByRole('checkbox', { name: 'execute-code' }).check();
+      await settings.getByLabel('Turns a day per end user').fill('5');
+      await settings.getByLabel('Credits a month').fill('100000');
+      await settings.getByLabel('Text the agent answers at a limit').fill('Enough for today.');
+      await settings.getByRole('button', { name: 'Save settings' }).click();
+      await settings.getByRole('status').getByText('Settings saved.').waitFor();
+      expect(new URL(page.url()).hash).toBe('#settings');
+      await page.getByRole('heading', { name: 'Tuned', level: 1 }).waitFor();
+      expect(await stored()).toMatchObject({
+        name: 'Tuned',
+        description: 'Answers about tuning.',
+        llm: 'fake-model-2',
+        personality: 'Answer in French.',
+        firstPrompt: 'Bonjour !',
+        temperature: 0.3,
+        enabledBuiltInTools: ['agent-memory', 'execute-code'],
+        usageLimits: { dailyMessagesPerUser: 5, monthlyCreditsCap: 100000, limitReachedMessage: 'Enough for today.' },
+      });
+      // The form shows what is stored; a reload drops the notice.
+      expect(await settings.getByLabel('Temperature').inputValue()).toBe('0.3');
+      expect(await settings.getByLabel('Model').inputValue()).toBe('fake-model-2');
+      await page.reload();
+      expect(await settings.getByRole('status').count()).toBe(0);
+      await page.screenshot({ path: artifactPath('agents-settings'), fullPage: true });
+
+      // A temperature of 5 (past the browser's own check) is refused: 422, the form as typed, nothing stored.
+      await settings.locator('form').evaluate((f) => {
+        (f as unknown as { noValidate: boolean }).noValidate = true;
+      });
+      await settings.getByLabel('Name', { exact: true }).fill('Too hot');
+      await settings.getByLabel('Temperature').fill('5');
+      await settings.getByLabel('Turns a day per end user').fill('');
+      const [refused] = await Promise.all([
+        page.waitForResponse((r) => r.url().endsWith('/settings')),
+        settings.getByRole('button', { name: 'Save settings' }).click(),
+      ]);
+      expect(refused.status()).toBe(422);
+      await settings.getByRole('alert').waitFor();
+      expect(await settings.getByRole('alert').textContent()).toBe('temperature: Too big: expected number to be <=2');
+      expect(await settings.getByLabel('Name', { exact: true }).inputValue()).toBe('Too hot');
+      expect(await settings.getByLabel('Temperature').inputValue()).toBe('5');
+      expect(await settings.getByLabel('Turns a day per end user').inputValue()).toBe('');
+      expect(await settings.getByRole('checkbox', { name: 'execute-code' }).isChecked()).toBe(true);
+      expect((await stored()).name).toBe('Tuned');
+      await page.screenshot({ path: artifactPath('agents-settings-refused'), fullPage: true });
+      // Sent again with a good temperature: the emptied limit is gone, the others stay.
+      await settings.getByLabel('Temperature').fill('1');
+      await settings.getByRole('button', { name: 'Save settings' }).click();
+      await settings.getByRole('status').getByText('Settings saved.').waitFor();
+      expect(await stored()).toMatchObject({
+        name: 'Too hot',
+        temperature: 1,
+        usageLimits: { monthlyCreditsCap: 100000, limitReachedMessage: 'Enough for today.' },
+      });
+      expect((await stored()).usageLimits.dailyMessagesPerUser).toBeUndefined();
+
+      // Use it from code: the URL, and the examples run as shown with a real token of the scope they name.
+      const code = page.locator('#code');
+      const url = `${base}/api/v1/agents/${agent.id}/chat/completions`;
+      expect(await code.locator('#agent-api-url').textContent()).toBe(url);
+      expect(await code.innerText()).toContain('agents-use');
+      for (const name of ['Copy the API URL', 'Copy the curl example', 'Copy the openai example']) {
+        expect(await code.getByRole('button', { name }).isVisible(), name).toBe(true);
+      }
+      const token = await user.pat(['agents-use']);
+      const curl = ((await code.locator('#agent-curl').textContent()) ?? '').replaceAll(
+        'YOUR_SWITCHBOARD_TOKEN',
+        token,
+      );
+      const target = /^curl (\S+) \\/.exec(curl)?.[1];
+      const headers = Object.fromEntries(
+        [...curl.matchAll(/-H '([^:]+): ([^']*)'/g)].map((m) => [m[1] ?? '', m[2] ?? '']),
+      );
+      const data = /-d '([^']*)'/.exec(curl)?.[1];
+      expect(target).toBe(url);
+      llm.enqueue({ content: 'Je peux aider.' });
+      const res = await fetch(target ?? '', { method: 'POST', headers, body: data ?? '' });
+      expect(res.status).toBe(200);
+      const answer = (await res.json()) as { choices: { message: { content: string } }[] };
+      expect(answer.choices[0]?.message.content).toBe('Je peux aider.');
+      expect(llm.requests.at(-1)?.model).toBe('fake-model-2');
+      expect(String(llm.requests.at(-1)?.messages[0]?.content)).toContain('Answer in French.');
+
+      const snippet = (await code.locator('#agent-openai').textContent()) ?? '';
+      const baseURL = /baseURL: '([^']+)'/.exec(snippet)?.[1];
+      expect(baseURL).toBe(`${base}/api/v1/agents/${agent.id}`);
+      expect(snippet).toContain("apiKey: 'YOUR_SWITCHBOARD_TOKEN'");
+      llm.enqueue({ content: 'Par le SDK.' });
+      const client = new OpenAI({ baseURL, apiKey: token, maxRetries: 0 });
+      const reply = await client.chat.completions.create({
+        model: 'fake-model-2',
+        messages: [{ role: 'user', content: 'Hello! What can you do?' }],
+      });
+      expect(reply.choices[0]?.message.content).toBe('Par le SDK.');
+      expect(scriptErrors).toEqual([]);
+
+      // Another account's agent: its settings POST is a 404 and changes nothing.
+      const other = await createUser(app);
+      const theirs = (
+        await call(app, 'POST', '/api/v1/agents', { token: other.sessionToken, body: { name: 'Theirs' } })
+      ).json();
+      const csrf = await page.locator('#settings input[name=csrf]').inputValue();
+      const foreign = await page.request.post(`${base}/account/agents/${theirs.id}/settings`, {
+        form: { csrf, name: 'Mine now', temperature: '1' },
+      });
+      expect(foreign.status()).toBe(404);
+      const still = await call(app, 'GET', `/api/v1/agents/${theirs.id}`, { token: other.sessionToken });
+      expect(still.json().name).toBe('Theirs');
+
+      // A phone-sized screen: no sideways scroll, the examples scroll inside their boxes.
+      const phone = await browser.context.newPage();
+      await phone.setViewportSize({ width: 390, height: 844 });
+      await phone.goto(`${base}/account/agents/${agent.id}`);
+      await phone.locator('#code').waitFor();
+      expect(await phone.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await phone.screenshot({ path: artifactPath('agents-settings-phone'), fullPage: true });
     });
 
     it('a usage limit answers its message; 429 past the rate limit and 402 at zero credits read as sentences', async () => {

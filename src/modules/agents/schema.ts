@@ -25,6 +25,16 @@ export const AVAILABLE_GROUPS: ReadonlySet<BuiltInToolGroup> = new Set([
 ]);
 export const DEFAULT_GROUPS: BuiltInToolGroup[] = ['provider-tools'];
 
+/** What each group gives the agent, in a sentence (the tools API and the agent's page show it). */
+export const GROUP_DESCRIPTIONS: Record<BuiltInToolGroup, string> = {
+  'provider-tools': "The tools of the account's connected services (write tools need read-write permission)",
+  skills: "Loads the full prompt of one of the agent's linked skills (skill-load)",
+  'agent-memory': 'Long-term memory of each end user across conversations',
+  'account-tasks': 'Scheduled task management',
+  'execute-code': 'Runs JavaScript or Python in the code sandbox',
+  'knowledge-base': "The account's knowledge bases (wikis): search, read, add sources",
+};
+
 export const UsageLimits = z
   .object({
     dailyMessagesPerUser: z.number().int().min(1).max(1_000_000).optional(),

@@ -8,7 +8,7 @@ import { type Page, toPage } from '../../lib/pagination.ts';
 import { toolsOf } from '../agents/chat.service.ts';
 import { agentConfigChanged } from '../agents/config-cache.ts';
 import { OWNER } from '../agents/conversations.service.ts';
-import { AVAILABLE_GROUPS, BUILT_IN_TOOL_GROUPS, type BuiltInToolGroup } from '../agents/schema.ts';
+import { AVAILABLE_GROUPS, BUILT_IN_TOOL_GROUPS, type BuiltInToolGroup, GROUP_DESCRIPTIONS } from '../agents/schema.ts';
 import { parametersProblem, syntaxProblem } from './check.ts';
 import { askForJson, type Billed } from './generate.ts';
 import * as repo from './repo.ts';
@@ -179,15 +179,6 @@ export async function testTool(ctx: ServiceContext, toolId: string, input: TestT
 }
 
 // ---- Built-in groups -----------------------------------------------------------------------------------
-
-const GROUP_DESCRIPTIONS: Record<BuiltInToolGroup, string> = {
-  'provider-tools': "The tools of the account's connected services (write tools need read-write permission)",
-  skills: "Loads the full prompt of one of the agent's linked skills (skill-load)",
-  'agent-memory': 'Long-term memory of each end user across conversations',
-  'account-tasks': 'Scheduled task management',
-  'execute-code': 'Runs JavaScript or Python in the code sandbox',
-  'knowledge-base': "The account's knowledge bases (wikis): search, read, add sources",
-};
 
 /**
  * The built-in groups with their tools, read from the very function that gives agents their tools (an agent

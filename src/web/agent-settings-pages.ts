@@ -1,6 +1,6 @@
 import { type Agent, AVAILABLE_GROUPS, GROUP_DESCRIPTIONS } from '../modules/agents/schema.ts';
 import { type Html, html, notice } from './html.ts';
-import { TOKEN_PLACEHOLDER } from './mcp-clients.ts';
+import { TOKEN_PLACEHOLDER } from './mcp-client-pages.ts';
 
 /**
  * The agent page's two cards below the chat: "Settings" (the edit form, a POST to `…/settings` answered by a

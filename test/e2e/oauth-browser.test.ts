@@ -67,7 +67,7 @@ describe.skipIf(!runBrowser)('consent in a real browser (chromium)', () => {
   async function authorizationUrl(
     clientId: string,
     state: string,
-    ask: Record<string, string> = { scope: 'universal-mcp-read llm-all', resource: `${base}/mcp` },
+    ask: Record<string, string> = { scope: 'universal-mcp-read', resource: `${base}/mcp` },
   ) {
     const config = await client.discovery(new URL(base), clientId, undefined, client.None(), {
       execute: [client.allowInsecureRequests],

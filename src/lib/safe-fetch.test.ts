@@ -105,7 +105,11 @@ describe('safeFetch', () => {
     const redirect = await safeFetch(`http://127.0.0.1:${port}/redirect-private`, { allowHosts }).catch(
       (e: unknown) => e,
     );
-    expect(redirect).toMatchObject({ reason: 'blocked', message: '169.254.169.254 is not a public address' });
+    expect(redirect).toMatchObject({
+      reason: 'blocked',
+      message:
+        '169.254.169.254 is not a public address; to allow it on purpose, the operator adds 169.254.169.254:80 to SSRF_ALLOW_HOSTS',
+    });
     await expect(safeFetch(`http://127.0.0.1:${port}/big`, { allowHosts, maxBytes: 1_000 })).rejects.toMatchObject({
       reason: 'too-large',
     });

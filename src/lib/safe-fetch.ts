@@ -154,6 +154,18 @@ function guardedAgent(allowed: boolean): Agent {
 const PUBLIC_AGENT = guardedAgent(false);
 const ALLOWED_AGENT = guardedAgent(true);
 
+/**
+ * A refusal of a non-public address, saying how an operator reaches a service of their own on purpose (a local
+ * model server, a wiki on the office network): `SSRF_ALLOW_HOSTS` lists the `host:port` pairs that may be fetched.
+ */
+function notPublic(what: string, url: URL): SafeFetchError {
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  return new SafeFetchError(
+    `${what}; to allow it on purpose, the operator adds ${url.hostname}:${port} to SSRF_ALLOW_HOSTS`,
+    'blocked',
+  );
+}
+
 function checkUrl(url: URL, allowHosts: readonly string[]): boolean {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new SafeFetchError(`Only http and https URLs may be fetched, not ${url.protocol}`, 'blocked');
@@ -162,11 +174,9 @@ function checkUrl(url: URL, allowHosts: readonly string[]): boolean {
   const allowed = allowHosts.includes(hostKey(url));
   // WHATWG URL parsing already turned decimal, hex and short IPv4 spellings (2130706433, 0x7f.1) into dotted form.
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (!allowed && isIP(host) && !isPublicAddress(host)) {
-    throw new SafeFetchError(`${host} is not a public address`, 'blocked');
-  }
+  if (!allowed && isIP(host) && !isPublicAddress(host)) throw notPublic(`${host} is not a public address`, url);
   if (!allowed && (host === 'localhost' || host.endsWith('.localhost'))) {
-    throw new SafeFetchError(`${host} is not a public address`, 'blocked');
+    throw notPublic(`${host} is not a public address`, url);
   }
   return allowed;
 }

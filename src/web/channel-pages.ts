@@ -43,6 +43,8 @@ export function channelsPage(v: {
   error?: string | undefined;
   notice?: string | undefined;
   draft?: ChannelDraft | undefined;
+  /** The service's public address (BASE_URL): Telegram delivers only to an https webhook. */
+  baseUrl: string;
 }): string {
   const agentName = new Map(v.agents.map((a) => [a.id, a.name]));
   const draftFor = (type: string) => (v.draft?.type === type ? v.draft : undefined);
@@ -53,6 +55,11 @@ export function channelsPage(v: {
     <section class="card" aria-labelledby="tg-h">
       <h2 id="tg-h">Connect a Telegram bot</h2>
       <p class="muted small">Make a bot with @BotFather and paste its token: the service checks it and registers its webhook.</p>
+      ${
+        v.baseUrl.startsWith('https://')
+          ? ''
+          : html`<p class="error" role="note" id="tg-https">Telegram delivers messages only to an https address, and this service is at ${v.baseUrl}: Telegram will refuse its webhook. Serve it over https (behind a proxy or tunnel) and set BASE_URL to that address first.</p>`
+      }
       <form method="post" action="${CHANNELS_PATH}">
         <input type="hidden" name="csrf" value="${v.csrf}"><input type="hidden" name="type" value="telegram">
         ${agentSelect('tg-agent', v.agents, draftFor('telegram')?.agentId)}

@@ -50,6 +50,7 @@ export async function channelPageRoutes(app: App, oauth: OAuthServer): Promise<v
         csrf: csrf(req, reply),
         channels: channels.data,
         agents: await agentsOf(req, current),
+        baseUrl: app.deps.config.baseUrl,
         ...opts,
       }),
       status,

@@ -46,4 +46,20 @@ describe('messaging channel pages', () => {
     expect(own.statusCode).toBe(303);
     expect(own.headers.location).toBe(path);
   });
+
+  it('warns, on a plain-http BASE_URL, that Telegram will refuse the webhook; says nothing under https', async () => {
+    const owner = await signedIn();
+    await call(h.app, 'POST', '/api/v1/agents', { token: owner.u.sessionToken, body: { name: 'A' } });
+    const plain = (await owner.browser.get('/account/channels')).body;
+    expect(plain).toContain(
+      'Telegram delivers messages only to an https address, and this service is at http://localhost:8080: Telegram will refuse its webhook.',
+    );
+    expect(plain).toContain('set BASE_URL to that address first');
+    const app = await h.extraApp({ BASE_URL: 'https://sb.example.com' });
+    const secure = new PageClient(app);
+    expect((await secure.signIn(owner.u.account.email, owner.u.password)).statusCode).toBe(303);
+    const page = await secure.get('/account/channels');
+    expect(page.body).toContain('Connect a Telegram bot');
+    expect(page.body).not.toContain('Telegram will refuse its webhook');
+  });
 });

@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import type { App } from '../../http/types.ts';
+import { BadRequestError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { paginated } from '../../lib/pagination.ts';
+import { send as sendPage } from '../../web/common.ts';
+import { staleCallbackPage } from '../../web/connection-pages.ts';
 import { BINDING_COOKIE_PATH, bindingCookieName } from './browser-binding.ts';
 import {
   AuthorizeQuery,
@@ -100,7 +103,16 @@ export async function connectionRoutes(app: App): Promise<void> {
       config: { auth: 'public' },
     },
     async (req, reply) => {
-      const target = await service.completeAuthorization(req.publicCtx, req.query, req.cookies);
+      let target: string;
+      try {
+        target = await service.completeAuthorization(req.publicCtx, req.query, req.cookies);
+      } catch (err) {
+        // A person's browser on a stale or copied link: a page saying what to do rather than a JSON body.
+        if (err instanceof BadRequestError && String(req.headers.accept ?? '').includes('text/html')) {
+          return sendPage(reply, staleCallbackPage(), 400);
+        }
+        throw err;
+      }
       if (req.query.state) {
         reply.clearCookie(bindingCookieName(sha256Hex(req.query.state)), { path: BINDING_COOKIE_PATH });
       }

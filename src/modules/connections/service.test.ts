@@ -151,6 +151,14 @@ describe('connections', () => {
         message: 'Unknown authorization state; start again with POST /connections/initiate',
         statusCode: 400,
       });
+      // A browser landing there (a stale or copied link) gets a page that says what to do, not JSON.
+      for (const url of ['/api/v1/connections/callback?code=x&state=ost_nope', '/api/v1/connections/callback']) {
+        const page = await h.app.inject({ method: 'GET', url, headers: { accept: 'text/html,*/*;q=0.8' } });
+        expect(page.statusCode, url).toBe(400);
+        expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+        expect(page.body).toContain('This connection link does not work');
+        expect(page.body).toContain('<a href="/account/connections">your connections</a>');
+      }
     });
 
     it('login CSRF: a callback from a browser other than the one that opened the authorizationUrl makes no connection', async () => {

@@ -782,10 +782,16 @@ describe('knowledge bases', () => {
         [`${siteUrl}/missing`, 'The page answered HTTP 404'],
         [
           'http://169.254.169.254/latest/meta-data/',
-          'The page could not be read: 169.254.169.254 is not a public address',
+          'The page could not be read: 169.254.169.254 is not a public address; to allow it on purpose, the operator adds 169.254.169.254:80 to SSRF_ALLOW_HOSTS',
         ],
-        ['http://127.0.0.1:9/', 'The page could not be read: 127.0.0.1 is not a public address'],
-        ['http://[::ffff:7f00:1]/', 'The page could not be read: ::ffff:7f00:1 is not a public address'],
+        [
+          'http://127.0.0.1:9/',
+          'The page could not be read: 127.0.0.1 is not a public address; to allow it on purpose, the operator adds 127.0.0.1:9 to SSRF_ALLOW_HOSTS',
+        ],
+        [
+          'http://[::ffff:7f00:1]/',
+          'The page could not be read: ::ffff:7f00:1 is not a public address; to allow it on purpose, the operator adds [::ffff:7f00:1]:80 to SSRF_ALLOW_HOSTS',
+        ],
       ] as const) {
         const id = await add(url);
         expect(await compile(id)).toMatchObject({ status: 'failed' });

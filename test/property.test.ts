@@ -457,6 +457,7 @@ describe('robustness of the OAuth endpoints and the pages', () => {
     ['POST', '/account/tasks/task_x'],
     ['POST', '/account/tasks/task_x/enabled'],
     ['GET', '/assets/timezone.js'],
+    ['GET', '/assets/busy.js'],
     ['POST', '/account/tasks/task_x/run'],
     ['POST', '/account/tasks/task_x/delete'],
     ['GET', '/account/knowledge'],

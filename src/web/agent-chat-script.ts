@@ -110,8 +110,19 @@ export const AGENT_CHAT_JS = `(function () {
     box.value = '';
     button.disabled = true;
     log.setAttribute('aria-busy', 'true');
+    // Until the answer's first words arrive, the agent's turn says that work is under way (a slow model, a tool).
+    var waiting = el('li', 'msg assistant waiting');
+    waiting.setAttribute('role', 'status');
+    waiting.appendChild(el('span', 'who', 'Agent'));
+    waiting.appendChild(el('div', 'small muted', 'Working on it\u2026'));
+    log.appendChild(waiting);
+    function settle() {
+      if (waiting) waiting.remove();
+      waiting = null;
+    }
     var state = { url: '', error: '', done: false, bubble: null };
     function handle(event, data) {
+      if (event === 'delta' || event === 'done' || event === 'error') settle();
       if (event === 'conversation') {
         state.url = data.url;
         history.replaceState(null, '', data.url);
@@ -138,6 +149,7 @@ export const AGENT_CHAT_JS = `(function () {
         line.appendChild(document.createTextNode(' '));
         line.appendChild(el('code', '', String(data.arguments || '').slice(0, 300)));
         log.appendChild(step);
+        if (waiting) log.appendChild(waiting);
       } else if (event === 'tool.result') {
         state.bubble = null;
         var result = el('li', 'msg tool');
@@ -145,6 +157,7 @@ export const AGENT_CHAT_JS = `(function () {
         details.appendChild(el('summary', '', 'Tool result: ' + (data.name || 'tool')));
         details.appendChild(el('pre', 'small', String(data.content || '').slice(0, 2000)));
         log.appendChild(result);
+        if (waiting) log.appendChild(waiting);
       } else if (event === 'done') {
         state.done = true;
         state.url = data.url || state.url;
@@ -161,6 +174,7 @@ export const AGENT_CHAT_JS = `(function () {
         headers: { accept: 'text/event-stream' }
       });
       if (!res.ok || (res.headers.get('content-type') || '').indexOf('text/event-stream') !== 0) {
+        settle();
         mine.remove();
         box.value = text;
         button.disabled = false;
@@ -168,8 +182,10 @@ export const AGENT_CHAT_JS = `(function () {
         return showError(await messageOf(res));
       }
       await readEvents(res.body, handle);
+      settle();
       if (!state.done && !state.error) state.error = 'The answer broke off. What was saved is shown.';
     } catch (e) {
+      settle();
       state.error = 'The connection broke off. What was saved is shown.';
     }
     // The form stays disabled until the page is the conversation's; what was typed meanwhile is kept.

@@ -24,9 +24,12 @@ export const TIMEZONE_SCRIPT = pageScript('timezone.js');
 /** Compilation progress on the knowledge page (`table[data-status-url]`, `#busy`). */
 export const KNOWLEDGE_SCRIPT = pageScript('knowledge.js');
 
+/** A submitted `<form data-busy="…">` says it is at work (its `[data-busy-status]`) and cannot be sent twice. */
+export const BUSY_SCRIPT = pageScript('busy.js');
+
 /** Serves the page scripts at their paths (the version query is ignored: one file each). */
 export async function assetRoutes(app: App): Promise<void> {
-  for (const script of [COPY_SCRIPT, TIMEZONE_SCRIPT, KNOWLEDGE_SCRIPT]) {
+  for (const script of [COPY_SCRIPT, TIMEZONE_SCRIPT, KNOWLEDGE_SCRIPT, BUSY_SCRIPT]) {
     app.get(
       script.path.split('?')[0] ?? '',
       { schema: { hide: true }, config: { auth: 'public' } },

@@ -194,6 +194,8 @@ export function toolPage(v: {
   runGone?: boolean | undefined;
   agents: Pick<Agent, 'id' | 'name'>[];
   links: AgentToolLink[];
+  /** The script that says a submitted form is at work (assets/busy.js). */
+  busyScript: string;
 }): string {
   const t = v.tool;
   const body = html`
@@ -203,7 +205,11 @@ export function toolPage(v: {
     <section class="card" aria-labelledby="test-h">
       <h2 id="test-h">Run a test</h2>
       ${notice(v.testError, true)}
-      <form method="post" action="${toolPath(t.id)}/test">
+      <form method="post" action="${toolPath(t.id)}/test" data-busy="${
+        t.language === 'python'
+          ? 'Running the test… The first Python run after the service starts takes about 10 s while Python loads.'
+          : 'Running the test…'
+      }">
         <input type="hidden" name="csrf" value="${v.csrf}">
         <label for="test-args">Arguments (JSON)</label>
         <textarea id="test-args" name="arguments" rows="4" style="${area}" spellcheck="false">${v.args}</textarea>
@@ -213,6 +219,7 @@ export function toolPage(v: {
         )}
         ${t.requiredSecrets.length ? html`<p class="muted small">Secret values are used for this run only and never stored.</p>` : ''}
         <div class="actions"><button type="submit" class="primary">Run test</button></div>
+        <p class="small muted" role="status" data-busy-status hidden></p>
       </form>
     </section>
     ${v.run ? runView(v.run) : v.runGone ? html`<p class="muted" id="result">That run's result is no longer kept here: run the test again.</p>` : ''}
@@ -229,7 +236,7 @@ export function toolPage(v: {
         <button type="submit" class="danger">Delete tool</button>
       </form>
     </section>`;
-  return layout(`Tool · ${t.name}`, body, { user: v.user, csrf: v.csrf });
+  return layout(`Tool · ${t.name}`, body, { user: v.user, csrf: v.csrf, scripts: [v.busyScript] });
 }
 
 export interface SkillDraft {

@@ -21,6 +21,7 @@ import {
 import { linksOfTool, linkTool, unlinkTool, updateToolSecrets } from '../modules/tools/links.service.ts';
 import { CreateTool, type ToolRun, UpdateTool } from '../modules/tools/schema.ts';
 import { createTool, deleteTool, getTool, listTools, testTool, updateTool } from '../modules/tools/service.ts';
+import { BUSY_SCRIPT } from './assets.ts';
 import { type Form, formIssues, one, pageHelpers, type SignedIn, send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';
 import {
@@ -158,8 +159,10 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
         runGone: typeof runKey === 'string' && !run,
         agents,
         links,
+        busyScript: BUSY_SCRIPT.path,
       }),
       status,
+      { scripts: true },
     );
   }
 

@@ -93,4 +93,18 @@ describe('tools and skills pages', () => {
     expect((await other.browser.get(`/account/skills/${skillId}`)).statusCode).toBe(404);
     expect((await browser.get(`/account/skills/${skillId}`)).body).toContain('Do it.');
   });
+
+  it("a Python tool's test form says, once sent, that the first Python run takes about 10 s", async () => {
+    const { u, browser } = await signedIn();
+    const created = await call(h.app, 'POST', '/api/v1/tools', {
+      token: u.sessionToken,
+      body: { name: 'py_echo', language: 'python', code: 'args', parameters: { type: 'object' } },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const page = (await browser.get(`/account/tools/${created.json().id}`)).body;
+    expect(page).toContain(
+      'data-busy="Running the test… The first Python run after the service starts takes about 10 s while Python loads."',
+    );
+    expect(page).toMatch(/<script src="\/assets\/busy\.js\?v=[0-9a-f]{12}" defer><\/script>/);
+  });
 });

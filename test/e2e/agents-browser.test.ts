@@ -126,15 +126,20 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
 
       const words = 'Streaming words arrive here one at a time for you to read';
       llm.enqueue(
-        { toolCalls: [{ name: 'knowledge-list-bases', arguments: {} }] },
+        { toolCalls: [{ name: 'knowledge-list-bases', arguments: {} }], delayMs: 1500 },
         { content: words, chunkDelayMs: 300 },
       );
       await page.getByLabel('Message').fill('Which knowledge bases do I have?');
       await page.getByRole('button', { name: 'Send' }).click();
+      // A slow model: until its first words, the agent's turn says that work is under way.
+      const waiting = page.locator('ol.chat li.waiting[role="status"]', { hasText: 'Working on it…' });
+      await waiting.waitFor();
+      expect(await page.locator('ol.chat li').last().getAttribute('class')).toBe('msg assistant waiting');
       // The tool step shows while the model is still writing.
       await page.locator('ol.chat li.tool', { hasText: 'Called knowledge-list-bases' }).waitFor();
       const streaming = page.locator('ol.chat li.assistant.streaming');
       await streaming.getByText('Streaming words').waitFor();
+      expect(await waiting.count()).toBe(0);
       const partial = (await streaming.textContent()) ?? '';
       expect(partial).toContain('Streaming words');
       expect(partial).not.toContain('to read');

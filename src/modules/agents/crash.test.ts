@@ -108,6 +108,7 @@ describe('an agent chat turn interrupted by a crash', () => {
         toolName: null,
         error: null,
         createdAt: expect.any(String),
+        updatedAt: expect.any(String),
       },
       {
         id: expect.stringMatching(/^msg_/),
@@ -118,6 +119,7 @@ describe('an agent chat turn interrupted by a crash', () => {
         toolName: null,
         error: INTERRUPTED_RUN_ERROR,
         createdAt: expect.any(String),
+        updatedAt: expect.any(String),
       },
     ]);
 

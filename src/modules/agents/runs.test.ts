@@ -175,6 +175,7 @@ describe('agent chat turn leases', () => {
         toolName: null,
         error: null,
         createdAt: expect.any(String),
+        updatedAt: expect.any(String),
       },
       {
         id: expect.stringMatching(/^msg_/),
@@ -185,6 +186,7 @@ describe('agent chat turn leases', () => {
         toolName: null,
         error,
         createdAt: expect.any(String),
+        updatedAt: expect.any(String),
       },
     ]);
     expect((await eventsOf(conversation)).map(({ type, data }) => ({ type, data }))).toEqual([

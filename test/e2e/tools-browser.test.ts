@@ -68,6 +68,17 @@ describe.skipIf(!runBrowser)('tools and skills pages in a real browser (chromium
     await page.getByRole('alert').waitFor();
     expect(await page.getByRole('alert').textContent()).toContain("must have required property 'text'");
 
+    // Once sent, the form says the run is under way and cannot be sent twice (held here: the post is not let go).
+    const toolUrl = page.url().replace(/\/test$/, '');
+    await page.evaluate(
+      `document.querySelector('form[data-busy]').addEventListener('submit', (e) => e.preventDefault())`,
+    );
+    await page.getByRole('button', { name: 'Run test' }).click();
+    await page.getByText('Running the test…').waitFor();
+    await expect.poll(() => page.getByRole('button', { name: 'Run test' }).isDisabled()).toBe(true);
+    expect(await page.locator('form[data-busy]').getAttribute('aria-busy')).toBe('true');
+    await page.goto(toolUrl);
+
     await page.getByLabel('Arguments (JSON)').fill('{"text": "hello"}');
     await page.getByLabel('Secret SUFFIX').fill('hunter2-secret');
     await page.getByRole('button', { name: 'Run test' }).click();

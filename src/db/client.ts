@@ -263,6 +263,11 @@ function notificationListener(makeClient: () => ListenClient) {
         throw err;
       }
       if (failed) throw new Error('The notification connection dropped while it was being made');
+      if (closed) {
+        // Closed while this was being made: a connection left open would keep the process alive.
+        await c.end().catch(() => {});
+        throw new Error('The database was closed');
+      }
       client = c;
       return c;
     })().catch((err: unknown) => {
@@ -286,7 +291,9 @@ function notificationListener(makeClient: () => ListenClient) {
             down = false;
             for (const h of everyHandler()) h.onRestored?.();
           },
-          () => reconnect(attempt + 1),
+          () => {
+            if (!closed) reconnect(attempt + 1);
+          },
         );
       },
       ceiling / 2 + Math.random() * (ceiling / 2),

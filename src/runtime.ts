@@ -43,7 +43,7 @@ export function createDeps(config: Config, runtime: Pick<Runtime, 'database' | '
     llm: createLlmGateway(config, log),
     actorCache: new ActorCache(config.authCacheTtlMs),
     background: new BackgroundTasks(log),
-    notifications: new NotificationHub(runtime.database),
+    notifications: new NotificationHub(runtime.database, log),
     sandbox: new Sandbox({
       workers: config.sandbox.workers,
       memoryBytes: config.sandbox.memoryMb * 1024 * 1024,

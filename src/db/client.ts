@@ -28,12 +28,22 @@ export interface Database {
   /** Pool figures for /metrics. */
   poolStats(): { total: number; idle: number; waiting: number };
   /**
-   * Calls `onPayload` with every `pg_notify(channel, payload)` committed by any process on this database (on
-   * PostgreSQL one held connection per database handle listens, and listens again after it drops); answers the
-   * function that stops listening.
+   * Calls `onPayload` with every `pg_notify(channel, payload)` committed by any process on this database
+   * (on PostgreSQL one held connection per database handle listens, and listens again after it drops, for as long
+   * as the handle is open: see `notificationListener`); answers the function that stops listening.
    */
-  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  listen(channel: string, onPayload: (payload: string) => void, watch?: ListenWatch): Promise<() => Promise<void>>;
   close(): Promise<void>;
+}
+
+/** Told once when the listening connection drops and once when it listens again (PostgreSQL; PGlite never drops). */
+export interface ListenWatch {
+  onLost?(err: Error | undefined): void;
+  onRestored?(): void;
+}
+
+interface ListenHandler extends ListenWatch {
+  onPayload(payload: string): void;
 }
 
 export const MIGRATIONS_DIR = join(PACKAGE_ROOT, 'src', 'db', 'migrations');
@@ -186,7 +196,7 @@ async function openPostgres(url: string, max: number): Promise<Database> {
       await db.execute(sql`SELECT 1`);
     },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    listen: (channel, onPayload) => listener.add(channel, onPayload),
+    listen: (channel, onPayload, watch) => listener.add(channel, { ...watch, onPayload }),
     close: async () => {
       await listener.close();
       await Promise.all([pool.end(), asyncPool.end()]);
@@ -199,36 +209,65 @@ interface ListenClient {
   query(text: string): Promise<unknown>;
   end(): Promise<void>;
   on(event: 'notification', cb: (n: { channel: string; payload?: string }) => void): unknown;
-  on(event: 'error' | 'end', cb: () => void): unknown;
+  on(event: 'error', cb: (err: Error) => void): unknown;
+  on(event: 'end', cb: () => void): unknown;
 }
 
+/** Waits between attempts to listen again: doubling from the first to the cap, each drawn in its upper half. */
+export const LISTEN_RETRY_MS = { first: 250, cap: 10_000 };
+
 /**
- * LISTEN on PostgreSQL: one connection, made on the first `add`, shared by every channel and handler; when it
- * drops it is made again (after a second) and listens to the same channels. Notifications sent while it was
- * down are lost: subscribers read what they missed from the database (events carry ids).
+ * LISTEN on PostgreSQL: one connection, made on the first `add`, shared by every channel and handler. When it
+ * drops, it is made again for as long as the process lives (backoff with jitter, LISTEN_RETRY_MS) and listens to
+ * the same channels; each handler hears `onLost` once when it dropped and `onRestored` once when it is back (not
+ * once per attempt). Notifications sent while it was down are lost: on `onRestored` subscribers read what they
+ * missed from the database (events carry ids).
  */
 function notificationListener(makeClient: () => ListenClient) {
-  const handlers = new Map<string, Set<(payload: string) => void>>();
+  const handlers = new Map<string, Set<ListenHandler>>();
   let client: ListenClient | undefined;
   let connecting: Promise<ListenClient> | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  /** Set while the connection is lost and being made again. */
+  let down = false;
   let closed = false;
   const quote = (channel: string) => `"${channel.replace(/"/g, '""')}"`;
+  const everyHandler = () => [...handlers.values()].flatMap((set) => [...set]);
   const connect = (): Promise<ListenClient> => {
     connecting ??= (async () => {
       const c = makeClient();
       c.on('notification', (n) => {
-        for (const h of handlers.get(n.channel) ?? []) h(n.payload ?? '');
+        for (const h of handlers.get(n.channel) ?? []) h.onPayload(n.payload ?? '');
       });
-      const lost = () => {
-        if (client !== c) return;
+      let failed = false;
+      const lost = (err?: Error) => {
+        if (failed) return;
+        failed = true;
+        void c.end().catch(() => {});
+        if (client !== c) return; // an attempt that failed: its caller retries
         client = undefined;
         connecting = undefined;
-        if (!closed && handlers.size > 0) setTimeout(() => void connect().catch(() => {}), 1000).unref();
+        if (closed || handlers.size === 0) return;
+        down = true;
+        for (const h of everyHandler()) h.onLost?.(err);
+        reconnect(0);
       };
       c.on('error', lost);
-      c.on('end', lost);
-      await c.connect();
-      for (const channel of handlers.keys()) await c.query(`LISTEN ${quote(channel)}`);
+      c.on('end', () => lost());
+      try {
+        await c.connect();
+        for (const channel of handlers.keys()) await c.query(`LISTEN ${quote(channel)}`);
+      } catch (err) {
+        failed = true;
+        await c.end().catch(() => {});
+        throw err;
+      }
+      if (failed) throw new Error('The notification connection dropped while it was being made');
+      if (closed) {
+        // Closed while this was being made: a connection left open would keep the process alive.
+        await c.end().catch(() => {});
+        throw new Error('The database was closed');
+      }
       client = c;
       return c;
     })().catch((err: unknown) => {
@@ -237,24 +276,58 @@ function notificationListener(makeClient: () => ListenClient) {
     });
     return connecting;
   };
+  const reconnect = (attempt: number) => {
+    const ceiling = Math.min(LISTEN_RETRY_MS.cap, LISTEN_RETRY_MS.first * 2 ** Math.min(attempt, 16));
+    retry = setTimeout(
+      () => {
+        retry = undefined;
+        if (closed) return;
+        if (handlers.size === 0) {
+          down = false; // nobody listens: the next `add` connects afresh
+          return;
+        }
+        connect().then(
+          () => {
+            down = false;
+            for (const h of everyHandler()) h.onRestored?.();
+          },
+          () => {
+            if (!closed) reconnect(attempt + 1);
+          },
+        );
+      },
+      ceiling / 2 + Math.random() * (ceiling / 2),
+    );
+    retry.unref();
+  };
   return {
-    async add(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
+    async add(channel: string, handler: ListenHandler): Promise<() => Promise<void>> {
       const set = handlers.get(channel) ?? new Set();
       const first = set.size === 0;
-      set.add(onPayload);
+      set.add(handler);
       handlers.set(channel, set);
-      const c = await connect();
-      if (first) await c.query(`LISTEN ${quote(channel)}`);
-      return async () => {
-        set.delete(onPayload);
-        if (set.size === 0) {
+      const remove = async () => {
+        set.delete(handler);
+        if (set.size === 0 && handlers.get(channel) === set) {
           handlers.delete(channel);
           await client?.query(`UNLISTEN ${quote(channel)}`).catch(() => {});
         }
       };
+      // While it is down the handler waits for the reconnection, which listens to its channel and restores it.
+      if (!down) {
+        try {
+          const c = await connect();
+          if (first) await c.query(`LISTEN ${quote(channel)}`);
+        } catch (err) {
+          await remove();
+          throw err;
+        }
+      }
+      return remove;
     },
     async close(): Promise<void> {
       closed = true;
+      clearTimeout(retry);
       const c = client;
       client = undefined;
       await c?.end().catch(() => {});

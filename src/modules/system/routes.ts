@@ -20,16 +20,24 @@ export async function systemRoutes(app: App): Promise<void> {
     {
       schema: {
         tags: ['Operations'],
-        summary: 'Readiness: the database answers',
+        summary: 'Readiness: the database answers and live events are heard',
+        description:
+          "503 `Database unreachable` when the database does not answer; 503 `Notification listener reconnecting` while the connection that hears other instances' events (conversation event streams) is being made again after it dropped (both, joined by `; `, during a full outage).",
         response: { 200: z.object({ status: z.literal('ready') }) },
       },
       config: { auth: 'public', rateLimit: false },
     },
     async () => {
+      const faults: string[] = [];
       try {
         await app.deps.database.ping();
       } catch {
-        throw new ServiceUnavailableError('Database unreachable');
+        faults.push('Database unreachable');
+      }
+      if (app.deps.notifications.listenerDown) faults.push('notification listener reconnecting');
+      if (faults.length > 0) {
+        const message = faults.join('; ');
+        throw new ServiceUnavailableError(message.charAt(0).toUpperCase() + message.slice(1));
       }
       return { status: 'ready' as const };
     },

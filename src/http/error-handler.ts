@@ -3,8 +3,10 @@ import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } fro
 import {
   AppError,
   BadRequestError,
+  databaseUnavailable,
   ForbiddenError,
   InternalServerError,
+  isDatabaseUnavailable,
   NotFoundError,
   PayloadTooLargeError,
   TooManyRequestsError,
@@ -63,6 +65,8 @@ export function toAppError(err: unknown): AppError {
   // PostgreSQL refuses NUL in text ("invalid byte sequence"): the caller's input, not our fault.
   if (databaseCodeOf(err, ['22021', '22P05']))
     return new BadRequestError('Text must not contain NUL (\\u0000) characters');
+  // The database refused or dropped the connection: a 503 the client may retry, not a 500.
+  if (isDatabaseUnavailable(err)) return databaseUnavailable();
   return new InternalServerError();
 }
 

@@ -20,12 +20,14 @@ export async function systemRoutes(app: App): Promise<void> {
     {
       schema: {
         tags: ['Operations'],
-        summary: 'Readiness: the database answers',
+        summary: 'Readiness: the database answers and the process is not draining for shutdown',
         response: { 200: z.object({ status: z.literal('ready') }) },
       },
       config: { auth: 'public', rateLimit: false },
     },
     async () => {
+      // Not an outage: this instance is going away; a balancer sends elsewhere, a client retries elsewhere.
+      if (app.deps.lifecycle.draining) throw new ServiceUnavailableError('Draining: shutting down', 1);
       try {
         await app.deps.database.ping();
       } catch {

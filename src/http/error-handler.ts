@@ -93,8 +93,10 @@ export function frameworkErrorHandler(err: FastifyError, req: FastifyRequest, re
   reply.code(appErr.statusCode).header('X-Request-Id', req.id).headers(appErr.headers).send(errorBodyFor(req, appErr));
 }
 
-export function registerErrorHandler(app: FastifyInstance): void {
+/** `onDatabaseUnavailable`: told of every request that met an unreachable database (see DatabaseOutage). */
+export function registerErrorHandler(app: FastifyInstance, onDatabaseUnavailable?: () => void): void {
   app.setErrorHandler((err, req, reply) => {
+    if (onDatabaseUnavailable && isDatabaseUnavailable(err)) onDatabaseUnavailable();
     const appErr = toAppError(err);
     if (appErr.statusCode >= 500) req.log.error({ err, requestId: req.id }, 'request failed');
     reply.code(appErr.statusCode).headers(appErr.headers).send(errorBodyFor(req, appErr));

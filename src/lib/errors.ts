@@ -181,15 +181,24 @@ const UNAVAILABLE_MESSAGES = [
 /**
  * Whether the database could not be reached (refused, dropped, shutting down, out of connections) rather than a
  * query failing on its own terms. Drivers and drizzle wrap errors: the whole cause chain is looked at. A FATAL
- * server error ends the session, so it is a lost connection too.
+ * server error ends the session, so it is a lost connection too. A bare socket code counts only as thrown by the
+ * pool (at the top: `pool.connect` in a transaction) or under drizzle's query error: `fetch` to an upstream fails
+ * with the same codes under its own TypeError, and that is not a database outage.
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
+  let underQuery = false;
   for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
-    const { code, message, severity } = e as { code?: unknown; message?: unknown; severity?: unknown };
-    if (typeof code === 'string' && (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)))
-      return true;
+    const { code, message, severity, query } = e as {
+      code?: unknown;
+      message?: unknown;
+      severity?: unknown;
+      query?: unknown;
+    };
+    if (typeof code === 'string' && UNAVAILABLE_SQLSTATES.has(code)) return true;
+    if (typeof code === 'string' && UNAVAILABLE_SOCKET_CODES.has(code) && (depth === 0 || underQuery)) return true;
     if (severity === 'FATAL') return true;
     if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((m) => m.test(message))) return true;
+    underQuery = typeof query === 'string'; // drizzle's DrizzleQueryError (its name is plain "Error")
     e = (e as { cause?: unknown }).cause;
   }
   return false;

@@ -9,6 +9,7 @@ import { OAuthServer } from './auth/oauth/server.ts';
 import type { BearerVerifier } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
+import { DatabaseOutage } from './http/database-outage.ts';
 import { frameworkErrorHandler, registerErrorHandler } from './http/error-handler.ts';
 import { useJsonBodyParser } from './http/json-body.ts';
 import { countRequests, registerMetrics } from './http/metrics.ts';
@@ -21,7 +22,7 @@ import { type JobCatalog, validateCatalog } from './jobs/definition.ts';
 import { JobRunner } from './jobs/runner.ts';
 import type { Deps } from './lib/context.ts';
 import type { KeyRing } from './lib/crypto.ts';
-import { NotFoundError, ServiceUnavailableError } from './lib/errors.ts';
+import { databaseUnavailable, NotFoundError, ServiceUnavailableError } from './lib/errors.ts';
 import { newId } from './lib/ids.ts';
 import { RequestLogger } from './lib/logger.ts';
 import { redactUrl } from './lib/redact.ts';
@@ -93,6 +94,9 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   };
 }
 
+/** Answered even while the database is known to be down. */
+const OPERATIONS_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+
 /** Assembles the HTTP service over an open, migrated database. Does not listen. */
 export async function buildApp(opts: BuildAppOptions): Promise<App> {
   const { config, database } = opts;
@@ -146,6 +150,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   const requests = countRequests(app);
 
   let closing = false;
+  const outage = new DatabaseOutage(database, app.log);
   timeouts.watch(app.server);
   app.addHook('preClose', async () => {
     closing = true;
@@ -157,9 +162,14 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     reply.header('X-Request-Id', req.id);
     // A request on a kept-alive connection after shutdown began: the client retries on a new connection
     // (to another instance, or to this one once it is back).
-    if (!closing) return done();
-    reply.header('Connection', 'close').header('Retry-After', '1');
-    done(new ServiceUnavailableError('The service is shutting down; retry'));
+    if (closing) {
+      reply.header('Connection', 'close').header('Retry-After', '1');
+      return done(new ServiceUnavailableError('The service is shutting down; retry'));
+    }
+    // The database is known to be down: 503 before the guard and the limiters, so no budget is spent. The
+    // operations endpoints still answer (/readyz finds out for itself).
+    if (outage.down && !OPERATIONS_ROUTES.has(req.routeOptions.url ?? '')) return done(databaseUnavailable());
+    done();
   });
   app.addHook('onResponse', (req, reply, done) => {
     // Nothing to build when the line would not be written.
@@ -177,7 +187,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     }
     done();
   });
-  registerErrorHandler(app);
+  registerErrorHandler(app, () => outage.report());
   // The authorization server's JWT access tokens are one more kind of bearer the guard accepts.
   const oauth = new OAuthServer(deps);
   app.decorate('oauth', oauth);
@@ -248,6 +258,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     );
   });
   app.addHook('onClose', async () => {
+    outage.close();
     await jobs?.stop(config.shutdownTimeoutMs);
     oauth.close();
     await closeCredits(deps); // drains background work too, giving idle credit leases back at once

@@ -76,6 +76,7 @@ const EnvSchema = z.object({
   PAT_MAX_EXPIRES_IN: positiveInt.default(365 * 24 * 3600),
   BODY_LIMIT_BYTES: positiveInt.default(1024 * 1024),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).default(5000),
   REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
   SSE_HEARTBEAT_MS: positiveInt.default(15_000),
   AGENT_RUN_LEASE_MS: z.coerce.number().int().min(1000).default(60_000),
@@ -295,6 +296,11 @@ export interface Config {
   patMaxExpiresIn: number;
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
+  /**
+   * `SHUTDOWN_DRAIN_MS`: after SIGTERM, how long `/readyz` answers 503 while requests are still served, so a load
+   * balancer polling it stops sending before the listener closes (0: close at once).
+   */
+  shutdownDrainMs: number;
   /** The most a client may take to send a whole request, headers and body (slow clients get 408). */
   requestTimeoutMs: number;
   /** The largest chat file upload (`CHAT_FILE_MAX_BYTES`); larger: 413. */
@@ -375,6 +381,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     patMaxExpiresIn: e.PAT_MAX_EXPIRES_IN,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
     agentRunLeaseMs: e.AGENT_RUN_LEASE_MS,

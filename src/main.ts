@@ -26,6 +26,17 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    // SIGTERM (an orchestrator's stop): first drain, so `/readyz` turns 503 and a balancer polling it stops sending
+    // while requests are still served; SIGINT (Ctrl-C at a terminal) closes at once.
+    const drainMs = signal === 'SIGTERM' ? config.shutdownDrainMs : 0;
+    if (drainMs > 0) {
+      app.deps.lifecycle.draining = true;
+      app.log.info(
+        { signal, drainMs },
+        'draining: /readyz answers 503; requests are still served until the listener closes',
+      );
+      await new Promise((r) => setTimeout(r, drainMs));
+    }
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
     const timer = setTimeout(() => {
       app.log.error('shutdown timed out; exiting');

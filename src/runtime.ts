@@ -44,6 +44,7 @@ export function createDeps(config: Config, runtime: Pick<Runtime, 'database' | '
     actorCache: new ActorCache(config.authCacheTtlMs),
     background: new BackgroundTasks(log),
     notifications: new NotificationHub(runtime.database, log),
+    lifecycle: { draining: false },
     sandbox: new Sandbox({
       workers: config.sandbox.workers,
       memoryBytes: config.sandbox.memoryMb * 1024 * 1024,

@@ -82,6 +82,8 @@ export async function startServer(
       HOST: '127.0.0.1',
       LOG_LEVEL: level,
       BASE_URL: `http://127.0.0.1:${port}`,
+      // No balancer polls a test's server: SIGTERM closes at once unless the test asks for a drain.
+      SHUTDOWN_DRAIN_MS: '0',
       ...env,
       PORT: String(port),
     },

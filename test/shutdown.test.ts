@@ -31,6 +31,44 @@ async function probe(port: number): Promise<'accepted' | 'refused'> {
 }
 
 /**
+ * A real sign-up held open deterministically: its headers carry `Expect: 100-continue`, so the server answers
+ * `100 Continue` once it has the request, and the body is sent only when the test calls `finish`.
+ */
+async function holdSignup(port: number, email: string) {
+  const body = JSON.stringify({ email, password: 'shutdown-password', name: 'Shutdown' });
+  const socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let received = '';
+  socket.on('data', (d: Buffer) => {
+    received += d.toString();
+  });
+  const closed = once(socket, 'close');
+  socket.write(
+    [
+      'POST /api/v1/auth/signup HTTP/1.1',
+      `Host: 127.0.0.1:${port}`,
+      'Content-Type: application/json',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      'Expect: 100-continue',
+      'Connection: close',
+      '',
+      '',
+    ].join('\r\n'),
+  );
+  await waitFor(() => received.startsWith('HTTP/1.1 100 Continue'), 'the request to be accepted');
+  return {
+    /** Sends the body; the final answer's status and JSON body. */
+    async finish(): Promise<{ status: number; body: unknown }> {
+      socket.write(body);
+      await closed;
+      const final = received.slice(received.indexOf('\r\n\r\n') + 4);
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(final)?.[1]);
+      return { status, body: JSON.parse(final.slice(final.indexOf('\r\n\r\n') + 4)) };
+    },
+  };
+}
+
+/**
  * The real entry point (`src/main.ts`, as `npm start` runs it) under SIGTERM. The in-flight request is a real
  * sign-up held open deterministically: its headers carry `Expect: 100-continue`, so the server answers
  * `100 Continue` once it has the request, and the body is sent only after the signal has closed the listener.
@@ -49,43 +87,21 @@ describe('process lifecycle', () => {
     const env = {
       DATA_DIR: dataDir,
       ...(target.kind === 'pg' ? { DATABASE_URL: target.url, ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS } : {}),
+      SHUTDOWN_DRAIN_MS: '0', // the drain has its own test below
     };
     const server = await startServer(env);
     servers.push(server);
 
     const email = `shutdown-${Date.now()}@example.test`;
-    const body = JSON.stringify({ email, password: 'shutdown-password', name: 'Shutdown' });
-    const socket = connect(server.port, '127.0.0.1');
-    await once(socket, 'connect');
-    let received = '';
-    socket.on('data', (d: Buffer) => {
-      received += d.toString();
-    });
-    const closed = once(socket, 'close');
-    socket.write(
-      [
-        'POST /api/v1/auth/signup HTTP/1.1',
-        `Host: 127.0.0.1:${server.port}`,
-        'Content-Type: application/json',
-        `Content-Length: ${Buffer.byteLength(body)}`,
-        'Expect: 100-continue',
-        'Connection: close',
-        '',
-        '',
-      ].join('\r\n'),
-    );
-    await waitFor(() => received.startsWith('HTTP/1.1 100 Continue'), 'the request to be accepted');
+    const held = await holdSignup(server.port, email);
 
     server.child.kill('SIGTERM');
     await waitFor(async () => (await probe(server.port)) === 'refused', 'the listener to close');
     expect(server.child.exitCode).toBeNull(); // still running: it waits for our request
 
-    socket.write(body);
-    await closed;
-    const final = received.slice(received.indexOf('\r\n\r\n') + 4);
-    expect(final).toMatch(/^HTTP\/1\.1 201 Created\r\n/);
-    const answer = JSON.parse(final.slice(final.indexOf('\r\n\r\n') + 4));
-    expect(answer).toMatchObject({ token_type: 'Bearer', account: { email, creditBalance: 100000 } });
+    const final = await held.finish();
+    expect(final.status).toBe(201);
+    expect(final.body).toMatchObject({ token_type: 'Bearer', account: { email, creditBalance: 100000 } });
 
     expect(await server.exited).toEqual({ code: 0, signal: null });
     const messages = server.logs.map((l) => l.msg);
@@ -122,6 +138,51 @@ describe('process lifecycle', () => {
     expect(warnings.find((l) => String(l.msg).startsWith('No LLM'))?.how).toContain('OPENAI_API_KEY');
     expect(await again.stop('SIGINT')).toEqual({ code: 0, signal: null });
   }, 180_000);
+
+  it('SIGTERM drains first: /readyz answers 503 at once, the in-flight request finishes and new ones are served', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'sb-drain-'));
+    try {
+      if (target.kind === 'pglite') cpSync(target.template, own, { recursive: true });
+      const server = await startServer({
+        DATA_DIR: own,
+        ...(target.kind === 'pg' ? { DATABASE_URL: target.url, ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS } : {}),
+        // The window in which the checks below run; each takes milliseconds.
+        SHUTDOWN_DRAIN_MS: '8000',
+      });
+      servers.push(server);
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+      const held = await holdSignup(server.port, `drain-held-${Date.now()}@example.test`);
+
+      server.child.kill('SIGTERM');
+      await waitFor(async () => (await fetch(`${server.url}/readyz`)).status === 503, '/readyz to turn 503');
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(ready.headers.get('retry-after')).toBe('1');
+      expect(await ready.json()).toEqual({
+        error: 'ServiceUnavailableError',
+        message: 'Draining: shutting down',
+        statusCode: 503,
+      });
+      // Still serving while the balancer notices: new connections and requests that use the database.
+      expect(await probe(server.port)).toBe('accepted');
+      const signup = await fetch(`${server.url}/api/v1/auth/signup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', connection: 'close' },
+        body: JSON.stringify({ email: `drain-new-${Date.now()}@example.test`, password: 'drain-password', name: 'D' }),
+      });
+      expect(signup.status).toBe(201);
+      expect((await held.finish()).status).toBe(201);
+
+      expect(await server.exited).toEqual({ code: 0, signal: null });
+      const messages = server.logs.map((l) => l.msg);
+      const draining = messages.findIndex((m) => String(m).startsWith('draining:'));
+      expect(draining).toBeGreaterThanOrEqual(0);
+      expect(messages.indexOf('shutting down: finishing in-flight requests')).toBeGreaterThan(draining);
+      expect(messages).toContain('Switchboard stopped: in-flight requests finished, database closed');
+    } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('a bad provider file stops start-up, read while the database opens, and the next start takes the data directory', async () => {
     const own = mkdtempSync(join(tmpdir(), 'sb-bad-provider-'));

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RouteAuthConfig } from '../http/types.ts';
 import { type Actor, type PublicContext, SESSION_ONLY_MESSAGE, type ServiceContext } from '../lib/context.ts';
-import { CreditsExhaustedError, ForbiddenError, UnauthorizedError } from '../lib/errors.ts';
+import { AppError, CreditsExhaustedError, ForbiddenError, UnauthorizedError } from '../lib/errors.ts';
 import { leasedCredits } from '../modules/credits/service.ts';
 import { type BearerVerifier, bearerFrom, resolveBearer } from './tokens.ts';
 
@@ -31,7 +31,9 @@ export function serviceContextOf(req: FastifyRequest, actor: Actor): ServiceCont
  * guard. It resolves in onRequest, before rate limiting, so limits key on the actor; a refusal is thrown only
  * in preParsing, after the route's limiter (a route-level onRequest hook) has counted the request: callers
  * with no token or a bad one are limited per address instead of trying without limit. The body is still not
- * read for a refused request.
+ * read for a refused request. A look-up that failed for want of the database (not a refusal, which is always an
+ * AppError) fails the request in onRequest itself, before any limiter: the fault is ours, and the caller's
+ * budget is not spent on it (issue 39: clients were locked out with 429 after an outage).
  */
 export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifier[] = []): void {
   app.decorateRequest('actor', null);
@@ -60,6 +62,7 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
     resolving.then(
       () => done(),
       (err: unknown) => {
+        if (!(err instanceof AppError)) return done(err as Error);
         refusals.set(req, err);
         done();
       },
@@ -87,7 +90,9 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
         (actor) => {
           req.actor = actor;
         },
-        () => {
+        (err: unknown) => {
+          // Only a refused token is ignored here; a database fault still fails the request (uncounted).
+          if (!(err instanceof AppError)) throw err;
           req.actor = null;
         },
       );

@@ -3,8 +3,10 @@ import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } fro
 import {
   AppError,
   BadRequestError,
+  databaseUnavailable,
   ForbiddenError,
   InternalServerError,
+  isDatabaseUnavailable,
   NotFoundError,
   PayloadTooLargeError,
   TooManyRequestsError,
@@ -63,6 +65,8 @@ export function toAppError(err: unknown): AppError {
   // PostgreSQL refuses NUL in text ("invalid byte sequence"): the caller's input, not our fault.
   if (databaseCodeOf(err, ['22021', '22P05']))
     return new BadRequestError('Text must not contain NUL (\\u0000) characters');
+  // The database refused or dropped the connection: a 503 the client may retry, not a 500.
+  if (isDatabaseUnavailable(err)) return databaseUnavailable();
   return new InternalServerError();
 }
 
@@ -89,8 +93,10 @@ export function frameworkErrorHandler(err: FastifyError, req: FastifyRequest, re
   reply.code(appErr.statusCode).header('X-Request-Id', req.id).headers(appErr.headers).send(errorBodyFor(req, appErr));
 }
 
-export function registerErrorHandler(app: FastifyInstance): void {
+/** `onDatabaseUnavailable`: told of every request that met an unreachable database (see DatabaseOutage). */
+export function registerErrorHandler(app: FastifyInstance, onDatabaseUnavailable?: () => void): void {
   app.setErrorHandler((err, req, reply) => {
+    if (onDatabaseUnavailable && isDatabaseUnavailable(err)) onDatabaseUnavailable();
     const appErr = toAppError(err);
     if (appErr.statusCode >= 500) req.log.error({ err, requestId: req.id }, 'request failed');
     reply.code(appErr.statusCode).headers(appErr.headers).send(errorBodyFor(req, appErr));

@@ -27,6 +27,8 @@ export interface Deps {
   notifications: NotificationHub;
   /** The code sandbox: started on its first run, closed with the app (src/sandbox). */
   sandbox: Sandbox;
+  /** Set on SIGTERM: `/readyz` answers 503 so balancers stop sending, while requests are still served. */
+  lifecycle: { draining: boolean };
 }
 
 export type ProviderPermission = 'read' | 'read-write';

@@ -133,9 +133,75 @@ export class GatewayTimeoutError extends AppError {
 }
 
 export class ServiceUnavailableError extends AppError {
-  constructor(message = 'Service unavailable') {
-    super(503, message);
+  /** With `retryAfterSeconds`, a `Retry-After` header tells clients (and balancers) when to try again. */
+  constructor(message = 'Service unavailable', retryAfterSeconds?: number) {
+    super(503, message, retryAfterSeconds ? { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) } : {});
   }
+}
+
+/** How long a client is told to wait when the database cannot be reached: a restart or failover takes seconds. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+/** The 503 for a database that cannot be reached: an infrastructure fault, never the caller's. */
+export function databaseUnavailable(): ServiceUnavailableError {
+  return new ServiceUnavailableError('The database is unavailable; retry shortly', DATABASE_RETRY_AFTER_SECONDS);
+}
+
+/** SQLSTATEs that mean the server cannot serve this connection now (classes 08, 57P, 53300; 55000 at connect). */
+const UNAVAILABLE_SQLSTATES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+]);
+/** Socket faults on the way to the database server. */
+const UNAVAILABLE_SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+/** Messages pg and pg-pool give a lost or refused connection, which carry no code. */
+const UNAVAILABLE_MESSAGES = [
+  /^Connection terminated/, // "unexpectedly", "due to connection timeout"
+  /^timeout exceeded when trying to connect/, // the pool's connectionTimeoutMillis
+  /is not currently accepting connections/, // ALLOW_CONNECTIONS false (SQLSTATE 55000 at connect)
+  /^Client has encountered a connection error and is not queryable/,
+  /^Cannot use a pool after calling end on the pool/,
+  /^PGlite is closed/,
+];
+
+/**
+ * Whether the database could not be reached (refused, dropped, shutting down, out of connections) rather than a
+ * query failing on its own terms. Drivers and drizzle wrap errors: the whole cause chain is looked at. A FATAL
+ * server error ends the session, so it is a lost connection too. A bare socket code counts only as thrown by the
+ * pool (at the top: `pool.connect` in a transaction) or under drizzle's query error: `fetch` to an upstream fails
+ * with the same codes under its own TypeError, and that is not a database outage.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  let underQuery = false;
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
+    const { code, message, severity, query } = e as {
+      code?: unknown;
+      message?: unknown;
+      severity?: unknown;
+      query?: unknown;
+    };
+    if (typeof code === 'string' && UNAVAILABLE_SQLSTATES.has(code)) return true;
+    if (typeof code === 'string' && UNAVAILABLE_SOCKET_CODES.has(code) && (depth === 0 || underQuery)) return true;
+    if (severity === 'FATAL') return true;
+    if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((m) => m.test(message))) return true;
+    underQuery = typeof query === 'string'; // drizzle's DrizzleQueryError (its name is plain "Error")
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 /** A PostgreSQL unique violation (23505), however deep the driver or drizzle wrapped it. */

@@ -20,14 +20,16 @@ export async function systemRoutes(app: App): Promise<void> {
     {
       schema: {
         tags: ['Operations'],
-        summary: 'Readiness: the database answers and live events are heard',
+        summary: 'Readiness: the database answers, live events are heard, and the process is not draining',
         description:
-          "503 `Database unreachable` when the database does not answer; 503 `Notification listener reconnecting` while the connection that hears other instances' events (conversation event streams) is being made again after it dropped (both, joined by `; `, during a full outage).",
+          "503 `Draining: shutting down` once SIGTERM was received (requests are still served for SHUTDOWN_DRAIN_MS); 503 `Database unreachable` when the database does not answer; 503 `Notification listener reconnecting` while the connection that hears other instances' events (conversation event streams) is being made again after it dropped (both, joined by `; `, during a full outage).",
         response: { 200: z.object({ status: z.literal('ready') }) },
       },
       config: { auth: 'public', rateLimit: false },
     },
     async () => {
+      // Not an outage: this instance is going away; a balancer sends elsewhere, a client retries elsewhere.
+      if (app.deps.lifecycle.draining) throw new ServiceUnavailableError('Draining: shutting down', 1);
       const faults: string[] = [];
       try {
         await app.deps.database.ping();

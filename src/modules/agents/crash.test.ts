@@ -146,8 +146,8 @@ describe('an agent chat turn interrupted by a crash', () => {
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Night owl', level: 1 }).waitFor();
-    // Signing in lands on the agent's page; the conversation is opened from it as a person would.
-    await page.getByRole('link', { name: 'Are you there?' }).click();
+    // Signing in comes back to the conversation the link named.
+    expect(new URL(page.url()).searchParams.get('c')).toBe(conversation);
     await page.locator('ol.chat li.failed').waitFor();
     expect(await page.locator('ol.chat li').allTextContents()).toEqual([
       'YouAre you there?',

@@ -496,6 +496,8 @@ describe('messaging channels: API and Telegram', () => {
       );
       expect((await deliver(c.secret(), message(chatId, 'What do we know about anvils?'))).statusCode).toBe(200);
       await runChannelJobs(h, u.account.id);
+      // The conversation's messages are written by group commit just after the answer: wait for them.
+      await h.app.deps.background.drain();
       const [delivery] = (await deliveryRows(c.id)).filter((d) => d.conversationId).slice(-1);
       const stored = await h.database.db
         .select()

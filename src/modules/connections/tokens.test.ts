@@ -399,7 +399,14 @@ describe('token lifecycle', () => {
             WHERE application_name = ${name} AND state = 'idle in transaction'`);
           expect((killed as unknown as { rows: unknown[] }).rows).toHaveLength(1);
           const res = await pending;
-          expect(res.statusCode).toBe(500);
+          // A database session lost mid-request is an outage, not the client's fault: 503 to retry (issue 39).
+          expect(res.statusCode).toBe(503);
+          expect(res.headers['retry-after']).toBe('5');
+          expect(res.json()).toEqual({
+            error: 'ServiceUnavailableError',
+            message: 'The database is unavailable; retry shortly',
+            statusCode: 503,
+          });
         } finally {
           await crashy.close();
           await crashyDb.close();

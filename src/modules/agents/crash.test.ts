@@ -5,6 +5,7 @@ import { FAKE_MODELS, openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase 
 import { type ServerProcess, startServer } from '../../../test/server-process.ts';
 import { readConversationEvents } from '../../../test/sse.ts';
 import { INTERRUPTED_RUN_ERROR } from './runs.service.ts';
+import { failedTurnMessages } from './test-support.ts';
 
 const LEASE_MS = 1000;
 
@@ -98,30 +99,7 @@ describe('an agent chat turn interrupted by a crash', () => {
       )
       .toBe(2);
     const [asked, failed] = messages;
-    expect(messages).toEqual([
-      {
-        id: expect.stringMatching(/^msg_/),
-        role: 'user',
-        content: 'Are you there?',
-        toolCalls: null,
-        toolCallId: null,
-        toolName: null,
-        error: null,
-        createdAt: expect.any(String),
-        updatedAt: expect.any(String),
-      },
-      {
-        id: expect.stringMatching(/^msg_/),
-        role: 'assistant',
-        content: null,
-        toolCalls: null,
-        toolCallId: null,
-        toolName: null,
-        error: INTERRUPTED_RUN_ERROR,
-        createdAt: expect.any(String),
-        updatedAt: expect.any(String),
-      },
-    ]);
+    expect(messages).toEqual(failedTurnMessages('Are you there?', INTERRUPTED_RUN_ERROR));
 
     // A subscriber to the conversation's events gets the failure (stored, so it is there for any subscriber).
     const events = await readConversationEvents(

@@ -6,6 +6,7 @@ import { readConversationEvents } from '../../../test/sse.ts';
 import { conversationEvents, conversationRuns } from '../../db/schema/index.ts';
 import { agentJobs } from './jobs.ts';
 import { failOrphanedRuns, INTERRUPTED_RUN_ERROR } from './runs.service.ts';
+import { failedTurnMessages } from './test-support.ts';
 
 const LEASE_MS = 1000;
 
@@ -30,6 +31,8 @@ describe('agent chat turn leases', () => {
     await llm?.close();
   });
 
+  const newConversation = async (token: string, agent: string) =>
+    (await call(h.app, 'POST', `/api/v1/agents/${agent}/conversations`, { token, body: {} })).json().id as string;
   const newAgent = async (token: string) =>
     (await call(h.app, 'POST', '/api/v1/agents', { token, body: { name: 'Lease' } })).json().id as string;
   const messagesOf = async (token: string, agent: string, conversation: string) =>
@@ -46,9 +49,7 @@ describe('agent chat turn leases', () => {
   it('a slow live run outlasting its lease four times is renewed, never marked failed, and answers', async () => {
     const u = await createUser(h.app);
     const agent = await newAgent(u.sessionToken);
-    const conversation = (
-      await call(h.app, 'POST', `/api/v1/agents/${agent}/conversations`, { token: u.sessionToken, body: {} })
-    ).json().id as string;
+    const conversation = await newConversation(u.sessionToken, agent);
     // The model takes four leases to answer.
     llm.enqueue({ content: 'Slow but sure.', delayMs: 4 * LEASE_MS });
     let settled = false;
@@ -104,9 +105,7 @@ describe('agent chat turn leases', () => {
   it('a run that finds its turn failed (its lease was taken while it could not renew) stops and never answers', async () => {
     const u = await createUser(h.app);
     const agent = await newAgent(u.sessionToken);
-    const conversation = (
-      await call(h.app, 'POST', `/api/v1/agents/${agent}/conversations`, { token: u.sessionToken, body: {} })
-    ).json().id as string;
+    const conversation = await newConversation(u.sessionToken, agent);
     llm.enqueue({ content: 'Too late.', delayMs: 20 * LEASE_MS });
     const answer = call(h.app, 'POST', `/api/v1/agents/${agent}/chat/completions`, {
       token: u.sessionToken,
@@ -165,30 +164,7 @@ describe('agent chat turn leases', () => {
       await call(h.app, 'GET', `/api/v1/agents/${agent}/conversations`, { token: u.sessionToken })
     ).json().data[0].id as string;
     const messages = await messagesOf(u.sessionToken, agent, conversation);
-    expect(messages).toEqual([
-      {
-        id: expect.stringMatching(/^msg_/),
-        role: 'user',
-        content: 'Hello?',
-        toolCalls: null,
-        toolCallId: null,
-        toolName: null,
-        error: null,
-        createdAt: expect.any(String),
-        updatedAt: expect.any(String),
-      },
-      {
-        id: expect.stringMatching(/^msg_/),
-        role: 'assistant',
-        content: null,
-        toolCalls: null,
-        toolCallId: null,
-        toolName: null,
-        error,
-        createdAt: expect.any(String),
-        updatedAt: expect.any(String),
-      },
-    ]);
+    expect(messages).toEqual(failedTurnMessages('Hello?', error));
     expect((await eventsOf(conversation)).map(({ type, data }) => ({ type, data }))).toEqual([
       { type: 'message.created', data: { message: messages[0] } },
       { type: 'message.created', data: { message: messages[1] } },

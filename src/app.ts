@@ -26,6 +26,7 @@ import { databaseUnavailable, NotFoundError, ServiceUnavailableError } from './l
 import { newId } from './lib/ids.ts';
 import { RequestLogger } from './lib/logger.ts';
 import { redactUrl } from './lib/redact.ts';
+import { openRedis } from './lib/redis.ts';
 import { mcpRoutes } from './mcp/endpoint.ts';
 import type { McpSources } from './mcp/server.ts';
 import { connectionSources } from './mcp/sources.ts';
@@ -145,7 +146,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
-  const deps: Deps = createDeps(config, { database, keyRing: opts.keyRing }, app.log);
+  const redis = await openRedis(config, app.log);
+  const deps: Deps = createDeps(config, { database, keyRing: opts.keyRing, redis }, app.log);
   app.decorate('deps', deps);
   const requests = countRequests(app);
 
@@ -192,7 +194,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   const oauth = new OAuthServer(deps);
   app.decorate('oauth', oauth);
   registerAuthGuard(app, [...(opts.verifiers ?? []), oauth.verifyBearer]);
-  const redis = await registerRateLimit(app, config);
+  await registerRateLimit(app, config, redis);
   await app.register(cookie);
   await app.register(formbody);
   await registerOpenApi(app, config);

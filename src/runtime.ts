@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import { ActorCache } from './auth/actor-cache.ts';
 import type { Config } from './config.ts';
 import { type Database, openDatabase } from './db/client.ts';
@@ -34,9 +35,14 @@ export async function openRuntime(config: Config, opts: { migrate?: boolean } = 
 }
 
 /** The process-wide dependencies every service receives; the app and the CLI build them the same way. */
-export function createDeps(config: Config, runtime: Pick<Runtime, 'database' | 'keyRing'>, log: Logger): Deps {
+export function createDeps(
+  config: Config,
+  runtime: Pick<Runtime, 'database' | 'keyRing'> & { redis?: Redis | undefined },
+  log: Logger,
+): Deps {
   return {
     config,
+    redis: runtime.redis,
     database: runtime.database,
     keyRing: runtime.keyRing,
     log,

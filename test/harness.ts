@@ -228,14 +228,24 @@ export function call(
   app: App,
   method: InjectOptions['method'],
   url: string,
-  opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+  opts: { token?: string; body?: unknown; headers?: Record<string, string>; remoteAddress?: string } = {},
 ): Promise<LightMyRequestResponse> {
   return app.inject({
     method,
     url,
+    ...(opts.remoteAddress ? { remoteAddress: opts.remoteAddress } : {}),
     headers: { ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}), ...opts.headers },
     ...(opts.body !== undefined ? { payload: opts.body as InjectOptions['payload'] } : {}),
   });
+}
+
+/**
+ * A client address of its own (10.x.y.z) for a test that spends a per-address budget: the sign-in budget is kept
+ * in the shared database (and Redis), where every test file's sign-ins from 127.0.0.1 are counted too.
+ */
+export function uniqueAddress(): string {
+  const [a = 0, b = 0, c = 0] = randomBytes(3);
+  return `10.${a}.${b}.${c}`;
 }
 
 /** The fake upstream's one model at its usual rates (1 credit a prompt token, 2 a completion token). */

@@ -7,7 +7,15 @@ import type { App } from '../src/http/types.ts';
  */
 export class PageClient {
   readonly jar = new Map<string, string>();
-  constructor(readonly app: App) {}
+  /** `remoteAddress`: the client address every request comes from (default 127.0.0.1). */
+  constructor(
+    readonly app: App,
+    readonly opts: { remoteAddress?: string } = {},
+  ) {}
+
+  private get from(): { remoteAddress?: string } {
+    return this.opts.remoteAddress ? { remoteAddress: this.opts.remoteAddress } : {};
+  }
 
   private keep(res: LightMyRequestResponse): void {
     for (const c of res.cookies as { name: string; value: string; maxAge?: number; expires?: Date }[]) {
@@ -21,7 +29,7 @@ export class PageClient {
   }
 
   async get(url: string): Promise<LightMyRequestResponse> {
-    const res = await this.app.inject({ method: 'GET', url, headers: { cookie: this.cookie } });
+    const res = await this.app.inject({ method: 'GET', url, headers: { cookie: this.cookie }, ...this.from });
     this.keep(res);
     return res;
   }
@@ -38,6 +46,7 @@ export class PageClient {
       url,
       headers: { cookie: this.cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
       payload: body.toString(),
+      ...this.from,
     });
     this.keep(res);
     return res;

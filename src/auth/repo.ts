@@ -1,6 +1,12 @@
-import { and, asc, count, desc, eq, isNull, lt } from 'drizzle-orm';
+import { and, asc, count, desc, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import { accounts, type PersonalAccessTokenRow, personalAccessTokens, sessions } from '../db/schema/index.ts';
+import {
+  accounts,
+  type PersonalAccessTokenRow,
+  personalAccessTokens,
+  sessions,
+  signInAttempts,
+} from '../db/schema/index.ts';
 import { offsetOf } from '../lib/pagination.ts';
 
 /** All SQL for sessions and personal access tokens. Token lookups go by SHA-256, never by the secret. */
@@ -121,4 +127,37 @@ export async function revokePat(db: Executor, accountId: string, id: string, now
     )
     .returning({ id: personalAccessTokens.id });
   return rows.length > 0;
+}
+
+/**
+ * Counts one attempt against each key (fixed windows of `windowMs` on the database's clock) and answers each
+ * key's count and the end of its window. One statement, so instances counting at once never lose a count.
+ */
+export async function countSignInAttempts(
+  db: Executor,
+  keys: readonly string[],
+  windowMs: number,
+): Promise<Array<{ count: number; resetAt: Date }>> {
+  const resetAt = sql`now() + ${windowMs} * interval '1 millisecond'`;
+  const spent = sql`${signInAttempts.resetAt} <= now()`;
+  return db
+    .insert(signInAttempts)
+    .values(keys.map((key) => ({ key, count: 1, resetAt })))
+    .onConflictDoUpdate({
+      target: signInAttempts.key,
+      set: {
+        count: sql`CASE WHEN ${spent} THEN 1 ELSE ${signInAttempts.count} + 1 END`,
+        resetAt: sql`CASE WHEN ${spent} THEN excluded.reset_at ELSE ${signInAttempts.resetAt} END`,
+      },
+    })
+    .returning({ count: signInAttempts.count, resetAt: signInAttempts.resetAt });
+}
+
+/** Deletes the sign-in windows that ended before `before`. */
+export async function deleteSpentSignInAttempts(db: Executor, before: Date): Promise<number> {
+  const rows = await db
+    .delete(signInAttempts)
+    .where(lt(signInAttempts.resetAt, before))
+    .returning({ key: signInAttempts.key });
+  return rows.length;
 }

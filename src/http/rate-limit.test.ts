@@ -1,6 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { call, createHarness, createUser, type TestHarness, uniqueAddress } from '../../test/harness.ts';
 import type { App } from './types.ts';
 
 /** SPEC §8: 429 TooManyRequestsError with Retry-After and X-RateLimit-* headers. */
@@ -22,8 +22,17 @@ function expectLimited(res: LightMyRequestResponse, max: number): void {
 }
 
 const wrong = { email: 'nobody@example.test', password: 'wrong-password' };
+/**
+ * The sign-in budget is shared (database or Redis) by every test file, so each test signs in from an address
+ * of its own (`from`, set before each test); a spoofed X-Forwarded-For header changes nothing unless trusted.
+ */
+let from = '';
 const signIn = (app: App, headers: Record<string, string> = {}, body: unknown = wrong) =>
-  call(app, 'POST', '/api/v1/auth/authenticate', { body, headers });
+  call(app, 'POST', '/api/v1/auth/authenticate', {
+    body: body === wrong ? { ...wrong, email: `nobody-${from}@example.test` } : body,
+    headers,
+    remoteAddress: from,
+  });
 
 describe('rate limits', () => {
   let h: TestHarness;
@@ -31,6 +40,9 @@ describe('rate limits', () => {
     h = await createHarness();
   });
   afterAll(() => h.close());
+  beforeEach(() => {
+    from = uniqueAddress();
+  });
 
   it('the 101st request in a minute from one account is 429; another account has its own budget', async () => {
     const limited = await h.extraApp({ RATE_LIMIT_GLOBAL: '100' });
@@ -87,30 +99,36 @@ describe('rate limits', () => {
       const statuses: number[] = [];
       // A new e-mail each time: the per-account sign-in budget (one per e-mail) stays out of the address's count.
       for (let i = 0; i < 3; i++) {
-        const body = { email: `nobody${i}@example.test`, password: 'wrong-password' };
+        const body = { email: `nobody${i}-${from}@example.test`, password: 'wrong-password' };
         statuses.push((await signIn(app, { 'x-forwarded-for': forwardedFor(i) }, body)).statusCode);
       }
       return statuses;
     };
+    /** Addresses of this test's own (the budgets outlive the test in the shared store): `net(7)` is 10.a.b.7. */
+    let net = (_: number) => '';
+    beforeEach(() => {
+      const prefix = uniqueAddress().split('.').slice(0, 3).join('.');
+      net = (i) => `${prefix}.${i}`;
+    });
 
     it('unset: the header is ignored, a spoofed address changes nothing', async () => {
-      expect(await run({}, (i) => `10.0.0.${i}`)).toEqual([401, 401, 429]);
+      expect(await run({}, (i) => net(i))).toEqual([401, 401, 429]);
     });
 
     it('true: the client address is the first in the header', async () => {
-      expect(await run({ TRUST_PROXY: 'true' }, (i) => `10.0.1.${i}`)).toEqual([401, 401, 401]);
-      expect(await run({ TRUST_PROXY: 'true' }, (i) => `10.0.2.9, 10.0.2.${i}`)).toEqual([401, 401, 429]);
+      expect(await run({ TRUST_PROXY: 'true' }, (i) => net(10 + i))).toEqual([401, 401, 401]);
+      expect(await run({ TRUST_PROXY: 'true' }, (i) => `${net(29)}, ${net(20 + i)}`)).toEqual([401, 401, 429]);
     });
 
     it('a hop count: only that many proxies are trusted, so an address the client added is not', async () => {
       // One trusted proxy: the client is the last address it appended; what comes before is the client's claim.
-      expect(await run({ TRUST_PROXY: '1' }, (i) => `6.6.6.${i}, 10.0.3.7`)).toEqual([401, 401, 429]);
-      expect(await run({ TRUST_PROXY: '1' }, (i) => `6.6.6.6, 10.0.3.${i}`)).toEqual([401, 401, 401]);
+      expect(await run({ TRUST_PROXY: '1' }, (i) => `6.6.6.${i}, ${net(37)}`)).toEqual([401, 401, 429]);
+      expect(await run({ TRUST_PROXY: '1' }, (i) => `6.6.6.6, ${net(30 + i)}`)).toEqual([401, 401, 401]);
     });
 
     it('a list: the header counts only when it comes from a listed proxy', async () => {
-      expect(await run({ TRUST_PROXY: '127.0.0.1' }, (i) => `10.0.4.${i}`)).toEqual([401, 401, 401]);
-      expect(await run({ TRUST_PROXY: '10.9.9.0/24, 192.168.0.1' }, (i) => `10.0.5.${i}`)).toEqual([401, 401, 429]);
+      expect(await run({ TRUST_PROXY: from }, (i) => net(40 + i))).toEqual([401, 401, 401]);
+      expect(await run({ TRUST_PROXY: '10.9.9.0/24, 192.168.0.1' }, (i) => net(50 + i))).toEqual([401, 401, 429]);
     });
   });
 

@@ -1,8 +1,16 @@
 import { eq, inArray, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeOAuthProvider, fakeProvidersEnv, startFakeOAuthProvider } from '../../test/fakes/oauth-provider.ts';
-import { createHarness, createUser, type TestHarness } from '../../test/harness.ts';
-import { accounts, connections, creditHolds, jobs, oauthArtifacts } from '../db/schema/index.ts';
+import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
+import {
+  accounts,
+  connections,
+  creditHolds,
+  jobs,
+  oauthArtifacts,
+  signInAttempts,
+  toolTestRuns,
+} from '../db/schema/index.ts';
 import { connectAcme } from '../modules/connections/test-support.ts';
 import { placeHold } from '../modules/credits/repo.ts';
 import { enqueueJob, JOB_CATALOG } from './catalog.ts';
@@ -108,6 +116,46 @@ describe('service jobs', () => {
       .from(oauthArtifacts)
       .where(sql`${oauthArtifacts.idHash} LIKE ${`${tag}-%`}`);
     expect(left.map((r) => r.idHash).sort()).toEqual([`${tag}-just-expired`, `${tag}-live`]);
+  });
+
+  it('auth.sweep-sign-in-attempts and tools.sweep-test-runs delete the windows and runs that ended, and keep the others', async () => {
+    const tag = `sweep-${Date.now()}`;
+    await db()
+      .insert(signInAttempts)
+      .values([
+        { key: `${tag}-spent`, count: 3, resetAt: new Date(Date.now() - 1000) },
+        { key: `${tag}-live`, count: 3, resetAt: new Date(Date.now() + 60_000) },
+      ]);
+    const u = await createUser(h.app);
+    const tool = await call(h.app, 'POST', '/api/v1/tools', {
+      token: u.sessionToken,
+      body: { name: 'sweep', language: 'javascript', parameters: { type: 'object' }, code: 'return 1;' },
+    });
+    const run = (id: string, expiresAt: Date) => ({
+      id: `${tag}-${id}`,
+      accountId: u.account.id,
+      toolId: tool.json().id,
+      runEnc: 'v1.x.y.z',
+      expiresAt,
+    });
+    await db()
+      .insert(toolTestRuns)
+      .values([run('expired', new Date(Date.now() - 1000)), run('live', new Date(Date.now() + 60_000))]);
+    for (const type of ['auth.sweep-sign-in-attempts', 'tools.sweep-test-runs'] as const) {
+      const id = await enqueueJob(db(), type, {});
+      expect(await worker.runOnce()).toBe(1);
+      expect(await jobRow(id)).toMatchObject({ status: 'succeeded', attempts: 1 });
+    }
+    const windows = await db()
+      .select({ key: signInAttempts.key })
+      .from(signInAttempts)
+      .where(sql`${signInAttempts.key} LIKE ${`${tag}-%`}`);
+    expect(windows.map((r) => r.key)).toEqual([`${tag}-live`]);
+    const runs = await db()
+      .select({ id: toolTestRuns.id })
+      .from(toolTestRuns)
+      .where(sql`${toolTestRuns.id} LIKE ${`${tag}-%`}`);
+    expect(runs.map((r) => r.id)).toEqual([`${tag}-live`]);
   });
 
   it('jobs.cleanup deletes succeeded jobs after JOBS_RETENTION_DAYS and dead ones after JOBS_DEAD_RETENTION_DAYS', async () => {

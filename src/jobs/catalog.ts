@@ -2,11 +2,13 @@ import { z } from 'zod';
 import { oauthJobs } from '../auth/oauth/jobs.ts';
 import type { Executor } from '../db/client.ts';
 import { agentJobs } from '../modules/agents/jobs.ts';
+import { authJobs } from '../modules/auth/jobs.ts';
 import { channelJobs } from '../modules/channels/jobs.ts';
 import { connectionJobs } from '../modules/connections/jobs.ts';
 import { creditJobs } from '../modules/credits/jobs.ts';
 import { knowledgeJobs } from '../modules/knowledge/jobs.ts';
 import { taskJobs } from '../modules/scheduled-tasks/jobs.ts';
+import { toolJobs } from '../modules/tools/jobs.ts';
 import { defineJob, type JobCatalog } from './definition.ts';
 import { deleteOldJobs, type EnqueueOptions, enqueue } from './queue.ts';
 
@@ -31,12 +33,14 @@ const jobUpkeep = {
  */
 export const JOB_CATALOG = {
   ...agentJobs,
+  ...authJobs,
   ...channelJobs,
   ...connectionJobs,
   ...creditJobs,
   ...knowledgeJobs,
   ...oauthJobs,
   ...taskJobs,
+  ...toolJobs,
   ...jobUpkeep,
 } satisfies JobCatalog;
 

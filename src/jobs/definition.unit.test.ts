@@ -40,16 +40,18 @@ describe('job definitions', () => {
     expect(gap.nextRun(new Date('2026-03-28T12:00:00Z'))?.toISOString()).toBe('2026-03-29T01:00:00.000Z');
   });
 
-  it('the service catalog: recurring jobs every 5 minutes, every minute (holds, due tasks, orphaned chat turns), every 10 minutes and hourly, all valid', () => {
+  it('the service catalog: recurring jobs every 5 minutes, every minute (holds, due tasks, orphaned chat turns), every 10 minutes (expired OAuth artifacts, sign-in windows, test runs) and hourly, all valid', () => {
     expect(() => validateCatalog(JOB_CATALOG)).not.toThrow();
     expect(Object.fromEntries(Object.entries(JOB_CATALOG).map(([type, def]) => [type, def.schedule?.cron]))).toEqual({
       'agents.fail-orphaned-runs': '* * * * *',
+      'auth.sweep-sign-in-attempts': '*/10 * * * *',
       'connections.refresh-expiring': '*/5 * * * *',
       'credits.release-expired-holds': '* * * * *',
       'oauth.sweep-expired': '*/10 * * * *',
       'jobs.cleanup': '17 * * * *',
       'knowledge.ingest-conversations': '*/5 * * * *',
       'tasks.dispatch-due': '* * * * *',
+      'tools.sweep-test-runs': '*/10 * * * *',
     });
   });
 });

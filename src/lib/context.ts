@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import type { ActorCache } from '../auth/actor-cache.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { Config } from '../config.ts';
@@ -27,6 +28,8 @@ export interface Deps {
   notifications: NotificationHub;
   /** The code sandbox: started on its first run, closed with the app (src/sandbox). */
   sandbox: Sandbox;
+  /** Shared counters (rate limits) when `REDIS_URL` is set; the database is the shared store otherwise. */
+  redis?: Redis | undefined;
   /** Set on SIGTERM: `/readyz` answers 503 so balancers stop sending, while requests are still served. */
   lifecycle: { draining: boolean };
 }

@@ -222,7 +222,7 @@ export function toolPage(v: {
         <p class="small muted" role="status" data-busy-status hidden></p>
       </form>
     </section>
-    ${v.run ? runView(v.run) : v.runGone ? html`<p class="muted" id="result">That run's result is no longer kept here: run the test again.</p>` : ''}
+    ${v.run ? runView(v.run) : v.runGone ? html`<p class="muted" id="result">That run's result is no longer kept (results are kept for 10 minutes): run the test again.</p>` : ''}
     ${toolAgents(v)}
     <section class="card" aria-labelledby="edit-h">
       <h2 id="edit-h">Edit</h2>

@@ -1,11 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { serviceContextOf } from '../auth/guard.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError, NotFoundError } from '../lib/errors.ts';
 import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../lib/json.ts';
-import { TtlCache } from '../lib/ttl-cache.ts';
 import { listAgents } from '../modules/agents/service.ts';
 import { CreateSkill, UpdateSkill } from '../modules/skills/schema.ts';
 import {
@@ -19,8 +17,9 @@ import {
   updateSkill,
 } from '../modules/skills/service.ts';
 import { linksOfTool, linkTool, unlinkTool, updateToolSecrets } from '../modules/tools/links.service.ts';
-import { CreateTool, type ToolRun, UpdateTool } from '../modules/tools/schema.ts';
+import { CreateTool, UpdateTool } from '../modules/tools/schema.ts';
 import { createTool, deleteTool, getTool, listTools, testTool, updateTool } from '../modules/tools/service.ts';
+import { findTestRun, keepTestRun } from '../modules/tools/test-runs.service.ts';
 import { BUSY_SCRIPT } from './assets.ts';
 import { type Form, formIssues, one, pageHelpers, type SignedIn, send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';
@@ -50,8 +49,6 @@ const NOTICES = {
   secrets: 'Secrets saved.',
   unlinked: 'Unlinked from the agent.',
 } as const;
-/** How long a test run's result stays to be shown after the redirect (this instance only). */
-const RUN_TTL_MS = 10 * 60_000;
 
 /** The tool form as the API takes it: `parameters` parsed from JSON (else a message), secrets split. */
 function toolInput(form: Form): { draft: ToolDraft; input?: Record<string, unknown>; error?: string } {
@@ -103,10 +100,6 @@ async function agentsFor(ctx: Parameters<typeof listAgents>[0]) {
 export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void> {
   const { csrf, csrfOk, signedIn, csrfFailed } = pageHelpers(app, oauth);
   const page = { schema: { hide: true }, config: { auth: 'public' as const } };
-  const runs = new TtlCache<string, { accountId: string; toolId: string; run: ToolRun; args: string }>(
-    RUN_TTL_MS,
-    1000,
-  );
 
   /** Faults a form shows (a refused value, a missing tool, no sandbox); anything else is a real 500. */
   const shown = (err: unknown): err is AppError => err instanceof AppError && err.statusCode !== 500;
@@ -144,8 +137,8 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     const ctx = serviceContextOf(req, current.actor);
     const [tool, agents, links] = await Promise.all([getTool(ctx, toolId), agentsFor(ctx), linksOfTool(ctx, toolId)]);
     const runKey = (req.query as Record<string, unknown>).run;
-    const kept = typeof runKey === 'string' && RUN_KEY.test(runKey) ? runs.get(runKey) : undefined;
-    const run = kept && kept.accountId === current.actor.accountId && kept.toolId === tool.id ? kept : undefined;
+    const run =
+      typeof runKey === 'string' && RUN_KEY.test(runKey) ? await findTestRun(ctx, tool.id, runKey) : undefined;
     return send(
       reply,
       toolPage({
@@ -259,12 +252,9 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
       }
       const secrets = secretsOf(form);
       try {
-        const run = await testTool(serviceContextOf(req, current.actor), toolId, {
-          arguments: parsed as Record<string, unknown>,
-          secrets,
-        });
-        const key = randomBytes(16).toString('base64url');
-        runs.set(key, { accountId: current.actor.accountId, toolId, run, args });
+        const ctx = serviceContextOf(req, current.actor);
+        const run = await testTool(ctx, toolId, { arguments: parsed as Record<string, unknown>, secrets });
+        const key = await keepTestRun(ctx, toolId, { run, args });
         return reply.redirect(`${toolPath(toolId)}?run=${key}#result`, 303);
       } catch (err) {
         if (!shown(err) || err instanceof NotFoundError) throw err;

@@ -1,6 +1,8 @@
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
 import { csrfOf, PageClient } from '../../test/web-client.ts';
+import { toolTestRuns } from '../db/schema/index.ts';
 
 /** The tools and skills pages without a browser: sign-in, CSRF, other accounts' resources, the PRG answers. */
 describe('tools and skills pages', () => {
@@ -106,5 +108,72 @@ describe('tools and skills pages', () => {
       'data-busy="Running the test… The first Python run after the service starts takes about 10 s while Python loads."',
     );
     expect(page).toMatch(/<script src="\/assets\/busy\.js\?v=[0-9a-f]{12}" defer><\/script>/);
+  });
+});
+
+/**
+ * Issue 39 item 6: behind a round-robin balancer the page a test run redirects to is often served by another
+ * instance. The run's result is kept in the database, so every instance shows it.
+ */
+describe("a tool test run's result, across instances", () => {
+  let h: TestHarness;
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(() => h.close());
+
+  it('run on instance A, shown on instance B (only to its account, only for its tool)', async () => {
+    const b = await h.extraApp();
+    const u = await createUser(h.app);
+    const onA = new PageClient(h.app);
+    expect((await onA.signIn(u.account.email, u.password)).statusCode).toBe(303);
+    const created = await call(h.app, 'POST', '/api/v1/tools', {
+      token: u.sessionToken,
+      body: {
+        name: 'adder',
+        language: 'javascript',
+        parameters: { type: 'object' },
+        code: 'console.log("seen"); return args.a + 1;',
+      },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const toolId: string = created.json().id;
+    const page = await onA.get(`/account/tools/${toolId}`);
+    const ran = await onA.post(`/account/tools/${toolId}/test`, { csrf: csrfOf(page.body), arguments: '{"a":41}' });
+    expect(ran.statusCode, ran.body).toBe(303);
+    const location = String(ran.headers.location);
+    expect(location).toMatch(new RegExp(`^/account/tools/${toolId}\\?run=[A-Za-z0-9_-]{22}#result$`));
+
+    // The same browser (its cookies) on the other instance.
+    const onB = new PageClient(b);
+    for (const [k, v] of onA.jar) onB.jar.set(k, v);
+    const shown = await onB.get(location.replace(/#.*/, ''));
+    expect(shown.statusCode).toBe(200);
+    expect(shown.body).toContain('<pre id="run-result">42</pre>');
+    expect(shown.body).toContain('<pre id="run-stdout">seen\n</pre>');
+    expect(shown.body).toContain('{&quot;a&quot;:41}');
+    expect(shown.body).not.toContain('no longer kept');
+
+    // Another account's browser with the same link: its own tool id is not this one (404), and the key alone
+    // shows nothing on one of its own tools.
+    const other = await createUser(b);
+    const theirs = new PageClient(b);
+    expect((await theirs.signIn(other.account.email, other.password)).statusCode).toBe(303);
+    const theirTool = await call(b, 'POST', '/api/v1/tools', {
+      token: other.sessionToken,
+      body: { name: 'mine', language: 'javascript', parameters: { type: 'object' }, code: 'return 0;' },
+    });
+    const key = new URL(location, 'http://x').searchParams.get('run');
+    expect((await theirs.get(`/account/tools/${toolId}?run=${key}`)).statusCode).toBe(404);
+    const wrongTool = await theirs.get(`/account/tools/${theirTool.json().id}?run=${key}`);
+    expect(wrongTool.statusCode).toBe(200);
+    expect(wrongTool.body).not.toContain('run-result');
+    expect(wrongTool.body).toContain(
+      "That run's result is no longer kept (results are kept for 10 minutes): run the test again.",
+    );
+    // Stored sealed: what the tool printed is not in the clear.
+    const [row] = await h.database.db.select().from(toolTestRuns).where(eq(toolTestRuns.toolId, toolId));
+    expect(row?.runEnc).toMatch(/^v1\./);
+    expect(row?.runEnc).not.toContain('seen');
   });
 });

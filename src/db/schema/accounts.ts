@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
@@ -59,5 +59,20 @@ export const personalAccessTokens = pgTable(
 );
 
 export type AccountRow = typeof accounts.$inferSelect;
+/**
+ * SPEC §8's sign-in budget when Redis is not configured: one fixed window per key, shared by every instance.
+ * The key is the SHA-256 of `ip:<address>` or `acct:<e-mail>`, so the e-mails tried are not kept in the clear.
+ * Rows past `reset_at` are spent; `auth.sweep-expired` deletes them.
+ */
+export const signInAttempts = pgTable(
+  'sign_in_attempts',
+  {
+    key: text('key').primaryKey(),
+    count: integer('count').notNull(),
+    resetAt: ts('reset_at').notNull(),
+  },
+  (t) => [index('sign_in_attempts_reset_idx').on(t.resetAt)],
+);
+
 export type SessionRow = typeof sessions.$inferSelect;
 export type PersonalAccessTokenRow = typeof personalAccessTokens.$inferSelect;

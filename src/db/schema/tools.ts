@@ -95,3 +95,24 @@ export type CustomToolRow = typeof customTools.$inferSelect;
 export type SkillRow = typeof skills.$inferSelect;
 export type AgentToolRow = typeof agentTools.$inferSelect;
 export type AgentSkillRow = typeof agentSkills.$inferSelect;
+
+/**
+ * A test run's result, kept for the page the test form redirects to (which another instance may serve). The
+ * id is the SHA-256 of the key in the page's URL; the run and its arguments are sealed with the key ring (the id
+ * bound), since a tool may print the secrets it was given. `tools.sweep-test-runs` deletes expired rows.
+ */
+export const toolTestRuns = pgTable(
+  'tool_test_runs',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    toolId: text('tool_id')
+      .notNull()
+      .references(() => customTools.id, { onDelete: 'cascade' }),
+    runEnc: text('run_enc').notNull(),
+    expiresAt: ts('expires_at').notNull(),
+  },
+  (t) => [index('tool_test_runs_expires_idx').on(t.expiresAt), index('tool_test_runs_tool_idx').on(t.toolId)],
+);

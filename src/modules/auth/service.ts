@@ -74,7 +74,7 @@ export async function createAccount(
 
 /** 401 without saying whether the e-mail or the password was wrong. */
 export async function authenticate(ctx: PublicContext, input: Authenticate): Promise<SessionResponse> {
-  countSignInAttempt(ctx, input.email);
+  await countSignInAttempt(ctx, input.email);
   const row = await accountsRepo.findAccountByEmail(ctx.db, input.email);
   dummyHash ??= hashPassword('not-a-real-password');
   const ok = await verify(row?.passwordHash ?? (await dummyHash), input.password).catch(() => false);

@@ -1,6 +1,6 @@
-import { and, asc, count, desc, eq, notExists, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, lt, notExists, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
-import { type AgentToolRow, agentTools, type CustomToolRow, customTools } from '../../db/schema/index.ts';
+import { type AgentToolRow, agentTools, type CustomToolRow, customTools, toolTestRuns } from '../../db/schema/index.ts';
 import { offsetOf } from '../../lib/pagination.ts';
 
 /** All SQL of custom tools and their agent links; scoped by account. */
@@ -136,4 +136,39 @@ export async function deleteLink(db: Executor, accountId: string, agentId: strin
     .where(and(eq(agentTools.accountId, accountId), eq(agentTools.agentId, agentId), eq(agentTools.toolId, toolId)))
     .returning({ toolId: agentTools.toolId });
   return rows.length > 0;
+}
+
+export async function insertTestRun(
+  db: Executor,
+  row: { id: string; accountId: string; toolId: string; runEnc: string; expiresAt: Date },
+): Promise<void> {
+  await db.insert(toolTestRuns).values(row);
+}
+
+/** The sealed run, if it is the account's, of that tool, and not expired. */
+export async function findTestRun(
+  db: Executor,
+  accountId: string,
+  toolId: string,
+  id: string,
+  now: Date,
+): Promise<string | undefined> {
+  const [row] = await db
+    .select({ runEnc: toolTestRuns.runEnc })
+    .from(toolTestRuns)
+    .where(
+      and(
+        eq(toolTestRuns.id, id),
+        eq(toolTestRuns.accountId, accountId),
+        eq(toolTestRuns.toolId, toolId),
+        gt(toolTestRuns.expiresAt, now),
+      ),
+    )
+    .limit(1);
+  return row?.runEnc;
+}
+
+export async function deleteExpiredTestRuns(db: Executor, now: Date): Promise<number> {
+  const rows = await db.delete(toolTestRuns).where(lt(toolTestRuns.expiresAt, now)).returning({ id: toolTestRuns.id });
+  return rows.length;
 }

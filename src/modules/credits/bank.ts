@@ -546,6 +546,7 @@ export class CreditBank {
       // Shutting down with the database unreachable: what is queued is in the journal already, and the leases are
       // left to expire (or to the next start, which gives back those its journal's charges name).
       for (const op of this.queue.splice(0)) if (--op.settling.left === 0) op.settling.resolve();
+      for (const lease of this.leases.values()) this.endIdle(lease);
       this.leases.clear();
       return;
     }
@@ -710,6 +711,7 @@ export class CreditBank {
     if (!files.length) return 0;
     const leases = new Map<string, Lease>();
     const settling = this.settling ?? this.newSettling();
+    settling.promise.catch(() => {}); // no caller waits on these: a batch given up is logged (giveUp)
     for (const charge of charges) {
       let lease = leases.get(charge.leaseId);
       if (!lease) {

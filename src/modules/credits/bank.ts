@@ -739,7 +739,8 @@ export class CreditBank {
     this.journal.write(this.queue.map((q) => q.charge));
     this.journaling = this.queue.length > 0;
     this.journal.forget(files);
-    if (charges.length) this.log.info({ charges: charges.length }, 'credits: writing the charges journaled before a stop');
+    if (charges.length)
+      this.log.info({ charges: charges.length }, 'credits: writing the charges journaled before a stop');
     return charges.length;
   }
 

@@ -116,7 +116,11 @@ describe('credit charges: written once, journal replay, backlog bound', () => {
     const after = await state(u.account.id);
     // Written, and the stopped instance's lease given back with it: the balance equals the ledger.
     expect(after.charges).toEqual([[charge.id, -30, u.account.creditBalance - 30]]);
-    expect(after).toMatchObject({ balance: u.account.creditBalance - 30, leased: 0, ledger: u.account.creditBalance - 30 });
+    expect(after).toMatchObject({
+      balance: u.account.creditBalance - 30,
+      leased: 0,
+      ledger: u.account.creditBalance - 30,
+    });
 
     // Replayed again (a crash after its charges were written, before it was cleared), with a charge not written yet.
     const next = await leaseWithCharge(u.account.id, 50, 20);
@@ -124,7 +128,11 @@ describe('credit charges: written once, journal replay, backlog bound', () => {
     await replay(2);
     const again = await state(u.account.id);
     expect(again.charges).toEqual([...after.charges, [next.charge.id, -20, u.account.creditBalance - 50]]);
-    expect(again).toMatchObject({ balance: u.account.creditBalance - 50, leased: 0, ledger: u.account.creditBalance - 50 });
+    expect(again).toMatchObject({
+      balance: u.account.creditBalance - 50,
+      leased: 0,
+      ledger: u.account.creditBalance - 50,
+    });
   });
 
   it('at CREDITS_BACKLOG_MAX charges unwritten (requests in flight counted), a paid request answers 503', async () => {

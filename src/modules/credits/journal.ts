@@ -105,7 +105,10 @@ export class ChargeJournal {
     } catch (err) {
       if (this.failed) return;
       this.failed = true;
-      this.log.error({ err, dir: this.dir }, 'credits: the charge journal cannot be written; kept charges are in memory only');
+      this.log.error(
+        { err, dir: this.dir },
+        'credits: the charge journal cannot be written; kept charges are in memory only',
+      );
     }
   }
 }

@@ -5,8 +5,8 @@ import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import * as accountsRepo from '../accounts/repo.ts';
 import { type BankHold, type BankSettled, CreditBank, noWrites } from './bank.ts';
-import { USAGE_KINDS, type UsageDay, type UsageKind } from './kinds.ts';
 import { ChargeJournal } from './journal.ts';
+import { USAGE_KINDS, type UsageDay, type UsageKind } from './kinds.ts';
 import * as repo from './repo.ts';
 import type { CreditTransaction, CreditTransactionQuery } from './schema.ts';
 

@@ -38,7 +38,7 @@ import { authClientRoutes } from './modules/auth-clients/routes.ts';
 import { channelRoutes, webchatWidgetRoutes } from './modules/channels/routes.ts';
 import { connectionRoutes } from './modules/connections/routes.ts';
 import { creditRoutes } from './modules/credits/routes.ts';
-import { closeCredits } from './modules/credits/service.ts';
+import { closeCredits, recoverCharges } from './modules/credits/service.ts';
 import { knowledgeRoutes } from './modules/knowledge/routes.ts';
 import { llmRoutes } from './modules/llm/routes.ts';
 import { providerCatalog } from './modules/providers/catalog.ts';
@@ -247,6 +247,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   app.decorate('jobs', jobs);
   // The first listing of LLM_BASE_URL's models (bounded by DISCOVERY_TIMEOUT_MS) ends before requests arrive.
   app.addHook('onReady', async () => deps.llm.ready);
+  // Charges journaled during a database outage by an instance that stopped before it ended (issue 39).
+  app.addHook('onReady', async () => recoverCharges(deps));
   app.addHook('onReady', async () => jobs?.start());
   // Chat turns an instance that died left in flight are failed now, not at the next minute's sweep (in the
   // background: start-up does not wait on it).

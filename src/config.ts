@@ -112,6 +112,7 @@ const EnvSchema = z.object({
   OAUTH_CONSENT_TTL: positiveInt.default(365 * 24 * 3600),
   OAUTH_DYNAMIC_REGISTRATION: bool.default(true),
   INITIAL_CREDITS: z.coerce.number().int().min(0).default(100_000),
+  CREDITS_BACKLOG_MAX: positiveInt.default(10_000),
   LLM_BASE_URL: httpUrl.optional(),
   LLM_API_KEY: z.string().optional(),
   LLM_MODELS: z.string().optional(),
@@ -320,6 +321,13 @@ export interface Config {
   oauth: OAuthConfig;
   signupEnabled: boolean;
   initialCredits: number;
+  /**
+   * `CREDITS_BACKLOG_MAX`: how many charges an instance keeps unwritten while the database is unreachable (in
+   * memory, and journaled under `DATA_DIR/credit-journal/` so that a crash loses none; written once it answers).
+   * Requests in flight count against it; at the bound, new paid requests (gateway, tools, sandbox) answer 503
+   * with Retry-After rather than a charge being dropped.
+   */
+  creditsBacklogMax: number;
   llm: LlmConfig;
   providers: ProvidersConfig;
   /** Browser origins allowed to call /mcp besides BASE_URL's and APP_URL's (`MCP_ALLOWED_ORIGINS`). */
@@ -411,6 +419,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     signupEnabled: e.SIGNUP_ENABLED,
     initialCredits: e.INITIAL_CREDITS,
+    creditsBacklogMax: e.CREDITS_BACKLOG_MAX,
     llm: {
       custom: e.LLM_BASE_URL ? { baseUrl: stripSlash(e.LLM_BASE_URL), apiKey: e.LLM_API_KEY } : undefined,
       customModels: e.LLM_MODELS,

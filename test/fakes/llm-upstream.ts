@@ -24,6 +24,8 @@ export interface FakeReply {
   errorMessage?: string;
   /** Wait before answering. */
   delayMs?: number;
+  /** Answer once this settles (a test holds requests in flight while it changes the world around them). */
+  until?: Promise<unknown>;
   /** Wait between stream chunks. */
   chunkDelayMs?: number;
   /** Cut the connection after sending this many stream chunks (a stream that breaks off). */
@@ -91,6 +93,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     });
     const reply = queue.shift() ?? { content: 'ok' };
     if (reply.delayMs) await sleep(reply.delayMs);
+    if (reply.until) await reply.until.catch(() => {});
     if (reply.status) {
       return json(
         res,

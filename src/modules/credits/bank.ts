@@ -1,9 +1,16 @@
 import type { Db } from '../../db/client.ts';
 import type { BackgroundTasks } from '../../lib/background.ts';
-import { CreditsExhaustedError } from '../../lib/errors.ts';
+import {
+  CreditsExhaustedError,
+  DATABASE_RETRY_AFTER_SECONDS,
+  databaseUnavailable,
+  isDatabaseUnavailable,
+  ServiceUnavailableError,
+} from '../../lib/errors.ts';
 import { WriteSchedule } from '../../lib/group-commit.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Logger } from '../../lib/logger.ts';
+import type { ChargeJournal } from './journal.ts';
 import * as repo from './repo.ts';
 
 /**
@@ -52,6 +59,10 @@ export const LEASE_BUSY_RATE = 2;
 export const BATCH_WINDOW_MS = 20;
 /** ...and a batch holds at most this many (the rest go in the next one, at once). */
 export const BATCH_MAX = 1000;
+/** Charges kept unwritten at most (CREDITS_BACKLOG_MAX's default), see CreditBank.hold. */
+export const BACKLOG_MAX = 10_000;
+/** While the database is unreachable a batch is tried again this often at most (backing off from 50 ms). */
+export const RETRY_MAX_MS = 1000;
 
 interface Lease {
   id: string;
@@ -183,6 +194,20 @@ export class CreditBank {
   private readonly returning = new Map<string, number>();
   /** Batches started so far: the number of the one being written, if one is. */
   private batchSeq = 0;
+  /** Requests holding credits now (each settles one charge). */
+  private inFlight = 0;
+  /** Charges of the batch being written. */
+  private writingCount = 0;
+  /** Since when the database has been unreachable to a batch (undefined: it answers). */
+  private keptSince: number | undefined;
+  /** The charges not written yet are in the journal (the database was unreachable); new ones are appended. */
+  private journaling = false;
+  /** Shutting down: a batch the database does not take is journaled and left to the next start. */
+  private closing = false;
+  /** Shutting down with the database unreachable: what is queued is journaled, not tried again. */
+  private leftForNextStart = false;
+  private readonly journal: ChargeJournal | undefined;
+  private readonly backlogMax: number;
 
   constructor(
     private readonly db: Db,
@@ -191,7 +216,14 @@ export class CreditBank {
     private readonly background?: BackgroundTasks,
     /** The clock the account rates are read with (tests pass their own). */
     private readonly clock: () => number = Date.now,
+    /**
+     * `journal`: where charges the database does not take are kept on disk until it does (none: in memory only);
+     * `backlogMax`: how many charges may wait unwritten before paid requests are refused (CREDITS_BACKLOG_MAX).
+     */
+    opts: { journal?: ChargeJournal | undefined; backlogMax?: number } = {},
   ) {
+    this.journal = opts.journal;
+    this.backlogMax = opts.backlogMax ?? BACKLOG_MAX;
     this.schedule = new WriteSchedule({
       windowMs: BATCH_WINDOW_MS,
       max: BATCH_MAX,
@@ -213,8 +245,18 @@ export class CreditBank {
     return (lease ? lease.granted - lease.held : 0) + (this.returning.get(accountId) ?? 0);
   }
 
-  /** Admits a request by holding `amount` (its worst case); 402 when the balance is exhausted. */
+  /**
+   * Admits a request by holding `amount` (its worst case); 402 when the balance is exhausted. 503 (with
+   * Retry-After) while `backlogMax` charges wait unwritten, counting those of the requests in flight: the database
+   * has been unreachable that long, and a charge is never dropped to make room.
+   */
   async hold(accountId: string, amount: number): Promise<BankHold> {
+    if (this.queue.length + this.writingCount + this.inFlight >= this.backlogMax) {
+      throw new ServiceUnavailableError(
+        'Charges cannot be recorded now (the database is unreachable); retry shortly',
+        DATABASE_RETRY_AFTER_SECONDS,
+      );
+    }
     const need = Math.max(0, Math.ceil(amount));
     const now = this.clock();
     this.rate.add(accountId, need, now);
@@ -235,6 +277,7 @@ export class CreditBank {
       // A lease of the account is being given back: take once its credits are in the balance again.
       const batch = this.schedule.writing;
       if (batch && this.returning.has(accountId)) {
+        if (this.keptSince !== undefined) throw databaseUnavailable();
         await batch.catch(() => {});
         continue;
       }
@@ -246,6 +289,7 @@ export class CreditBank {
     const balanceBefore = lease.total;
     lease.held += need;
     lease.holds++;
+    this.inFlight++;
     lease.lastUsed = now;
     lease.closeWanted = false;
     this.endIdle(lease);
@@ -392,6 +436,7 @@ export class CreditBank {
     const { lease } = hold;
     lease.held -= hold.amount;
     lease.holds--;
+    this.inFlight--;
     lease.granted -= charge.cost;
     lease.total -= charge.cost;
     lease.unwritten += charge.cost;
@@ -407,7 +452,7 @@ export class CreditBank {
     }
     const settling = this.settling ?? this.newSettling();
     settling.left++;
-    this.queue.push({
+    const queued: Queued = {
       lease,
       charge: {
         id: newId('creditTransaction'),
@@ -423,7 +468,9 @@ export class CreditBank {
         at: new Date(),
       },
       settling,
-    });
+    };
+    this.queue.push(queued);
+    if (this.journaling) this.journal?.append(queued.charge);
     this.schedule.queued(this.queue.length);
     return { remaining: lease.total, written: settling.promise };
   }
@@ -444,6 +491,7 @@ export class CreditBank {
       const lease = this.leases.get(accountId);
       const writing = this.schedule.writing;
       if (writing && (this.returning.has(accountId) || (lease && lease.chargedSeq === this.batchSeq))) {
+        if (this.keptSince !== undefined) throw databaseUnavailable();
         await writing.catch(() => {});
         continue;
       }
@@ -494,6 +542,14 @@ export class CreditBank {
   }
 
   private async writeBatch(): Promise<void> {
+    if (this.leftForNextStart) {
+      // Shutting down with the database unreachable: what is queued is in the journal already, and the leases are
+      // left to expire (or to the next start, which gives back those its journal's charges name).
+      for (const op of this.queue.splice(0)) if (--op.settling.left === 0) op.settling.resolve();
+      for (const lease of this.leases.values()) this.endIdle(lease);
+      this.leases.clear();
+      return;
+    }
     const now = Date.now();
     const ops = this.queue.splice(0, BATCH_MAX);
     this.settling = undefined;
@@ -531,6 +587,7 @@ export class CreditBank {
       expiresAt: new Date(now + LEASE_TTL_MS),
     };
     let balances: Map<string, { balance: number; total: number }> | undefined;
+    this.writingCount = ops.length;
     for (let attempt = 0; ; attempt++) {
       try {
         balances = await repo.writeLeaseBatch(this.db, batch);
@@ -538,17 +595,32 @@ export class CreditBank {
         this.stats.charges += ops.length;
         break;
       } catch (err) {
-        if (attempt >= 3 || this.closed) {
-          // The charges are lost, never credits: their leases' rows still hold them until given back.
-          this.log.error({ err, charges: ops.length }, 'credits: a batch of charges could not be written');
-          for (const op of ops) op.settling.reject(err);
+        // The database unreachable, the batch is kept (journaled) and tried again until it answers; written again,
+        // a batch whose commit's answer was lost changes nothing (writeLeaseBatch). Any other failure is tried
+        // three times more, and so is an outage while shutting down (the journal keeps it for the next start).
+        const unreachable = isDatabaseUnavailable(err);
+        if (unreachable) this.keep(ops, err);
+        if (this.closing || this.closed ? attempt >= 2 : !unreachable && attempt >= 3) {
+          this.giveUp(ops, err, unreachable && this.journal !== undefined);
           this.releaseReturning(updates);
           return;
         }
-        await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+        await new Promise((r) => setTimeout(r, Math.min(RETRY_MAX_MS, 50 * 2 ** attempt)));
       }
     }
+    this.writingCount = 0;
     this.releaseReturning(updates);
+    if (this.keptSince !== undefined) {
+      this.log.info(
+        { downMs: Date.now() - this.keptSince, charges: ops.length + this.queue.length },
+        'credits: the database answers again; the charges kept meanwhile are written',
+      );
+      this.keptSince = undefined;
+    }
+    if (this.journaling) {
+      this.journal?.write(this.queue.map((q) => q.charge));
+      this.journaling = this.queue.length > 0;
+    }
     if (renew) this.lastRenewal = now;
     // What the batch answered counts every charge of its leases up to this batch; those settled since are not in it.
     for (const lease of updates.keys()) {
@@ -556,6 +628,48 @@ export class CreditBank {
       if (written !== undefined) lease.total = written.total - lease.unwritten;
     }
     for (const op of ops) if (--op.settling.left === 0) op.settling.resolve();
+  }
+
+  /**
+   * The database did not take a batch: its charges, and those queued after it, are kept until it does, in memory
+   * and in the journal (new ones are appended as they are settled). The outage is logged once.
+   */
+  private keep(ops: Queued[], err: unknown): void {
+    if (this.keptSince === undefined) {
+      this.keptSince = Date.now();
+      this.log.warn(
+        { err, charges: ops.length + this.queue.length, backlogMax: this.backlogMax },
+        'credits: the database is unreachable; charges are kept until it answers',
+      );
+    }
+    if (this.journal && !this.journaling) {
+      this.journal.write([...ops, ...this.queue].map((q) => q.charge));
+      this.journaling = true;
+    }
+  }
+
+  /**
+   * A batch is not tried again: shutting down with its charges journaled (the next start writes them), or a
+   * failure other than an outage (the charges are lost, never credits: their leases' rows still hold them until
+   * given back).
+   */
+  private giveUp(ops: Queued[], err: unknown, journaled: boolean): void {
+    this.writingCount = 0;
+    if (journaled) {
+      this.leftForNextStart = true;
+      this.log.warn(
+        { charges: ops.length + this.queue.length },
+        'credits: stopping with charges unwritten; they stay in the journal under DATA_DIR and the next start writes them',
+      );
+      for (const op of ops) if (--op.settling.left === 0) op.settling.resolve();
+      return;
+    }
+    this.log.error({ err, charges: ops.length }, 'credits: a batch of charges could not be written');
+    for (const op of ops) op.settling.reject(err);
+    if (this.journaling) {
+      this.journal?.write(this.queue.map((q) => q.charge));
+      this.journaling = this.queue.length > 0;
+    }
   }
 
   /** The batch is written (or given up): what its leases gave back is in the stored balance now. */
@@ -586,8 +700,58 @@ export class CreditBank {
     await this.flush();
   }
 
+  /**
+   * Charges journaled on this DATA_DIR by an instance that stopped before the database took them (issue 39):
+   * queued to be written now, each once (the ledger skips ids it has), their old leases given back with them (a
+   * lease swept back meanwhile is charged from the balance: the ledger stays exact). Answers how many.
+   */
+  recover(): number {
+    if (!this.journal) return 0;
+    const { charges, files } = this.journal.recover();
+    if (!files.length) return 0;
+    const leases = new Map<string, Lease>();
+    const settling = this.settling ?? this.newSettling();
+    settling.promise.catch(() => {}); // no caller waits on these: a batch given up is logged (giveUp)
+    for (const charge of charges) {
+      let lease = leases.get(charge.leaseId);
+      if (!lease) {
+        lease = {
+          id: charge.leaseId,
+          accountId: charge.accountId,
+          granted: 0,
+          held: 0,
+          holds: 0,
+          sized: false,
+          topped: 0,
+          total: 0,
+          unwritten: 0,
+          chargedSeq: 0,
+          lastUsed: 0,
+          closeWanted: true,
+        };
+        leases.set(charge.leaseId, lease);
+      }
+      lease.unwritten += charge.cost;
+      settling.left++;
+      this.queue.push({ lease, charge, settling });
+    }
+    // This instance's own journal holds them before the old files go: a crash now loses none either.
+    this.journal.write(this.queue.map((q) => q.charge));
+    this.journaling = this.queue.length > 0;
+    this.journal.forget(files);
+    if (charges.length)
+      this.log.info({ charges: charges.length }, 'credits: writing the charges journaled before a stop');
+    return charges.length;
+  }
+
+  /** Shutting down: a batch the database does not take is left in the journal rather than tried until it does. */
+  stopping(): void {
+    this.closing = true;
+  }
+
   /** Shutdown: writes every charge and gives back the leases. Holds still in flight expire with their lease. */
   async close(): Promise<void> {
+    this.closing = true;
     clearInterval(this.ticker);
     await this.returnIdle();
     this.closed = true;

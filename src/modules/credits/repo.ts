@@ -126,7 +126,8 @@ export interface LeaseUpdate {
  * (expired and swept while its instance stalled) is debited from the balance directly. `balance_after` is the balance
  * with every lease's credits counted, as each row left it. Answers each touched account's stored balance and that
  * total (readTotal) after the batch. Locks go accounts (in id order) first, then lease rows, as in `takeLease`: two
- * instances' batches never deadlock.
+ * instances' batches never deadlock. Written again (an answer lost with its connection, a journal replayed: migration
+ * 0025), a batch changes nothing more: a charge whose id is in the ledger already is skipped, its lease not charged.
  */
 export async function writeLeaseBatch(
   db: Executor,
@@ -137,6 +138,7 @@ export async function writeLeaseBatch(
     .map((c, n) => ({
       n,
       id: c.id,
+      lease_id: c.leaseId,
       account_id: c.accountId,
       cost: c.cost,
       type: c.type,

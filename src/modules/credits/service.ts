@@ -5,6 +5,7 @@ import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import * as accountsRepo from '../accounts/repo.ts';
 import { type BankHold, type BankSettled, CreditBank, noWrites } from './bank.ts';
+import { ChargeJournal } from './journal.ts';
 import { USAGE_KINDS, type UsageDay, type UsageKind } from './kinds.ts';
 import * as repo from './repo.ts';
 import type { CreditTransaction, CreditTransactionQuery } from './schema.ts';
@@ -15,7 +16,10 @@ const banks = new WeakMap<Deps, CreditBank>();
 function bankOf(deps: Deps): CreditBank {
   let bank = banks.get(deps);
   if (!bank) {
-    bank = new CreditBank(deps.database.asyncCommitDb, deps.log, deps.background);
+    bank = new CreditBank(deps.database.asyncCommitDb, deps.log, deps.background, Date.now, {
+      journal: new ChargeJournal(deps.config.dataDir, deps.log),
+      backlogMax: deps.config.creditsBacklogMax,
+    });
     banks.set(deps, bank);
   }
   return bank;
@@ -104,11 +108,21 @@ export async function returnIdleLeases(deps: Deps): Promise<void> {
 }
 
 /**
+ * Start-up: charges an earlier instance on this DATA_DIR journaled during a database outage and could not write
+ * before it stopped are written now (in the background; kept, as any charge, until the database answers).
+ */
+export function recoverCharges(deps: Deps): void {
+  const bank = bankOf(deps);
+  if (bank.recover()) deps.background.track('writing journaled charges', bank.flush());
+}
+
+/**
  * Shutdown, once requests ended: waits for background work (which may still settle charges; an idle lease is
  * given back at once rather than after LEASE_IDLE_MS), then writes every charge and gives back every lease.
  */
 export async function closeCredits(deps: Deps): Promise<void> {
   const bank = banks.get(deps);
+  bank?.stopping();
   await Promise.all([deps.background.drain(), bank?.returnIdle()]);
   await bank?.close();
   banks.delete(deps);

@@ -100,7 +100,7 @@ const SYNONYMS: Record<string, string[]> = {
   reply: ['send', 'reply'],
   message: ['message', 'send', 'chat'],
   dm: ['message', 'chat', 'direct'],
-  email: ['mail', 'message', 'send'],
+  email: ['mail', 'message'],
   mail: ['email', 'message'],
   emails: ['mail', 'message'],
   inbox: ['message', 'mail'],
@@ -367,14 +367,28 @@ function indexOf(tools: readonly SearchableTool[]): Index {
 
 /** The request's main action: its first read or write verb, as the tool-name verbs it means. */
 function actionOf(all: string[]): { intent: 'read' | 'write'; verbs: Set<string> } | undefined {
-  for (const w of all) {
+  for (const [i, w] of all.entries()) {
+    // After "the", "a", "my" ... a word is a noun: "open the latest email" does not send one.
+    if (DETERMINERS.has(all[i - 1] ?? '')) continue;
     const intent = WRITE_VERBS.has(w) ? 'write' : READ_VERBS.has(w) ? 'read' : undefined;
     if (!intent) continue;
-    const means = QUESTION_WORDS.has(w) ? ['list', 'get', 'search'] : (SYNONYMS[w] ?? []);
+    const means = QUESTION_WORDS.has(w) ? ['list', 'get', 'search'] : (VERB_MEANS[w] ?? SYNONYMS[w] ?? []);
     return { intent, verbs: new Set([stem(w), ...means.map(stem)]) };
   }
   return undefined;
 }
+
+/** Nouns used as verbs ("email the team"): what they mean as the request's action. */
+const VERB_MEANS: Record<string, string[]> = {
+  email: ['send'],
+  mail: ['send'],
+  message: ['send'],
+  dm: ['send'],
+  text: ['send'],
+  ping: ['send'],
+};
+
+const DETERMINERS = new Set('the a an my this that these those your our his her their its every each'.split(' '));
 
 /** Interrogatives: a question reads (lists, gets or searches). */
 const QUESTION_WORDS = new Set('what whats which who when where how any did have'.split(' '));

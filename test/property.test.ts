@@ -49,6 +49,7 @@ describe('robustness under random requests', () => {
     '/api/v1/models',
     '/api/v1/providers',
     '/api/v1/providers/github/tools',
+    '/api/v1/providers/tools/search',
     '/api/v1/connections/authorize',
     '/api/v1/connections/callback',
     '/api/v1/agents',
@@ -123,6 +124,7 @@ describe('robustness under random requests', () => {
         'access_token',
         'q',
         'category',
+        'connected',
       ),
       fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('0', '-1', '101', '1e308', 'NaN', 'asc', 'createdAt')),
     ),
@@ -283,6 +285,51 @@ describe('robustness under random requests', () => {
         },
       ),
       { numRuns: 400 },
+    );
+  });
+});
+
+/** `GET /providers/tools/search` (issue 41 item 3): any q, limit and connected answer 200 or 422, never a 500. */
+describe('tool search under random queries', () => {
+  let h: TestHarness;
+  let session: string;
+  beforeAll(async () => {
+    h = await createHarness();
+    session = (await createUser(h.app)).sessionToken;
+  });
+  afterAll(() => h.close());
+
+  it('answers 200 with at most limit hits, or 422, for any query', { timeout: 120_000 }, async () => {
+    const q = fc.oneof(
+      fc.string({ maxLength: 600 }),
+      fc.string({ unit: 'binary', maxLength: 80 }),
+      fc.constantFrom('\ud800', 'to do', '#', '@', 'a@b.c', '3pm', 'set up', '%', 'list '.repeat(120), '\u0000x'),
+      fc
+        .array(fc.constantFrom('email', 'list', 'the', 'calendar', 'x', 'teams', 'tweets', 'archive'), {
+          maxLength: 40,
+        })
+        .map((ws) => ws.join(' ')),
+    );
+    const limit = fc.option(fc.oneof(fc.integer({ min: -5, max: 60 }).map(String), fc.string({ maxLength: 5 })));
+    const connected = fc.option(fc.constantFrom('true', 'false', '1', ''));
+    await fc.assert(
+      fc.asyncProperty(q, limit, connected, async (text, lim, conn) => {
+        const params = new URLSearchParams({ q: text });
+        if (lim !== null) params.set('limit', lim);
+        if (conn !== null) params.set('connected', conn);
+        const res = await h.app.inject({
+          method: 'GET',
+          url: `/api/v1/providers/tools/search?${params.toString()}`,
+          headers: { authorization: `Bearer ${session}` },
+        });
+        const where = `${params.toString().slice(0, 200)} -> ${res.statusCode} ${res.body.slice(0, 200)}`;
+        expect([200, 422], where).toContain(res.statusCode);
+        if (res.statusCode === 200) {
+          const hits = res.json() as unknown[];
+          expect(hits.length, where).toBeLessThanOrEqual(lim !== null && /^\d+$/.test(lim) ? Number(lim) : 10);
+        }
+      }),
+      { numRuns: 300 },
     );
   });
 });

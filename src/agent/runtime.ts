@@ -184,7 +184,7 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
       return { flagged: verdict.flagged, families: verdict.families };
     };
     const results = await Promise.all(
-      calls.map((call) => runToolCall(call, { byName, loaded, useCatalog, signal, judge, charged })),
+      calls.map((call) => runToolCall(call, { tools: opts.tools, byName, loaded, useCatalog, signal, judge, charged })),
     );
     await toolCharges;
     for (const [i, result] of results.entries()) {
@@ -225,6 +225,8 @@ function parseArgs(text: string): { value?: Record<string, unknown>; error?: str
 }
 
 interface CallState {
+  /** The run's tools, one list for the whole run: the search indexes it once. */
+  tools: readonly AgentTool[];
   byName: Map<string, AgentTool>;
   loaded: Set<string>;
   useCatalog: boolean;
@@ -248,7 +250,7 @@ async function runToolCall(
   let args = parsed.value ?? {};
 
   if (st.useCatalog && name === 'find_tools') {
-    const found = searchTools([...st.byName.values()], String(args.query ?? ''));
+    const found = searchTools(st.tools, String(args.query ?? ''));
     return wrapWith(
       name,
       { tools: found.map((t) => ({ name: t.name, service: t.source, mode: t.mode, description: t.description })) },

@@ -142,6 +142,7 @@ const BY_NAME: Readonly<Record<string, string>> = {
   knowledge_base_ids: exampleId('knowledgeBase'),
   name: 'Acme',
   label: 'GitHub',
+  providerLabel: 'GitHub',
   description: 'Repositories, issues and pull requests.',
   title: 'Acme Corp',
   summary: 'Manufacturing customer since 2021; renews in March.',

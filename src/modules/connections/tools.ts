@@ -228,12 +228,13 @@ async function retryAfterUnauthorized(
 const MAX_TOOL_NAME = 64;
 
 /** `github_create_issue`: the tool name prefixed with the provider id (once), at most 64 characters. */
-/** Words a provider's tools are also found by: its label, and its category (`video-meetings` as two words). */
-export function providerKeywords(def: Pick<ProviderDefinition, 'label' | 'category'>): {
+/** Words a provider's tools are also found by: its label, its category (`video-meetings` as two words), its description. */
+export function providerKeywords(def: Pick<ProviderDefinition, 'label' | 'category' | 'description'>): {
   keywords: string;
   category: string;
+  about: string;
 } {
-  return { keywords: def.label, category: def.category.replace(/[-_]/g, ' ') };
+  return { keywords: def.label, category: def.category.replace(/[-_]/g, ' '), about: def.description };
 }
 
 export function agentToolName(providerId: string, toolName: string, suffix = ''): string {

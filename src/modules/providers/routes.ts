@@ -2,8 +2,17 @@ import { z } from 'zod';
 import type { App } from '../../http/types.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { listConnectionTools } from '../connections/tools.ts';
-import { Provider, ProviderParams, ProvidersQuery, ProviderTool, ProviderToolsQuery } from './schema.ts';
+import {
+  Provider,
+  ProviderParams,
+  ProvidersQuery,
+  ProviderTool,
+  ProviderToolsQuery,
+  ToolSearchHit,
+  ToolSearchQuery,
+} from './schema.ts';
 import * as service from './service.ts';
+import { searchProviderTools } from './tool-search.service.ts';
 
 /** `/api/v1/providers*` (SPEC §4 Providers). */
 export async function providerRoutes(app: App): Promise<void> {
@@ -20,6 +29,22 @@ export async function providerRoutes(app: App): Promise<void> {
       config: { auth: 'public' },
     },
     (req) => service.listProviders(req.publicCtx, req.query),
+  );
+  app.get(
+    '/providers/tools/search',
+    {
+      schema: {
+        tags,
+        summary:
+          'Search tools across providers by a request in plain words, best first: over the whole catalog, or with ' +
+          'connected=true over the tools of your active connections you may run. Each hit names its provider and ' +
+          "carries the tool's description and input schema (the ranking the agent's find_tools uses)",
+        querystring: ToolSearchQuery,
+        response: { 200: z.array(ToolSearchHit) },
+      },
+      config: { scopes: ['connections'] },
+    },
+    (req) => searchProviderTools(req.ctx, req.query),
   );
   app.get(
     '/providers/:providerId',

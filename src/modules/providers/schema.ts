@@ -470,3 +470,36 @@ export const ProviderToolsQuery = z.object({
     .optional()
     .describe('Only the tools usable on this connection'),
 });
+
+export const ToolSearchQuery = z.object({
+  q: z
+    .string()
+    .trim()
+    .min(1)
+    .max(500)
+    .describe('The request in plain words, e.g. "what is on my calendar tomorrow" or "archive this email"'),
+  connected: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true')
+    .describe(
+      '`true`: only the tools of your active connections that you may run; `false` (default): the whole catalog',
+    ),
+  limit: z.coerce.number().int().min(1).max(50).default(10).describe('At most this many hits (1-50, default 10)'),
+});
+export type ToolSearchQuery = z.infer<typeof ToolSearchQuery>;
+
+export const ToolSearchHit = z
+  .object({
+    providerId: z.string(),
+    providerLabel: z.string(),
+    name: z.string().describe("The tool's name within its provider (as in GET /providers/:providerId/tools)"),
+    description: z.string(),
+    parameters: z
+      .record(z.string(), z.unknown())
+      .describe('JSON Schema object of the input: type, properties, required'),
+    mode: z.enum(['read', 'write']),
+    score: z.number().describe('Relevance, higher first; comparable only within one answer'),
+  })
+  .meta({ id: 'ToolSearchHit' });
+export type ToolSearchHit = z.infer<typeof ToolSearchHit>;

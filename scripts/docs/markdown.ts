@@ -6,14 +6,14 @@ import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** README.md and every Markdown file under docs/ (not the site's build or cache), as paths from `root`. */
+/** README.md and every Markdown file under docs/ (not the site's build or cache, nor `_incoming/` drafts), as paths from `root`. */
 export function docFiles(root = REPO_ROOT): string[] {
   const found: string[] = ['README.md'];
   const walk = (dir: string) => {
     for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) {
-        if (!['node_modules', 'dist', 'cache', '.temp'].includes(entry.name)) walk(path);
+        if (!['node_modules', 'dist', 'cache', '.temp', '_incoming'].includes(entry.name)) walk(path);
       } else if (entry.name.endsWith('.md')) found.push(path);
     }
   };

@@ -49,7 +49,8 @@ async function fileAt(root: string, urlPath: string): Promise<string | undefined
 
 export async function guideRoutes(app: App, dir: string = DEFAULT_GUIDE_DIR): Promise<void> {
   const root = resolve(dir);
-  const opts = { schema: { hide: true }, config: { auth: 'public' as const } };
+  // Not rate limited, as the provider logos: a page loads a dozen assets, all static files.
+  const opts = { schema: { hide: true }, config: { auth: 'public' as const, rateLimit: false as const } };
   const serve = async (reply: FastifyReply, path: string) => {
     const file = await fileAt(root, path);
     if (!file) return reply.callNotFound(); // an HTML page for browsers, the JSON error body for others

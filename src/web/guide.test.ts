@@ -10,6 +10,7 @@ describe('the documentation site at /guide/', () => {
   let h: TestHarness;
   let built: App;
   let unbuilt: App;
+  let limited: App;
   const site = mkdtempSync(join(tmpdir(), 'guide-'));
   const INDEX = '<!DOCTYPE html><html><body><h1>Switchboard documentation</h1></body></html>';
   beforeAll(async () => {
@@ -19,17 +20,20 @@ describe('the documentation site at /guide/', () => {
     writeFileSync(join(site, 'assets', 'app.Bx1.js'), 'console.log(1)');
     writeFileSync(join(tmpdir(), 'guide-outside.txt'), 'secret');
     h = await createHarness();
-    const make = async (guideDir: string) => {
-      const app = await buildApp({ config: h.config, database: h.database, keyRing: h.keyRing, guideDir });
+    const make = async (guideDir: string, config = h.config) => {
+      const app = await buildApp({ config, database: h.database, keyRing: h.keyRing, guideDir });
       await app.ready();
       return app;
     };
     built = await make(site);
     unbuilt = await make(join(site, 'not-built'));
+    // A tight global limit: a page's dozen assets must not run into it.
+    limited = await make(site, { ...h.config, rateLimits: { ...h.config.rateLimits, enabled: true, global: 3 } });
   });
   afterAll(async () => {
     await built.close();
     await unbuilt.close();
+    await limited.close();
     await h.close();
     rmSync(site, { recursive: true, force: true });
     rmSync(join(tmpdir(), 'guide-outside.txt'), { force: true });
@@ -58,6 +62,10 @@ describe('the documentation site at /guide/', () => {
     expect(asset.headers['content-type']).toBe('text/javascript; charset=utf-8');
     expect(asset.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     expect(asset.body).toBe('console.log(1)');
+    // Static files are not rate limited (as provider logos): a page and its assets load whatever the limit.
+    for (let i = 0; i < 6; i++) {
+      expect((await limited.inject({ method: 'GET', url: '/guide/assets/app.Bx1.js' })).statusCode).toBe(200);
+    }
   });
 
   it('answers 404 for a page that is not there, and never reads outside the site', async () => {

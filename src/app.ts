@@ -49,6 +49,7 @@ import { scopeRoutes, systemRoutes } from './modules/system/routes.ts';
 import { toolRoutes } from './modules/tools/routes.ts';
 import { createDeps } from './runtime.ts';
 import { send } from './web/common.ts';
+import { guideRoutes } from './web/guide-routes.ts';
 import { errorPage } from './web/pages.ts';
 import { webRoutes } from './web/routes.ts';
 
@@ -65,6 +66,8 @@ export interface BuildAppOptions {
   onRoute?: (route: { method: string | string[]; url: string; config?: RouteAuthConfig }) => void;
   /** The job types this instance runs and schedules (default: the service's catalog; tests add their own). */
   jobCatalog?: JobCatalog;
+  /** The built documentation site served at /guide/ (default: docs/.vitepress/dist under the working directory). */
+  guideDir?: string;
 }
 
 /** Log levels at which the per-request line is written. */
@@ -207,6 +210,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   await mcpRoutes(app, config, opts.mcpSources ?? connectionSources);
   await providerLogoRoutes(app);
   await webchatWidgetRoutes(app);
+  await guideRoutes(app, opts.guideDir);
   await app.register(
     async (api) => {
       const v1 = api.withTypeProvider<ZodTypeProvider>();

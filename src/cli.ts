@@ -300,7 +300,7 @@ function help(): string {
     ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
     '',
     'Run `switchboard <command> --help` for its options. Settings (DATA_DIR, DATABASE_URL, ENCRYPTION_KEYS ...)',
-    'come from the environment, as for the server; see the README.',
+    'come from the environment, as for the server; see docs/configuration.md.',
   ].join('\n');
 }
 
@@ -336,6 +336,11 @@ function findCommand(argv: string[]): { name: string; command: Command; rest: st
     if (command) return { name, command, rest: argv.slice(n) };
   }
   return undefined;
+}
+
+/** The commands' names (`token create`) and long options, for the documentation check (test/docs). */
+export function cliCommands(): Array<{ name: string; options: string[] }> {
+  return Object.entries(COMMANDS).map(([name, c]) => ({ name, options: Object.keys(c.options) }));
 }
 
 export interface CliIo {

@@ -52,7 +52,7 @@ const trustProxy = z
     return list;
   });
 
-const EnvSchema = z.object({
+export const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('0.0.0.0'),
   BASE_URL: z.url().optional(),
@@ -366,7 +366,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       problems.push((err as Error).message);
     }
   } else if (cleaned.DATABASE_URL) {
-    problems.push('ENCRYPTION_KEYS: required when DATABASE_URL is set (see README, "Encryption keys")');
+    problems.push('ENCRYPTION_KEYS: required when DATABASE_URL is set (see docs/self-hosting.md, "Encryption keys")');
   }
   if (!parsed.success || problems.length) throw new ConfigError(problems);
   const e = parsed.data;

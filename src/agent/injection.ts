@@ -14,7 +14,7 @@ import { INJECTION_RULES, type InjectionFamily } from './injection-rules.ts';
  *    counts once, whichever view it matched in, and the score is the sum of the weights. A rule written for
  *    one script (Russian, Japanese, Arabic) runs only on views that hold it.
  *
- * Figures on the held-out parts (test/fixtures/injection-corpus.json, injection-heldout-v2.json) are in the README.
+ * Figures on the held-out parts (test/fixtures/injection-corpus.json, injection-heldout-v2.json) are in docs/benchmarks.md.
  */
 
 export type { InjectionFamily, InjectionRule } from './injection-rules.ts';

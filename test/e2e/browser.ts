@@ -62,10 +62,18 @@ export async function launchBrowser(
   };
 }
 
-/** The path of a screenshot named `name.png` under test-artifacts/ (the directory is made). */
+/**
+ * The screenshots the documentation shows, by name: with `DOCS_SCREENSHOTS=1` the tests that take them write them
+ * to docs/screens/ instead of test-artifacts/, so the pictures in the docs are of the pages as they are.
+ */
+export const DOC_SCREENS = new Set(['credits-dashboard', 'connections-top', 'agents-chat', 'channels-telegram']);
+export const DOC_SCREENS_DIR = join(process.cwd(), 'docs', 'screens');
+
+/** The path of a screenshot named `name.png` under test-artifacts/ (or docs/screens/, above; the directory is made). */
 export function artifactPath(name: string): string {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  return join(ARTIFACTS, `${name}.png`);
+  const dir = process.env.DOCS_SCREENSHOTS === '1' && DOC_SCREENS.has(name) ? DOC_SCREENS_DIR : ARTIFACTS;
+  mkdirSync(dir, { recursive: true });
+  return join(dir, `${name}.png`);
 }
 
 /** Fills in and sends the sign-in form the page shows. */

@@ -112,6 +112,7 @@ describe.skipIf(!runBrowser)('connections page in a real browser (chromium)', ()
     const shot = artifactPath('connections');
     await page.screenshot({ path: shot, fullPage: true });
     expect(statSync(shot).size).toBeGreaterThan(10_000);
+    await page.screenshot({ path: artifactPath('connections-top') }); // the first screen, for docs/providers.md
 
     // Refresh: a new token, shown as the result.
     await item.getByRole('button', { name: /^Refresh/ }).click();

@@ -154,7 +154,7 @@ describe('agent memory', () => {
     console.log(
       `memory recall@5: ${hits}/${fixture.items.length} = ${(recall * 100).toFixed(1)}%; missed: ${missed.join(' | ')}`,
     );
-    // The figure in the README; a drop below it is a regression.
+    // The figure in docs/benchmarks.md; a drop below it is a regression.
     expect(recall).toBeGreaterThanOrEqual(0.78);
   });
 

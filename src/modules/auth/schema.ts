@@ -33,7 +33,12 @@ export const CreatePat = z
   .object({
     name: z.string().trim().min(1).max(100),
     scopes: z.array(ScopeName).min(1).max(ALL_SCOPES.length),
-    expires_in: z.number().int().positive().optional().describe('seconds; default and maximum in the README'),
+    expires_in: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('seconds; default and maximum: PAT_DEFAULT_EXPIRES_IN and PAT_MAX_EXPIRES_IN'),
     provider_permissions: z.record(z.string().min(1).max(100), Permission).optional(),
     default_provider_permission: Permission.optional(),
     knowledge_base_ids: z

@@ -19,7 +19,10 @@ export interface ConnectionSettings {
   maxResponseBytes: number;
 }
 
-const VARS: Record<keyof ConnectionSettings, { name: string; fallback: number; min: number; max: number }> = {
+export const CONNECTION_SETTING_VARS: Record<
+  keyof ConnectionSettings,
+  { name: string; fallback: number; min: number; max: number }
+> = {
   requestTimeoutMs: { name: 'PROVIDER_TIMEOUT_MS', fallback: 30_000, min: 1, max: 600_000 },
   tokenTimeoutMs: { name: 'PROVIDER_TOKEN_TIMEOUT_MS', fallback: 10_000, min: 1, max: 120_000 },
   maxRetryWaitMs: { name: 'PROVIDER_MAX_RETRY_WAIT_MS', fallback: 10_000, min: 0, max: 600_000 },
@@ -40,8 +43,8 @@ export function connectionSettings(config: Pick<Config, 'providers'>): Connectio
   if (cached) return cached;
   const problems: string[] = [];
   const out = {} as ConnectionSettings;
-  for (const [key, spec] of Object.entries(VARS) as Array<
-    [keyof ConnectionSettings, (typeof VARS)[keyof ConnectionSettings]]
+  for (const [key, spec] of Object.entries(CONNECTION_SETTING_VARS) as Array<
+    [keyof ConnectionSettings, (typeof CONNECTION_SETTING_VARS)[keyof ConnectionSettings]]
   >) {
     const raw = config.providers.env[spec.name];
     if (raw === undefined) {

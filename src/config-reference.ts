@@ -137,6 +137,11 @@ export const ENV_REFERENCE: Record<EnvName, SettingDoc> = {
     group: 'Requests and limits',
     meaning: 'how often an idle event stream (`GET .../conversations/:id/events`) sends a `: ping` comment',
   },
+  CREDITS_BACKLOG_MAX: {
+    group: 'Requests and limits',
+    meaning:
+      'how many charges an instance keeps unwritten while the database is unreachable (in memory and journaled under `DATA_DIR/credit-journal/`, written once it answers); requests in flight count against it, and at the bound new paid requests answer 503 with Retry-After',
+  },
   AGENT_RUN_LEASE_MS: {
     group: 'Requests and limits',
     meaning:

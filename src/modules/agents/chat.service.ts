@@ -221,7 +221,7 @@ export async function chatWithAgent(
       { field: 'body.messages', message: 'must end with a user message' },
     ]);
   }
-  // Stored after the answer: a NUL the database refuses is the caller's 400 now, not a lost message later.
+  // Stored through the group commit: a NUL the database refuses is the caller's 400 now, not a failed write later.
   if (hasNul(incoming)) throw new BadRequestError(NUL_MESSAGE);
   const files = await filesOf(ctx, incoming);
   const vision = { ok: model.capabilities.vision, model: model.id };

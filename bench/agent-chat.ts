@@ -1,4 +1,5 @@
 import { loadavg } from 'node:os';
+import { resolve } from 'node:path';
 import { Pool } from 'undici';
 import {
   BENCH_ENCRYPTION_KEYS,
@@ -17,11 +18,14 @@ import {
  * and the second turn of a conversation (its history read back), taking turns request by request so all three
  * see the same load. On PGlite, and on PostgreSQL when
  * BENCH_DATABASE_URL is set (BENCH_DATABASES=pglite,pg chooses). Budget (issue 11): the agent's overhead on a
- * one-step reply under 5 ms at p50. Each database's figures carry the machine's 1-minute load average.
+ * one-step reply under 5 ms at p50. Each database's figures carry the machine's 1-minute load average. With
+ * BENCH_BASE_DIR, another checkout's one-step reply and second turn are measured in the same turns (`measure`).
  */
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
 
 interface Variant {
+  origin: string;
+  headers: Record<string, string>;
   path: string;
   body: (i: number) => string;
 }
@@ -30,26 +34,28 @@ interface Variant {
  * Sends the variants' requests one at a time, taking turns (direct, agent, ...), so each variant's figures are
  * measured under the same load of the shared machine; the first 20 rounds warm up.
  */
-async function timeInTurns(origin: string, headers: Record<string, string>, variants: Variant[]) {
-  const pool = new Pool(origin, { connections: 1 });
+async function timeInTurns(variants: Variant[]) {
+  const pools = new Map<string, Pool>();
+  for (const v of variants) if (!pools.has(v.origin)) pools.set(v.origin, new Pool(v.origin, { connections: 1 }));
   const times: number[][] = variants.map(() => []);
   try {
     for (let i = 0; i < REQUESTS + 20; i++) {
       for (const [v, variant] of variants.entries()) {
         const t = performance.now();
-        const res = await pool.request({
+        const res = await pools.get(variant.origin)?.request({
           method: 'POST',
           path: variant.path,
-          headers: { 'content-type': 'application/json', ...headers },
+          headers: { 'content-type': 'application/json', ...variant.headers },
           body: variant.body(i),
         });
+        if (!res) throw new Error('no pool');
         await res.body.text();
         if (res.statusCode !== 200) throw new Error(`${variant.path} answered ${res.statusCode}`);
         if (i >= 20) times[v]?.push(performance.now() - t);
       }
     }
   } finally {
-    await pool.close();
+    for (const pool of pools.values()) await pool.close();
   }
   return times.map((list) => {
     list.sort((a, b) => a - b);
@@ -58,51 +64,95 @@ async function timeInTurns(origin: string, headers: Record<string, string>, vari
   });
 }
 
+/** A server with an agent, and conversations for the second turns, each started by one one-step reply. */
+async function side(start: typeof startBenchServer, env: Record<string, string>) {
+  const server = await start(env);
+  const { session, pat } = await signupWithSession(server.url, ['llm-all', 'agents-use']);
+  await fetch(`${server.url}/api/v1/credit-transactions`, { headers: { authorization: `Bearer ${session}` } });
+  const agent = (await (
+    await fetch(`${server.url}/api/v1/agents`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${session}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Bench', enabledBuiltInTools: [] }),
+    })
+  ).json()) as { id: string };
+  const auth = { authorization: `Bearer ${pat}` };
+  const chatPath = `/api/v1/agents/${agent.id}/chat/completions`;
+  const started: string[] = [];
+  const pool = new Pool(server.url, { connections: 1 });
+  for (let i = 0; i < REQUESTS + 20; i++) {
+    const res = await pool.request({
+      method: 'POST',
+      path: chatPath,
+      headers: { 'content-type': 'application/json', ...auth },
+      body: JSON.stringify({ messages: MESSAGES }),
+    });
+    await res.body.text();
+    started.push(String(res.headers['x-conversation-id']));
+  }
+  await pool.close();
+  const origin = new URL(server.url).origin;
+  const variants: Variant[] = [
+    { origin, headers: auth, path: chatPath, body: () => JSON.stringify({ messages: MESSAGES }) },
+    {
+      origin,
+      headers: auth,
+      path: chatPath,
+      body: (i) => JSON.stringify({ messages: MESSAGES, conversationId: started[i] }),
+    },
+  ];
+  return { server, auth, origin, variants };
+}
+
+const MESSAGES = [{ role: 'user', content: 'Say ok.' }];
+
+/**
+ * The figures of this checkout; with BENCH_BASE_DIR (another checkout, e.g. main's, with its own node_modules or a
+ * link to one), that checkout's server runs beside it on its own database (PostgreSQL: BENCH_BASE_DATABASE_URL)
+ * and its one-step reply and second turn take turns with this one's, request by request: a change's cost,
+ * measured under the same load of the shared machine.
+ */
 async function measure(upstream: string, label: string, env: Record<string, string>): Promise<Figure[]> {
-  const server = await startBenchServer({
+  const gatewayEnv = {
     LLM_BASE_URL: upstream,
     LLM_MODELS: 'fake-model=1000000/2000000',
     RATE_LIMIT_LLM: '1000000000',
-    ...env,
-  });
+  };
+  const baseDir = process.env.BENCH_BASE_DIR;
+  const sides: Array<Awaited<ReturnType<typeof side>>> = [];
   try {
-    const { session, pat } = await signupWithSession(server.url, ['llm-all', 'agents-use']);
-    await fetch(`${server.url}/api/v1/credit-transactions`, { headers: { authorization: `Bearer ${session}` } });
-    const agent = (await (
-      await fetch(`${server.url}/api/v1/agents`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${session}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'Bench', enabledBuiltInTools: [] }),
-      })
-    ).json()) as { id: string };
-    const auth = { authorization: `Bearer ${pat}` };
-    const chatPath = `/api/v1/agents/${agent.id}/chat/completions`;
-    const messages = [{ role: 'user', content: 'Say ok.' }];
-    const load = () => loadavg()[0]?.toFixed(1) ?? '?';
-    // Conversations for the second turns, each started by one one-step reply.
-    const started: string[] = [];
-    const pool = new Pool(server.url, { connections: 1 });
-    for (let i = 0; i < REQUESTS + 20; i++) {
-      const res = await pool.request({
-        method: 'POST',
-        path: chatPath,
-        headers: { 'content-type': 'application/json', ...auth },
-        body: JSON.stringify({ messages }),
-      });
-      await res.body.text();
-      started.push(String(res.headers['x-conversation-id']));
+    sides.push(await side(startBenchServer, { ...gatewayEnv, ...env }));
+    if (baseDir) {
+      const base = (await import(resolve(baseDir, 'bench/lib.ts'))) as { startBenchServer: typeof startBenchServer };
+      const pg = process.env.BENCH_DATABASE_URL;
+      const basePg = process.env.BENCH_BASE_DATABASE_URL;
+      if (env.DATABASE_URL && !basePg) throw new Error('BENCH_BASE_DIR on PostgreSQL needs BENCH_BASE_DATABASE_URL');
+      const baseEnv = env.DATABASE_URL ? { ...env, DATABASE_URL: basePg ?? '' } : env;
+      if (basePg && env.DATABASE_URL) process.env.BENCH_DATABASE_URL = basePg;
+      try {
+        sides.push(await side(base.startBenchServer, { ...gatewayEnv, ...baseEnv }));
+      } finally {
+        if (pg !== undefined && env.DATABASE_URL) process.env.BENCH_DATABASE_URL = pg;
+      }
     }
-    await pool.close();
+    const [mine, base] = sides;
+    if (!mine) throw new Error('no server');
+    const load = () => loadavg()[0]?.toFixed(1) ?? '?';
     const loadBefore = load();
-    const [direct, viaAgent, second] = await timeInTurns(server.url, auth, [
-      { path: '/api/v1/chat/completions', body: () => JSON.stringify({ model: 'fake-model', messages }) },
-      { path: chatPath, body: () => JSON.stringify({ messages }) },
-      { path: chatPath, body: (i) => JSON.stringify({ messages, conversationId: started[i] }) },
+    const [direct, viaAgent, second, baseAgent, baseSecond] = await timeInTurns([
+      {
+        origin: mine.origin,
+        headers: mine.auth,
+        path: '/api/v1/chat/completions',
+        body: () => JSON.stringify({ model: 'fake-model', messages: MESSAGES }),
+      },
+      ...mine.variants,
+      ...(base?.variants ?? []),
     ]);
     if (!direct || !viaAgent || !second) throw new Error('missing figures');
     const overhead = viaAgent.p50 - direct.p50;
     console.log(`(${label}: 1-minute load average ${loadBefore} before, ${load()} after)`);
-    return [
+    const figures: Figure[] = [
       { name: `${label}: one-step reply p50`, unit: 'ms', value: viaAgent.p50, baseline: direct.p50 },
       { name: `${label}: one-step reply p99`, unit: 'ms', value: viaAgent.p99, baseline: direct.p99 },
       {
@@ -114,8 +164,18 @@ async function measure(upstream: string, label: string, env: Record<string, stri
       { name: `${label}: second turn p50`, unit: 'ms', value: second.p50, baseline: direct.p50 },
       { name: `${label}: second turn p99`, unit: 'ms', value: second.p99, baseline: direct.p99 },
     ];
+    if (baseAgent && baseSecond) {
+      // The baseline column is the base checkout's figure here.
+      figures.push(
+        { name: `${label}: one-step reply p50 vs base`, unit: 'ms', value: viaAgent.p50, baseline: baseAgent.p50 },
+        { name: `${label}: one-step reply p99 vs base`, unit: 'ms', value: viaAgent.p99, baseline: baseAgent.p99 },
+        { name: `${label}: second turn p50 vs base`, unit: 'ms', value: second.p50, baseline: baseSecond.p50 },
+        { name: `${label}: second turn p99 vs base`, unit: 'ms', value: second.p99, baseline: baseSecond.p99 },
+      );
+    }
+    return figures;
   } finally {
-    await server.stop();
+    for (const s of sides) await s.server.stop();
   }
 }
 

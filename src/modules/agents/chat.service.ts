@@ -3,7 +3,14 @@ import type { AgentTool } from '../../agent/tools.ts';
 import type { AgentRow, ChatFileRow, ConversationRow, MessageRow } from '../../db/schema/index.ts';
 import type { ServiceContext } from '../../lib/context.ts';
 import { utcDay, utcMonth } from '../../lib/dates.ts';
-import { AppError, BadRequestError, GatewayTimeoutError, NotFoundError, ValidationError } from '../../lib/errors.ts';
+import {
+  AppError,
+  BadRequestError,
+  databaseUnavailable,
+  GatewayTimeoutError,
+  NotFoundError,
+  ValidationError,
+} from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
 import type { ChatMessage } from '../../llm/types.ts';
@@ -31,8 +38,10 @@ import { chatAgent } from './service.ts';
  * limits are checked before any model call (a limit answers `limitReachedMessage`, with no model call and no
  * charge) and the monthly cap again between steps; the agent's personality, model, temperature and enabled
  * tool groups drive the ReAct runtime; every message, tool call and tool result is stored as it happens,
- * through this instance's group commit (`ConversationLog`): the answer waits only for what it reads (the
- * agent, cached; a continued conversation's history) and for the usage counters that decide it.
+ * through this instance's group commit (`ConversationLog`). The answer waits for what it reads (the agent,
+ * cached; a continued conversation's history), the usage counters that decide it, and the commit of what it
+ * names: the conversation and its messages are in the database, for every instance, once the answer is sent
+ * (and before `onConversation` names the conversation early, as a stream's header or a task's run does).
  */
 
 export const DEFAULT_LIMIT_MESSAGE = 'This agent has reached its usage limit for now. Please try again later.';
@@ -212,7 +221,7 @@ export async function chatWithAgent(
       { field: 'body.messages', message: 'must end with a user message' },
     ]);
   }
-  // Stored after the answer: a NUL the database refuses is the caller's 400 now, not a lost message later.
+  // Stored through the group commit: a NUL the database refuses is the caller's 400 now, not a failed write later.
   if (hasNul(incoming)) throw new BadRequestError(NUL_MESSAGE);
   const files = await filesOf(ctx, incoming);
   const vision = { ok: model.capabilities.vision, model: model.id };
@@ -262,14 +271,19 @@ export async function chatWithAgent(
         : err instanceof AgentError
           ? new GatewayTimeoutError(err.message)
           : err;
-    void log.failRun(conversationId, turn.id, failureText(fault));
+    // A client may read the failed turn (or continue the conversation) on another instance at once.
+    await log.commitNow(log.failRun(conversationId, turn.id, failureText(fault)).written);
     throw fault;
   } finally {
     lease.stop();
   }
 
   async function answerTurn(): Promise<ChatOutcome> {
-    await opts.onConversation?.(conversationId);
+    if (opts.onConversation) {
+      // Named before the answer: the conversation and the turn's messages are committed first.
+      if (!(await log.commitNow(turn.written))) throw databaseUnavailable();
+      await opts.onConversation(conversationId);
+    }
 
     const limits = agent.usageLimits;
     const limitMessage = limits.limitReachedMessage || DEFAULT_LIMIT_MESSAGE;
@@ -293,7 +307,7 @@ export async function chatWithAgent(
         creditsConsumed: credits.consumed,
         limited,
       });
-      void log.endRun(conversationId, turn.id);
+      const ended = log.endRun(conversationId, turn.id);
       if (learn) {
         // What the exchange teaches is decided off the request path, once the exchange is stored.
         ctx.deps.background.track(
@@ -310,6 +324,8 @@ export async function chatWithAgent(
           ),
         );
       }
+      // What the answer names is committed before it is sent: any instance reads it, and continues it, at once.
+      if (!(await log.commitNow(ended))) throw databaseUnavailable();
       return {
         id: newId('completion'),
         created: Math.floor(Date.now() / 1000),

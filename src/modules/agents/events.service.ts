@@ -124,13 +124,15 @@ export async function writeFailedTurns(
 }
 
 /**
- * What a chat stores, written off the answer's path: conversations, messages and events of this instance go
- * through one group commit (GROUP_COMMIT_WINDOW_MS), in the order they happened, so an answer never waits on a
- * write it does not need. Every read of conversations on this instance first waits for what is queued
- * (`settled`), so it sees its own writes; another instance sees them once the batch commits (the window plus
- * one statement; its SSE subscribers are notified then). Shutdown writes everything queued (background work is
- * drained before the database closes). Text the database cannot store (NUL, unpaired surrogates) is stored as
- * U+FFFD.
+ * What a chat stores: conversations, messages and events of this instance go through one group commit
+ * (GROUP_COMMIT_WINDOW_MS), in the order they happened, so a turn costs the database one statement, shared with
+ * the turns of other chats queued meanwhile. A chat answers only once what its answer names is committed
+ * (`commitNow`: the conversation, its messages, its events), so every instance behind the load balancer reads
+ * it, and continues it, as soon as the answer arrives (issue 39); what is queued in between (a run's tool steps)
+ * is written within the window, when its SSE subscribers are notified. Every read of conversations on this
+ * instance first waits for what is queued (`settled`), so it sees its own writes. Shutdown writes everything
+ * queued (background work is drained before the database closes). Text the database cannot store (NUL,
+ * unpaired surrogates) is stored as U+FFFD.
  */
 export class ConversationLog {
   private readonly commit: GroupCommit<LogOp>;
@@ -213,6 +215,15 @@ export class ConversationLog {
     void written.then(() => {
       if (this.last.get(conversationId) === written) this.last.delete(conversationId);
     });
+    return written;
+  }
+
+  /**
+   * Writes what is queued now rather than at the window's end, and answers whether `written` (a write queued
+   * here, and so all queued before it) was committed: false when it was given up (the database is down).
+   */
+  commitNow(written: Promise<boolean>): Promise<boolean> {
+    void this.commit.flush();
     return written;
   }
 

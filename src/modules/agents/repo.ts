@@ -296,57 +296,11 @@ export interface ConversationLogBatch {
  */
 export async function writeConversationLog(db: Executor, batch: ConversationLogBatch): Promise<void> {
   const json = (rows: object[]) => JSON.stringify(rows.map((r, n) => ({ ...r, n })));
+  // The statement is a function (migration 0026): each connection plans it once, not at every batch.
   await db.execute(sql`
-    WITH cv AS (
-      SELECT * FROM jsonb_to_recordset(${json(batch.conversations)}::jsonb) AS x(
-        "id" text, "accountId" text, "agentId" text, "endUserId" text, "title" text, "at" timestamptz,
-        "lastActivityAt" timestamptz)
-    ), ci AS (
-      INSERT INTO conversations (id, account_id, agent_id, end_user_id, title, last_activity_at, created_at, updated_at)
-      SELECT cv.id, cv."accountId", cv."agentId", cv."endUserId", cv.title, cv."lastActivityAt", cv.at, cv."lastActivityAt"
-      FROM cv JOIN agents a ON a.id = cv."agentId" AND a.account_id = cv."accountId"
-      ON CONFLICT (id) DO NOTHING
-      RETURNING id
-    ), m AS (
-      SELECT * FROM jsonb_to_recordset(${json(batch.messages)}::jsonb) AS x(
-        "id" text, "conversationId" text, "role" text, "content" text, "toolCalls" jsonb, "toolCallId" text,
-        "toolName" text, "error" text, "at" timestamptz, n int)
-    ), e AS (
-      SELECT * FROM jsonb_to_recordset(${json(batch.events)}::jsonb) AS x(
-        "conversationId" text, "type" text, "data" jsonb, "at" timestamptz, n int)
-    ), t AS (
-      SELECT * FROM jsonb_to_recordset(${json(batch.touches)}::jsonb) AS x("conversationId" text, "at" timestamptz)
-    ), r AS (
-      SELECT * FROM jsonb_to_recordset(${json(batch.runs)}::jsonb) AS x("id" text, "conversationId" text, "leaseMs" int)
-    ), live AS (
-      SELECT id FROM ci
-      UNION
-      SELECT id FROM conversations
-      WHERE id IN (SELECT "conversationId" FROM m UNION SELECT "conversationId" FROM e UNION SELECT "conversationId" FROM t
-        UNION SELECT "conversationId" FROM r)
-    ), mi AS (
-      INSERT INTO messages (id, conversation_id, role, content, tool_calls, tool_call_id, tool_name, error, created_at)
-      SELECT m.id, m."conversationId", m.role, m.content, m."toolCalls", m."toolCallId", m."toolName", m.error, m.at
-      FROM m WHERE m."conversationId" IN (SELECT id FROM live) ORDER BY m.n
-      ON CONFLICT (id) DO NOTHING
-    ), ri AS (
-      INSERT INTO conversation_runs (id, conversation_id, lease_expires_at)
-      SELECT r.id, r."conversationId", now() + r."leaseMs" * interval '1 millisecond'
-      FROM r WHERE r."conversationId" IN (SELECT id FROM live)
-      ON CONFLICT (id) DO NOTHING
-    ), rd AS (
-      DELETE FROM conversation_runs WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(batch.endedRuns)}::jsonb))
-    ), ei AS (
-      INSERT INTO conversation_events (conversation_id, type, data, created_at)
-      SELECT e."conversationId", e.type, e.data, e.at
-      FROM e WHERE e."conversationId" IN (SELECT id FROM live) ORDER BY e.n
-      RETURNING conversation_id
-    ), tu AS (
-      UPDATE conversations c SET last_activity_at = t.at, updated_at = t.at
-      FROM (SELECT "conversationId", max(at) AS at FROM t GROUP BY "conversationId") t
-      WHERE c.id = t."conversationId"
-    )
-    SELECT pg_notify(${NOTIFY_CHANNEL}, d.conversation_id) FROM (SELECT DISTINCT conversation_id FROM ei) d`);
+    SELECT agents_write_conversation_log(${json(batch.conversations)}::jsonb, ${json(batch.messages)}::jsonb,
+      ${json(batch.events)}::jsonb, ${json(batch.touches)}::jsonb, ${json(batch.runs)}::jsonb,
+      ${JSON.stringify(batch.endedRuns)}::jsonb, ${NOTIFY_CHANNEL})`);
 }
 
 /** Holds a running turn's lease `leaseMs` longer (database time); false when its row is gone (it was failed). */

@@ -293,9 +293,23 @@ describe.runIf(inject('testDatabase').kind === 'pg')('a cluster: three instances
     const outcomes = await underLoad(async (running) => {
       for (const i of [0, 1, 2]) {
         await running.answered(4);
+        const instance = cluster.instances[i];
         const stopping = cluster.stop(i, 'SIGTERM');
-        // Draining: out of the pool while it still serves.
+        // Draining (item 5): /readyz turns 503 at once while the process still serves, and HAProxy takes the
+        // instance out of the pool before it exits. (Without a drain the listener closes at once: HAProxy's retry
+        // of refused connections hides that from these clients, not from a balancer that does not retry.)
+        let readyz: unknown;
+        await waitFor(`app${i + 1}'s /readyz to answer 503 while it drains`, async () => {
+          const res = await fetch(`${instance?.url}/readyz`);
+          readyz = [res.status, await res.json()];
+          return res.status === 503;
+        });
+        expect(readyz).toEqual([
+          503,
+          { error: 'ServiceUnavailableError', message: 'Draining: shutting down', statusCode: 503 },
+        ]);
         await cluster.waitForStates({ [`app${i + 1}`]: 'DOWN' });
+        expect(instance?.child.exitCode).toBeNull();
         await stopping;
         await cluster.start(i);
         await cluster.waitForStates();

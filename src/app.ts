@@ -203,7 +203,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   await registerOpenApi(app, config);
   registerMetrics(app, database, requests);
 
-  await systemRoutes(app);
+  await systemRoutes(app, () => outage.answered());
   await oauth.init();
   await oauthRoutes(app, oauth);
   await webRoutes(app, oauth);

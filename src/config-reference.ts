@@ -59,6 +59,11 @@ export const ENV_REFERENCE: Record<EnvName, SettingDoc> = {
     meaning:
       'on SIGTERM or SIGINT the service stops accepting connections, finishes in-flight requests and running jobs and closes the database; past this time it exits with code 1',
   },
+  METRICS_TOKEN: {
+    group: 'Server',
+    meaning:
+      'when set (16 characters or more), `GET /metrics` answers only `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise); `/healthz` and `/readyz` stay open. Unset: `/metrics` is open, so keep it off public networks',
+  },
   SHUTDOWN_DRAIN_MS: {
     group: 'Server',
     meaning:

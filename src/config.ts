@@ -77,6 +77,7 @@ export const EnvSchema = z.object({
   BODY_LIMIT_BYTES: positiveInt.default(1024 * 1024),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).default(5000),
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
   SSE_HEARTBEAT_MS: positiveInt.default(15_000),
   AGENT_RUN_LEASE_MS: z.coerce.number().int().min(1000).default(60_000),
@@ -302,6 +303,8 @@ export interface Config {
    * balancer polling it stops sending before the listener closes (0: close at once).
    */
   shutdownDrainMs: number;
+  /** `METRICS_TOKEN`: when set, `/metrics` answers only `Authorization: Bearer <it>` (401 otherwise). */
+  metricsToken: string | undefined;
   /** The most a client may take to send a whole request, headers and body (slow clients get 408). */
   requestTimeoutMs: number;
   /** The largest chat file upload (`CHAT_FILE_MAX_BYTES`); larger: 413. */
@@ -390,6 +393,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
+    metricsToken: e.METRICS_TOKEN,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
     agentRunLeaseMs: e.AGENT_RUN_LEASE_MS,

@@ -30,6 +30,14 @@ export class DatabaseOutage {
     void this.probe();
   }
 
+  /**
+   * Something else found the database answering (`/readyz`'s own ping): the outage ends now, not at the probe's
+   * next turn, so an instance a balancer puts back in its pool on a 200 from `/readyz` serves at once.
+   */
+  answered(): void {
+    if (this.down) this.recovered();
+  }
+
   close(): void {
     this.closed = true;
     this.downSince = undefined;
@@ -39,13 +47,17 @@ export class DatabaseOutage {
     while (this.down && !this.closed) {
       try {
         await this.database.ping();
-        const downMs = Date.now() - (this.downSince ?? Date.now());
-        this.downSince = undefined;
-        this.log.info({ downMs }, 'The database answers again');
+        if (this.down) this.recovered();
         return;
       } catch {
         await new Promise((r) => setTimeout(r, PROBE_INTERVAL_MS).unref());
       }
     }
+  }
+
+  private recovered(): void {
+    const downMs = Date.now() - (this.downSince ?? Date.now());
+    this.downSince = undefined;
+    this.log.info({ downMs }, 'The database answers again');
   }
 }

@@ -308,6 +308,26 @@ describe('errors, request ids, logs and operations endpoints', () => {
     });
   });
 
+  it('METRICS_TOKEN: /metrics answers only its bearer token (401 §7 body otherwise, no figures leak)', async () => {
+    const token = 'metrics-token-0123456789abcdef';
+    const app = await h.extraApp({ METRICS_TOKEN: token });
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: 'Bearer wrong-token-0123456789abcdef' },
+      { authorization: token },
+    ]) {
+      const res = await call(app, 'GET', '/metrics', { headers });
+      expectError(res, 401, 'UnauthorizedError', 'Missing or invalid bearer token');
+      expect(res.body).not.toContain('http_requests_total');
+    }
+    const ok = await call(app, 'GET', '/metrics', { headers: { authorization: `Bearer ${token}` } });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.body).toContain('# TYPE http_requests_total counter');
+    // The probes stay open: a balancer's health check carries no token.
+    expect((await call(app, 'GET', '/healthz')).statusCode).toBe(200);
+    expect((await call(app, 'GET', '/readyz')).statusCode).toBe(200);
+  });
+
   it('a request on a kept-alive connection after shutdown began: 503 with the §7 body, X-Request-Id and Connection: close', async () => {
     const app = await buildApp({ config: h.config, database: h.database, keyRing: h.keyRing });
     await app.listen({ port: 0, host: '127.0.0.1' });

@@ -1,7 +1,9 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, onResponseHookHandler } from 'fastify';
 import { collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
 import type { Database } from '../db/client.ts';
 import { countJobs } from '../jobs/queue.ts';
+import { UnauthorizedError } from '../lib/errors.ts';
 import { creditStats } from '../modules/credits/service.ts';
 
 /** Prometheus metrics at /metrics: requests and latency by route, the database pool, jobs, process figures. */
@@ -60,10 +62,20 @@ export function registerMetrics(app: FastifyInstance, database: Database, reques
     },
   });
 
-  app.get('/metrics', { schema: { hide: true }, config: { auth: 'public', rateLimit: false } }, async (_req, reply) => {
+  const token = app.deps.config.metricsToken;
+  app.get('/metrics', { schema: { hide: true }, config: { auth: 'public', rateLimit: false } }, async (req, reply) => {
+    if (token !== undefined && !bearerMatches(req.headers.authorization, token)) throw new UnauthorizedError();
     reply.type(registry.contentType);
     return registry.metrics();
   });
+}
+
+/** Whether the header is `Bearer <token>`, compared in constant time (both hashed, so lengths do not leak). */
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const given = /^Bearer (.+)$/.exec(header ?? '')?.[1];
+  if (given === undefined) return false;
+  const digest = (s: string) => createHash('sha256').update(s).digest();
+  return timingSafeEqual(digest(given), digest(token));
 }
 
 /**

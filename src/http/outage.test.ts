@@ -74,6 +74,20 @@ describe.skipIf(inject('testDatabase').kind !== 'pg')(
       expect(bad).toEqual([401, 401, 401, 429]);
     });
 
+    it('once /readyz answers 200 again, requests are served: a balancer puts back only an instance that serves', async () => {
+      const user = await createUser(h.app);
+      await outage(true);
+      try {
+        expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token: user.sessionToken })).statusCode).toBe(503);
+      } finally {
+        await outage(false);
+      }
+      for (let i = 0; i < 200 && (await call(h.app, 'GET', '/readyz')).statusCode !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect((await call(h.app, 'GET', '/api/v1/accounts/me', { token: user.sessionToken })).statusCode).toBe(200);
+    });
+
     it('a token cached from before the outage: its requests answer 503 too and spend none of the account budget', async () => {
       // The token cache outlives the outage's start, so requests pass the guard and meet the database in the route.
       const app = await h.extraApp({ AUTH_CACHE_TTL_MS: '600000' });

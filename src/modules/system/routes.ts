@@ -5,8 +5,11 @@ import { ServiceUnavailableError } from '../../lib/errors.ts';
 
 const AuthScope = z.object({ name: z.string(), description: z.string() }).meta({ id: 'AuthScope' });
 
-/** Operations endpoints at the origin root. */
-export async function systemRoutes(app: App): Promise<void> {
+/**
+ * Operations endpoints at the origin root. `databaseAnswered` is told when /readyz's ping succeeds (it ends a
+ * known outage at once: see DatabaseOutage).
+ */
+export async function systemRoutes(app: App, databaseAnswered: () => void = () => {}): Promise<void> {
   app.get(
     '/healthz',
     {
@@ -33,6 +36,7 @@ export async function systemRoutes(app: App): Promise<void> {
       const faults: string[] = [];
       try {
         await app.deps.database.ping();
+        databaseAnswered();
       } catch {
         faults.push('Database unreachable');
       }

@@ -107,6 +107,7 @@ const EnvSchema = z.object({
   RATE_LIMIT_REGISTER: positiveInt.default(5),
   RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
   SIGNUP_ENABLED: bool.default(true),
+  INSECURE_TEST_PASSWORD_HASHING: bool.default(false),
   OAUTH_ACCESS_TOKEN_TTL: positiveInt.default(900),
   OAUTH_REFRESH_TOKEN_TTL: positiveInt.default(604_800),
   OAUTH_CONSENT_TTL: positiveInt.default(365 * 24 * 3600),
@@ -319,6 +320,12 @@ export interface Config {
   rateLimits: RateLimits;
   oauth: OAuthConfig;
   signupEnabled: boolean;
+  /**
+   * argon2id's cost for new password hashes: OWASP's floor (19 MiB, 2 passes, 1 lane) unless
+   * `INSECURE_TEST_PASSWORD_HASHING=true`, a setting for the test suite only (8 KiB, 1 pass: a hash takes
+   * milliseconds, not tens of them). A stored hash names its own cost, so either verifies the other's hashes.
+   */
+  passwordHashing: PasswordHashing;
   initialCredits: number;
   llm: LlmConfig;
   providers: ProvidersConfig;
@@ -329,6 +336,23 @@ export interface Config {
   version: string;
   sandbox: SandboxConfig;
 }
+
+/** argon2id's parameters (see `Config.passwordHashing`). */
+export interface PasswordHashing {
+  /** KiB. */
+  memoryCost: number;
+  timeCost: number;
+  parallelism: number;
+}
+
+/** OWASP's argon2id floor: 19 MiB, 2 passes, 1 lane. Every deployment hashes with it. */
+export const OWASP_PASSWORD_HASHING: PasswordHashing = Object.freeze({
+  memoryCost: 19_456,
+  timeCost: 2,
+  parallelism: 1,
+});
+/** argon2's least cost, for the test suite only (`INSECURE_TEST_PASSWORD_HASHING`). */
+const INSECURE_TEST_PASSWORD_HASHING: PasswordHashing = Object.freeze({ memoryCost: 8, timeCost: 1, parallelism: 1 });
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -410,6 +434,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dynamicRegistration: e.OAUTH_DYNAMIC_REGISTRATION,
     },
     signupEnabled: e.SIGNUP_ENABLED,
+    passwordHashing: e.INSECURE_TEST_PASSWORD_HASHING ? INSECURE_TEST_PASSWORD_HASHING : OWASP_PASSWORD_HASHING,
     initialCredits: e.INITIAL_CREDITS,
     llm: {
       custom: e.LLM_BASE_URL ? { baseUrl: stripSlash(e.LLM_BASE_URL), apiKey: e.LLM_API_KEY } : undefined,

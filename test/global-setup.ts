@@ -1,36 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  accessSync,
-  constants,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-} from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { MIGRATIONS_DIR, openDatabase } from '../src/db/client.ts';
-
-/**
- * Where the test databases' files go (the PGlite template and each test file's copy of it, the data
- * directories): `TEST_TMPDIR` if set, else memory (`/dev/shm`) where the machine has it, else the system's
- * temporary directory. Copying the template (some 1,250 files) and removing the copy took 3 to 6 s a file on
- * the CI machine's disk, a third of a second in memory.
- */
-export function testTmpDir(): string {
-  if (process.env.TEST_TMPDIR) return process.env.TEST_TMPDIR;
-  try {
-    accessSync('/dev/shm', constants.W_OK);
-    return '/dev/shm';
-  } catch {
-    return tmpdir();
-  }
-}
+import { testTmpDir } from './tmp-dir.ts';
 
 /**
  * Settings of every test database on PostgreSQL: commits do not wait for the WAL to reach the disk. What a

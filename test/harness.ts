@@ -16,7 +16,8 @@ import type { Account } from '../src/modules/accounts/schema.ts';
 import type { CreatePat } from '../src/modules/auth/schema.ts';
 import { createPat, signup } from '../src/modules/auth/service.ts';
 import { type FakeLlm, startFakeLlm } from './fakes/llm-upstream.ts';
-import { adminQuery, databaseUrl, PG_TEST_DATABASE_SETTINGS, testTmpDir } from './global-setup.ts';
+import { adminQuery, databaseUrl, PG_TEST_DATABASE_SETTINGS } from './global-setup.ts';
+import { testTmpDir } from './tmp-dir.ts';
 
 /**
  * One database per test file (a copy of the migrated PGlite template, or the run's PostgreSQL database),

@@ -1,5 +1,6 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import { DATABASE_FREE_GLOBS } from './test/database-free.ts';
+import { testTmpDir } from './test/tmp-dir.ts';
 
 export default defineConfig({
   test: {
@@ -9,6 +10,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Temporary files (data directories, browser profiles) in memory where the machine has it: test/tmp-dir.ts.
+    env: { TMPDIR: testTmpDir() },
     // Test files share their worker's module cache instead of each loading the app again: on the two-core CI
     // machine the suite spent a seventh of its time importing (146 of 1,037 s on PGlite), and warm code runs
     // the tests faster too (12 files: 57 -> 33 s). So a test file must leave no state behind in modules: every

@@ -102,7 +102,7 @@ const COMMANDS: Record<string, Command> = {
       const { id } = await createAccount(ctx, {
         email: input.email,
         name: input.name,
-        passwordHash: await hashPassword(input.password),
+        passwordHash: await hashPassword(ctx.deps.config, input.password),
       });
       out(`Created account ${id} <${input.email}> with ${ctx.deps.config.initialCredits} credits.`);
     },

@@ -111,6 +111,11 @@ export const ENV_REFERENCE: Record<EnvName, SettingDoc> = {
     group: 'Accounts, tokens and sign-in',
     meaning: '`false`: `POST /api/v1/auth/signup` answers 403 (create accounts with the CLI)',
   },
+  INSECURE_TEST_PASSWORD_HASHING: {
+    group: 'Accounts, tokens and sign-in',
+    meaning:
+      "for the test suite only (its harness sets it): `true` hashes passwords with argon2id at its least cost (8 KiB, 1 pass). Never set it in a deployment: the default hashes at OWASP's argon2id floor (19 MiB, 2 passes); hashes made either way verify under either setting",
+  },
   INITIAL_CREDITS: {
     group: 'Accounts, tokens and sign-in',
     meaning: 'credits of a new account (a `grant` row in its credit history)',

@@ -108,6 +108,7 @@ export const EnvSchema = z.object({
   RATE_LIMIT_REGISTER: positiveInt.default(5),
   RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
   SIGNUP_ENABLED: bool.default(true),
+  INSECURE_TEST_PASSWORD_HASHING: bool.default(false),
   OAUTH_ACCESS_TOKEN_TTL: positiveInt.default(900),
   OAUTH_REFRESH_TOKEN_TTL: positiveInt.default(604_800),
   OAUTH_CONSENT_TTL: positiveInt.default(365 * 24 * 3600),
@@ -323,6 +324,12 @@ export interface Config {
   rateLimits: RateLimits;
   oauth: OAuthConfig;
   signupEnabled: boolean;
+  /**
+   * argon2id's cost for new password hashes: OWASP's floor (19 MiB, 2 passes, 1 lane) unless
+   * `INSECURE_TEST_PASSWORD_HASHING=true`, a setting for the test suite only (8 KiB, 1 pass: a hash takes
+   * milliseconds, not tens of them). A stored hash names its own cost, so either verifies the other's hashes.
+   */
+  passwordHashing: PasswordHashing;
   initialCredits: number;
   /**
    * `CREDITS_BACKLOG_MAX`: how many charges an instance keeps unwritten while the database is unreachable (in
@@ -340,6 +347,23 @@ export interface Config {
   version: string;
   sandbox: SandboxConfig;
 }
+
+/** argon2id's parameters (see `Config.passwordHashing`). */
+export interface PasswordHashing {
+  /** KiB. */
+  memoryCost: number;
+  timeCost: number;
+  parallelism: number;
+}
+
+/** OWASP's argon2id floor: 19 MiB, 2 passes, 1 lane. Every deployment hashes with it. */
+export const OWASP_PASSWORD_HASHING: PasswordHashing = Object.freeze({
+  memoryCost: 19_456,
+  timeCost: 2,
+  parallelism: 1,
+});
+/** argon2's least cost, for the test suite only (`INSECURE_TEST_PASSWORD_HASHING`). */
+const INSECURE_TEST_PASSWORD_HASHING: PasswordHashing = Object.freeze({ memoryCost: 8, timeCost: 1, parallelism: 1 });
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -422,6 +446,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dynamicRegistration: e.OAUTH_DYNAMIC_REGISTRATION,
     },
     signupEnabled: e.SIGNUP_ENABLED,
+    passwordHashing: e.INSECURE_TEST_PASSWORD_HASHING ? INSECURE_TEST_PASSWORD_HASHING : OWASP_PASSWORD_HASHING,
     initialCredits: e.INITIAL_CREDITS,
     creditsBacklogMax: e.CREDITS_BACKLOG_MAX,
     llm: {

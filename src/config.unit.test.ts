@@ -36,6 +36,18 @@ describe('config', () => {
     });
   });
 
+  it("hashes passwords at OWASP's argon2id floor unless the test-only setting lowers it", () => {
+    const strong = { memoryCost: 19_456, timeCost: 2, parallelism: 1 };
+    expect(loadConfig({}).passwordHashing).toEqual(strong);
+    expect(loadConfig({ INSECURE_TEST_PASSWORD_HASHING: 'false' }).passwordHashing).toEqual(strong);
+    expect(loadConfig({ INSECURE_TEST_PASSWORD_HASHING: 'true' }).passwordHashing).toEqual({
+      memoryCost: 8,
+      timeCost: 1,
+      parallelism: 1,
+    });
+    expect(badVariables({ INSECURE_TEST_PASSWORD_HASHING: 'maybe' })).toEqual(['INSECURE_TEST_PASSWORD_HASHING']);
+  });
+
   it('derives BASE_URL from PORT and APP_URL from BASE_URL, without a trailing slash', () => {
     expect(loadConfig({ PORT: '9000' }).baseUrl).toBe('http://localhost:9000');
     const c = loadConfig({ PORT: '9000', BASE_URL: 'https://sb.example.com/' });

@@ -1,9 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import type { Scope } from '../src/auth/scopes.ts';
@@ -18,6 +16,8 @@ import type { Account } from '../src/modules/accounts/schema.ts';
 import type { CreatePat } from '../src/modules/auth/schema.ts';
 import { createPat, signup } from '../src/modules/auth/service.ts';
 import { type FakeLlm, startFakeLlm } from './fakes/llm-upstream.ts';
+import { adminQuery, databaseUrl, PG_TEST_DATABASE_SETTINGS } from './global-setup.ts';
+import { testTmpDir } from './tmp-dir.ts';
 
 /**
  * One database per test file (a copy of the migrated PGlite template, or the run's PostgreSQL database),
@@ -57,6 +57,8 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): C
     // Background jobs would run across every test file's rows on the shared PostgreSQL database; the jobs
     // tests turn them on, over a database of their own (`createHarness(env, { privateDatabase: true })`).
     JOBS_ENABLED: 'false',
+    // argon2 at its least cost: a test signs up thousands of accounts (src/config.ts; production keeps OWASP's).
+    INSECURE_TEST_PASSWORD_HASHING: 'true',
     ...(inject('testDatabase').kind === 'pg' ? { DATABASE_URL: (inject('testDatabase') as { url: string }).url } : {}),
     ...env,
   });
@@ -81,37 +83,27 @@ export interface TestDatabase {
 
 /**
  * The test file's database: a copy of the migrated PGlite template, or the run's PostgreSQL database. With
- * `privateDatabase`, on PostgreSQL a fresh migrated database of its own (about a second to make), for tests
+ * `privateDatabase`, on PostgreSQL a fresh migrated database of its own (a clone of the run's template), for tests
  * whose work spans every account (recurring jobs) and must not meet other files' rows.
  */
 export async function openTestDatabase(opts: { privateDatabase?: boolean } = {}): Promise<TestDatabase> {
   const target = inject('testDatabase');
-  const dataDir = mkdtempSync(join(tmpdir(), 'sb-test-'));
+  const dataDir = mkdtempSync(join(testTmpDir(), 'sb-test-'));
   let dropDatabase: (() => Promise<void>) | undefined;
   let env: Record<string, string> = { DATA_DIR: dataDir };
   let database: Database;
   if (target.kind === 'pg') {
     let url = target.url;
     if (opts.privateDatabase) {
+      // A clone of the run's migrated template (test/global-setup.ts): a file copy, no migrations to run.
       const name = `sb_private_${Date.now()}_${randomBytes(3).toString('hex')}`;
-      const admin = async (statement: string) => {
-        const client = new pg.Client({ connectionString: target.url });
-        await client.connect();
-        try {
-          await client.query(statement);
-        } finally {
-          await client.end();
-        }
-      };
-      await admin(`CREATE DATABASE ${name}`);
-      dropDatabase = () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      const u = new URL(target.url);
-      u.pathname = `/${name}`;
-      url = u.toString();
+      await adminQuery(target.url, `CREATE DATABASE ${name} TEMPLATE ${target.template}`);
+      await adminQuery(target.url, `ALTER DATABASE ${name} ${PG_TEST_DATABASE_SETTINGS}`);
+      dropDatabase = () => adminQuery(target.url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      url = databaseUrl(target.url, name);
     }
     env = { ...env, DATABASE_URL: url };
     database = await openDatabase({ databaseUrl: url, dataDir, poolMax: 5 });
-    if (opts.privateDatabase) await database.migrate();
   } else {
     cpSync(target.template, dataDir, { recursive: true });
     database = await openDatabase({ dataDir });

@@ -1,6 +1,7 @@
 import { hash, verify } from '@node-rs/argon2';
 import * as authRepo from '../../auth/repo.ts';
 import { ALL_SCOPES, type Scope } from '../../auth/scopes.ts';
+import type { Config, PasswordHashing } from '../../config.ts';
 import type { PersonalAccessTokenRow } from '../../db/schema/index.ts';
 import { type PublicContext, requireFirstParty, type ServiceContext } from '../../lib/context.ts';
 import {
@@ -22,20 +23,19 @@ import { providerCatalog } from '../providers/catalog.ts';
 import type { Authenticate, CreatedPat, CreatePat, Pat, SessionResponse, Signup } from './schema.ts';
 import { countSignInAttempt } from './sign-in-limit.ts';
 
-// OWASP's argon2id floor: 19 MiB, 2 passes, 1 lane.
-const ARGON2 = { memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
-// Verified when the e-mail is unknown, so a wrong e-mail takes as long as a wrong password.
-let dummyHash: Promise<string> | undefined;
+// Verified when the e-mail is unknown, so a wrong e-mail takes as long as a wrong password: one per cost.
+const dummyHashes = new WeakMap<PasswordHashing, Promise<string>>();
 
-export function hashPassword(password: string): Promise<string> {
-  return hash(password, ARGON2);
+/** An argon2id hash at the configured cost (`config.passwordHashing`: OWASP's floor outside the test suite). */
+export function hashPassword(config: Pick<Config, 'passwordHashing'>, password: string): Promise<string> {
+  return hash(password, config.passwordHashing);
 }
 
 /** Creates an account with its starting credits (a `grant` row) and a first session, in one transaction. */
 export async function signup(ctx: PublicContext, input: Signup): Promise<SessionResponse> {
   const { config } = ctx.deps;
   if (!config.signupEnabled) throw new ForbiddenError('Sign-up is disabled on this server');
-  const passwordHash = await hashPassword(input.password);
+  const passwordHash = await hashPassword(config, input.password);
   const result = await createAccount(ctx, { ...input, passwordHash });
   return startSession(ctx, result.id);
 }
@@ -76,7 +76,12 @@ export async function createAccount(
 export async function authenticate(ctx: PublicContext, input: Authenticate): Promise<SessionResponse> {
   await countSignInAttempt(ctx, input.email);
   const row = await accountsRepo.findAccountByEmail(ctx.db, input.email);
-  dummyHash ??= hashPassword('not-a-real-password');
+  const { passwordHashing } = ctx.deps.config;
+  let dummyHash = dummyHashes.get(passwordHashing);
+  if (!dummyHash) {
+    dummyHash = hashPassword(ctx.deps.config, 'not-a-real-password');
+    dummyHashes.set(passwordHashing, dummyHash);
+  }
   const ok = await verify(row?.passwordHash ?? (await dummyHash), input.password).catch(() => false);
   if (!row?.passwordHash || !ok) throw new UnauthorizedError('Invalid e-mail or password');
   return startSession(ctx, row.id);

@@ -66,33 +66,33 @@ export function anthropicUpstream(opts: { baseUrl: string; apiKey: string | unde
 
 // ---- Anthropic shapes, as far as we write and read them ----
 
-interface TextBlock {
+export interface TextBlock {
   type: 'text';
   text: string;
 }
-interface ImageBlock {
+export interface ImageBlock {
   type: 'image';
   source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
 }
-interface ToolUseBlock {
+export interface ToolUseBlock {
   type: 'tool_use';
   id: string;
   name: string;
   input: unknown;
 }
-interface ToolResultBlock {
+export interface ToolResultBlock {
   type: 'tool_result';
   tool_use_id: string;
   content?: string;
 }
-type ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock;
+export type ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock;
 
 interface Turn {
   role: 'user' | 'assistant';
   content: ContentBlock[];
 }
 
-type ToolChoice = { type: 'auto' | 'any' | 'none' } | { type: 'tool'; name: string };
+export type ToolChoice = { type: 'auto' | 'any' | 'none' } | { type: 'tool'; name: string };
 
 interface AnthropicRequest {
   model: string;
@@ -108,7 +108,7 @@ interface AnthropicRequest {
   stream?: boolean;
 }
 
-interface AnthropicUsage {
+export interface AnthropicUsage {
   input_tokens?: number;
   output_tokens?: number;
   cache_creation_input_tokens?: number | null;
@@ -122,7 +122,7 @@ interface AnthropicMessage {
   usage?: AnthropicUsage;
 }
 
-type StreamEvent =
+export type StreamEvent =
   | { type: 'message_start'; message: { id: string; usage?: AnthropicUsage } }
   | {
       type: 'content_block_start';
@@ -312,7 +312,7 @@ function toolUseBlock(call: ChatToolCall, where: string): ToolUseBlock {
 
 // ---- response: Anthropic -> OpenAI ----
 
-const FINISH: Record<string, string> = {
+export const FINISH: Record<string, string> = {
   end_turn: 'stop',
   stop_sequence: 'stop',
   pause_turn: 'stop',

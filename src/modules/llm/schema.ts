@@ -83,7 +83,9 @@ export const MessagesRequest = z
         }),
       )
       .min(1),
-    system: z.union([z.string(), z.array(MessagesBlock)]).optional(),
+    system: z
+      .union([z.string().meta({ examples: ['You are a concise assistant.'] }), z.array(MessagesBlock)])
+      .optional(),
     tools: z
       .array(
         z.looseObject({
@@ -106,7 +108,10 @@ export const MessagesRequest = z
       .optional(),
     temperature: z.number().min(0).max(1).optional(),
     top_p: z.number().min(0).max(1).optional(),
-    stop_sequences: z.array(z.string()).max(4).optional(),
+    stop_sequences: z
+      .array(z.string().meta({ examples: ['END'] }))
+      .max(4)
+      .optional(),
     metadata: z.looseObject({ user_id: z.string().nullable().optional() }).optional(),
     stream: z.boolean().optional(),
   })
@@ -118,7 +123,11 @@ export const MessageTokenCount = z.object({ input_tokens: z.number().int() }).me
 export const MAX_EMBEDDING_INPUTS = 2048;
 export const MAX_EMBEDDING_INPUT_CHARS = 100_000;
 const MAX_EMBEDDING_INPUT_TOKENS = 8192;
-const EmbeddingText = z.string().min(1).max(MAX_EMBEDDING_INPUT_CHARS);
+const EmbeddingText = z
+  .string()
+  .min(1)
+  .max(MAX_EMBEDDING_INPUT_CHARS)
+  .meta({ examples: ['The quick brown fox jumps over the lazy dog'] });
 const EmbeddingTokens = z.array(z.number().int().min(0)).min(1).max(MAX_EMBEDDING_INPUT_TOKENS);
 
 export const EmbeddingsRequest = z

@@ -66,26 +66,26 @@ export function anthropicUpstream(opts: { baseUrl: string; apiKey: string | unde
 
 // ---- Anthropic shapes, as far as we write and read them ----
 
-export interface TextBlock {
+interface TextBlock {
   type: 'text';
   text: string;
 }
-export interface ImageBlock {
+interface ImageBlock {
   type: 'image';
   source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
 }
-export interface ToolUseBlock {
+interface ToolUseBlock {
   type: 'tool_use';
   id: string;
   name: string;
   input: unknown;
 }
-export interface ToolResultBlock {
+interface ToolResultBlock {
   type: 'tool_result';
   tool_use_id: string;
   content?: string;
 }
-export type ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock;
+type ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock;
 
 interface Turn {
   role: 'user' | 'assistant';
@@ -108,7 +108,7 @@ interface AnthropicRequest {
   stream?: boolean;
 }
 
-export interface AnthropicUsage {
+interface AnthropicUsage {
   input_tokens?: number;
   output_tokens?: number;
   cache_creation_input_tokens?: number | null;
@@ -312,6 +312,7 @@ function toolUseBlock(call: ChatToolCall, where: string): ToolUseBlock {
 
 // ---- response: Anthropic -> OpenAI ----
 
+/** Anthropic's stop reasons as OpenAI finish reasons (read backwards by the Messages route: anthropic-messages.ts). */
 export const FINISH: Record<string, string> = {
   end_turn: 'stop',
   stop_sequence: 'stop',

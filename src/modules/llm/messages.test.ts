@@ -150,6 +150,28 @@ describe('Anthropic Messages API (/api/v1/messages) through the real @anthropic-
     expect(creditsComment(text)).toEqual({ consumed: 4, remaining: 99985 });
   });
 
+  it('ends a stream the upstream broke off with an error event, and bills only what was generated', async () => {
+    openai.enqueue({ content: 'one two three four', breakAfter: 2, chunkDelayMs: 20, noUsage: true });
+    const res = await fetch(`${base}/api/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${pat}` },
+      body: JSON.stringify({
+        model: 'fake-model',
+        max_tokens: 50,
+        stream: true,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    });
+    expect(res.status).toBe(200);
+    const events = sseEvents(await res.text());
+    expect(events.at(-1)).toEqual({
+      event: 'error',
+      data: { type: 'error', error: { type: 'api_error', message: 'The model provider stream broke off' } },
+    });
+    expect(events.map((e) => e.event)).not.toContain('message_stop');
+    expect(await balance()).toBeLessThan(100000);
+  });
+
   it('streams from the Anthropic upstream too', async () => {
     anthropic.enqueue({ text: 'Hi from Claude', usage: { input: 12, output: 3 } });
     const final = await client.messages

@@ -46,6 +46,9 @@ describe('robustness under random requests', () => {
     '/api/v1/auth-scopes',
     '/api/v1/credit-transactions',
     '/api/v1/chat/completions',
+    '/api/v1/messages',
+    '/api/v1/messages/count_tokens',
+    '/api/v1/embeddings',
     '/api/v1/models',
     '/api/v1/providers',
     '/api/v1/providers/github/tools',
@@ -158,7 +161,39 @@ describe('robustness under random requests', () => {
         provider_permissions: fc.dictionary(text, fc.constantFrom('read', 'read-write')),
         expires_in: fc.oneof(fc.integer(), fc.double(), fc.string()),
         model: text,
-        messages: fc.array(fc.record({ role: text, content: fc.oneof(text, fc.integer()) })),
+        messages: fc.array(
+          fc.record({
+            role: fc.oneof(text, fc.constantFrom('user', 'assistant')),
+            content: fc.oneof(
+              text,
+              fc.integer(),
+              fc.array(
+                fc.record(
+                  {
+                    type: fc.oneof(text, fc.constantFrom('text', 'image', 'tool_use', 'tool_result', 'document')),
+                    text: fc.oneof(text, fc.integer()),
+                    id: text,
+                    name: text,
+                    input: fc.json({ maxDepth: 2 }).map((j) => JSON.parse(j) as unknown),
+                    tool_use_id: text,
+                    content: fc.oneof(text, fc.array(fc.record({ type: text, text }))),
+                    source: fc.record({ type: fc.constantFrom('base64', 'url', 'x'), data: text, url: text }),
+                  },
+                  { requiredKeys: ['type'] },
+                ),
+                { maxLength: 3 },
+              ),
+            ),
+          }),
+        ),
+        max_tokens: fc.oneof(fc.integer(), fc.double(), text),
+        system: fc.oneof(text, fc.array(fc.record({ type: text, text }))),
+        tools: fc.array(fc.record({ name: text, input_schema: fc.constant({ type: 'object' }), type: text })),
+        tool_choice: fc.oneof(
+          text,
+          fc.record({ type: fc.constantFrom('auto', 'any', 'tool', 'none', 'x'), name: text }),
+        ),
+        input: fc.oneof(text, fc.array(text), fc.array(fc.integer()), fc.array(fc.array(fc.integer()))),
         type: fc.oneof(text, fc.constantFrom('telegram', 'whatsapp', 'webchat')),
         agentId: text,
         config: fc.oneof(
@@ -217,6 +252,7 @@ describe('robustness under random requests', () => {
       'x-response-format',
       'x-telegram-bot-api-secret-token',
       'x-hub-signature-256',
+      'x-api-key',
     ),
     fc.string({ maxLength: 40, unit: fc.constantFrom(...'abc/*;=,.:- 0123456789'.split('')) }),
     { maxKeys: 3 },
@@ -262,20 +298,32 @@ describe('robustness under random requests', () => {
           if (res.statusCode >= 400 && method !== 'HEAD') {
             expect(res.headers['content-type'], where).toBe('application/json; charset=utf-8');
             const error = res.json();
-            expect(Object.keys(error).sort(), where).toEqual(
-              'details' in error ? ['details', 'error', 'message', 'statusCode'] : ['error', 'message', 'statusCode'],
-            );
-            const name = expect.stringMatching(/^[A-Z][A-Za-z]+Error$/);
-            // The OpenAI-compatible routes carry the §7 name in OpenAI's error object (README, Errors).
             // The server sees the path as the client normalizes it (`/x/.` is `/x/`).
             let seen = path;
             try {
               seen = new URL(`http://localhost${path}`).pathname;
             } catch {}
+            // The Anthropic-compatible routes answer Anthropic's error shape, §7's message and statusCode beside it.
+            const anthropic = /^\/api\/v1\/messages(?:\/count_tokens)?\/?$/.test(seen);
+            const keys = anthropic ? ['error', 'message', 'statusCode', 'type'] : ['error', 'message', 'statusCode'];
+            expect(Object.keys(error).sort(), where).toEqual('details' in error ? ['details', ...keys] : keys);
+            const name = expect.stringMatching(/^[A-Z][A-Za-z]+Error$/);
+            // The OpenAI-compatible routes carry the §7 name in OpenAI's error object (README, Errors); a code of
+            // OpenAI's own (model_not_found) comes with OpenAI's type.
             const openAi =
-              /^\/api\/v1\/(?:chat\/completions|models|agents\/[^/]+\/chat\/completions)\/?(?:[?#]|$)/.test(seen);
+              /^\/api\/v1\/(?:chat\/completions|models|embeddings|agents\/[^/]+\/chat\/completions)\/?(?:[?#]|$)/.test(
+                seen,
+              );
+            const openAiError =
+              error.error?.code === 'model_not_found'
+                ? { message: error.message, type: 'invalid_request_error', param: null, code: 'model_not_found' }
+                : { message: error.message, type: name, param: null, code: null };
             expect(error, where).toMatchObject({
-              error: openAi ? { message: error.message, type: name, param: null, code: null } : name,
+              error: anthropic
+                ? { type: expect.stringMatching(/^[a-z_]+$/), message: error.message }
+                : openAi
+                  ? openAiError
+                  : name,
               message: expect.any(String),
               statusCode: res.statusCode,
             });
@@ -670,7 +718,8 @@ describe('deeply nested JSON bodies on every route', () => {
   const DEPTH_ERROR = { error: 'BadRequestError', message: JSON_DEPTH_MESSAGE, statusCode: 400 };
   // Served by oidc-provider, which reads its own bodies and answers RFC 6749 error bodies (or none).
   const oidc = /^\/(?:oauth\/|api\/v1\/auth\/(?:token|revoke|register)$|interaction\/)/;
-  const openAi = /^\/api\/v1\/(?:chat\/completions|agents\/[^/]+\/chat\/completions)$/;
+  const openAi = /^\/api\/v1\/(?:chat\/completions|embeddings|agents\/[^/]+\/chat\/completions)$/;
+  const anthropic = /^\/api\/v1\/messages(?:\/count_tokens)?$/;
 
   it('every route refuses a body nested past the limit with a 400 (§7 body), never a 500', {
     timeout: 300_000,
@@ -707,7 +756,14 @@ describe('deeply nested JSON bodies on every route', () => {
                 ...DEPTH_ERROR,
                 error: { message: JSON_DEPTH_MESSAGE, type: 'BadRequestError', param: null, code: null },
               }
-            : DEPTH_ERROR;
+            : anthropic.test(url)
+              ? {
+                  type: 'error',
+                  error: { type: 'invalid_request_error', message: JSON_DEPTH_MESSAGE },
+                  message: JSON_DEPTH_MESSAGE,
+                  statusCode: 400,
+                }
+              : DEPTH_ERROR;
           const ok =
             res.statusCode === 400 &&
             res.headers['content-type'] === 'application/json; charset=utf-8' &&

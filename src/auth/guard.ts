@@ -5,6 +5,12 @@ import { AppError, CreditsExhaustedError, ForbiddenError, UnauthorizedError } fr
 import { leasedCredits } from '../modules/credits/service.ts';
 import { type BearerVerifier, bearerFrom, resolveBearer } from './tokens.ts';
 
+/** A token sent as `x-api-key` (one value, no spaces), for the routes that accept it. */
+function apiKeyOf(req: FastifyRequest): string | undefined {
+  const key = req.headers['x-api-key'];
+  return typeof key === 'string' && /^\S+$/.test(key) ? key : undefined;
+}
+
 /** Routes under /api require a bearer unless they say `auth: 'public'`; elsewhere the default is public. */
 export function authModeOf(url: string | undefined, config: RouteAuthConfig): 'public' | 'bearer' | 'session' {
   return config.auth ?? (url?.startsWith('/api/') ? 'bearer' : 'public');
@@ -74,7 +80,7 @@ export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifie
   function guard(req: FastifyRequest): Promise<void> | undefined {
     const { config, url } = req.routeOptions as { config: RouteAuthConfig; url: string | undefined };
     const mode = authModeOf(url, config);
-    const token = bearerFrom(req.headers.authorization);
+    const token = bearerFrom(req.headers.authorization) ?? (config.apiKeyHeader ? apiKeyOf(req) : undefined);
     if (!token) {
       if (mode === 'public') return undefined;
       throw new UnauthorizedError('Missing bearer token (Authorization: Bearer <token>)');

@@ -13,6 +13,7 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../lib/errors.ts';
+import { anthropicErrorType } from '../llm/anthropic-messages.ts';
 
 const CONTEXT_NAMES: Record<string, string> = {
   querystring: 'query',
@@ -75,12 +76,23 @@ export function toAppError(err: unknown): AppError {
  * string `error` only as `422 "ValidationError"`, so there `error` is OpenAI's object, `type` holding the §7 name;
  * `message`, `statusCode` (and `details`) stay at the top as everywhere else.
  */
-const OPENAI_COMPATIBLE = /^\/api\/v1\/(?:chat\/completions|models|agents\/[^/]+\/chat\/completions)\/?(?:[?#]|$)/;
+const OPENAI_COMPATIBLE =
+  /^\/api\/v1\/(?:chat\/completions|models|embeddings|agents\/[^/]+\/chat\/completions)\/?(?:[?#]|$)/;
+/** The Anthropic-compatible routes answer Anthropic's error shape, `message` and `statusCode` beside it. */
+const ANTHROPIC_COMPATIBLE = /^\/api\/v1\/messages(?:\/count_tokens)?\/?(?:[?#]|$)/;
 
 export function errorBodyFor(req: FastifyRequest, appErr: AppError): object {
   const body = appErr.toBody();
+  if (ANTHROPIC_COMPATIBLE.test(req.url)) {
+    const { error: _name, ...rest } = body;
+    const error = { type: anthropicErrorType(body.statusCode), message: body.message };
+    return { type: 'error', error, ...rest };
+  }
   if (!OPENAI_COMPATIBLE.test(req.url)) return body;
-  return { ...body, error: { message: body.message, type: body.error, param: null, code: null } };
+  // A code of OpenAI's own (model_not_found) comes with OpenAI's type for it, as its SDK expects.
+  const code = appErr instanceof NotFoundError && appErr.code ? appErr.code : null;
+  const type = code ? 'invalid_request_error' : body.error;
+  return { ...body, error: { message: body.message, type, param: null, code } };
 }
 
 /**

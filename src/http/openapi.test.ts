@@ -84,7 +84,12 @@ describe('API description', () => {
       if (route.config.auth === 'public') {
         expect(op.security, name).toEqual([]);
       } else {
-        expect(op.security, name).toEqual([{ bearerAuth: route.config.scopes ?? [] }]);
+        const scopes = route.config.scopes ?? [];
+        // Either scheme serves the routes that also take `x-api-key` (the Anthropic-compatible ones).
+        const schemes = route.config.apiKeyHeader
+          ? [{ bearerAuth: scopes }, { apiKeyAuth: scopes }]
+          : [{ bearerAuth: scopes }];
+        expect(op.security, name).toEqual(schemes);
         expect(codes, name).toEqual(expect.arrayContaining(['401', '403']));
       }
       if (route.config.creditGuard) expect(codes, name).toContain('402');
@@ -95,6 +100,11 @@ describe('API description', () => {
     expect(operation('GET', '/api/v1/accounts/me')?.security).toEqual([{ bearerAuth: ['account'] }]);
     expect(operation('POST', '/api/v1/auth/signup')?.security).toEqual([]);
     expect(operation('GET', '/api/v1/auth-scopes')?.security).toEqual([{ bearerAuth: [] }]);
+    expect(operation('POST', '/api/v1/messages')?.security).toEqual([
+      { bearerAuth: ['llm-all'] },
+      { apiKeyAuth: ['llm-all'] },
+    ]);
+    expect(operation('POST', '/api/v1/embeddings')?.security).toEqual([{ bearerAuth: ['llm-all'] }]);
   });
 
   /** Every string in `schema` with nothing that shows what it holds (no example, enum, format or pattern). */

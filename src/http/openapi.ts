@@ -108,6 +108,13 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
             scheme: 'bearer',
             description: `Session token (sess_...), personal access token (pat_...) or OAuth access token. Scopes: ${Object.keys(SCOPES).join(', ')}`,
           },
+          apiKeyAuth: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'x-api-key',
+            description:
+              'The same tokens, as the Anthropic SDK and Claude Code send them (the Anthropic-compatible routes only)',
+          },
         },
       },
     },
@@ -130,7 +137,10 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         add(422, 'ValidationError: a field failed validation (see details)');
       }
       if (mode !== 'public') {
-        schema.security = [{ bearerAuth: cfg.scopes ?? [] }];
+        schema.security = [
+          { bearerAuth: cfg.scopes ?? [] },
+          ...(cfg.apiKeyHeader ? [{ apiKeyAuth: cfg.scopes ?? [] }] : []),
+        ];
         add(401, 'UnauthorizedError or TokenExpiredError');
         add(403, cfg.scopes?.length ? `ForbiddenError: needs scope ${cfg.scopes.join(' or ')}` : 'ForbiddenError');
         if (cfg.creditGuard) add(402, 'CreditsExhaustedError: the credit balance is zero');

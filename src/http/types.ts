@@ -19,6 +19,8 @@ export interface RouteAuthConfig {
   scopes?: Scope[];
   /** SPEC §5 credit guard: 402 CreditsExhaustedError at a zero balance. */
   creditGuard?: boolean;
+  /** The token may also come as `x-api-key` (the Anthropic SDK and Claude Code send it so). */
+  apiKeyHeader?: boolean;
 }
 
 declare module 'fastify' {

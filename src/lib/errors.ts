@@ -62,7 +62,11 @@ export class ForbiddenError extends AppError {
 }
 
 export class NotFoundError extends AppError {
-  constructor(message = 'Not found') {
+  /** `code`: the machine-readable reason OpenAI's error object carries on the OpenAI-compatible routes. */
+  constructor(
+    message = 'Not found',
+    readonly code?: string,
+  ) {
     super(404, message);
   }
 }

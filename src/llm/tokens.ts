@@ -24,7 +24,7 @@ export function promptText(messages: ReadonlyArray<{ content?: unknown; tool_cal
  * Room for the chat template's own tokens (role markers, the tool preamble) beyond the body the upstream reads:
  * the JSON framing of every message and tool is already longer than those markers, this covers the fixed part.
  */
-const FRAMING_TOKENS = 256;
+export const FRAMING_TOKENS = 256;
 
 /**
  * A non-text content part (an image, audio, a file) is billed far above the bytes of its URL: one high-detail

@@ -100,6 +100,17 @@ export interface Upstream {
   complete(call: UpstreamCall): Promise<ChatCompletion>;
   /** Chunks in OpenAI form; the last one carries `usage` when the upstream reports it. */
   stream(call: UpstreamCall): AsyncIterable<ChatChunk>;
+  /** OpenAI's `POST /embeddings`, the body passed as it is; absent where the upstream serves none. */
+  embed?(call: UpstreamCall): Promise<EmbeddingList>;
+}
+
+/** OpenAI's embeddings answer, as far as the gateway reads it. */
+export interface EmbeddingList {
+  object: 'list';
+  data: unknown[];
+  model: string;
+  usage?: { prompt_tokens: number; total_tokens?: number } | undefined;
+  [k: string]: unknown;
 }
 
 export type UpstreamFault = 'rate_limited' | 'rejected' | 'failed' | 'timeout';

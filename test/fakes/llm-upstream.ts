@@ -81,6 +81,24 @@ export async function startFakeLlm(): Promise<FakeLlm> {
         data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'fake' }],
       });
     }
+    if (req.method === 'POST' && req.url?.endsWith('/embeddings')) {
+      // One 3-dimensional vector per input; one prompt token per word (per number of a token array).
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { model: string; input: unknown };
+      fake.requests.push({ messages: [], ...body, headers: req.headers } as FakeRequest);
+      const reply = queue.shift();
+      if (reply?.status) return json(res, reply.status, { error: { message: reply.errorMessage ?? 'fake fault' } });
+      const inputs = Array.isArray(body.input) && typeof body.input[0] !== 'number' ? body.input : [body.input];
+      const tokens = inputs.reduce<number>(
+        (n, i) => n + (typeof i === 'string' ? words(i).length : (i as []).length),
+        0,
+      );
+      return json(res, 200, {
+        object: 'list',
+        data: inputs.map((_, index) => ({ object: 'embedding', index, embedding: [index, 0.5, -0.25] })),
+        model: body.model,
+        usage: { prompt_tokens: tokens, total_tokens: tokens },
+      });
+    }
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions'))
       return json(res, 404, { error: { message: 'not found' } });
     const raw = Buffer.concat(chunks);

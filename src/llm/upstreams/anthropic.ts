@@ -92,7 +92,7 @@ interface Turn {
   content: ContentBlock[];
 }
 
-type ToolChoice = { type: 'auto' | 'any' | 'none' } | { type: 'tool'; name: string };
+export type ToolChoice = { type: 'auto' | 'any' | 'none' } | { type: 'tool'; name: string };
 
 interface AnthropicRequest {
   model: string;
@@ -122,7 +122,7 @@ interface AnthropicMessage {
   usage?: AnthropicUsage;
 }
 
-type StreamEvent =
+export type StreamEvent =
   | { type: 'message_start'; message: { id: string; usage?: AnthropicUsage } }
   | {
       type: 'content_block_start';
@@ -312,7 +312,8 @@ function toolUseBlock(call: ChatToolCall, where: string): ToolUseBlock {
 
 // ---- response: Anthropic -> OpenAI ----
 
-const FINISH: Record<string, string> = {
+/** Anthropic's stop reasons as OpenAI finish reasons (read backwards by the Messages route: anthropic-messages.ts). */
+export const FINISH: Record<string, string> = {
   end_turn: 'stop',
   stop_sequence: 'stop',
   pause_turn: 'stop',

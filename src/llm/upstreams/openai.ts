@@ -1,10 +1,11 @@
 import type { SseEvent } from '../../lib/sse.ts';
-import type { ChatChunk, ChatCompletion, Upstream } from '../types.ts';
+import type { ChatChunk, ChatCompletion, EmbeddingList, Upstream } from '../types.ts';
 import { END_OF_STREAM, postEvents, postJson } from './http.ts';
 
 /** Any OpenAI-compatible server (OpenAI, OpenRouter, vLLM, Ollama, LM Studio): the request passes as is. */
 export function openAiUpstream(opts: { baseUrl: string; apiKey: string | undefined; timeoutMs: number }): Upstream {
   const url = new URL(`${opts.baseUrl}/chat/completions`);
+  const embeddingsUrl = new URL(`${opts.baseUrl}/embeddings`);
   const headers: Record<string, string> = opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {};
 
   return {
@@ -22,6 +23,8 @@ export function openAiUpstream(opts: { baseUrl: string; apiKey: string | undefin
     },
     complete: ({ body, signal }) => postJson(url, headers, body, signal, opts.timeoutMs) as Promise<ChatCompletion>,
     stream: ({ body, signal }) => postEvents(url, headers, body, signal, opts.timeoutMs, chunkOf),
+    embed: ({ body, signal }) =>
+      postJson(embeddingsUrl, headers, body, signal, opts.timeoutMs) as Promise<EmbeddingList>,
   };
 }
 

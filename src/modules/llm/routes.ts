@@ -9,6 +9,7 @@ import { Cancel } from '../../lib/cancel.ts';
 import type { AppError } from '../../lib/errors.ts';
 import { sseData } from '../../lib/sse.ts';
 import type { ChatRequest } from '../../llm/types.ts';
+import { messagesRoutes } from './messages.routes.ts';
 import { ChatCompletionRequest, ModelList } from './schema.ts';
 import * as service from './service.ts';
 
@@ -60,6 +61,8 @@ export async function llmRoutes(app: App, config: Config): Promise<void> {
       return service.streamCompletion(req.ctx, request, { signal, billing }).then((stream) => writeSse(reply, stream));
     },
   );
+
+  await messagesRoutes(app, config);
 
   app.get(
     '/models',

@@ -67,3 +67,80 @@ export const Model = z
   .meta({ id: 'Model' });
 
 export const ModelList = z.object({ object: z.literal('list'), data: z.array(Model) }).meta({ id: 'ModelList' });
+
+const MessagesBlock = z.looseObject({ type: z.string().min(1).max(64) });
+
+/** Anthropic's Messages request: the fields the gateway translates are checked, other fields are ignored. */
+export const MessagesRequest = z
+  .looseObject({
+    model: z.string().min(1).optional().describe('a model id from GET /models; the default model when omitted'),
+    max_tokens: z.number().int().positive(),
+    messages: z
+      .array(
+        z.looseObject({
+          role: z.enum(['user', 'assistant']),
+          content: z.union([z.string(), z.array(MessagesBlock)]),
+        }),
+      )
+      .min(1),
+    system: z
+      .union([z.string().meta({ examples: ['You are a concise assistant.'] }), z.array(MessagesBlock)])
+      .optional(),
+    tools: z
+      .array(
+        z.looseObject({
+          name: z.string().min(1).max(64),
+          description: z.string().optional(),
+          input_schema: z.record(z.string(), z.unknown()).optional(),
+          type: z.string().optional(),
+        }),
+      )
+      .optional(),
+    tool_choice: z
+      .union([
+        z.looseObject({ type: z.enum(['auto', 'any', 'none']), disable_parallel_tool_use: z.boolean().optional() }),
+        z.looseObject({
+          type: z.literal('tool'),
+          name: z.string().min(1),
+          disable_parallel_tool_use: z.boolean().optional(),
+        }),
+      ])
+      .optional(),
+    temperature: z.number().min(0).max(1).optional(),
+    top_p: z.number().min(0).max(1).optional(),
+    stop_sequences: z
+      .array(z.string().meta({ examples: ['END'] }))
+      .max(4)
+      .optional(),
+    metadata: z.looseObject({ user_id: z.string().nullable().optional() }).optional(),
+    stream: z.boolean().optional(),
+  })
+  .meta({ id: 'MessagesRequest' });
+
+export const MessageTokenCount = z.object({ input_tokens: z.number().int() }).meta({ id: 'MessageTokenCount' });
+
+/** Bounds of one embeddings request (OpenAI's own: 2048 inputs, 8192 tokens each). */
+export const MAX_EMBEDDING_INPUTS = 2048;
+export const MAX_EMBEDDING_INPUT_CHARS = 100_000;
+const MAX_EMBEDDING_INPUT_TOKENS = 8192;
+const EmbeddingText = z
+  .string()
+  .min(1)
+  .max(MAX_EMBEDDING_INPUT_CHARS)
+  .meta({ examples: ['The quick brown fox jumps over the lazy dog'] });
+const EmbeddingTokens = z.array(z.number().int().min(0)).min(1).max(MAX_EMBEDDING_INPUT_TOKENS);
+
+export const EmbeddingsRequest = z
+  .looseObject({
+    model: z.string().min(1).max(256).describe('an embedding model the upstream serves (from GET /models)'),
+    input: z.union([
+      EmbeddingText,
+      z.array(EmbeddingText).min(1).max(MAX_EMBEDDING_INPUTS),
+      EmbeddingTokens,
+      z.array(EmbeddingTokens).min(1).max(MAX_EMBEDDING_INPUTS),
+    ]),
+    encoding_format: z.enum(['float', 'base64']).optional(),
+    dimensions: z.number().int().positive().max(65_536).optional(),
+    user: z.string().max(256).optional(),
+  })
+  .meta({ id: 'EmbeddingsRequest' });

@@ -28,7 +28,7 @@ export interface Credits {
   remaining: number;
 }
 
-const NO_UPSTREAM =
+export const NO_UPSTREAM =
   'No LLM upstream is configured: set LLM_BASE_URL (and LLM_API_KEY) for an OpenAI-compatible server, OPENAI_API_KEY, or ANTHROPIC_API_KEY';
 
 /** The catalog model for an id (or the default model); 422 listing the models when it is unknown. */
@@ -111,7 +111,7 @@ async function admit(ctx: ServiceContext, request: ChatRequest, stream: boolean)
  * drains it, and if the process dies first the hold expires and is given back. `remaining` is the balance after
  * this charge and every one answered before it, as `creditBalance` shows it (settleCredits).
  */
-function settle(
+export function settle(
   ctx: ServiceContext,
   hold: CreditHold,
   model: CatalogModel,
@@ -248,7 +248,7 @@ function completionText(c: ChatCompletion): string {
     .join('');
 }
 
-async function countedUsage(request: ChatRequest, generated: string): Promise<Usage> {
+export async function countedUsage(request: ChatRequest, generated: string): Promise<Usage> {
   const prompt_tokens = await countTokens(promptText(request.messages));
   const completion_tokens = await countTokens(generated);
   return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
@@ -263,6 +263,8 @@ export interface CompletionStream {
    * it (in a finally), also when the client went away; it is idempotent.
    */
   finish(): Promise<Credits>;
+  /** The tokens billed, once `finish` has settled. */
+  billed(): Pick<Usage, 'prompt_tokens' | 'completion_tokens'> | undefined;
 }
 
 /**
@@ -283,10 +285,11 @@ export async function streamCompletion(
 
   let refused = false; // the upstream failed before sending anything: the call is free
   let finished: Promise<Credits> | undefined;
+  let billed: Pick<Usage, 'prompt_tokens' | 'completion_tokens'> | undefined;
   const finish = () => {
     finished ??= (async () => {
       await source.return?.(undefined).catch(() => {});
-      const billed = refused
+      billed = refused
         ? { prompt_tokens: 0, completion_tokens: 0 }
         : (usage ?? (await countedUsage(request, generated)));
       return settle(ctx, hold, model, billed, opts.billing);
@@ -345,5 +348,5 @@ export async function streamCompletion(
     },
   };
 
-  return { balanceBefore: hold.balanceBefore, chunks, finish };
+  return { balanceBefore: hold.balanceBefore, chunks, finish, billed: () => billed };
 }

@@ -19,6 +19,8 @@ export const SIDEBAR = [
     items: [
       { text: 'MCP endpoint and clients', link: '/mcp' },
       { text: 'LLM gateway', link: '/llm-gateway' },
+      { text: 'Anthropic Messages API', link: '/anthropic-messages' },
+      { text: 'Embeddings', link: '/embeddings' },
       { text: 'Agents and conversations', link: '/agents' },
       { text: 'Tools, skills and the sandbox', link: '/tools' },
       { text: 'Scheduled tasks', link: '/scheduled-tasks' },

@@ -25,6 +25,8 @@ export const NOT_SETTINGS: Record<string, string> = {
   BENCH_BASE_DATABASE_URL: "the other checkout's PostgreSQL database in the agent-chat benchmark",
   BENCH_PROFILE: 'CPU profiles of the gateway-tail benchmark',
   NODE_OPTIONS: "Node.js's own",
+  ANTHROPIC_AUTH_TOKEN: "Claude Code's own setting, in an example",
+  ANTHROPIC_MODEL: "Claude Code's own setting, in an example",
   CHECK_INTER: "deploy/haproxy.cfg's health-check interval",
   STATS_BIND: "deploy/haproxy.cfg's statistics page address",
   LB_BIND: "deploy/haproxy.cfg's listening address",

@@ -53,6 +53,8 @@ const RegexSource = z.string().refine((s) => {
 /** A connection variable read from a JSON answer; `pattern` (anchored) guards what may enter a URL. */
 const VarSource = z.strictObject({ path: JsonPath, pattern: RegexSource.optional() });
 
+const HttpsUrl = z.url().refine((u) => u.startsWith('https://'), 'must be an https URL');
+
 export const FinalizeField = z.strictObject({
   name: z.string().regex(VAR_NAME, 'must be an identifier such as subdomain'),
   label: z.string().min(1),
@@ -386,6 +388,18 @@ export const ProviderDefinition = z.strictObject({
    */
   origin: z.enum(['generated', 'hand-written']).default('hand-written'),
   generatedFrom: z.string().min(1).max(300).optional(),
+  /**
+   * The vendor documentation the file's facts were checked against, for whoever maintains it: `oauth` the
+   * page giving the authorize and token URLs, scopes and PKCE; `apiKey` the page on tokens; `api` the
+   * published API description the tools come from.
+   */
+  sources: z
+    .strictObject({
+      oauth: HttpsUrl.optional(),
+      apiKey: HttpsUrl.optional(),
+      api: HttpsUrl.optional(),
+    })
+    .optional(),
   /** The provider also takes a token the user holds (API key, personal access token): ApiKeySettings. */
   apiKey: ApiKeySettings.optional(),
   oauth: OAuthSettings,

@@ -79,6 +79,8 @@ const SAMPLE_VARS: Record<string, string> = {
   cloudId: '11111111-2222-3333-4444-555555555555',
   siteUrl: 'https://example.atlassian.net',
   instanceUrl: 'https://example.my.salesforce.com',
+  baseUri: 'https://na3.docusign.net',
+  apiEndpoint: 'https://us6.api.mailchimp.com',
   teamId: 'T123',
   hubId: '42',
 };
@@ -150,7 +152,8 @@ describe('shipped provider catalog', () => {
     it('has OAuth endpoints on https and, when hand-written, a hand-made logo served by the app', () => {
       expect(def.oauth.authorizationUrl).toMatch(/^https:\/\//);
       expect(def.oauth.tokenUrl).toMatch(/^https:\/\//);
-      expect(def.api.baseUrl).toMatch(/^(https:\/\/|\{instanceUrl\})/);
+      // A leading variable is an origin read from the provider (Salesforce instance, DocuSign account server).
+      expect(def.api.baseUrl).toMatch(/^(https:\/\/|\{(instanceUrl|baseUri|apiEndpoint)\})/);
       // Generated providers without a shipped logo get the monogram (service.test.ts checks it).
       if (def.origin === 'generated' && entry.logoSvg === undefined) return;
       expect(entry.logoSvg).toBeDefined();

@@ -135,6 +135,20 @@ function rfc822Base64Url(parts: Record<string, unknown>): string {
 const SAFE_VAR = /^[A-Za-z0-9._~-]+$/;
 
 /** Fills `{var}` in a base URL. A leading variable must be a whole origin (Salesforce's instance URL). */
+/** `{name}` connection variables in a provider header (Xero's `xero-tenant-id: {tenantId}`); one line each. */
+function fillHeaderVars(template: string, vars: Readonly<Record<string, string>>): string {
+  return template.replace(URL_PLACEHOLDER, (_m, _plus: string, name: string) => {
+    const v = vars[name];
+    if (v === undefined || v === '') {
+      throw new BadRequestError(`The connection has no "${name}" value; finalize or reconnect it`);
+    }
+    if (!/^[\x20-\x7e]+$/.test(v)) {
+      throw new BadRequestError(`The connection value "${name}" holds characters a header cannot`);
+    }
+    return v;
+  });
+}
+
 export function fillBaseUrl(template: string, vars: Readonly<Record<string, string>>): string {
   const filled = template.replace(URL_PLACEHOLDER, (_m, _plus: string, name: string, offset: number) => {
     const v = vars[name];
@@ -241,7 +255,10 @@ export function buildToolRequest(
   }
 
   const headers: Record<string, string> = { accept: 'application/json' };
-  for (const [name, template] of Object.entries({ ...provider.api.headers, ...req.headers })) {
+  for (const [name, template] of Object.entries(provider.api.headers)) {
+    headers[name.toLowerCase()] = fillHeaderVars(template, opts.baseUrlVars ?? {});
+  }
+  for (const [name, template] of Object.entries(req.headers)) {
     const v = fillString(template, scope);
     if (v !== OMIT) headers[name.toLowerCase()] = headerValue(v);
   }

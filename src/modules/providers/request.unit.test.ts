@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../lib/errors.ts';
-import { loadProviderCatalog } from './catalog.ts';
+import { checkProviderRules, loadProviderCatalog } from './catalog.ts';
 import {
   type BuiltRequest,
   buildToolRequest,
@@ -151,6 +151,27 @@ describe('buildToolRequest', () => {
     });
     const req = buildToolRequest(api({ baseUrl: 'https://api.example.test/v1/' }), t, { ids: ['a', 'b'] });
     expect(req.url).toBe('https://api.example.test/v1/x?ids=a%2Cb&fixed=7');
+  });
+
+  it("fills connection variables in the provider's headers (Xero's tenant id) and refuses unsafe ones", () => {
+    const t = makeTool({
+      name: 'list_invoices',
+      description: 'List the invoices of the organisation.',
+      parameters: { type: 'object', properties: {} },
+      mode: 'read',
+      request: { method: 'GET', path: '/Invoices' },
+    });
+    const xero = api({ baseUrl: 'https://api.xero.com/api.xro/2.0', headers: { 'xero-tenant-id': '{tenantId}' } });
+    const req = buildToolRequest(xero, t, {}, { baseUrlVars: { tenantId: '0b1e-42' } });
+    expect(req.headers['xero-tenant-id']).toBe('0b1e-42');
+    expect(() => buildToolRequest(xero, t, {})).toThrow('The connection has no "tenantId" value');
+    expect(() => buildToolRequest(xero, t, {}, { baseUrlVars: { tenantId: 'a\r\nx-evil: 1' } })).toThrow(
+      /characters a header cannot/,
+    );
+    // Tool parameters still cannot reach provider headers.
+    expect(
+      checkProviderRules({ ...provider('github'), api: { ...provider('github').api, headers: { x: '{nope}' } } }),
+    ).toContain('api.headers.x: {nope} is not a connection variable (finalizeFields, tokenResponse.vars, discovery)');
   });
 
   it('fills base URL variables of the connection and refuses unsafe values', () => {

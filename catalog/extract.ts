@@ -84,6 +84,8 @@ export function extract(doc: OpenApiDocument, operations: string[]): OpenApiDocu
   for (const ref of pending) {
     if (done.has(ref)) continue;
     done.add(ref);
+    // A reference to another file (Dropbox Sign's request examples) is not followed: only schemas are read.
+    if (!ref.startsWith('#/')) continue;
     // A reference into a component (`#/components/schemas/X/properties/page`) keeps the whole component.
     const m = /^#\/components\/([^/]+)\/([^/]+)(\/.*)?$/.exec(ref);
     if (!m?.[1] || !m[2]) throw new Error(`unsupported reference ${ref}`);

@@ -68,7 +68,10 @@ function sampleArgs(parameters: {
         if (s.pattern === '^[0-9]+$') return '123456';
         if (s.pattern === '^[A-Za-z0-9]{15,18}$') return '001000000000001AAA';
         if (s.pattern?.startsWith('^[A-Za-z]')) return 'Account';
+        if (s.format === 'email') return 'someone@example.com';
+        if (s.format === 'uri') return 'https://example.com/x';
         if (s.pattern && new RegExp(s.pattern, 'u').test('sample')) return 'sample';
+        if (s.pattern && new RegExp(s.pattern, 'u').test('123456')) return '123456';
         return 'sample-value';
     }
   };

@@ -84,6 +84,7 @@ const SAMPLE_VARS: Record<string, string> = {
   instanceUrl: 'https://example.my.salesforce.com',
   baseUri: 'https://na3.docusign.net',
   apiEndpoint: 'https://us6.api.mailchimp.com',
+  apiDomain: 'https://acme.pipedrive.com',
   teamId: 'T123',
   hubId: '42',
 };
@@ -156,7 +157,7 @@ describe('shipped provider catalog', () => {
       expect(def.oauth.authorizationUrl).toMatch(/^https:\/\//);
       expect(def.oauth.tokenUrl).toMatch(/^https:\/\//);
       // A leading variable is an origin read from the provider (Salesforce instance, DocuSign account server).
-      expect(def.api.baseUrl).toMatch(/^(https:\/\/|\{(instanceUrl|baseUri|apiEndpoint)\})/);
+      expect(def.api.baseUrl).toMatch(/^(https:\/\/|\{(instanceUrl|baseUri|apiEndpoint|apiDomain)\})/);
       // Generated providers without a shipped logo get the monogram (service.test.ts checks it).
       if (def.origin === 'generated' && entry.logoSvg === undefined) return;
       expect(entry.logoSvg).toBeDefined();

@@ -17,12 +17,12 @@ type Connectable = Pick<ConnectionRow, 'authType' | 'vars'>;
 
 /** The request with the connection's credential added; custom credential headers are marked for redirects. */
 export function withCredential(
-  def: Pick<ProviderDefinition, 'apiKey'>,
+  def: Pick<ProviderDefinition, 'apiKey'> & { oauth?: Pick<ProviderDefinition['oauth'], 'apiAuth'> },
   connection: Connectable,
   req: BuiltRequest,
   token: string,
 ): BuiltRequest {
-  const auth = connection.authType === 'api_key' ? def.apiKey?.auth : undefined;
+  const auth = connection.authType === 'api_key' ? def.apiKey?.auth : def.oauth?.apiAuth;
   if (!auth) return { ...req, headers: { ...req.headers, authorization: `Bearer ${token}` } };
   switch (auth.type) {
     case 'bearer':

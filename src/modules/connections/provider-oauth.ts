@@ -251,8 +251,12 @@ async function authorizedJson(
   settings: Settings,
   what: string,
 ): Promise<unknown> {
+  // The token as the API takes it (Shopify's own header, Zoho's scheme), Bearer by default.
+  const a = def.oauth.apiAuth;
+  const credential: Record<string, string> =
+    a?.type === 'header' ? { [a.name.toLowerCase()]: token } : { authorization: `${a?.scheme ?? 'Bearer'} ${token}` };
   const answer = await sendOnce(
-    { ...req, headers: { accept: 'application/json', ...req.headers, authorization: `Bearer ${token}` } },
+    { ...req, headers: { accept: 'application/json', ...req.headers, ...credential } },
     { timeoutMs: settings.tokenTimeoutMs, maxBytes: settings.maxResponseBytes, label: def.label },
   );
   if (answer.status < 200 || answer.status >= 300) {

@@ -73,6 +73,18 @@ const IdentityFields = z.strictObject({
   avatar: PathOrPaths.optional(),
 });
 
+const BearerAuth = z.strictObject({
+  type: z.literal('bearer'),
+  scheme: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9-]{0,30}$/, 'must be an authorization scheme such as Bearer')
+    .default('Bearer'),
+});
+const HeaderAuth = z.strictObject({
+  type: z.literal('header'),
+  name: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'must be a header name'),
+});
+
 export const OAuthSettings = z.strictObject({
   authorizationUrl: TemplateUrl,
   tokenUrl: TemplateUrl,
@@ -107,6 +119,12 @@ export const OAuthSettings = z.strictObject({
   tokenRequestFormat: z.enum(['form', 'json']).default('form'),
   tokenAuthMethod: z.enum(['client_secret_post', 'client_secret_basic']).default('client_secret_post'),
   pkce: z.boolean().default(false),
+  /**
+   * How the access token reaches the API when not as `Authorization: Bearer` (also for user info and
+   * discovery): another scheme (Zoho's `Zoho-oauthtoken`) or a header of its own (Shopify's
+   * `X-Shopify-Access-Token`).
+   */
+  apiAuth: z.discriminatedUnion('type', [BearerAuth, HeaderAuth]).optional(),
   /** Where the token endpoint's answer keeps things (RFC 6749 names by default). */
   tokenResponse: z
     .strictObject({
@@ -138,17 +156,8 @@ export type OAuthSettings = z.infer<typeof OAuthSettings>;
 /** How a token the user pastes reaches the provider (see ApiKeySettings.auth). */
 export const ApiKeyAuth = z
   .discriminatedUnion('type', [
-    z.strictObject({
-      type: z.literal('bearer'),
-      scheme: z
-        .string()
-        .regex(/^[A-Za-z][A-Za-z0-9-]{0,30}$/, 'must be an authorization scheme such as Bearer')
-        .default('Bearer'),
-    }),
-    z.strictObject({
-      type: z.literal('header'),
-      name: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'must be a header name'),
-    }),
+    BearerAuth,
+    HeaderAuth,
     z.strictObject({ type: z.literal('basic'), username: z.string().regex(VAR_NAME) }),
   ])
   .prefault({ type: 'bearer' });

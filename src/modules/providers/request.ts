@@ -270,6 +270,10 @@ export function buildToolRequest(
     if (req.bodyFormat === 'form') {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = formBody(value);
+    } else if (req.bodyFormat === 'text') {
+      // File content (Drive uploads): the filled text as it is, typed by the tool's Content-Type header.
+      headers['content-type'] ??= 'text/plain; charset=utf-8';
+      body = filled === OMIT ? '' : typeof value === 'string' ? value : JSON.stringify(value);
     } else {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(value);

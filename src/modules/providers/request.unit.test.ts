@@ -259,6 +259,34 @@ describe('buildToolRequest', () => {
     expect(req.headers['x-thing']).toBe('pre-a X-Evil: 1');
   });
 
+  it('sends a text body as it is (file content), with the content type the tool names', () => {
+    const t = makeTool({
+      name: 'upload_content',
+      description: 'Upload the content of a file as text.',
+      parameters: {
+        type: 'object',
+        properties: { content: { type: 'string', description: 'The text.' } },
+        required: ['content'],
+      },
+      mode: 'write',
+      request: {
+        method: 'PATCH',
+        path: '/f',
+        headers: { 'Content-Type': 'text/markdown; charset=utf-8' },
+        body: '{{content}}',
+        bodyFormat: 'text',
+      },
+    });
+    const text = '# Notes\n"quoted" and {"json": 1}\n';
+    const req = buildToolRequest(api({ baseUrl: 'https://upload.example.test' }), t, { content: text });
+    expect(req.body).toBe(text);
+    expect(req.headers['content-type']).toBe('text/markdown; charset=utf-8');
+    const plain = makeTool({ ...t, request: { method: 'PATCH', path: '/f', body: '{{content}}', bodyFormat: 'text' } });
+    expect(
+      buildToolRequest(api({ baseUrl: 'https://upload.example.test' }), plain, { content: 'x' }).headers,
+    ).toMatchObject({ 'content-type': 'text/plain; charset=utf-8' });
+  });
+
   it('sends form bodies when the tool asks for them', () => {
     const t = makeTool({
       name: 'f_tool',

@@ -343,7 +343,8 @@ export const ToolRequest = z.strictObject({
   headers: Headers.default({}),
   /** The body template: any JSON, with `{{param}}` values, `$if` and `$each` objects, and `$rfc822`. */
   body: z.json().optional(),
-  bodyFormat: z.enum(['json', 'form']).default('json'),
+  /** `text`: the filled template sent as it is (a file's content), typed by the tool's `Content-Type` header. */
+  bodyFormat: z.enum(['json', 'form', 'text']).default('json'),
   pagination: Pagination.prefault({ style: 'none' }),
 });
 export type ToolRequest = z.infer<typeof ToolRequest>;

@@ -178,7 +178,27 @@ function setIdentity(
   def: ProviderDefinition,
   f: ProviderDefinition['oauth']['userInfo']['fields'] = def.oauth.userInfo.fields,
 ): void {
-  setPath(answer, firstPath(f.providerUserId), `user-${def.id}`);
-  if (f.email) setPath(answer, firstPath(f.email), `someone@${def.id}.example`);
-  if (f.displayName) setPath(answer, firstPath(f.displayName), `Someone at ${def.label}`);
+  setAt(answer, firstPath(f.providerUserId), `user-${def.id}`);
+  if (f.email) setAt(answer, firstPath(f.email), `someone@${def.id}.example`);
+  if (f.displayName) setAt(answer, firstPath(f.displayName), `Someone at ${def.label}`);
+}
+
+/** `setPath`, also through list indexes (Klaviyo's `data[0].id`): the lists are made as needed. */
+function setAt(answer: Record<string, unknown>, path: string, value: unknown): void {
+  if (!/\[\d+\]/.test(path)) {
+    setPath(answer, path, value);
+    return;
+  }
+  const segs = path.match(/[^.[\]]+|\[\d+\]/g) ?? [];
+  let node: Record<string, unknown> | unknown[] = answer;
+  segs.forEach((seg, i) => {
+    const key: string | number = seg.startsWith('[') ? Number(seg.slice(1, -1)) : seg;
+    const next = segs[i + 1];
+    const container = node as Record<string | number, unknown>;
+    if (next === undefined) container[key] = value;
+    else {
+      container[key] ??= next.startsWith('[') ? [] : {};
+      node = container[key] as Record<string, unknown> | unknown[];
+    }
+  });
 }

@@ -149,7 +149,13 @@ function fillHeaderVars(template: string, vars: Readonly<Record<string, string>>
   });
 }
 
+/** A base URL with its variables filled, without a trailing slash (tool paths start with one). */
 export function fillBaseUrl(template: string, vars: Readonly<Record<string, string>>): string {
+  return fillUrl(template, vars).replace(/\/+$/, '');
+}
+
+/** An endpoint URL (token, user info, discovery) with its variables filled, as written (Sentry's `/token/`). */
+export function fillUrl(template: string, vars: Readonly<Record<string, string>>): string {
   const filled = template.replace(URL_PLACEHOLDER, (_m, _plus: string, name: string, offset: number) => {
     const v = vars[name];
     if (v === undefined || v === '') {
@@ -172,7 +178,7 @@ export function fillBaseUrl(template: string, vars: Readonly<Record<string, stri
     }
     return v;
   });
-  return filled.replace(/\/+$/, '');
+  return filled;
 }
 
 // URL parsing resolves `.` and `..` segments (even encoded as %2E) and would reach another endpoint. An

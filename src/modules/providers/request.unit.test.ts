@@ -6,6 +6,7 @@ import {
   buildToolRequest,
   fillBaseUrl,
   fillTemplate,
+  fillUrl,
   nextLink,
   nextPageRequest,
   providerErrorMessage,
@@ -172,6 +173,13 @@ describe('buildToolRequest', () => {
     expect(
       checkProviderRules({ ...provider('github'), api: { ...provider('github').api, headers: { x: '{nope}' } } }),
     ).toContain('api.headers.x: {nope} is not a connection variable (finalizeFields, tokenResponse.vars, discovery)');
+  });
+
+  it("keeps the trailing slash of an endpoint URL (Sentry's /oauth/token/), not of a base URL", () => {
+    expect(fillUrl('https://sentry.io/oauth/token/', {})).toBe('https://sentry.io/oauth/token/');
+    expect(fillUrl('https://{site}.example.test/api/0/', { site: 'acme' })).toBe('https://acme.example.test/api/0/');
+    expect(fillBaseUrl('https://api.example.test/v1/', {})).toBe('https://api.example.test/v1');
+    expect(() => fillUrl('https://{sub}.example.test/', { sub: 'a/b' })).toThrow(/characters a URL part/);
   });
 
   it('fills base URL variables of the connection and refuses unsafe values', () => {

@@ -17,7 +17,7 @@ const TWO_LABEL_SUFFIXES = new Set(['co.uk', 'com.au', 'co.jp', 'com.br', 'co.nz
  * The vendor of a provider: the registrable domain of its API's base URL, or, when the host is a connection
  * variable (Salesforce's instance, DocuSign's account server), of its token URL.
  */
-export function vendorOf(def: ProviderDefinition): string {
+function vendorOf(def: ProviderDefinition): string {
   const fixedHost = (url: string) => (/^https:\/\/[^/{]+(\/|$)/.test(url) ? new URL(url).hostname : undefined);
   const host =
     fixedHost(def.api.baseUrl.replace(/\{[^}]+\}\./, '')) ?? fixedHost(def.oauth.tokenUrl.replace(/\{[^}]+\}\./, ''));

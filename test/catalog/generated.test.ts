@@ -200,10 +200,12 @@ describe('generated tools build requests their source description accepts', () =
     expect(tool.request.method).toBe(method);
 
     const args = exampleValue(tool.parameters as JsonSchema, true) as Record<string, unknown>;
-    const vars = Object.fromEntries([...connectionVarNames(provider)].map((n) => [n, 'example']));
+    // A variable standing for a whole origin (DocuSign's account server) gets one; others a word.
+    const example = (n: string) => (provider.api.baseUrl.startsWith(`{${n}}`) ? 'https://example.com' : 'example');
+    const vars = Object.fromEntries([...connectionVarNames(provider)].map((n) => [n, example(n)]));
     const built = buildToolRequest(provider, tool, args, { baseUrlVars: vars });
     const url = new URL(built.url);
-    const base = new URL(provider.api.baseUrl.replace(/\{(\w+)\}/g, 'example'));
+    const base = new URL(provider.api.baseUrl.replace(/\{(\w+)\}/g, (_m, n: string) => example(n)));
     const requestPath = url.pathname.slice(base.pathname.replace(/\/$/, '').length);
 
     // The path: the operation's template, each placeholder holding the argument the tool was given.

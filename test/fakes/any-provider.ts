@@ -92,7 +92,7 @@ export async function startAnyProviderFake(): Promise<AnyProviderFake> {
       fake.whoamiRequests.push({ providerId: whoami.def.id, path: url.pathname, headers: { ...req.headers } });
       const answer: Record<string, unknown> = {};
       setIdentity(answer, whoami.def, whoami.def.apiKey.whoami.fields);
-      json(200, answer);
+      json(200, asList(answer));
       return;
     }
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
@@ -104,7 +104,7 @@ export async function startAnyProviderFake(): Promise<AnyProviderFake> {
     if (infoDef) {
       const answer: Record<string, unknown> = {};
       setIdentity(answer, infoDef);
-      json(200, answer);
+      json(200, asList(answer));
       return;
     }
     const [, host = '', ...rest] = url.pathname.split('/');
@@ -132,7 +132,8 @@ export async function startAnyProviderFake(): Promise<AnyProviderFake> {
       copy.oauth.authorizationUrl = rewrite(copy.oauth.authorizationUrl);
       copy.oauth.tokenUrl = rewrite(copy.oauth.tokenUrl);
       if (copy.oauth.revocationUrl) copy.oauth.revocationUrl = rewrite(copy.oauth.revocationUrl);
-      if (copy.oauth.userInfo.url) {
+      // A user-info URL on a host the token answer names (Pipedrive's api_domain) is not the fake's to answer.
+      if (copy.oauth.userInfo.url?.startsWith('http')) {
         copy.oauth.userInfo.url = rewrite(copy.oauth.userInfo.url);
         const infoPath = new URL(copy.oauth.userInfo.url).pathname;
         userInfo.set(infoPath, (userInfo.get(infoPath) ?? new Set()).add(copy));
@@ -178,7 +179,33 @@ function setIdentity(
   def: ProviderDefinition,
   f: ProviderDefinition['oauth']['userInfo']['fields'] = def.oauth.userInfo.fields,
 ): void {
-  setPath(answer, firstPath(f.providerUserId), `user-${def.id}`);
-  if (f.email) setPath(answer, firstPath(f.email), `someone@${def.id}.example`);
-  if (f.displayName) setPath(answer, firstPath(f.displayName), `Someone at ${def.label}`);
+  setAt(answer, firstPath(f.providerUserId), `user-${def.id}`);
+  if (f.email) setAt(answer, firstPath(f.email), `someone@${def.id}.example`);
+  if (f.displayName) setAt(answer, firstPath(f.displayName), `Someone at ${def.label}`);
+}
+
+/** An identity at `[0].id` (Supabase's organizations) is answered as the list it is. */
+function asList(answer: Record<string, unknown>): unknown {
+  const keys = Object.keys(answer);
+  return keys.length && keys.every((k) => /^\d+$/.test(k)) ? keys.map((k) => answer[k]) : answer;
+}
+
+/** `setPath`, also through list indexes (Klaviyo's `data[0].id`): the lists are made as needed. */
+function setAt(answer: Record<string, unknown>, path: string, value: unknown): void {
+  if (!/\[\d+\]/.test(path)) {
+    setPath(answer, path, value);
+    return;
+  }
+  const segs = path.match(/[^.[\]]+|\[\d+\]/g) ?? [];
+  let node: Record<string, unknown> | unknown[] = answer;
+  segs.forEach((seg, i) => {
+    const key: string | number = seg.startsWith('[') ? Number(seg.slice(1, -1)) : seg;
+    const next = segs[i + 1];
+    const container = node as Record<string | number, unknown>;
+    if (next === undefined) container[key] = value;
+    else {
+      container[key] ??= next.startsWith('[') ? [] : {};
+      node = container[key] as Record<string, unknown> | unknown[];
+    }
+  });
 }

@@ -1,7 +1,7 @@
 import type { ConnectionRow } from '../../db/schema/index.ts';
 import { BadGatewayError } from '../../lib/errors.ts';
 import { REDACTED } from '../../lib/redact.ts';
-import { type BuiltRequest, fillBaseUrl, providerErrorMessage } from '../providers/request.ts';
+import { type BuiltRequest, fillUrl, providerErrorMessage } from '../providers/request.ts';
 import type { ApiKeySettings, AuthType, ProviderDefinition } from '../providers/schema.ts';
 import { providerMessage, sendOnce } from './http.ts';
 import { readIdentity, readVars, type UserInfo } from './provider-oauth.ts';
@@ -17,12 +17,12 @@ type Connectable = Pick<ConnectionRow, 'authType' | 'vars'>;
 
 /** The request with the connection's credential added; custom credential headers are marked for redirects. */
 export function withCredential(
-  def: Pick<ProviderDefinition, 'apiKey'>,
+  def: Pick<ProviderDefinition, 'apiKey'> & { oauth?: Pick<ProviderDefinition['oauth'], 'apiAuth'> },
   connection: Connectable,
   req: BuiltRequest,
   token: string,
 ): BuiltRequest {
-  const auth = connection.authType === 'api_key' ? def.apiKey?.auth : undefined;
+  const auth = connection.authType === 'api_key' ? def.apiKey?.auth : def.oauth?.apiAuth;
   if (!auth) return { ...req, headers: { ...req.headers, authorization: `Bearer ${token}` } };
   switch (auth.type) {
     case 'bearer':
@@ -89,7 +89,7 @@ export async function checkApiKey(
   const req = withCredential(
     def,
     { authType: 'api_key', vars },
-    { method: w.method, url: fillBaseUrl(w.url, vars), headers, body },
+    { method: w.method, url: fillUrl(w.url, vars), headers, body },
     token,
   );
   const answer = await sendOnce(req, {

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { BadGatewayError } from '../../lib/errors.ts';
 import type { ClientCredentials } from '../providers/catalog.ts';
 import { getPath } from '../providers/json-path.ts';
-import { type BuiltRequest, fillBaseUrl } from '../providers/request.ts';
+import { type BuiltRequest, fillUrl } from '../providers/request.ts';
 import type { ProviderDefinition } from '../providers/schema.ts';
 import { type ProviderAnswer, providerMessage, sendOnce } from './http.ts';
 import type { ConnectionSettings } from './settings.ts';
@@ -65,7 +65,7 @@ export interface AuthorizationRequest {
 
 export function authorizationUrl(def: ProviderDefinition, creds: ClientCredentials, req: AuthorizationRequest): string {
   const o = def.oauth;
-  const url = new URL(fillBaseUrl(o.authorizationUrl, req.vars));
+  const url = new URL(fillUrl(o.authorizationUrl, req.vars));
   const params: Record<string, string> = {
     ...o.authorizationParams,
     ...req.extra,
@@ -133,7 +133,7 @@ async function tokenRequest(
   headers['content-type'] = type;
   let url: string;
   try {
-    url = fillBaseUrl(o.tokenUrl, vars);
+    url = fillUrl(o.tokenUrl, vars);
   } catch (err) {
     throw new TokenEndpointError('refused', (err as Error).message);
   }
@@ -251,8 +251,12 @@ async function authorizedJson(
   settings: Settings,
   what: string,
 ): Promise<unknown> {
+  // The token as the API takes it (Shopify's own header, Zoho's scheme), Bearer by default.
+  const a = def.oauth.apiAuth;
+  const credential: Record<string, string> =
+    a?.type === 'header' ? { [a.name.toLowerCase()]: token } : { authorization: `${a?.scheme ?? 'Bearer'} ${token}` };
   const answer = await sendOnce(
-    { ...req, headers: { accept: 'application/json', ...req.headers, authorization: `Bearer ${token}` } },
+    { ...req, headers: { accept: 'application/json', ...req.headers, ...credential } },
     { timeoutMs: settings.tokenTimeoutMs, maxBytes: settings.maxResponseBytes, label: def.label },
   );
   if (answer.status < 200 || answer.status >= 300) {
@@ -279,7 +283,7 @@ export async function discoverVars(
   if (!d) return {};
   const body = await authorizedJson(
     def,
-    { method: 'GET', url: fillBaseUrl(d.url, vars), headers: lowerKeys(d.headers) },
+    { method: 'GET', url: fillUrl(d.url, vars), headers: lowerKeys(d.headers) },
     accessToken,
     settings,
     'discovery',
@@ -310,7 +314,7 @@ export async function fetchUserInfo(
     }
     body = await authorizedJson(
       def,
-      { method: ui.method, url: fillBaseUrl(withToken(ui.url, tokens.accessToken), vars), headers, body: payload },
+      { method: ui.method, url: fillUrl(withToken(ui.url, tokens.accessToken), vars), headers, body: payload },
       tokens.accessToken,
       settings,
       'user info',
@@ -363,7 +367,7 @@ export async function revokeAtProvider(
   const token = r.token === 'refresh' && tokens.refreshToken ? tokens.refreshToken : tokens.accessToken;
   const needsClient = r.auth === 'client' || r.auth === 'basic' || o.revocationUrl.includes('{clientId}');
   if (needsClient && !creds) throw new Error(`${def.label} is not configured: cannot authenticate the revocation`);
-  const url = fillBaseUrl(o.revocationUrl, { ...vars, ...(creds ? { clientId: creds.clientId } : {}) });
+  const url = fillUrl(o.revocationUrl, { ...vars, ...(creds ? { clientId: creds.clientId } : {}) });
   const headers: Record<string, string> = { accept: 'application/json' };
   const fields: Record<string, string> = { [r.tokenParam]: token };
   if (creds && (r.auth === 'basic' || (r.auth === 'client' && o.tokenAuthMethod === 'client_secret_basic'))) {

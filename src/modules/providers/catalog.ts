@@ -103,6 +103,7 @@ export function checkProviderRules(def: ProviderDefinition): string[] {
   checkVarsIn('api.baseUrl', def.api.baseUrl);
   for (const [name, value] of Object.entries(def.api.headers)) {
     if (valueNames(value).length) problems.push(`api.headers.${name}: provider headers cannot use arguments`);
+    else checkVarsIn(`api.headers.${name}`, value);
   }
 
   problems.push(...checkApiKeyRules(def));

@@ -68,7 +68,10 @@ function sampleArgs(parameters: {
         if (s.pattern === '^[0-9]+$') return '123456';
         if (s.pattern === '^[A-Za-z0-9]{15,18}$') return '001000000000001AAA';
         if (s.pattern?.startsWith('^[A-Za-z]')) return 'Account';
+        if (s.format === 'email') return 'someone@example.com';
+        if (s.format === 'uri') return 'https://example.com/x';
         if (s.pattern && new RegExp(s.pattern, 'u').test('sample')) return 'sample';
+        if (s.pattern && new RegExp(s.pattern, 'u').test('123456')) return '123456';
         return 'sample-value';
     }
   };
@@ -79,6 +82,9 @@ const SAMPLE_VARS: Record<string, string> = {
   cloudId: '11111111-2222-3333-4444-555555555555',
   siteUrl: 'https://example.atlassian.net',
   instanceUrl: 'https://example.my.salesforce.com',
+  baseUri: 'https://na3.docusign.net',
+  apiEndpoint: 'https://us6.api.mailchimp.com',
+  apiDomain: 'https://acme.pipedrive.com',
   teamId: 'T123',
   hubId: '42',
 };
@@ -150,7 +156,8 @@ describe('shipped provider catalog', () => {
     it('has OAuth endpoints on https and, when hand-written, a hand-made logo served by the app', () => {
       expect(def.oauth.authorizationUrl).toMatch(/^https:\/\//);
       expect(def.oauth.tokenUrl).toMatch(/^https:\/\//);
-      expect(def.api.baseUrl).toMatch(/^(https:\/\/|\{instanceUrl\})/);
+      // A leading variable is an origin read from the provider (Salesforce instance, DocuSign account server).
+      expect(def.api.baseUrl).toMatch(/^(https:\/\/|\{(instanceUrl|baseUri|apiEndpoint|apiDomain)\})/);
       // Generated providers without a shipped logo get the monogram (service.test.ts checks it).
       if (def.origin === 'generated' && entry.logoSvg === undefined) return;
       expect(entry.logoSvg).toBeDefined();

@@ -135,7 +135,27 @@ function rfc822Base64Url(parts: Record<string, unknown>): string {
 const SAFE_VAR = /^[A-Za-z0-9._~-]+$/;
 
 /** Fills `{var}` in a base URL. A leading variable must be a whole origin (Salesforce's instance URL). */
+/** `{name}` connection variables in a provider header (Xero's `xero-tenant-id: {tenantId}`); one line each. */
+function fillHeaderVars(template: string, vars: Readonly<Record<string, string>>): string {
+  return template.replace(URL_PLACEHOLDER, (_m, _plus: string, name: string) => {
+    const v = vars[name];
+    if (v === undefined || v === '') {
+      throw new BadRequestError(`The connection has no "${name}" value; finalize or reconnect it`);
+    }
+    if (!/^[\x20-\x7e]+$/.test(v)) {
+      throw new BadRequestError(`The connection value "${name}" holds characters a header cannot`);
+    }
+    return v;
+  });
+}
+
+/** A base URL with its variables filled, without a trailing slash (tool paths start with one). */
 export function fillBaseUrl(template: string, vars: Readonly<Record<string, string>>): string {
+  return fillUrl(template, vars).replace(/\/+$/, '');
+}
+
+/** An endpoint URL (token, user info, discovery) with its variables filled, as written (Sentry's `/token/`). */
+export function fillUrl(template: string, vars: Readonly<Record<string, string>>): string {
   const filled = template.replace(URL_PLACEHOLDER, (_m, _plus: string, name: string, offset: number) => {
     const v = vars[name];
     if (v === undefined || v === '') {
@@ -158,7 +178,7 @@ export function fillBaseUrl(template: string, vars: Readonly<Record<string, stri
     }
     return v;
   });
-  return filled.replace(/\/+$/, '');
+  return filled;
 }
 
 // URL parsing resolves `.` and `..` segments (even encoded as %2E) and would reach another endpoint. An
@@ -241,7 +261,10 @@ export function buildToolRequest(
   }
 
   const headers: Record<string, string> = { accept: 'application/json' };
-  for (const [name, template] of Object.entries({ ...provider.api.headers, ...req.headers })) {
+  for (const [name, template] of Object.entries(provider.api.headers)) {
+    headers[name.toLowerCase()] = fillHeaderVars(template, opts.baseUrlVars ?? {});
+  }
+  for (const [name, template] of Object.entries(req.headers)) {
     const v = fillString(template, scope);
     if (v !== OMIT) headers[name.toLowerCase()] = headerValue(v);
   }
@@ -253,6 +276,10 @@ export function buildToolRequest(
     if (req.bodyFormat === 'form') {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = formBody(value);
+    } else if (req.bodyFormat === 'text') {
+      // File content (Drive uploads): the filled text as it is, typed by the tool's Content-Type header.
+      headers['content-type'] ??= 'text/plain; charset=utf-8';
+      body = filled === OMIT ? '' : typeof value === 'string' ? value : JSON.stringify(value);
     } else {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(value);

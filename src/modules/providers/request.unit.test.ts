@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../lib/errors.ts';
-import { loadProviderCatalog } from './catalog.ts';
+import { checkProviderRules, loadProviderCatalog } from './catalog.ts';
 import {
   type BuiltRequest,
   buildToolRequest,
   fillBaseUrl,
   fillTemplate,
+  fillUrl,
   nextLink,
   nextPageRequest,
   providerErrorMessage,
@@ -153,6 +154,34 @@ describe('buildToolRequest', () => {
     expect(req.url).toBe('https://api.example.test/v1/x?ids=a%2Cb&fixed=7');
   });
 
+  it("fills connection variables in the provider's headers (Xero's tenant id) and refuses unsafe ones", () => {
+    const t = makeTool({
+      name: 'list_invoices',
+      description: 'List the invoices of the organisation.',
+      parameters: { type: 'object', properties: {} },
+      mode: 'read',
+      request: { method: 'GET', path: '/Invoices' },
+    });
+    const xero = api({ baseUrl: 'https://api.xero.com/api.xro/2.0', headers: { 'xero-tenant-id': '{tenantId}' } });
+    const req = buildToolRequest(xero, t, {}, { baseUrlVars: { tenantId: '0b1e-42' } });
+    expect(req.headers['xero-tenant-id']).toBe('0b1e-42');
+    expect(() => buildToolRequest(xero, t, {})).toThrow('The connection has no "tenantId" value');
+    expect(() => buildToolRequest(xero, t, {}, { baseUrlVars: { tenantId: 'a\r\nx-evil: 1' } })).toThrow(
+      /characters a header cannot/,
+    );
+    // Tool parameters still cannot reach provider headers.
+    expect(
+      checkProviderRules({ ...provider('github'), api: { ...provider('github').api, headers: { x: '{nope}' } } }),
+    ).toContain('api.headers.x: {nope} is not a connection variable (finalizeFields, tokenResponse.vars, discovery)');
+  });
+
+  it("keeps the trailing slash of an endpoint URL (Sentry's /oauth/token/), not of a base URL", () => {
+    expect(fillUrl('https://sentry.io/oauth/token/', {})).toBe('https://sentry.io/oauth/token/');
+    expect(fillUrl('https://{site}.example.test/api/0/', { site: 'acme' })).toBe('https://acme.example.test/api/0/');
+    expect(fillBaseUrl('https://api.example.test/v1/', {})).toBe('https://api.example.test/v1');
+    expect(() => fillUrl('https://{sub}.example.test/', { sub: 'a/b' })).toThrow(/characters a URL part/);
+  });
+
   it('fills base URL variables of the connection and refuses unsafe values', () => {
     const req = buildToolRequest(
       provider('jira'),
@@ -236,6 +265,34 @@ describe('buildToolRequest', () => {
     });
     const req = buildToolRequest(api({ baseUrl: 'https://api.example.test' }), t, { v: 'a\r\nX-Evil: 1' });
     expect(req.headers['x-thing']).toBe('pre-a X-Evil: 1');
+  });
+
+  it('sends a text body as it is (file content), with the content type the tool names', () => {
+    const t = makeTool({
+      name: 'upload_content',
+      description: 'Upload the content of a file as text.',
+      parameters: {
+        type: 'object',
+        properties: { content: { type: 'string', description: 'The text.' } },
+        required: ['content'],
+      },
+      mode: 'write',
+      request: {
+        method: 'PATCH',
+        path: '/f',
+        headers: { 'Content-Type': 'text/markdown; charset=utf-8' },
+        body: '{{content}}',
+        bodyFormat: 'text',
+      },
+    });
+    const text = '# Notes\n"quoted" and {"json": 1}\n';
+    const req = buildToolRequest(api({ baseUrl: 'https://upload.example.test' }), t, { content: text });
+    expect(req.body).toBe(text);
+    expect(req.headers['content-type']).toBe('text/markdown; charset=utf-8');
+    const plain = makeTool({ ...t, request: { method: 'PATCH', path: '/f', body: '{{content}}', bodyFormat: 'text' } });
+    expect(
+      buildToolRequest(api({ baseUrl: 'https://upload.example.test' }), plain, { content: 'x' }).headers,
+    ).toMatchObject({ 'content-type': 'text/plain; charset=utf-8' });
   });
 
   it('sends form bodies when the tool asks for them', () => {

@@ -53,6 +53,8 @@ const RegexSource = z.string().refine((s) => {
 /** A connection variable read from a JSON answer; `pattern` (anchored) guards what may enter a URL. */
 const VarSource = z.strictObject({ path: JsonPath, pattern: RegexSource.optional() });
 
+const HttpsUrl = z.url().refine((u) => u.startsWith('https://'), 'must be an https URL');
+
 export const FinalizeField = z.strictObject({
   name: z.string().regex(VAR_NAME, 'must be an identifier such as subdomain'),
   label: z.string().min(1),
@@ -69,6 +71,18 @@ const IdentityFields = z.strictObject({
   email: PathOrPaths.optional(),
   displayName: PathOrPaths.optional(),
   avatar: PathOrPaths.optional(),
+});
+
+const BearerAuth = z.strictObject({
+  type: z.literal('bearer'),
+  scheme: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9-]{0,30}$/, 'must be an authorization scheme such as Bearer')
+    .default('Bearer'),
+});
+const HeaderAuth = z.strictObject({
+  type: z.literal('header'),
+  name: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'must be a header name'),
 });
 
 export const OAuthSettings = z.strictObject({
@@ -105,6 +119,12 @@ export const OAuthSettings = z.strictObject({
   tokenRequestFormat: z.enum(['form', 'json']).default('form'),
   tokenAuthMethod: z.enum(['client_secret_post', 'client_secret_basic']).default('client_secret_post'),
   pkce: z.boolean().default(false),
+  /**
+   * How the access token reaches the API when not as `Authorization: Bearer` (also for user info and
+   * discovery): another scheme (Zoho's `Zoho-oauthtoken`) or a header of its own (Shopify's
+   * `X-Shopify-Access-Token`).
+   */
+  apiAuth: z.discriminatedUnion('type', [BearerAuth, HeaderAuth]).optional(),
   /** Where the token endpoint's answer keeps things (RFC 6749 names by default). */
   tokenResponse: z
     .strictObject({
@@ -136,17 +156,8 @@ export type OAuthSettings = z.infer<typeof OAuthSettings>;
 /** How a token the user pastes reaches the provider (see ApiKeySettings.auth). */
 export const ApiKeyAuth = z
   .discriminatedUnion('type', [
-    z.strictObject({
-      type: z.literal('bearer'),
-      scheme: z
-        .string()
-        .regex(/^[A-Za-z][A-Za-z0-9-]{0,30}$/, 'must be an authorization scheme such as Bearer')
-        .default('Bearer'),
-    }),
-    z.strictObject({
-      type: z.literal('header'),
-      name: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'must be a header name'),
-    }),
+    BearerAuth,
+    HeaderAuth,
     z.strictObject({ type: z.literal('basic'), username: z.string().regex(VAR_NAME) }),
   ])
   .prefault({ type: 'bearer' });
@@ -332,7 +343,8 @@ export const ToolRequest = z.strictObject({
   headers: Headers.default({}),
   /** The body template: any JSON, with `{{param}}` values, `$if` and `$each` objects, and `$rfc822`. */
   body: z.json().optional(),
-  bodyFormat: z.enum(['json', 'form']).default('json'),
+  /** `text`: the filled template sent as it is (a file's content), typed by the tool's `Content-Type` header. */
+  bodyFormat: z.enum(['json', 'form', 'text']).default('json'),
   pagination: Pagination.prefault({ style: 'none' }),
 });
 export type ToolRequest = z.infer<typeof ToolRequest>;
@@ -386,6 +398,18 @@ export const ProviderDefinition = z.strictObject({
    */
   origin: z.enum(['generated', 'hand-written']).default('hand-written'),
   generatedFrom: z.string().min(1).max(300).optional(),
+  /**
+   * The vendor documentation the file's facts were checked against, for whoever maintains it: `oauth` the
+   * page giving the authorize and token URLs, scopes and PKCE; `apiKey` the page on tokens; `api` the
+   * published API description the tools come from.
+   */
+  sources: z
+    .strictObject({
+      oauth: HttpsUrl.optional(),
+      apiKey: HttpsUrl.optional(),
+      api: HttpsUrl.optional(),
+    })
+    .optional(),
   /** The provider also takes a token the user holds (API key, personal access token): ApiKeySettings. */
   apiKey: ApiKeySettings.optional(),
   oauth: OAuthSettings,

@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { loadProviderCatalog } from '../../src/modules/providers/catalog.ts';
+import type { ProviderDefinition } from '../../src/modules/providers/schema.ts';
+
+/**
+ * The catalog's breadth (issue 41): how many vendors and tools it holds, that the apps users look for are in
+ * it, and that each provider added since names the documentation its OAuth facts come from.
+ */
+
+const catalog = loadProviderCatalog({ dirs: [], env: {} });
+const defs = catalog.providers.map((p) => p.definition);
+
+/** Second-level labels under which a registrable domain takes three labels (example.co.uk). */
+const TWO_LABEL_SUFFIXES = new Set(['co.uk', 'com.au', 'co.jp', 'com.br', 'co.nz']);
+
+/**
+ * The vendor of a provider: the registrable domain of its API's base URL, or, when the host is a connection
+ * variable (Salesforce's instance, DocuSign's account server), of its token URL.
+ */
+function vendorOf(def: ProviderDefinition): string {
+  const fixedHost = (url: string) => (/^https:\/\/[^/{]+(\/|$)/.test(url) ? new URL(url).hostname : undefined);
+  const host =
+    fixedHost(def.api.baseUrl.replace(/\{[^}]+\}\./, '')) ?? fixedHost(def.oauth.tokenUrl.replace(/\{[^}]+\}\./, ''));
+  if (!host) throw new Error(`${def.id}: no fixed host`);
+  const labels = host.split('.');
+  const two = labels.slice(-2).join('.');
+  return TWO_LABEL_SUFFIXES.has(two) ? labels.slice(-3).join('.') : two;
+}
+
+/** The apps issue 41 names, each a provider of the catalog. */
+const NAMED_APPS = [
+  'google-docs',
+  'google-drive',
+  'confluence',
+  'monday',
+  'clickup',
+  'pipedrive',
+  'zoho-crm',
+  'zendesk',
+  'intercom',
+  'shopify',
+  'quickbooks',
+  'xero',
+  'docusign',
+  'calendly',
+  'gitlab',
+  'mailchimp',
+  'reddit',
+  'linkedin',
+  'todoist',
+  'webflow',
+  'wordpress',
+  'typeform',
+  'miro',
+  'canva',
+  'sentry',
+  'pagerduty',
+  'supabase',
+  'attio',
+  'klaviyo',
+];
+
+/** Providers shipped before issue 41, which do not name their OAuth source yet (issue 41 item 2). */
+const WITHOUT_SOURCES = new Set(
+  `airtable asana bigquery bitbucket blogger box campaign-manager-360 discord dropbox ebay figma firebase-hosting
+  firebase github gitlab gmail google-admob google-adsense google-alert-center google-analytics-admin
+  google-analytics google-apps-script google-artifact-registry google-books google-business-profile google-calendar
+  google-chat google-chrome-management google-classroom google-cloud-billing google-cloud-dns google-cloud-functions
+  google-cloud-logging google-cloud-resource-manager google-cloud-run google-cloud-scheduler google-cloud-sql
+  google-cloud-storage google-cloud-support google-compute-engine google-contacts google-drive-labels google-drive
+  google-error-reporting google-forms google-keep google-kubernetes-engine google-merchant-center google-play-console
+  google-search-console google-service-usage google-sheets google-slides google-tag-manager google-tasks
+  google-translate google-vault google-workspace-admin google-workspace-licensing gotomeeting gotowebinar hubspot jira
+  linear linode microsoft-365-groups microsoft-365-service-health microsoft-access-reviews microsoft-bookings
+  microsoft-defender microsoft-entra microsoft-excel microsoft-intune microsoft-planner microsoft-purview-ediscovery
+  microsoft-teams-shifts microsoft-teams microsoft-todo netatmo netlify notion onedrive onenote outlook-calendar
+  outlook-contacts outlook salesforce salesloft sharepoint signl4 slack soundcloud spotify square stripe vercel vimeo
+  x ynab youtube-reporting youtube zoom`.split(/\s+/),
+);
+
+describe('catalog breadth', () => {
+  it('counts vendors by the registrable domain of their API', () => {
+    const byId = new Map(defs.map((d) => [d.id, d]));
+    const of = (id: string) => vendorOf(byId.get(id) as ProviderDefinition);
+    expect(of('gmail')).toBe('googleapis.com');
+    expect(of('google-docs')).toBe('googleapis.com');
+    expect(of('outlook')).toBe('microsoft.com');
+    expect(of('salesforce')).toBe('salesforce.com');
+    expect(of('docusign')).toBe('docusign.com');
+    expect(of('zendesk')).toBe('zendesk.com');
+    expect(of('shopify')).toBe('myshopify.com');
+  });
+
+  it('holds at least 65 vendors and 2,700 tools', () => {
+    const vendors = new Set(defs.map(vendorOf));
+    const tools = defs.reduce((n, d) => n + d.tools.length, 0);
+    expect(vendors.size).toBeGreaterThanOrEqual(65);
+    expect(tools).toBeGreaterThanOrEqual(2700);
+  });
+
+  it('has every app issue 41 names, each with at least 5 tools', () => {
+    for (const id of NAMED_APPS) {
+      const def = catalog.get(id)?.definition;
+      expect(def, id).toBeDefined();
+      expect(def?.tools.length, id).toBeGreaterThanOrEqual(5);
+    }
+  });
+
+  it('lets Google Docs be read, created, appended to and edited, and Drive take an upload', () => {
+    const tools = (id: string) => catalog.get(id)?.definition.tools.map((t) => t.name) ?? [];
+    expect(tools('google-docs')).toEqual(
+      expect.arrayContaining(['get_document', 'create_document', 'append_text', 'replace_text']),
+    );
+    expect(tools('google-drive')).toEqual(expect.arrayContaining(['create_file', 'upload_file_content']));
+  });
+
+  it('names, for every provider added since, the documentation of its OAuth facts', () => {
+    for (const def of defs) {
+      if (WITHOUT_SOURCES.has(def.id)) continue;
+      expect(def.sources?.oauth, def.id).toMatch(/^https:\/\//);
+    }
+  });
+});

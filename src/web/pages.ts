@@ -124,6 +124,8 @@ export interface ConsentView {
     description?: string | undefined;
     brandColor?: string | undefined;
     verified: boolean;
+    /** The host of a client identified by its metadata document's URL: what it is, where its name is not checked. */
+    host?: string | undefined;
   };
   scopes: string[];
   /** Scopes this app already holds from an earlier consent. */
@@ -187,7 +189,14 @@ export function consentPage(v: ConsentView): string {
       <div class="app-head">
         ${v.client.logo ? html`<img src="${v.client.logo}" alt="${v.client.name} logo">` : html``}
         <div><h1 id="consent-title">${v.client.name} wants to access your Switchboard account</h1>
-        ${v.client.verified ? html`` : html`<p class="muted">This app registered itself; Switchboard has not reviewed it.</p>`}</div>
+        ${
+          v.client.host
+            ? html`<p class="client-host">From <strong><code>${v.client.host}</code></strong></p>
+        <p class="muted">The name is given by the app itself; only the address <strong>${v.client.host}</strong> is checked. Allow it only if you trust that address.</p>`
+            : v.client.verified
+              ? html``
+              : html`<p class="muted">This app registered itself; Switchboard has not reviewed it.</p>`
+        }</div>
       </div>
       ${v.client.description ? html`<p>${v.client.description}</p>` : html``}
       ${errorLine(v.error)}

@@ -172,6 +172,16 @@ export function scopeText(scope: string): string {
   return (SCOPES as Record<string, string>)[scope] ?? scope;
 }
 
+/** Whether a redirect URI goes back to this computer (a native app's loopback listener). */
+function isLoopback(uri: string): boolean {
+  try {
+    const host = new URL(uri).hostname.replace(/^\[|\]$/g, '');
+    return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+  } catch {
+    return false;
+  }
+}
+
 export function consentPage(v: ConsentView): string {
   const color =
     v.client.brandColor && /^#[0-9a-fA-F]{3}([0-9a-fA-F]{3})?$/.test(v.client.brandColor)
@@ -219,6 +229,11 @@ export function consentPage(v: ConsentView): string {
       ${v.knowledge ? knowledgeChoice(v.knowledge) : html``}
       <p class="muted">Apps never manage your sign-in credentials: creating or changing OAuth apps, access tokens and deleting your account stay with you, signed in to Switchboard.</p>
       <p>Allowing sends you back to <strong>${destination}</strong>.</p>
+      ${
+        v.client.host && isLoopback(v.redirectUri)
+          ? html`<p class="error">That address is on this computer: any program running here could be the one asking, whatever name it gives. Allow only if you have just started ${v.client.name} yourself.</p>`
+          : html``
+      }
       <div class="actions">
         <form method="post" action="/interaction/${v.uid}/confirm" id="consent-form">
           <input type="hidden" name="csrf" value="${v.csrf}">

@@ -213,6 +213,8 @@ describe('Client ID Metadata Documents', () => {
     expect(consentPage).toContain(`127.0.0.1:${new URL(docsOrigin).port}`);
     expect(consentPage).toContain('CIMD Test Client');
     expect(consentPage).toMatch(/name is given by the app itself/);
+    // Its redirect URI is on loopback: any local program could present this client id.
+    expect(consentPage).toContain('any program running here could be the one asking');
     const code = new URL(redirect).searchParams.get('code') ?? '';
     expect(code).not.toBe('');
     await transport.finishAuth(code);

@@ -234,6 +234,9 @@ describe('Client ID Metadata Documents', () => {
     });
     expect(refreshed.status).toBe(200);
     expect(hits.get('/clients/sdk.json')).toBe(1);
+    // The authorized-apps page names it with its host.
+    const apps = await fetch(`${base}/account/apps`, { headers: { cookie: `sb_session=${user.sessionToken}` } });
+    expect(await apps.text()).toContain(`CIMD Test Client (127.0.0.1:${new URL(docsOrigin).port})`);
     const [row] = await h.database.db.select().from(authClients).where(eq(authClients.id, url));
     expect(row).toMatchObject({
       name: 'CIMD Test Client',

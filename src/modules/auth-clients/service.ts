@@ -211,7 +211,8 @@ export async function listAuthorizedApps(ctx: ServiceContext): Promise<Authorize
     return [
       {
         grantId: r.grantId,
-        name: r.clientName,
+        // A metadata-document client's name is its own claim: its host goes with it.
+        name: r.registeredVia === 'metadata-document' ? `${r.clientName} (${new URL(r.clientId).host})` : r.clientName,
         logo: r.branding.logo,
         scopes: ALL_SCOPES.filter((s) => held.has(s)),
         // A base deleted since is no longer named.

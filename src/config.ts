@@ -113,6 +113,7 @@ export const EnvSchema = z.object({
   OAUTH_REFRESH_TOKEN_TTL: positiveInt.default(604_800),
   OAUTH_CONSENT_TTL: positiveInt.default(365 * 24 * 3600),
   OAUTH_DYNAMIC_REGISTRATION: bool.default(true),
+  OAUTH_CLIENT_METADATA_TIMEOUT_MS: positiveInt.max(30_000).default(5_000),
   INITIAL_CREDITS: z.coerce.number().int().min(0).default(100_000),
   CREDITS_BACKLOG_MAX: positiveInt.default(10_000),
   LLM_BASE_URL: httpUrl.optional(),
@@ -176,6 +177,13 @@ export interface OAuthConfig {
   consentTtl: number;
   /** Whether `POST /api/v1/auth/register` (RFC 7591) is open. */
   dynamicRegistration: boolean;
+  /** `OAUTH_CLIENT_METADATA_TIMEOUT_MS`: the whole fetch of a client ID metadata document (default 5 s). */
+  clientMetadataTimeoutMs: number;
+  /**
+   * PEM of one more CA trusted when fetching client ID metadata documents. No environment variable sets it:
+   * it is for tests' own self-signed document server; production trusts the system's CAs only.
+   */
+  clientMetadataCa?: string;
 }
 
 export interface UpstreamConfig {
@@ -444,6 +452,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       refreshTokenTtl: e.OAUTH_REFRESH_TOKEN_TTL,
       consentTtl: e.OAUTH_CONSENT_TTL,
       dynamicRegistration: e.OAUTH_DYNAMIC_REGISTRATION,
+      clientMetadataTimeoutMs: e.OAUTH_CLIENT_METADATA_TIMEOUT_MS,
     },
     signupEnabled: e.SIGNUP_ENABLED,
     passwordHashing: e.INSECURE_TEST_PASSWORD_HASHING ? INSECURE_TEST_PASSWORD_HASHING : OWASP_PASSWORD_HASHING,

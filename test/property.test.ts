@@ -436,6 +436,14 @@ describe('robustness of the OAuth endpoints and the pages', () => {
       '\ud800',
       '//evil.example',
       'https://evil.example/',
+      // client_id as a client metadata document URL: private targets (refused by the SSRF guard without a
+      // fetch) and URLs the draft forbids.
+      'https://10.0.0.1/client.json',
+      'https://127.0.0.1:1/c.json',
+      'https://u:p@10.0.0.1/c.json',
+      'HTTPS://10.0.0.1/c.json',
+      'https://10.0.0.1/a/../c.json',
+      'https://10.0.0.1/c.json#f',
       '/account/tokens',
       redirectUri,
       'S256',

@@ -109,6 +109,8 @@ export interface SafeFetchOptions {
   maxRedirects?: number;
   /** `host:port` pairs reachable even on private addresses (operators' own services; tests' loopback fakes). */
   allowHosts?: readonly string[];
+  /** PEM of a CA trusted besides the system's, for allow-listed hosts only (a test's self-signed server). */
+  ca?: string;
   signal?: AbortSignal;
 }
 
@@ -126,9 +128,10 @@ function hostKey(url: URL): string {
 }
 
 /** A dispatcher whose every connection resolves the host itself and refuses non-public addresses. */
-function guardedAgent(allowed: boolean): Agent {
+function guardedAgent(allowed: boolean, ca?: string): Agent {
   return new Agent({
     connect: {
+      ...(ca ? { ca } : {}),
       lookup(hostname, options, callback) {
         dnsLookup(hostname, { all: true, family: options.family ?? 0 }, (err, addresses: LookupAddress[]) => {
           if (err) return callback(err, '', 4);
@@ -153,6 +156,18 @@ function guardedAgent(allowed: boolean): Agent {
 
 const PUBLIC_AGENT = guardedAgent(false);
 const ALLOWED_AGENT = guardedAgent(true);
+/** Allow-listed hosts reached with one more trusted CA (tests' self-signed servers), by CA. */
+const CA_AGENTS = new Map<string, Agent>();
+
+function allowedAgent(ca: string | undefined): Agent {
+  if (!ca) return ALLOWED_AGENT;
+  let agent = CA_AGENTS.get(ca);
+  if (!agent) {
+    agent = guardedAgent(true, ca);
+    CA_AGENTS.set(ca, agent);
+  }
+  return agent;
+}
 
 /**
  * A refusal of a non-public address, saying how an operator reaches a service of their own on purpose (a local
@@ -207,7 +222,7 @@ export async function safeFetch(input: string, opts: SafeFetchOptions = {}): Pro
         headers: { 'user-agent': 'Switchboard/1 (+fetcher)', ...opts.headers },
         ...(body !== undefined ? { body } : {}),
         signal,
-        dispatcher: allowed ? ALLOWED_AGENT : PUBLIC_AGENT,
+        dispatcher: allowed ? allowedAgent(opts.ca) : PUBLIC_AGENT,
       });
     } catch (err) {
       throw toFetchError(err, signal);

@@ -124,6 +124,8 @@ export interface ConsentView {
     description?: string | undefined;
     brandColor?: string | undefined;
     verified: boolean;
+    /** The host of a client identified by its metadata document's URL: what it is, where its name is not checked. */
+    host?: string | undefined;
   };
   scopes: string[];
   /** Scopes this app already holds from an earlier consent. */
@@ -170,6 +172,16 @@ export function scopeText(scope: string): string {
   return (SCOPES as Record<string, string>)[scope] ?? scope;
 }
 
+/** Whether a redirect URI goes back to this computer (a native app's loopback listener). */
+function isLoopback(uri: string): boolean {
+  try {
+    const host = new URL(uri).hostname.replace(/^\[|\]$/g, '');
+    return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+  } catch {
+    return false;
+  }
+}
+
 export function consentPage(v: ConsentView): string {
   const color =
     v.client.brandColor && /^#[0-9a-fA-F]{3}([0-9a-fA-F]{3})?$/.test(v.client.brandColor)
@@ -187,7 +199,14 @@ export function consentPage(v: ConsentView): string {
       <div class="app-head">
         ${v.client.logo ? html`<img src="${v.client.logo}" alt="${v.client.name} logo">` : html``}
         <div><h1 id="consent-title">${v.client.name} wants to access your Switchboard account</h1>
-        ${v.client.verified ? html`` : html`<p class="muted">This app registered itself; Switchboard has not reviewed it.</p>`}</div>
+        ${
+          v.client.host
+            ? html`<p class="client-host">From <strong><code>${v.client.host}</code></strong></p>
+        <p class="muted">The name is given by the app itself; only the address <strong>${v.client.host}</strong> is checked. Allow it only if you trust that address.</p>`
+            : v.client.verified
+              ? html``
+              : html`<p class="muted">This app registered itself; Switchboard has not reviewed it.</p>`
+        }</div>
       </div>
       ${v.client.description ? html`<p>${v.client.description}</p>` : html``}
       ${errorLine(v.error)}
@@ -210,6 +229,11 @@ export function consentPage(v: ConsentView): string {
       ${v.knowledge ? knowledgeChoice(v.knowledge) : html``}
       <p class="muted">Apps never manage your sign-in credentials: creating or changing OAuth apps, access tokens and deleting your account stay with you, signed in to Switchboard.</p>
       <p>Allowing sends you back to <strong>${destination}</strong>.</p>
+      ${
+        v.client.host && isLoopback(v.redirectUri)
+          ? html`<p class="error">That address is on this computer: any program running here could be the one asking, whatever name it gives. Allow only if you have just started ${v.client.name} yourself.</p>`
+          : html``
+      }
       <div class="actions">
         <form method="post" action="/interaction/${v.uid}/confirm" id="consent-form">
           <input type="hidden" name="csrf" value="${v.csrf}">

@@ -293,6 +293,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
           description: client.branding.description,
           brandColor: client.branding.brandColor,
           verified: client.registeredVia === 'api',
+          ...(client.host ? { host: client.host } : {}),
         },
         scopes: asked,
         alreadyGranted,

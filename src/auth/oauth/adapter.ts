@@ -4,6 +4,7 @@ import { type AuthClientRow, authClients, oauthArtifacts } from '../../db/schema
 import type { KeyRing } from '../../lib/crypto.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { ALL_SCOPES } from '../scopes.ts';
+import { isMetadataDocumentId, MetadataDocumentError, type MetadataDocuments } from './client-metadata.ts';
 import { ALLOWED_SCOPES_PROPERTY, effectiveClientScopes, OIDC_SCOPES } from './policy.ts';
 
 /**
@@ -44,6 +45,8 @@ export interface AdapterDeps {
   keyRing: KeyRing;
   /** Called when a grant goes (revocation, refresh token reuse): evicts cached access-token actors. */
   onGrantRevoked(grantId: string): void;
+  /** Clients whose id is the https URL of their metadata document. */
+  metadataDocuments: MetadataDocuments;
 }
 
 const key = (id: string) => sha256Hex(id);
@@ -161,6 +164,16 @@ export function createAdapterClass(deps: AdapterDeps) {
     async find(id: string): Promise<Payload | undefined> {
       // No client id holds a NUL, and PostgreSQL would refuse the look-up: unknown client, not a 500.
       if (id.includes('\0')) return undefined;
+      if (isMetadataDocumentId(id)) {
+        try {
+          return clientMetadata(await deps.metadataDocuments.find(id), keyRing);
+        } catch (err) {
+          if (!(err instanceof MetadataDocumentError)) throw err;
+          // Loaded already: only oidc-provider calls its adapter. invalid_client, never a 500.
+          const { errors } = await import('oidc-provider');
+          throw new errors.InvalidClient(err.message);
+        }
+      }
       const [row] = await db.select().from(authClients).where(eq(authClients.id, id)).limit(1);
       return row ? clientMetadata(row, keyRing) : undefined;
     }

@@ -14,6 +14,7 @@ import { errorPage } from '../../web/pages.ts';
 import { SESSION_COOKIE, sessionAccountId } from '../browser-session.ts';
 import { ALL_SCOPES } from '../scopes.ts';
 import { createAdapterClass, grantKnowledgeBases } from './adapter.ts';
+import { MetadataDocuments } from './client-metadata.ts';
 import { routeOidcConsole } from './console-bridge.ts';
 import type { KeySet } from './keys.ts';
 import {
@@ -114,7 +115,12 @@ export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHo
   );
 
   const configuration: Configuration = {
-    adapter: createAdapterClass({ db, keyRing: deps.keyRing, onGrantRevoked: hooks.onGrantRevoked }),
+    adapter: createAdapterClass({
+      db,
+      keyRing: deps.keyRing,
+      onGrantRevoked: hooks.onGrantRevoked,
+      metadataDocuments: new MetadataDocuments({ db, config, log: deps.log }),
+    }),
     clients: [],
     jwks: { keys: [keys.signing as unknown as UnknownObject] } as Configuration['jwks'],
     cookies: {
@@ -360,6 +366,8 @@ function decorateResponse(ctx: KoaContextWithOIDC, config: Config): void {
     body.revocation_endpoint_auth_methods_supported = ['none', 'client_secret_basic', 'client_secret_post'];
     body.protected_resources = Object.values(resourceServers(config)).map((r) => r.id);
     body.authorization_response_iss_parameter_supported = true;
+    // An https URL as client_id names the client's metadata document (client-metadata.ts).
+    body.client_id_metadata_document_supported = true;
   } else if (ctx.path === OAUTH_ROUTES.registration) {
     // RFC 7591: answer the scopes the client may be granted, in the standard field.
     const allowed = body[ALLOWED_SCOPES_PROPERTY];

@@ -47,7 +47,10 @@ const TokenRequest = z
     redirect_uri: z.string().optional(),
     code_verifier: z.string().optional().describe('PKCE (S256); required with authorization_code'),
     refresh_token: z.string().optional(),
-    client_id: z.string().optional(),
+    client_id: z
+      .string()
+      .optional()
+      .describe("the app's id, or the https URL of its client ID metadata document (docs/mcp-client-metadata.md)"),
     client_secret: z.string().optional().describe('confidential clients using client_secret_post'),
     resource: z.string().optional().describe('RFC 8707 resource indicator'),
     scope: z.string().optional(),

@@ -30,7 +30,7 @@ export const authClients = pgTable(
     secretCiphertext: text('secret_ciphertext'),
     /** Further RFC 7591 metadata of a dynamically registered client (application_type, logo_uri ...). */
     metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull(),
-    registeredVia: text('registered_via').$type<'api' | 'dynamic'>().notNull(),
+    registeredVia: text('registered_via').$type<'api' | 'dynamic' | 'metadata-document'>().notNull(),
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },

@@ -88,7 +88,9 @@ export async function listGrants(db: Executor, accountId: string) {
       payload: oauthArtifacts.payload,
       knowledgeBaseIds: oauthArtifacts.knowledgeBaseIds,
       createdAt: oauthArtifacts.createdAt,
+      clientId: authClients.id,
       clientName: authClients.name,
+      registeredVia: authClients.registeredVia,
       branding: authClients.branding,
     })
     .from(oauthArtifacts)

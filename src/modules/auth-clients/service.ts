@@ -179,9 +179,12 @@ export async function setWhitelabelAllowed(
 export async function findClientForConsent(
   ctx: PublicContext,
   clientId: string,
-): Promise<Pick<AuthClientRow, 'name' | 'branding' | 'registeredVia'> | undefined> {
+): Promise<(Pick<AuthClientRow, 'name' | 'branding' | 'registeredVia'> & { host?: string }) | undefined> {
   const row = await repo.findClient(ctx.db, clientId);
-  return row ? { name: row.name, branding: row.branding, registeredVia: row.registeredVia } : undefined;
+  if (!row) return undefined;
+  // A client named by its metadata document's URL: that URL's host is the one fact about it we checked.
+  const host = row.registeredVia === 'metadata-document' ? new URL(row.id).host : undefined;
+  return { name: row.name, branding: row.branding, registeredVia: row.registeredVia, ...(host ? { host } : {}) };
 }
 
 export interface AuthorizedApp {
@@ -208,7 +211,8 @@ export async function listAuthorizedApps(ctx: ServiceContext): Promise<Authorize
     return [
       {
         grantId: r.grantId,
-        name: r.clientName,
+        // A metadata-document client's name is its own claim: its host goes with it.
+        name: r.registeredVia === 'metadata-document' ? `${r.clientName} (${new URL(r.clientId).host})` : r.clientName,
         logo: r.branding.logo,
         scopes: ALL_SCOPES.filter((s) => held.has(s)),
         // A base deleted since is no longer named.

@@ -120,6 +120,11 @@ export const ENV_REFERENCE: Record<EnvName, SettingDoc> = {
     group: 'Accounts, tokens and sign-in',
     meaning: 'credits of a new account (a `grant` row in its credit history)',
   },
+  OAUTH_CLIENT_METADATA_TIMEOUT_MS: {
+    group: 'Accounts, tokens and sign-in',
+    meaning:
+      "how long fetching an MCP client's metadata document may take (a `client_id` that is an https URL; at most 5 KB, through the SSRF guard; cached for its max-age held between 1 minute and 1 hour); at most 30000",
+  },
   OAUTH_ACCESS_TOKEN_TTL: {
     group: 'Accounts, tokens and sign-in',
     meaning: 'lifetime of OAuth access tokens (JWT), seconds',

@@ -18,6 +18,7 @@ export const SIDEBAR = [
     text: 'Use it',
     items: [
       { text: 'MCP endpoint and clients', link: '/mcp' },
+      { text: 'MCP client metadata documents', link: '/mcp-client-metadata' },
       { text: 'LLM gateway', link: '/llm-gateway' },
       { text: 'Anthropic Messages API', link: '/anthropic-messages' },
       { text: 'Embeddings', link: '/embeddings' },

@@ -37,6 +37,7 @@ import { authRoutes } from './modules/auth/routes.ts';
 import { authClientRoutes } from './modules/auth-clients/routes.ts';
 import { channelRoutes, webchatWidgetRoutes } from './modules/channels/routes.ts';
 import { connectionRoutes } from './modules/connections/routes.ts';
+import { activityRoutes } from './modules/activity/routes.ts';
 import { creditRoutes } from './modules/credits/routes.ts';
 import { closeCredits, recoverCharges } from './modules/credits/service.ts';
 import { knowledgeRoutes } from './modules/knowledge/routes.ts';
@@ -213,6 +214,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await accountRoutes(v1);
       await authRoutes(v1, config);
       await scopeRoutes(v1);
+      await activityRoutes(v1);
       await creditRoutes(v1);
       await knowledgeRoutes(v1);
       await agentRoutes(v1, config);

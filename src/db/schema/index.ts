@@ -1,3 +1,4 @@
+export * from './activity.ts';
 export * from './accounts.ts';
 export * from './agents.ts';
 export * from './channels.ts';

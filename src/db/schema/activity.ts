@@ -38,7 +38,10 @@ export const activity = pgTable(
     error: text('error'),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
-  (t) => [index('activity_account_created_idx').on(t.accountId, t.createdAt), index('activity_created_idx').on(t.createdAt)],
+  (t) => [
+    index('activity_account_created_idx').on(t.accountId, t.createdAt),
+    index('activity_created_idx').on(t.createdAt),
+  ],
 );
 
 export type ActivityRow = typeof activity.$inferSelect;

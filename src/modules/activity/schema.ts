@@ -21,7 +21,10 @@ export const Activity = z
     agentName: z.string().nullable(),
     connectionId: z.string().nullable(),
     providerId: z.string().nullable(),
-    tool: z.string().nullable().describe('The tool, or the connection event (created, refreshed, expired, error, revoked)'),
+    tool: z
+      .string()
+      .nullable()
+      .describe('The tool, or the connection event (created, refreshed, expired, error, revoked)'),
     mode: z.enum(['read', 'write']).nullable(),
     status: ActivityStatus,
     durationMs: z.number().int().nullable(),

@@ -148,7 +148,7 @@ describe('activity log', () => {
     const u = await createUser(h.app);
     await conversation(u);
     const mine = await list(u);
-    expect(mine.data.length).toBe(3);
+    expect(mine.data.map((r) => r.kind).sort()).toEqual(['agent-run', 'connection', 'tool-call', 'tool-call']);
     const other = await createUser(h.app);
     expect(await list(other)).toEqual({ data: [], pagination: { page: 1, limit: 20, total: 0, hasMore: false } });
     const res = await call(h.app, 'GET', `/api/v1/activity/${mine.data[0]?.id}`, { token: other.sessionToken });
@@ -163,17 +163,17 @@ describe('activity log', () => {
     const ids = async (q: string) => (await list(u, q)).data.map((r) => `${r.kind}:${r.status}`).sort();
     expect(await ids('?status=error')).toEqual(['tool-call:error']);
     expect(await ids('?tool=acme_get_item')).toEqual(['tool-call:error', 'tool-call:ok']);
-    expect(await ids(`?connectionId=${connectionId}`)).toEqual(['tool-call:error', 'tool-call:ok']);
+    expect(await ids(`?connectionId=${connectionId}`)).toEqual(['connection:ok', 'tool-call:error', 'tool-call:ok']);
     expect(await ids('?connectionId=conn_other')).toEqual([]);
     expect(await ids(`?agentId=${agentId}`)).toEqual(['agent-run:ok', 'tool-call:error', 'tool-call:ok']);
     expect(await ids('?tool=acme_list_items')).toEqual([]);
     const future = new Date(Date.now() + 3_600_000).toISOString();
     const past = new Date(Date.now() - 3_600_000).toISOString();
     expect(await ids(`?from=${future}`)).toEqual([]);
-    expect(await ids(`?from=${past}&to=${future}`)).toHaveLength(3);
+    expect(await ids(`?from=${past}&to=${future}`)).toHaveLength(4);
     expect(await ids(`?to=${past}`)).toEqual([]);
-    const paged = await list(u, '?limit=2&page=2');
-    expect(paged.pagination).toEqual({ page: 2, limit: 2, total: 3, hasMore: false });
+    const paged = await list(u, '?limit=3&page=2');
+    expect(paged.pagination).toEqual({ page: 2, limit: 3, total: 4, hasMore: false });
     expect(paged.data).toHaveLength(1);
 
     for (const bad of ['?status=maybe', '?limit=0', '?limit=101', '?from=yesterday', '?page=0']) {
@@ -194,7 +194,7 @@ describe('activity log', () => {
     const ran = await execute(h.app, readOnly, connectionId, 'list_items', {});
     expect(ran.statusCode).toBe(200);
 
-    const page = await list(u);
+    const page = await list(u, '?kind=tool-call');
     expect(page.data.map((r) => [r.tool, r.status])).toEqual([
       ['list_items', 'ok'],
       ['create_item', 'refused'],
@@ -209,6 +209,19 @@ describe('activity log', () => {
       actor: { kind: 'pat', name: 'Token test token' },
     });
     expect(page.data[1]?.error).toContain('may only run read tools');
+  });
+
+  it('records connection events: created, and revoked when the user disconnects, named as the caller', async () => {
+    const u = await createUser(h.app);
+    const connectionId = await connectAcme(h.app, u);
+    const del = await call(h.app, 'DELETE', `/api/v1/connections/${connectionId}`, { token: u.sessionToken });
+    expect(del.statusCode).toBe(204);
+    const page = await list(u, '?kind=connection');
+    expect(page.data.map((r) => [r.tool, r.status, r.connectionId, r.providerId])).toEqual([
+      ['revoked', 'ok', connectionId, 'acme'],
+      ['created', 'ok', connectionId, 'acme'],
+    ]);
+    expect(page.data[0]).toMatchObject({ via: 'api', actor: { kind: 'session', name: 'You (signed in)' } });
   });
 
   it('the activity.purge job deletes rows past ACTIVITY_RETENTION_DAYS and keeps the rest', async () => {

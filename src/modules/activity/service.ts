@@ -95,14 +95,53 @@ function writerOf(deps: Deps): GroupCommit<repo.NewActivityRow> {
 
 /** Queues one row for the caller's account; resolves once written (true) or given up and logged (false). */
 export function recordActivity(ctx: ServiceContext, entry: ActivityEntry): Promise<boolean> {
-  return writerOf(ctx.deps).add({
-    id: newId('activity'),
-    accountId: ctx.accountId,
-    kind: entry.kind,
-    via: entry.via,
+  return queue(ctx.deps, ctx.accountId, {
     actorKind: ctx.actor.kind,
     tokenId: ctx.actor.kind === 'pat' || ctx.actor.kind === 'oauth' ? ctx.actor.tokenId : null,
     clientId: ctx.actor.clientId ?? null,
+    entry,
+  });
+}
+
+export type ConnectionEvent = 'created' | 'refreshed' | 'expired' | 'error' | 'revoked';
+
+/**
+ * Queues a connection event (work no request carries, such as the refresh job, is recorded as `system`): a
+ * failed refresh and a token the provider refused carry the error, `created` and `refreshed` are `ok`.
+ */
+export function recordConnectionEvent(
+  deps: Deps,
+  accountId: string,
+  e: { connectionId: string; providerId: string; event: ConnectionEvent; error?: string | null | undefined },
+  ctx?: ServiceContext,
+): Promise<boolean> {
+  const entry: ActivityEntry = {
+    kind: 'connection',
+    via: ctx ? 'api' : 'system',
+    status: e.error ? 'error' : 'ok',
+    tool: e.event,
+    connectionId: e.connectionId,
+    providerId: e.providerId,
+    ...(e.error ? { error: e.error } : {}),
+  };
+  if (ctx) return recordActivity(ctx, entry);
+  return queue(deps, accountId, { actorKind: 'system', tokenId: null, clientId: null, entry });
+}
+
+function queue(
+  deps: Deps,
+  accountId: string,
+  who: { actorKind: string; tokenId: string | null; clientId: string | null; entry: ActivityEntry },
+): Promise<boolean> {
+  const { entry } = who;
+  return writerOf(deps).add({
+    id: newId('activity'),
+    accountId,
+    kind: entry.kind,
+    via: entry.via,
+    actorKind: who.actorKind,
+    tokenId: who.tokenId,
+    clientId: who.clientId,
     agentId: entry.agentId ?? null,
     agentName: entry.agentName ?? null,
     connectionId: entry.connectionId ?? null,

@@ -5,7 +5,7 @@ import { requireScope } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { REDACTED } from '../../lib/redact.ts';
-import { recordActivity } from '../activity/service.ts';
+import { recordActivity, recordConnectionEvent } from '../activity/service.ts';
 import { findTool, providerCatalog } from '../providers/catalog.ts';
 import {
   type BuiltRequest,
@@ -247,6 +247,12 @@ async function retryAfterUnauthorized(
     lastError: `${def.label} refused the token (401)`,
   });
   connectionsChanged(ctx.deps, ctx.accountId);
+  void recordConnectionEvent(
+    ctx.deps,
+    ctx.accountId,
+    { connectionId: row.id, providerId: def.id, event: status, error: `${def.label} refused the token (401)` },
+    ctx,
+  );
   ctx.log.warn({ connectionId: row.id, providerId: def.id, status }, 'provider refused the connection token');
   throw new BadGatewayError(
     `${def.label} refused the token of connection ${row.id} (401)${canRefresh ? ' even after a refresh' : ''}; ` +

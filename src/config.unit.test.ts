@@ -131,6 +131,7 @@ describe('config', () => {
       leaseMs: 30_000,
       retentionDays: 7,
       deadRetentionDays: 30,
+      activityRetentionDays: 30,
     });
     expect(
       loadConfig({
@@ -140,6 +141,7 @@ describe('config', () => {
         JOBS_LEASE_MS: '60000',
         JOBS_RETENTION_DAYS: '1',
         JOBS_DEAD_RETENTION_DAYS: '90',
+        ACTIVITY_RETENTION_DAYS: '365',
       }).jobs,
     ).toEqual({
       enabled: false,
@@ -148,6 +150,7 @@ describe('config', () => {
       leaseMs: 60_000,
       retentionDays: 1,
       deadRetentionDays: 90,
+      activityRetentionDays: 365,
     });
     expect(
       badVariables({
@@ -157,6 +160,7 @@ describe('config', () => {
         JOBS_LEASE_MS: '500',
         JOBS_RETENTION_DAYS: '0',
         JOBS_DEAD_RETENTION_DAYS: 'x',
+        ACTIVITY_RETENTION_DAYS: '0',
       }),
     ).toEqual([
       'JOBS_ENABLED',
@@ -165,6 +169,7 @@ describe('config', () => {
       'JOBS_LEASE_MS',
       'JOBS_RETENTION_DAYS',
       'JOBS_DEAD_RETENTION_DAYS',
+      'ACTIVITY_RETENTION_DAYS',
     ]);
   });
 

@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gte, lt, lte, type SQL } from 'drizzle-orm';
+import { and, count, desc, eq, gte, inArray, lt, lte, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
 import { type ActivityRow, activity, authClients, personalAccessTokens } from '../../db/schema/index.ts';
 
@@ -85,8 +85,13 @@ export async function findById(db: Executor, accountId: string, id: string): Pro
   return r ? withNames(r) : undefined;
 }
 
-/** Deletes rows created before `before`; answers how many. */
-export async function deleteBefore(db: Executor, before: Date): Promise<number> {
-  const gone = await db.delete(activity).where(lt(activity.createdAt, before)).returning({ id: activity.id });
-  return gone.length;
+/** Deletes rows created before `before`, `batch` a statement so no statement holds a long lock; answers how many. */
+export async function deleteBefore(db: Executor, before: Date, batch = 5000): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const old = db.select({ id: activity.id }).from(activity).where(lt(activity.createdAt, before)).limit(batch);
+    const gone = await db.delete(activity).where(inArray(activity.id, old)).returning({ id: activity.id });
+    deleted += gone.length;
+    if (gone.length < batch) return deleted;
+  }
 }

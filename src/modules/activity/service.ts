@@ -71,7 +71,8 @@ export function summarize(value: unknown, limit = SUMMARY_LIMIT): string | null 
   } catch {
     text = String(value);
   }
-  text = redactSecrets(text);
+  // Redacted before the final cut (a token cut short may no longer look like one), on a bounded prefix.
+  text = redactSecrets(text.length > limit * 4 ? text.slice(0, limit * 4) : text);
   return text.length > limit ? `${text.slice(0, limit - 1)}…` : text;
 }
 

@@ -31,6 +31,7 @@ import { mcpRoutes } from './mcp/endpoint.ts';
 import type { McpSources } from './mcp/server.ts';
 import { connectionSources } from './mcp/sources.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
+import { activityRoutes } from './modules/activity/routes.ts';
 import { agentRoutes } from './modules/agents/routes.ts';
 import { failOrphanedRuns } from './modules/agents/runs.service.ts';
 import { authRoutes } from './modules/auth/routes.ts';
@@ -217,6 +218,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await accountRoutes(v1);
       await authRoutes(v1, config);
       await scopeRoutes(v1);
+      await activityRoutes(v1);
       await creditRoutes(v1);
       await knowledgeRoutes(v1);
       await agentRoutes(v1, config);

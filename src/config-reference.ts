@@ -157,6 +157,11 @@ export const ENV_REFERENCE: Record<EnvName, SettingDoc> = {
     meaning:
       'how many charges an instance keeps unwritten while the database is unreachable (in memory and journaled under `DATA_DIR/credit-journal/`, written once it answers); requests in flight count against it, and at the bound new paid requests answer 503 with Retry-After',
   },
+  ACTIVITY_RETENTION_DAYS: {
+    group: 'Requests and limits',
+    meaning:
+      'how many days the activity log (`GET /api/v1/activity`, `/account/activity`) keeps a row; older rows are deleted by the hourly `activity.purge` job',
+  },
   AGENT_RUN_LEASE_MS: {
     group: 'Requests and limits',
     meaning:

@@ -136,6 +136,8 @@ export const EnvSchema = z.object({
   JOBS_LEASE_MS: z.coerce.number().int().min(1000).default(30_000),
   JOBS_RETENTION_DAYS: positiveInt.default(7),
   JOBS_DEAD_RETENTION_DAYS: positiveInt.default(30),
+  /** Days the activity log (GET /api/v1/activity) keeps a row; the `activity.purge` job deletes older ones. */
+  ACTIVITY_RETENTION_DAYS: positiveInt.default(30),
   TELEGRAM_API_URL: httpUrl.default('https://api.telegram.org'),
   WHATSAPP_API_URL: httpUrl.default('https://graph.facebook.com'),
   WHATSAPP_API_VERSION: z
@@ -230,6 +232,8 @@ export interface JobsConfig {
   retentionDays: number;
   /** Dead jobs (out of attempts) are deleted this many days after they failed. */
   deadRetentionDays: number;
+  /** `ACTIVITY_RETENTION_DAYS`: activity log rows are deleted (job `activity.purge`) this many days after. */
+  activityRetentionDays: number;
 }
 
 /** Messaging channels (modules/channels): the platforms' API addresses and the web chat's limits. */
@@ -494,6 +498,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       leaseMs: e.JOBS_LEASE_MS,
       retentionDays: e.JOBS_RETENTION_DAYS,
       deadRetentionDays: e.JOBS_DEAD_RETENTION_DAYS,
+      activityRetentionDays: e.ACTIVITY_RETENTION_DAYS,
     },
     channels: {
       telegramApiUrl: stripSlash(e.TELEGRAM_API_URL),

@@ -143,6 +143,7 @@ describe('config', () => {
       leaseMs: 30_000,
       retentionDays: 7,
       deadRetentionDays: 30,
+      activityRetentionDays: 30,
     });
     expect(
       loadConfig({
@@ -152,6 +153,7 @@ describe('config', () => {
         JOBS_LEASE_MS: '60000',
         JOBS_RETENTION_DAYS: '1',
         JOBS_DEAD_RETENTION_DAYS: '90',
+        ACTIVITY_RETENTION_DAYS: '365',
       }).jobs,
     ).toEqual({
       enabled: false,
@@ -160,6 +162,7 @@ describe('config', () => {
       leaseMs: 60_000,
       retentionDays: 1,
       deadRetentionDays: 90,
+      activityRetentionDays: 365,
     });
     expect(
       badVariables({
@@ -169,6 +172,7 @@ describe('config', () => {
         JOBS_LEASE_MS: '500',
         JOBS_RETENTION_DAYS: '0',
         JOBS_DEAD_RETENTION_DAYS: 'x',
+        ACTIVITY_RETENTION_DAYS: '0',
       }),
     ).toEqual([
       'JOBS_ENABLED',
@@ -177,6 +181,7 @@ describe('config', () => {
       'JOBS_LEASE_MS',
       'JOBS_RETENTION_DAYS',
       'JOBS_DEAD_RETENTION_DAYS',
+      'ACTIVITY_RETENTION_DAYS',
     ]);
   });
 

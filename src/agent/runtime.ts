@@ -2,6 +2,7 @@ import type { ServiceContext } from '../lib/context.ts';
 import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../lib/json.ts';
 import { redactSecrets } from '../lib/redact.ts';
 import type { ChatMessage, ChatTool, ChatToolCall } from '../llm/types.ts';
+import { type ActivitySource, recordActivity } from '../modules/activity/service.ts';
 import { type Billing, type Credits, runCompletion } from '../modules/llm/service.ts';
 import { TOOL_OUTPUT_THRESHOLD } from './injection.ts';
 import { judgeInjection } from './injection-guard.ts';
@@ -43,6 +44,8 @@ export interface RunAgentOptions {
    * calls may write some text first; `onMessage` tells its calls right after.
    */
   onDelta?: (text: string) => void | Promise<void>;
+  /** Where the run comes from, for the activity log (each tool call and the run itself are recorded). */
+  activity?: ActivitySource;
 }
 
 export interface AgentRun {
@@ -96,6 +99,48 @@ export function openingMessages(
 }
 
 export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Promise<AgentRun> {
+  const source = opts.activity ?? { via: 'system' as const };
+  const started = performance.now();
+  let credits = 0;
+  const tracked: RunAgentOptions = {
+    ...opts,
+    onCharge: async (c) => {
+      credits += c.consumed;
+      await opts.onCharge?.(c);
+    },
+  };
+  const row = { kind: 'agent-run' as const, ...source, args: { prompt: promptText(opts.prompt) } };
+  try {
+    const run = await runAgentSteps(ctx, tracked, source);
+    void recordActivity(ctx, {
+      ...row,
+      status: 'ok',
+      durationMs: performance.now() - started,
+      credits,
+      result: { text: run.text, steps: run.steps, toolCalls: run.toolCalls.length, stoppedBy: run.stoppedBy },
+    });
+    return run;
+  } catch (err) {
+    void recordActivity(ctx, {
+      ...row,
+      status: 'error',
+      durationMs: performance.now() - started,
+      credits,
+      error: err instanceof Error ? err.message : String(err),
+    });
+    throw err;
+  }
+}
+
+function promptText(prompt: RunAgentOptions['prompt']): string {
+  if (typeof prompt === 'string') return prompt;
+  return prompt
+    .map((p) => (typeof p.text === 'string' ? p.text : `[${String(p.type)}]`))
+    .join(' ')
+    .slice(0, 1000);
+}
+
+async function runAgentSteps(ctx: ServiceContext, opts: RunAgentOptions, source: ActivitySource): Promise<AgentRun> {
   const maxSteps = opts.maxSteps ?? DEFAULT_MAX_STEPS;
   const signal = AbortSignal.any([
     AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_AGENT_TIMEOUT_MS),
@@ -184,7 +229,9 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
       return { flagged: verdict.flagged, families: verdict.families };
     };
     const results = await Promise.all(
-      calls.map((call) => runToolCall(call, { tools: opts.tools, byName, loaded, useCatalog, signal, judge, charged })),
+      calls.map((call) =>
+        runToolCall(call, { ctx, source, tools: opts.tools, byName, loaded, useCatalog, signal, judge, charged }),
+      ),
     );
     await toolCharges;
     for (const [i, result] of results.entries()) {
@@ -225,6 +272,8 @@ function parseArgs(text: string): { value?: Record<string, unknown>; error?: str
 }
 
 interface CallState {
+  ctx: ServiceContext;
+  source: ActivitySource;
   /** The run's tools, one list for the whole run: the search indexes it once. */
   tools: readonly AgentTool[];
   byName: Map<string, AgentTool>;
@@ -273,12 +322,47 @@ async function runToolCall(
   }
   const tool = st.byName.get(name);
   if (!tool) return wrapWith(name, { error: `No tool named ${name}` }, false);
+  const started = performance.now();
+  let credits = 0;
+  const charged = (consumed: number) => {
+    credits += Math.max(0, consumed);
+    st.charged(consumed);
+  };
+  const row = {
+    kind: 'tool-call' as const,
+    ...st.source,
+    tool: tool.name,
+    mode: tool.mode,
+    providerId: tool.connectionId ? tool.source : undefined,
+    connectionId: tool.connectionId,
+    args,
+  };
+  let value: unknown;
   try {
-    return wrapWith(name, await tool.run(args, st.signal, st.charged), true);
+    value = await tool.run(args, st.signal, charged);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
+    void recordActivity(st.ctx, {
+      ...row,
+      status: 'error',
+      durationMs: performance.now() - started,
+      credits,
+      error: message,
+    });
     return wrapWith(name, { error: message }, false);
   }
+  const durationMs = performance.now() - started;
+  const result = await wrapWith(name, value, true);
+  // An output quarantined as a likely prompt injection is recorded as blocked: the model was told not to follow it.
+  void recordActivity(st.ctx, {
+    ...row,
+    status: result.quarantined ? 'blocked' : 'ok',
+    durationMs,
+    credits,
+    result: value,
+    ...(result.quarantined ? { error: 'The output was quarantined as a likely prompt injection' } : {}),
+  });
+  return result;
 }
 
 async function wrap(toolName: string, value: unknown, ok: boolean, judge: CallState['judge']) {

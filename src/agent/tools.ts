@@ -8,6 +8,8 @@ export interface AgentTool {
   mode: 'read' | 'write';
   /** Where it comes from (a provider id, `built-in` ...): shown in progress messages. */
   source: string;
+  /** A provider tool's connection: the activity log names it. */
+  connectionId?: string;
   /** More words the tool search matches (a provider's label), never shown to the model. */
   keywords?: string;
   /** The provider's category (`video-meetings`): matched as loosely as a description. */

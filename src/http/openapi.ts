@@ -69,6 +69,10 @@ const API_TAGS = [
   { name: 'Messaging channels', description: 'Telegram, WhatsApp and web chat in front of an agent.' },
   { name: 'Accounts', description: 'The calling account.' },
   { name: 'Credits', description: 'Credit balance and history.' },
+  {
+    name: 'Activity',
+    description: "What was done on the account's behalf: tool calls, agent runs, connection events.",
+  },
   { name: 'Auth', description: 'Sign-up, sign-in, sessions and personal access tokens.' },
   { name: 'OAuth', description: 'The OAuth 2.1 authorization server for apps acting for a user.' },
   { name: 'Auth clients', description: 'OAuth clients (apps) registered by an account.' },

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { oauthJobs } from '../auth/oauth/jobs.ts';
 import type { Executor } from '../db/client.ts';
+import { activityJobs } from '../modules/activity/jobs.ts';
 import { agentJobs } from '../modules/agents/jobs.ts';
 import { authJobs } from '../modules/auth/jobs.ts';
 import { channelJobs } from '../modules/channels/jobs.ts';
@@ -32,6 +33,7 @@ const jobUpkeep = {
  * does not know.
  */
 export const JOB_CATALOG = {
+  ...activityJobs,
   ...agentJobs,
   ...authJobs,
   ...channelJobs,

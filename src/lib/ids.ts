@@ -35,6 +35,7 @@ export const ID_PREFIX = {
   skill: 'skl',
   scheduledTask: 'task',
   scheduledTaskRun: 'trun',
+  activity: 'act',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

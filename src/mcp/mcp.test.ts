@@ -278,6 +278,17 @@ describe('MCP endpoint', () => {
     expect((result.content as Array<{ text: string }>)[0]?.text).toMatch(/^McpToolPromptInjectionBlockedError: /);
     expect(fake.requests.length).toBe(before);
     await client.close();
+    // The activity log shows the blocked run, named by the token that sent it.
+    const log = await call(app, 'GET', '/api/v1/activity', { token: u.sessionToken });
+    expect(log.json().data).toEqual([
+      expect.objectContaining({
+        kind: 'agent-run',
+        via: 'use-agent',
+        status: 'blocked',
+        actor: expect.objectContaining({ kind: 'pat', name: 'Token test token' }),
+        error: expect.stringContaining('blocked as a likely prompt injection'),
+      }),
+    ]);
   });
 
   it('cuts an answer over 50 KB with a marker', async () => {

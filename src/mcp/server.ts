@@ -8,6 +8,7 @@ import type { AgentTool } from '../agent/tools.ts';
 import type { ServiceContext } from '../lib/context.ts';
 import { AppError, CreditsExhaustedError } from '../lib/errors.ts';
 import { redactSecrets } from '../lib/redact.ts';
+import { recordActivity } from '../modules/activity/service.ts';
 import type { Credits } from '../modules/llm/service.ts';
 import type { McpSdk } from './sdk.ts';
 
@@ -111,6 +112,14 @@ export function createMcpServer(sdk: McpSdk, opts: McpCallOptions): McpServer {
         },
       });
       if (verdict.flagged) {
+        void recordActivity(ctx, {
+          kind: 'agent-run',
+          via: 'use-agent',
+          status: 'blocked',
+          credits: guardCredits,
+          args: { prompt, connector },
+          error: `The prompt was blocked as a likely prompt injection (${verdict.families.join(', ')})`,
+        });
         ctx.log.warn(
           { rules: verdict.rules, families: verdict.families, score: verdict.score, guard: verdict.guard },
           'use-agent prompt blocked',
@@ -133,6 +142,7 @@ export function createMcpServer(sdk: McpSdk, opts: McpCallOptions): McpServer {
           billing,
           onCharge: opts.onCharge,
           signal,
+          activity: { via: 'use-agent' },
           onProgress:
             progressToken === undefined
               ? undefined

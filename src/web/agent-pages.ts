@@ -1,4 +1,5 @@
 import type { Agent, Conversation, Message } from '../modules/agents/schema.ts';
+import { activityUrl } from './activity-pages.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import { renderMarkdown } from './markdown.ts';
 import type { PageUser } from './pages.ts';
@@ -91,6 +92,7 @@ export function chatPage(v: {
   const body = html`
     <p class="small"><a href="${AGENTS_PATH}">← Agents</a></p>
     <h1>${agent.name}</h1>
+    <p class="small"><a href="${activityUrl({ agentId: agent.id })}">Activity of this agent</a></p>
     ${notice(v.error, true)}
     <section class="card" aria-labelledby="conversations-h">
       <h2 id="conversations-h">Conversations</h2>

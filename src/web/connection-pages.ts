@@ -1,5 +1,6 @@
 import type { Connection, PendingFields } from '../modules/connections/schema.ts';
 import type { FinalizeField, Provider } from '../modules/providers/schema.ts';
+import { activityUrl } from './activity-pages.ts';
 import { type Html, html, layout } from './html.ts';
 import { confirmPage, type PageUser } from './pages.ts';
 
@@ -126,6 +127,7 @@ function connectionRow(item: ConnectionItem, csrf: string): Html {
                 <span class="muted small">${c.metadata.providerName} is not available on this server now.</span>`
             : html``
         }
+        <a class="button" href="${activityUrl({ connectionId: c.id })}">Activity <span class="sr-only">of ${c.metadata.providerName} ${c.metadata.displayName}</span></a>
         <a class="button danger" href="/account/connections/${c.id}/disconnect">Disconnect <span class="sr-only">${c.metadata.providerName} ${c.metadata.displayName}</span></a>
       </div>
     </div>

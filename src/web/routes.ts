@@ -10,6 +10,7 @@ import type { Pat } from '../modules/auth/schema.ts';
 import * as authService from '../modules/auth/service.ts';
 import * as authClientsService from '../modules/auth-clients/service.ts';
 import { KNOWLEDGE_SCOPES, knowledgeBaseChoices, unknownKnowledgeBases } from '../modules/knowledge/bases.service.ts';
+import { activityPageRoutes } from './activity-routes.ts';
 import { agentPageRoutes } from './agent-routes.ts';
 import { assetRoutes, COPY_SCRIPT } from './assets.ts';
 import { channelPageRoutes } from './channel-routes.ts';
@@ -685,6 +686,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   await channelPageRoutes(app, oauth);
   await taskPageRoutes(app, oauth);
   await homePageRoutes(app, oauth);
+  await activityPageRoutes(app, oauth);
   await toolPageRoutes(app, oauth);
 }
 

@@ -1,4 +1,5 @@
 export * from './accounts.ts';
+export * from './activity.ts';
 export * from './agents.ts';
 export * from './channels.ts';
 export * from './connections.ts';

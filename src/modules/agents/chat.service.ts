@@ -76,6 +76,8 @@ export interface ChatOptions {
   onStep?: (step: ChatStep) => void | Promise<void>;
   /** What the ledger calls the run's model calls; default an agent chat (a scheduled run says it is a task's). */
   billing?: Billing;
+  /** The path the activity log names for this run's rows; default `agent-chat`. */
+  via?: 'agent-chat' | 'task' | 'channel';
 }
 
 /** A tool step of a run, with the data of its `tool.called` or `tool.result` event. */
@@ -404,6 +406,7 @@ export async function chatWithAgent(
         }
       },
       onDelta: opts.onDelta,
+      activity: { via: opts.via ?? 'agent-chat', agentId: agent.id, agentName: agent.name },
     });
     usage = {
       prompt_tokens: run.promptTokens.reduce((a, b) => a + b, 0),

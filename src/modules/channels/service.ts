@@ -455,7 +455,7 @@ export async function askChannelAgent(
       ctx,
       channel.agentId,
       { messages: [{ role: 'user', content }], ...(conversationId ? { conversationId } : {}) },
-      opts,
+      { via: 'channel', ...opts },
     );
   let outcome: ChatOutcome;
   try {

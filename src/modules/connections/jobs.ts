@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
 import type { Deps } from '../../lib/context.ts';
+import { recordConnectionEvent } from '../activity/service.ts';
 import { connectionsChanged } from './active-cache.ts';
 import * as repo from './repo.ts';
 import { refreshConnectionRow } from './tokens.ts';
@@ -57,8 +58,17 @@ export async function refreshExpiringConnections(
       deps.log.warn({ err, connectionId: row.id }, 'scheduled token refresh failed');
     }
   }
-  const expired = await repo.expireUnrefreshable(db, now);
+  const gone = await repo.expireUnrefreshable(db, now);
+  const expired = gone.length;
   if (expired) connectionsChanged(deps, undefined);
+  for (const c of gone) {
+    void recordConnectionEvent(deps, c.accountId, {
+      connectionId: c.id,
+      providerId: c.providerId,
+      event: 'expired',
+      error: 'The token expired and cannot be refreshed; reconnect it',
+    });
+  }
   const swept = await repo.sweepExpiredAuthorizations(db, new Date(now.getTime() - KEEP_AUTHORIZATIONS_MS));
   return { refreshed, failed, expired, swept };
 }

@@ -267,7 +267,10 @@ export async function listRefreshDue(db: Executor, before: Date, limit: number):
 }
 
 /** Marks `expired` the active connections whose token expired and that cannot be refreshed. */
-export async function expireUnrefreshable(db: Executor, now: Date): Promise<number> {
+export async function expireUnrefreshable(
+  db: Executor,
+  now: Date,
+): Promise<Array<{ id: string; accountId: string; providerId: string }>> {
   const rows = await db
     .update(connections)
     .set({ status: 'expired', updatedAt: now })
@@ -278,8 +281,8 @@ export async function expireUnrefreshable(db: Executor, now: Date): Promise<numb
         or(eq(connections.canRefresh, false), isNull(connections.refreshTokenEnc)),
       ),
     )
-    .returning({ id: connections.id });
-  return rows.length;
+    .returning({ id: connections.id, accountId: connections.accountId, providerId: connections.providerId });
+  return rows;
 }
 
 // ---- authorization state ----

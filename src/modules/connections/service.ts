@@ -8,6 +8,7 @@ import { AppError, BadRequestError, NotFoundError, type ValidationDetail, Valida
 import { newId, sha256Hex } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import { redactSecrets } from '../../lib/redact.ts';
+import { recordConnectionEvent } from '../activity/service.ts';
 import {
   type CatalogProvider,
   providerCatalog,
@@ -405,11 +406,10 @@ async function upsertConnection(
     refreshFailures: 0,
     lastError: null,
   };
-  if (existing) {
-    const updated = await repo.updateConnection(tx, accountId, id, fields);
-    if (updated) return updated;
-  }
-  return repo.insertConnection(tx, { id, accountId, providerId: def.id, ...fields });
+  const updated = existing ? await repo.updateConnection(tx, accountId, id, fields) : undefined;
+  const row = updated ?? (await repo.insertConnection(tx, { id, accountId, providerId: def.id, ...fields }));
+  void recordConnectionEvent(deps, accountId, { connectionId: row.id, providerId: def.id, event: 'created' });
+  return row;
 }
 
 interface PendingPayload {
@@ -681,6 +681,12 @@ export async function deleteConnection(ctx: ServiceContext, connectionId: string
   const row = await repo.deleteConnection(ctx.db, ctx.accountId, connectionId);
   if (!row) throw new NotFoundError(`Connection ${connectionId} not found`);
   connectionsChanged(ctx.deps, ctx.accountId);
+  void recordConnectionEvent(
+    ctx.deps,
+    ctx.accountId,
+    { connectionId, providerId: row.providerId, event: 'revoked' },
+    ctx,
+  );
   ctx.log.info({ connectionId, providerId: row.providerId }, 'connection deleted');
   const deps = ctx.deps;
   const def = providerCatalog(deps.config).get(row.providerId)?.definition;

@@ -1,6 +1,7 @@
 import type { ConnectionRow } from '../../db/schema/index.ts';
 import type { Deps } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, NotFoundError } from '../../lib/errors.ts';
+import { recordConnectionEvent } from '../activity/service.ts';
 import { type CatalogProvider, providerCatalog, providerCredentials } from '../providers/catalog.ts';
 import type { ProviderDefinition } from '../providers/schema.ts';
 import { connectionsChanged } from './active-cache.ts';
@@ -167,6 +168,7 @@ async function refreshRow(
       refreshedAt: now,
     });
     deps.log.info({ connectionId: row.id, providerId: def.id }, 'connection token refreshed');
+    void recordConnectionEvent(deps, row.accountId, { connectionId: row.id, providerId: def.id, event: 'refreshed' });
     return updated;
   } catch (err) {
     if (!(err instanceof TokenEndpointError)) throw err;
@@ -187,6 +189,12 @@ async function refreshRow(
       { connectionId: row.id, providerId: def.id, kind: err.kind, failures, status: patch.status },
       'connection token refresh failed',
     );
+    void recordConnectionEvent(deps, row.accountId, {
+      connectionId: row.id,
+      providerId: def.id,
+      event: patch.status === 'revoked' || patch.status === 'expired' ? patch.status : 'error',
+      error: `Refresh failed: ${err.message}`,
+    });
     return write({ ...patch, refreshFailures: failures, lastError: err.message });
   }
 }

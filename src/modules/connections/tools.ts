@@ -5,6 +5,7 @@ import { requireScope } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { REDACTED } from '../../lib/redact.ts';
+import { recordActivity, recordConnectionEvent } from '../activity/service.ts';
 import { findTool, providerCatalog } from '../providers/catalog.ts';
 import {
   type BuiltRequest,
@@ -139,6 +140,36 @@ function cutToken(text: string, token: string): string {
  * - provider 429/503 retried once after the wait asked for; then 429 with `Retry-After`; 5xx 502; timeouts 504.
  */
 export async function executeProviderTool(ctx: ServiceContext, input: ExecuteToolInput): Promise<unknown> {
+  const started = performance.now();
+  const mode = providerCatalog(ctx.deps.config)
+    .get(input.providerId)
+    ?.definition.tools.find((t) => t.name === input.toolName)?.mode;
+  const row = {
+    kind: 'tool-call' as const,
+    via: 'api' as const,
+    tool: input.toolName,
+    mode,
+    providerId: input.providerId,
+    connectionId: input.connectionId,
+    args: input.arguments ?? {},
+  };
+  try {
+    const result = await runProviderTool(ctx, input);
+    void recordActivity(ctx, { ...row, status: 'ok', durationMs: performance.now() - started, result });
+    return result;
+  } catch (err) {
+    void recordActivity(ctx, {
+      ...row,
+      status: err instanceof ForbiddenError ? 'refused' : 'error',
+      durationMs: performance.now() - started,
+      error: err instanceof Error ? err.message : String(err),
+    });
+    throw err;
+  }
+}
+
+/** `executeProviderTool` without its activity row: the agent runtime records its calls itself. */
+async function runProviderTool(ctx: ServiceContext, input: ExecuteToolInput): Promise<unknown> {
   requireScope(ctx, ...TOOL_SCOPES);
   const def = providerCatalog(ctx.deps.config).get(input.providerId)?.definition;
   if (!def) throw new NotFoundError(`Provider ${input.providerId} not found`);
@@ -216,6 +247,12 @@ async function retryAfterUnauthorized(
     lastError: `${def.label} refused the token (401)`,
   });
   connectionsChanged(ctx.deps, ctx.accountId);
+  void recordConnectionEvent(
+    ctx.deps,
+    ctx.accountId,
+    { connectionId: row.id, providerId: def.id, event: status, error: `${def.label} refused the token (401)` },
+    ctx,
+  );
   ctx.log.warn({ connectionId: row.id, providerId: def.id, status }, 'provider refused the connection token');
   throw new BadGatewayError(
     `${def.label} refused the token of connection ${row.id} (401)${canRefresh ? ' even after a refresh' : ''}; ` +
@@ -277,9 +314,10 @@ export async function providerAgentTools(
           parameters: tool.parameters as unknown as Record<string, unknown>,
           mode: tool.mode,
           source: providerId,
+          connectionId: connection.id,
           ...providerKeywords(def),
           run: (args, signal) =>
-            executeProviderTool(ctx, {
+            runProviderTool(ctx, {
               providerId,
               toolName: tool.name,
               connectionId: connection.id,

@@ -134,6 +134,7 @@ export async function executeTaskRun(deps: Deps, runId: string, job: JobContext)
         signal: job.signal,
         endUserId: OWNER,
         billing: { type: 'task', description: `Task ${task.name}` },
+        via: 'task',
         onConversation: async (id) => {
           conversationId = id;
           await repo.updateRun(db, run.id, ['running'], { conversationId: id });

@@ -20,7 +20,8 @@ const TWO_LABEL_SUFFIXES = new Set(['co.uk', 'com.au', 'co.jp', 'com.br', 'co.nz
 function vendorOf(def: ProviderDefinition): string {
   const fixedHost = (url: string) => (/^https:\/\/[^/{]+(\/|$)/.test(url) ? new URL(url).hostname : undefined);
   const host =
-    fixedHost(def.api.baseUrl.replace(/\{[^}]+\}\./, '')) ?? fixedHost(def.oauth.tokenUrl.replace(/\{[^}]+\}\./, ''));
+    fixedHost(def.api.baseUrl.replace(/\{[^}]+\}\./, '')) ??
+    fixedHost((def.oauth?.tokenUrl ?? '').replace(/\{[^}]+\}\./, ''));
   if (!host) throw new Error(`${def.id}: no fixed host`);
   const labels = host.split('.');
   const two = labels.slice(-2).join('.');
@@ -117,7 +118,8 @@ describe('catalog breadth', () => {
   it('names, for every provider added since, the documentation of its OAuth facts', () => {
     for (const def of defs) {
       if (WITHOUT_SOURCES.has(def.id)) continue;
-      expect(def.sources?.oauth, def.id).toMatch(/^https:\/\//);
+      // A token-only provider names its page on tokens instead.
+      expect(def.authType === 'api_key' ? def.sources?.apiKey : def.sources?.oauth, def.id).toMatch(/^https:\/\//);
     }
   });
 });

@@ -103,7 +103,10 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
       provider,
       logo: logoOf(provider.id),
       oauth: provider.authTypes.includes('oauth'),
-      missing: provider.authTypes.includes('oauth') ? undefined : providerCredentialVariables(provider.id),
+      missing:
+        provider.authType === 'oauth' && !provider.authTypes.includes('oauth')
+          ? providerCredentialVariables(provider.id)
+          : undefined,
       fields: authorizationFields(ctx, provider.id),
     }));
     let notice = opts.notice;

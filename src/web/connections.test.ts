@@ -117,6 +117,14 @@ describe('connections page', () => {
     );
     expect(slack).not.toContain('disabled');
     expect(slack).not.toContain('PROVIDER_SLACK_CLIENT_ID');
+    // Trello has no OAuth at all: only the token form, and no operator variable to set.
+    const trello = /<li class="item" data-provider-id="trello">[\s\S]*?<\/li>/.exec(res.body)?.[0] ?? '';
+    expect(trello).toContain(
+      '<a class="button primary" href="/account/connections/token/trello" data-token-link>Connect',
+    );
+    expect(trello).not.toContain('disabled');
+    expect(trello).not.toContain('PROVIDER_TRELLO');
+    expect(trello).not.toContain('action="/account/connections/connect"');
     // Other pages keep their narrower policy.
     const tokens = await browser.get('/account/tokens');
     expect(tokens.headers['content-security-policy']).toContain("img-src data:; form-action 'self'");

@@ -41,8 +41,15 @@ function expectedCredential(def: ProviderDefinition, fields: Record<string, stri
   const auth = def.apiKey?.auth ?? { type: 'bearer', scheme: 'Bearer' };
   if (auth.type === 'bearer') return ['authorization', `${auth.scheme} ${TOKEN}`];
   if (auth.type === 'header') return [auth.name.toLowerCase(), TOKEN];
-  const basic = Buffer.from(`${fields[auth.username]}:${TOKEN}`).toString('base64');
-  return ['authorization', `Basic ${basic}`];
+  if (auth.type === 'query') return [`?${auth.name}`, TOKEN];
+  const pair = auth.username ? `${fields[auth.username]}:${TOKEN}` : `${TOKEN}:${auth.password ?? ''}`;
+  return ['authorization', `Basic ${Buffer.from(pair).toString('base64')}`];
+}
+
+/** The credential a request carried: a header's value, or a query parameter's (`?name`). */
+function sent(r: { headers: Record<string, unknown>; search?: string } | undefined, where: string): unknown {
+  if (!where.startsWith('?')) return r?.headers[where];
+  return new URLSearchParams(r?.search ?? '').get(where.slice(1));
 }
 
 describe('shipped providers connect with a pasted token and run a read tool', () => {
@@ -99,7 +106,7 @@ describe('shipped providers connect with a pasted token and run a read tool', ()
     });
     const asked = fake.whoamiRequests.slice(whoamiBefore);
     expect(asked).toHaveLength(1);
-    expect(asked[0]?.headers[header]).toBe(value);
+    expect(sent(asked[0], header)).toBe(value);
 
     const tool = firstRead(def);
     const before = fake.apiRequests.length;
@@ -113,12 +120,64 @@ describe('shipped providers connect with a pasted token and run a read tool', ()
     );
     expect(run.statusCode, run.body).toBe(200);
     const first = fake.apiRequests[before];
-    expect(first?.headers[header]).toBe(value);
+    expect(sent(first && { headers: first.headers, search: new URL(first.path, 'http://x').search }, header)).toBe(
+      value,
+    );
     // The token connection's base URL: the file's apiKey.baseUrl with the fields in place, else the API's.
     const base = new URL(
       (def.apiKey?.baseUrl ?? def.api.baseUrl).replace(/\{(\w+)\}/g, (_m, n: string) => fields[n] ?? ''),
     );
     expect(first?.host).toBe(base.host);
     if (header !== 'authorization') expect(first?.authorization).toBeUndefined();
+  });
+});
+
+describe('a provider that takes only a token (authType api_key: Trello, Twilio, Freshdesk)', () => {
+  let h: TestHarness;
+  let user: TestUser;
+  const tokenOnly = loadProviderCatalog({ dirs: [], env: {} })
+    .providers.map((p) => p.definition)
+    .filter((d) => d.authType === 'api_key');
+
+  beforeAll(async () => {
+    // Operator OAuth credentials set by mistake must not make an OAuth flow appear.
+    h = await createHarness({ PROVIDER_TRELLO_CLIENT_ID: 'id', PROVIDER_TRELLO_CLIENT_SECRET: 'secret' });
+    user = await createUser(h.app);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('ships Trello, Twilio and Freshdesk without an oauth block', () => {
+    expect(tokenOnly.map((d) => d.id)).toEqual(expect.arrayContaining(['trello', 'twilio', 'freshdesk']));
+    for (const d of tokenOnly) expect(d.oauth).toBeUndefined();
+  });
+
+  it('is listed with authType api_key, the token form only', async () => {
+    const res = await call(h.app, 'GET', '/api/v1/providers/trello', { token: user.sessionToken });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({
+      id: 'trello',
+      authType: 'api_key',
+      authTypes: ['api_key'],
+      configured: true,
+      apiKey: { label: 'Token', fields: [{ name: 'key', pattern: '^[0-9a-f]{32}$' }] },
+    });
+  });
+
+  it('refuses an OAuth connect with a 422 pointing at the token form', async () => {
+    for (const [path, body] of [
+      ['/api/v1/connections/initiate', { providerId: 'trello', redirectUrl: 'http://localhost:3000/done' }],
+      [
+        '/api/v1/connections/from-catalog/initiate-oauth',
+        { catalogEntryId: 'twilio', redirectUrl: 'http://localhost:3000/done' },
+      ],
+    ] as const) {
+      const res = await call(h.app, 'POST', path, { token: user.sessionToken, body });
+      expect(res.statusCode, `${path}: ${res.body}`).toBe(422);
+      expect(res.json().message).toMatch(
+        /has no OAuth: connect it with a token through POST \/connections\/from-catalog/,
+      );
+    }
   });
 });

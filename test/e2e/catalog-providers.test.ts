@@ -23,7 +23,7 @@ import { call, createHarness, createUser, type TestHarness, type TestUser } from
  * requests are built and checked in catalog.unit.test.ts and test/catalog/generated.test.ts.
  */
 const needsMore = (d: ProviderDefinition) =>
-  d.oauth.discovery !== undefined || d.finalizeFields.length > 0 || d.api.baseUrl.startsWith('{');
+  !d.oauth || d.oauth.discovery !== undefined || d.finalizeFields.length > 0 || d.api.baseUrl.startsWith('{');
 
 const generated = loadProviderCatalog({ dirs: [], env: {} })
   .providers.map((p) => p.definition)
@@ -31,7 +31,7 @@ const generated = loadProviderCatalog({ dirs: [], env: {} })
 
 /** The first read tool that is not the provider's "who am I" request (the fake answers that one itself). */
 const firstRead = (def: ProviderDefinition): ToolDefinition => {
-  const identity = new Set([def.oauth.userInfo.url, def.apiKey?.whoami.url].filter(Boolean));
+  const identity = new Set([def.oauth?.userInfo.url, def.apiKey?.whoami.url].filter(Boolean));
   const tool = def.tools.find(
     (t) =>
       t.mode === 'read' &&

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setPath } from '../../src/modules/providers/json-path.ts';
-import type { ProviderDefinition } from '../../src/modules/providers/schema.ts';
+import type { OAuthSettings, ProviderDefinition } from '../../src/modules/providers/schema.ts';
 
 /**
  * One fake that stands in for any provider of the catalog, on loopback. `pointAt` rewrites a provider file so
@@ -29,7 +29,12 @@ export interface AnyProviderFake {
   url: string;
   apiRequests: AnyApiRequest[];
   /** "Who am I" calls of pasted tokens, answered with the identity at the file's `apiKey.whoami` paths. */
-  whoamiRequests: Array<{ providerId: string; path: string; headers: Record<string, string | string[] | undefined> }>;
+  whoamiRequests: Array<{
+    providerId: string;
+    path: string;
+    search: string;
+    headers: Record<string, string | string[] | undefined>;
+  }>;
   /** The JSON the next API calls answer. */
   apiAnswer: unknown;
   pointAt(def: ProviderDefinition): ProviderDefinition;
@@ -73,7 +78,7 @@ export async function startAnyProviderFake(): Promise<AnyProviderFake> {
     // and the access token it gets says who asks for user info.
     const clientId = clientIdOf(req, body);
     const tokenDef = [...(tokenShapes.get(url.pathname) ?? [])].find((d) => `client-${d.id}` === clientId);
-    if (req.method === 'POST' && tokenDef && /grant_type/.test(body)) {
+    if (req.method === 'POST' && tokenDef?.oauth && /grant_type/.test(body)) {
       const answer: Record<string, unknown> = {};
       const tr = tokenDef.oauth.tokenResponse;
       const accessToken = `fake-access-${randomBytes(6).toString('hex')}`;
@@ -89,7 +94,12 @@ export async function startAnyProviderFake(): Promise<AnyProviderFake> {
       (w) => w.method === req.method && w.path.test(url.pathname) && (w.body === undefined || w.body === body),
     );
     if (whoami?.def.apiKey) {
-      fake.whoamiRequests.push({ providerId: whoami.def.id, path: url.pathname, headers: { ...req.headers } });
+      fake.whoamiRequests.push({
+        providerId: whoami.def.id,
+        path: url.pathname,
+        search: url.search,
+        headers: { ...req.headers },
+      });
       const answer: Record<string, unknown> = {};
       setIdentity(answer, whoami.def, whoami.def.apiKey.whoami.fields);
       json(200, asList(answer));
@@ -129,17 +139,20 @@ export async function startAnyProviderFake(): Promise<AnyProviderFake> {
     apiAnswer: {},
     pointAt(def) {
       const copy = structuredClone(def);
-      copy.oauth.authorizationUrl = rewrite(copy.oauth.authorizationUrl);
-      copy.oauth.tokenUrl = rewrite(copy.oauth.tokenUrl);
-      if (copy.oauth.revocationUrl) copy.oauth.revocationUrl = rewrite(copy.oauth.revocationUrl);
-      // A user-info URL on a host the token answer names (Pipedrive's api_domain) is not the fake's to answer.
-      if (copy.oauth.userInfo.url?.startsWith('http')) {
-        copy.oauth.userInfo.url = rewrite(copy.oauth.userInfo.url);
-        const infoPath = new URL(copy.oauth.userInfo.url).pathname;
-        userInfo.set(infoPath, (userInfo.get(infoPath) ?? new Set()).add(copy));
+      const o = copy.oauth;
+      if (o) {
+        o.authorizationUrl = rewrite(o.authorizationUrl);
+        o.tokenUrl = rewrite(o.tokenUrl);
+        if (o.revocationUrl) o.revocationUrl = rewrite(o.revocationUrl);
+        // A user-info URL on a host the token answer names (Pipedrive's api_domain) is not the fake's to answer.
+        if (o.userInfo.url?.startsWith('http')) {
+          o.userInfo.url = rewrite(o.userInfo.url);
+          const infoPath = new URL(o.userInfo.url).pathname;
+          userInfo.set(infoPath, (userInfo.get(infoPath) ?? new Set()).add(copy));
+        }
+        const tokenPath = new URL(o.tokenUrl).pathname;
+        tokenShapes.set(tokenPath, (tokenShapes.get(tokenPath) ?? new Set()).add(copy));
       }
-      const tokenPath = new URL(copy.oauth.tokenUrl).pathname;
-      tokenShapes.set(tokenPath, (tokenShapes.get(tokenPath) ?? new Set()).add(copy));
       if (copy.apiKey) {
         copy.apiKey.whoami.url = rewrite(copy.apiKey.whoami.url);
         if (copy.apiKey.baseUrl) copy.apiKey.baseUrl = rewrite(copy.apiKey.baseUrl);
@@ -177,8 +190,10 @@ function clientIdOf(req: IncomingMessage, body: string): string | undefined {
 function setIdentity(
   answer: Record<string, unknown>,
   def: ProviderDefinition,
-  f: ProviderDefinition['oauth']['userInfo']['fields'] = def.oauth.userInfo.fields,
+  given?: OAuthSettings['userInfo']['fields'],
 ): void {
+  const f = given ?? def.oauth?.userInfo.fields ?? def.apiKey?.whoami.fields;
+  if (!f) return;
   setAt(answer, firstPath(f.providerUserId), `user-${def.id}`);
   if (f.email) setAt(answer, firstPath(f.email), `someone@${def.id}.example`);
   if (f.displayName) setAt(answer, firstPath(f.displayName), `Someone at ${def.label}`);

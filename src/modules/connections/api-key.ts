@@ -2,7 +2,7 @@ import type { ConnectionRow } from '../../db/schema/index.ts';
 import { BadGatewayError } from '../../lib/errors.ts';
 import { REDACTED } from '../../lib/redact.ts';
 import { type BuiltRequest, fillUrl, providerErrorMessage } from '../providers/request.ts';
-import type { ApiKeySettings, AuthType, ProviderDefinition } from '../providers/schema.ts';
+import type { ApiKeySettings, AuthType, OAuthSettings, ProviderDefinition } from '../providers/schema.ts';
 import { providerMessage, sendOnce } from './http.ts';
 import { readIdentity, readVars, type UserInfo } from './provider-oauth.ts';
 import type { ConnectionSettings } from './settings.ts';
@@ -17,7 +17,7 @@ type Connectable = Pick<ConnectionRow, 'authType' | 'vars'>;
 
 /** The request with the connection's credential added; custom credential headers are marked for redirects. */
 export function withCredential(
-  def: Pick<ProviderDefinition, 'apiKey'> & { oauth?: Pick<ProviderDefinition['oauth'], 'apiAuth'> },
+  def: Pick<ProviderDefinition, 'apiKey'> & { oauth?: Pick<OAuthSettings, 'apiAuth'> | undefined },
   connection: Connectable,
   req: BuiltRequest,
   token: string,
@@ -28,9 +28,21 @@ export function withCredential(
     case 'bearer':
       return { ...req, headers: { ...req.headers, authorization: `${auth.scheme} ${token}` } };
     case 'basic': {
-      const user = connection.vars[auth.username] ?? '';
-      const basic = Buffer.from(`${user}:${token}`, 'utf8').toString('base64');
+      // With a username field the token is the password; without, the token is the user name.
+      const pair =
+        auth.username !== undefined
+          ? `${connection.vars[auth.username] ?? ''}:${token}`
+          : `${token}:${auth.password ?? ''}`;
+      const basic = Buffer.from(pair, 'utf8').toString('base64');
       return { ...req, headers: { ...req.headers, authorization: `Basic ${basic}` } };
+    }
+    case 'query': {
+      const url = new URL(req.url);
+      for (const [param, field] of Object.entries(auth.fields)) {
+        url.searchParams.set(param, connection.vars[field] ?? '');
+      }
+      url.searchParams.set(auth.name, token);
+      return { ...req, url: url.toString() };
     }
     case 'header': {
       const name = auth.name.toLowerCase();

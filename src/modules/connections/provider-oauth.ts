@@ -3,7 +3,7 @@ import { BadGatewayError } from '../../lib/errors.ts';
 import type { ClientCredentials } from '../providers/catalog.ts';
 import { getPath } from '../providers/json-path.ts';
 import { type BuiltRequest, fillUrl } from '../providers/request.ts';
-import type { ProviderDefinition } from '../providers/schema.ts';
+import type { OAuthProviderDefinition, OAuthSettings, ProviderDefinition } from '../providers/schema.ts';
 import { type ProviderAnswer, providerMessage, sendOnce } from './http.ts';
 import type { ConnectionSettings } from './settings.ts';
 
@@ -63,7 +63,11 @@ export interface AuthorizationRequest {
   extra: Record<string, string>;
 }
 
-export function authorizationUrl(def: ProviderDefinition, creds: ClientCredentials, req: AuthorizationRequest): string {
+export function authorizationUrl(
+  def: OAuthProviderDefinition,
+  creds: ClientCredentials,
+  req: AuthorizationRequest,
+): string {
   const o = def.oauth;
   const url = new URL(fillUrl(o.authorizationUrl, req.vars));
   const params: Record<string, string> = {
@@ -117,7 +121,7 @@ const stringAt = (body: unknown, path: string | readonly string[]): string | und
 const DEAD_GRANT = new Set(['invalid_grant', 'bad_refresh_token', 'bad_verification_code', 'expired_token']);
 
 async function tokenRequest(
-  def: ProviderDefinition,
+  def: OAuthProviderDefinition,
   creds: ClientCredentials,
   vars: Record<string, string>,
   fields: Record<string, string>,
@@ -167,7 +171,7 @@ function splitScopes(v: unknown, separator: string): string[] | undefined {
 }
 
 /** Reads the answer of the token endpoint where the provider file says things are. */
-export function readTokenSet(def: ProviderDefinition, body: Record<string, unknown>, now = Date.now()): TokenSet {
+export function readTokenSet(def: OAuthProviderDefinition, body: Record<string, unknown>, now = Date.now()): TokenSet {
   const tr = def.oauth.tokenResponse;
   const accessToken = stringAt(body, tr.accessToken);
   if (!accessToken) throw new TokenEndpointError('refused', `${def.label} token answer holds no access token`);
@@ -188,7 +192,7 @@ export function readTokenSet(def: ProviderDefinition, body: Record<string, unkno
 }
 
 export async function exchangeCode(
-  def: ProviderDefinition,
+  def: OAuthProviderDefinition,
   creds: ClientCredentials,
   input: { code: string; redirectUri: string; codeVerifier: string; vars: Record<string, string> },
   settings: Settings,
@@ -204,7 +208,7 @@ export async function exchangeCode(
 
 /** A refresh; the old refresh token is kept when the provider sends none (not every provider rotates). */
 export async function refreshTokens(
-  def: ProviderDefinition,
+  def: OAuthProviderDefinition,
   creds: ClientCredentials,
   input: { refreshToken: string; vars: Record<string, string> },
   settings: Settings,
@@ -245,7 +249,7 @@ export class ProviderAnswerError extends BadGatewayError {
 
 /** An authenticated JSON request of the OAuth side (user info, discovery); 2xx or a 502 saying why. */
 async function authorizedJson(
-  def: ProviderDefinition,
+  def: OAuthProviderDefinition,
   req: BuiltRequest,
   token: string,
   settings: Settings,
@@ -274,7 +278,7 @@ function lowerKeys(h: Record<string, string>): Record<string, string> {
 
 /** Connection variables found by the provider's discovery request (Atlassian's cloud id ...). */
 export async function discoverVars(
-  def: ProviderDefinition,
+  def: OAuthProviderDefinition,
   accessToken: string,
   vars: Record<string, string>,
   settings: Settings,
@@ -298,7 +302,7 @@ export async function discoverVars(
 
 /** Who the user is at the provider: from its user-info endpoint, or from the token answer when it has none. */
 export async function fetchUserInfo(
-  def: ProviderDefinition,
+  def: OAuthProviderDefinition,
   tokens: Pick<TokenSet, 'accessToken' | 'raw'>,
   vars: Record<string, string>,
   settings: Settings,
@@ -327,7 +331,7 @@ export async function fetchUserInfo(
 export function readIdentity(
   def: Pick<ProviderDefinition, 'label'>,
   body: unknown,
-  fields: ProviderDefinition['oauth']['userInfo']['fields'],
+  fields: OAuthSettings['userInfo']['fields'],
 ): UserInfo {
   const providerUserId = firstValue(body, fields.providerUserId);
   if (!providerUserId) throw new BadGatewayError(`${def.label} did not say who the user is (no user id)`);
@@ -355,7 +359,7 @@ export function readVars(
 
 /** Revokes a token at the provider as its file describes; throws when the provider refuses or fails. */
 export async function revokeAtProvider(
-  def: ProviderDefinition,
+  def: OAuthProviderDefinition,
   creds: ClientCredentials | undefined,
   tokens: { accessToken: string; refreshToken: string | undefined },
   vars: Record<string, string>,

@@ -15,8 +15,8 @@ import {
   providerCredentials,
   providerCredentialVariables,
 } from '../providers/catalog.ts';
-import type { AuthType, FinalizeField, ProviderDefinition } from '../providers/schema.ts';
-import { URL_PLACEHOLDER } from '../providers/schema.ts';
+import type { AuthType, FinalizeField, OAuthProviderDefinition, ProviderDefinition } from '../providers/schema.ts';
+import { hasOAuth, URL_PLACEHOLDER } from '../providers/schema.ts';
 import { logoPath } from '../providers/service.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
 import { checkApiKey, TokenRefusedError } from './api-key.ts';
@@ -176,6 +176,15 @@ async function checkRedirectUrl(ctx: ServiceContext, redirectUrl: string, field:
   ]);
 }
 
+/** The provider as an OAuth one; a 422 for a provider that takes only a token the user holds. */
+function requireOAuth(def: ProviderDefinition, field: string): OAuthProviderDefinition {
+  if (hasOAuth(def)) return def;
+  throw new ValidationError(
+    `${def.label} has no OAuth: connect it with a token through POST /connections/from-catalog (${def.apiKey?.label ?? 'API key'})`,
+    [{ field, message: `${def.label} connects only with a token the user holds (POST /connections/from-catalog)` }],
+  );
+}
+
 function requireCredentials(config: Pick<Config, 'providers'>, def: ProviderDefinition, field: string) {
   const creds = providerCredentials(config, def.id);
   if (creds) return creds;
@@ -220,7 +229,7 @@ const urlVarNames = (template: string) => [...template.matchAll(URL_PLACEHOLDER)
 
 /** Connection variables the authorization or token URL is built from: they must be known before OAuth. */
 const beforeAuthorization = (def: ProviderDefinition) =>
-  new Set([...urlVarNames(def.oauth.authorizationUrl), ...urlVarNames(def.oauth.tokenUrl)]);
+  new Set(def.oauth ? [...urlVarNames(def.oauth.authorizationUrl), ...urlVarNames(def.oauth.tokenUrl)] : []);
 
 /**
  * The provider's connection fields a user gives before authorization (a subdomain its authorization URL
@@ -252,7 +261,7 @@ function readProviderParams(def: ProviderDefinition, params: Record<string, stri
   }
   const requested = params.scopes;
   const more = requested === undefined ? [] : Array.isArray(requested) ? requested : requested.split(/[\s,]+/);
-  const scopes = [...new Set([...def.oauth.defaultScopes, ...more.filter(Boolean)])];
+  const scopes = [...new Set([...(def.oauth?.defaultScopes ?? []), ...more.filter(Boolean)])];
   if (more.some((s) => !/^[\x21-\x7e]{1,200}$/.test(s))) {
     problems.push({ field: 'body.providerParams.scopes', message: 'must be provider scope names' });
   }
@@ -276,7 +285,7 @@ export async function initiateConnection(ctx: ServiceContext, input: InitiateCon
   requireScope(ctx, 'connections');
   const config = ctx.deps.config;
   const entry = catalogProvider(config, input.providerId);
-  const def = entry.definition;
+  const def = requireOAuth(entry.definition, 'body.providerId');
   requireCredentials(config, def, 'body.providerId');
   const redirectUrl = await checkRedirectUrl(ctx, input.redirectUrl, 'body.redirectUrl');
   const params = readProviderParams(def, input.providerParams ?? {});
@@ -325,7 +334,7 @@ export async function beginAuthorization(
   const config = ctx.deps.config;
   const def = providerCatalog(config).get(row.providerId)?.definition;
   const creds = providerCredentials(config, row.providerId);
-  if (!def || !creds) throw new BadRequestError(`Provider ${row.providerId} is not available`);
+  if (!def || !creds || !hasOAuth(def)) throw new BadRequestError(`Provider ${row.providerId} is not available`);
   const params = row.params as unknown as StateParams;
   const providerUrl = authorizationUrl(def, creds, {
     state,
@@ -354,7 +363,7 @@ function withParams(target: string, params: Record<string, string>): string {
 /** Who the user is: discovery (connection variables), then user info. Network only, no writes. */
 async function identify(
   deps: Deps,
-  def: ProviderDefinition,
+  def: OAuthProviderDefinition,
   tokens: Pick<TokenSet, 'accessToken' | 'raw'>,
   vars: Record<string, string>,
 ): Promise<{ user: UserInfo; vars: Record<string, string> }> {
@@ -468,7 +477,7 @@ export async function completeAuthorization(
   if (!q.code) return back({ error: 'invalid_request', error_description: 'The provider sent no authorization code' });
   const def = providerCatalog(deps.config).get(state.providerId)?.definition;
   const creds = providerCredentials(deps.config, state.providerId);
-  if (!def || !creds) {
+  if (!def || !creds || !hasOAuth(def)) {
     return back({ error: 'server_error', error_description: `Provider ${state.providerId} is not available` });
   }
   const params = state.params as unknown as StateParams;
@@ -574,7 +583,7 @@ export async function finalizePending(
     scopes: payload.tokens.scopes,
     raw: payload.tokens.raw,
   };
-  const identity = await identify(ctx.deps, def, tokens, vars);
+  const identity = await identify(ctx.deps, requireOAuth(def, 'pendingId'), tokens, vars);
   const result = await ctx.db.transaction(async (tx) => {
     const claimed = await repo.consumePending(tx, idHash, new Date());
     if (!claimed) return undefined;
@@ -624,7 +633,7 @@ export async function createFromCatalog(ctx: ServiceContext, input: FromCatalogC
       if (err instanceof TokenRefusedError) refused(`${err.providerStatus}: ${err.message}`);
       throw err;
     }
-  } else if (def.oauth.userInfo.url) {
+  } else if (hasOAuth(def) && def.oauth.userInfo.url) {
     try {
       identity = await identify(ctx.deps, def, { ...tokens, raw: {} }, vars);
     } catch (err) {
@@ -646,7 +655,7 @@ export async function createFromCatalog(ctx: ServiceContext, input: FromCatalogC
       def,
       tokens,
       identity,
-      apiKey ? [] : def.oauth.defaultScopes,
+      apiKey ? [] : (def.oauth?.defaultScopes ?? []),
       'api_key',
     ),
   );
@@ -691,7 +700,7 @@ export async function deleteConnection(ctx: ServiceContext, connectionId: string
   const deps = ctx.deps;
   const def = providerCatalog(deps.config).get(row.providerId)?.definition;
   // A pasted token was not granted to our OAuth client: only the user can delete it at the provider.
-  if (!def?.oauth.revocationUrl || row.authType === 'api_key') return;
+  if (!def || !hasOAuth(def) || !def.oauth.revocationUrl || row.authType === 'api_key') return;
   const log = ctx.log;
   deps.background.track(
     'provider token revocation',

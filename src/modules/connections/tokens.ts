@@ -3,7 +3,7 @@ import type { Deps } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, NotFoundError } from '../../lib/errors.ts';
 import { recordConnectionEvent } from '../activity/service.ts';
 import { type CatalogProvider, providerCatalog, providerCredentials } from '../providers/catalog.ts';
-import type { ProviderDefinition } from '../providers/schema.ts';
+import { hasOAuth, type ProviderDefinition } from '../providers/schema.ts';
 import { connectionsChanged } from './active-cache.ts';
 import { refreshTokens, TokenEndpointError } from './provider-oauth.ts';
 import * as repo from './repo.ts';
@@ -61,6 +61,7 @@ export function providerOf(
 /** True when the token expires within the provider's refresh buffer and a refresh may be tried. */
 export function needsRefresh(row: ConnectionRow, def: Pick<ProviderDefinition, 'oauth'>, now = Date.now()): boolean {
   if (!row.canRefresh || !row.refreshTokenEnc || row.status === 'revoked' || !row.expiresAt) return false;
+  if (!def.oauth) return false;
   return row.expiresAt.getTime() - def.oauth.refreshBufferSeconds * 1000 <= now;
 }
 
@@ -154,7 +155,9 @@ async function refreshRow(
   const now = new Date();
   const creds = providerCredentials(deps.config, def.id);
   try {
-    if (!creds) throw new TokenEndpointError('refused', `${def.label} is not configured on this server`);
+    if (!creds || !hasOAuth(def)) {
+      throw new TokenEndpointError('refused', `${def.label} is not configured on this server`);
+    }
     const set = await refreshTokens(def, creds, { refreshToken, vars: row.vars }, settings);
     const updated = await write({
       accessTokenEnc: seal(deps, row.id, set.accessToken),

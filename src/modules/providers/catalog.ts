@@ -73,12 +73,16 @@ function templateNames(template: unknown, inEach: boolean, out: Array<{ name: st
   }
 }
 
-/** Connection variables a provider defines: finalize fields, token-answer values, discovered values. */
+/**
+ * Connection variables a provider defines: finalize fields, token-answer values, discovered values; for a
+ * token-only provider, the fields given with the token.
+ */
 export function connectionVarNames(def: ProviderDefinition): Set<string> {
   return new Set([
+    ...(def.oauth ? [] : (def.apiKey?.fields ?? []).map((f) => f.name)),
     ...def.finalizeFields.map((f) => f.name),
-    ...Object.keys(def.oauth.tokenResponse.vars),
-    ...Object.keys(def.oauth.discovery?.vars ?? {}),
+    ...Object.keys(def.oauth?.tokenResponse.vars ?? {}),
+    ...Object.keys(def.oauth?.discovery?.vars ?? {}),
   ]);
 }
 
@@ -95,12 +99,19 @@ export function checkProviderRules(def: ProviderDefinition): string[] {
       }
     }
   };
-  checkVarsIn('oauth.authorizationUrl', def.oauth.authorizationUrl);
-  checkVarsIn('oauth.tokenUrl', def.oauth.tokenUrl);
-  checkVarsIn('oauth.revocationUrl', def.oauth.revocationUrl, ['clientId']);
-  checkVarsIn('oauth.userInfo.url', def.oauth.userInfo.url, ['accessToken']);
-  checkVarsIn('oauth.discovery.url', def.oauth.discovery?.url);
-  checkVarsIn('api.baseUrl', def.api.baseUrl);
+  if (def.authType === 'oauth' && !def.oauth) problems.push('oauth: required when authType is "oauth"');
+  if (def.authType === 'api_key') {
+    if (def.oauth) problems.push('oauth: a provider with authType "api_key" has no oauth block');
+    if (!def.apiKey) problems.push('apiKey: required when authType is "api_key"');
+    if (def.finalizeFields.length > 0) problems.push('finalizeFields: only OAuth connections are finalized');
+  }
+  checkVarsIn('oauth.authorizationUrl', def.oauth?.authorizationUrl);
+  checkVarsIn('oauth.tokenUrl', def.oauth?.tokenUrl);
+  checkVarsIn('oauth.revocationUrl', def.oauth?.revocationUrl, ['clientId']);
+  checkVarsIn('oauth.userInfo.url', def.oauth?.userInfo.url, ['accessToken']);
+  checkVarsIn('oauth.discovery.url', def.oauth?.discovery?.url);
+  // A token-only provider's API base is checked against its fields below.
+  if (def.oauth) checkVarsIn('api.baseUrl', def.api.baseUrl);
   for (const [name, value] of Object.entries(def.api.headers)) {
     if (valueNames(value).length) problems.push(`api.headers.${name}: provider headers cannot use arguments`);
     else checkVarsIn(`api.headers.${name}`, value);
@@ -203,8 +214,17 @@ function checkApiKeyRules(def: ProviderDefinition): string[] {
   def.tools.forEach((tool, i) => {
     checkUrl(`tools[${i}] (${tool.name}).request.baseUrl`, tool.request.baseUrl, vars);
   });
-  if (k.auth.type === 'basic' && !fields.has(k.auth.username)) {
+  if (k.auth.type === 'basic' && k.auth.username !== undefined && !fields.has(k.auth.username)) {
     problems.push(`apiKey.auth.username: "${k.auth.username}" is not one of apiKey.fields`);
+  }
+  if (k.auth.type === 'basic' && k.auth.username !== undefined && k.auth.password !== undefined) {
+    problems.push('apiKey.auth.password: only without username (the token is then the user name)');
+  }
+  if (k.auth.type === 'query') {
+    for (const [param, field] of Object.entries(k.auth.fields)) {
+      if (!fields.has(field)) problems.push(`apiKey.auth.fields.${param}: "${field}" is not one of apiKey.fields`);
+      if (param === k.auth.name) problems.push(`apiKey.auth.fields.${param}: the token's own parameter`);
+    }
   }
   for (const f of k.fields) {
     // The form's own input for the token is named so.
@@ -355,7 +375,9 @@ export function providerCredentials(
   return clientId && clientSecret ? { clientId, clientSecret } : undefined;
 }
 
+/** Whether OAuth connections can be made now: an OAuth provider with operator credentials. */
 export function isProviderConfigured(config: Pick<Config, 'providers'>, providerId: string): boolean {
+  if (providerCatalog(config).get(providerId)?.definition.oauth === undefined) return false;
   return providerCredentials(config, providerId) !== undefined;
 }
 

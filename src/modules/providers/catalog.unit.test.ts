@@ -154,8 +154,10 @@ describe('shipped provider catalog', () => {
     });
 
     it('has OAuth endpoints on https and, when hand-written, a hand-made logo served by the app', () => {
-      expect(def.oauth.authorizationUrl).toMatch(/^https:\/\//);
-      expect(def.oauth.tokenUrl).toMatch(/^https:\/\//);
+      // A token-only provider (authType api_key) has no OAuth endpoints at all.
+      if (def.oauth) expect(def.oauth.authorizationUrl).toMatch(/^https:\/\//);
+      if (def.oauth) expect(def.oauth.tokenUrl).toMatch(/^https:\/\//);
+      expect(def.oauth === undefined).toBe(def.authType === 'api_key');
       // A leading variable is an origin read from the provider (Salesforce instance, DocuSign account server).
       expect(def.api.baseUrl).toMatch(/^(https:\/\/|\{(instanceUrl|baseUri|apiEndpoint|apiDomain)\})/);
       // Generated providers without a shipped logo get the monogram (service.test.ts checks it).

@@ -158,7 +158,28 @@ export const ApiKeyAuth = z
   .discriminatedUnion('type', [
     BearerAuth,
     HeaderAuth,
-    z.strictObject({ type: z.literal('basic'), username: z.string().regex(VAR_NAME) }),
+    /**
+     * HTTP Basic: with `username` (a field, Jira's e-mail, Twilio's Account SID) the token is the password;
+     * without it the token is the user name and `password` the password (Freshdesk: the key and `X`).
+     */
+    z.strictObject({
+      type: z.literal('basic'),
+      username: z.string().regex(VAR_NAME).optional(),
+      password: z
+        .string()
+        .max(100)
+        .regex(/^[^:\r\n]*$/, 'must be one line without ":"')
+        .optional(),
+    }),
+    /**
+     * Query parameters (Trello's `key` and `token`): the token as the parameter `name`, and `fields` maps more
+     * parameter names to the fields given with the token.
+     */
+    z.strictObject({
+      type: z.literal('query'),
+      name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be a query parameter name'),
+      fields: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/), z.string().regex(VAR_NAME)).default({}),
+    }),
   ])
   .prefault({ type: 'bearer' });
 export type ApiKeyAuth = z.infer<typeof ApiKeyAuth>;
@@ -388,7 +409,8 @@ export const ProviderDefinition = z.strictObject({
   logoUrl: z.string().optional(),
   category: z.string().min(1).max(50),
   popular: z.boolean().default(false),
-  authType: z.literal('oauth'),
+  /** `oauth`: connects through the vendor's OAuth flow (and, with `apiKey`, a token too); `api_key`: a token only. */
+  authType: z.enum(['oauth', 'api_key']),
   allowMultipleConnections: z.boolean().default(false),
   /** The provider's API reference, for whoever maintains the file. */
   docsUrl: z.url().optional(),
@@ -412,12 +434,16 @@ export const ProviderDefinition = z.strictObject({
     .optional(),
   /** The provider also takes a token the user holds (API key, personal access token): ApiKeySettings. */
   apiKey: ApiKeySettings.optional(),
-  oauth: OAuthSettings,
+  /** Required when `authType` is `oauth`; absent when it is `api_key` (the vendor offers no OAuth). */
+  oauth: OAuthSettings.optional(),
   finalizeFields: z.array(FinalizeField).default([]),
   api: ApiSettings,
   tools: z.array(ToolDefinition).min(1),
 });
 export type ProviderDefinition = z.infer<typeof ProviderDefinition>;
+/** A provider connecting through OAuth (its `oauth` block is present). */
+export type OAuthProviderDefinition = ProviderDefinition & { oauth: OAuthSettings };
+export const hasOAuth = (def: ProviderDefinition): def is OAuthProviderDefinition => def.oauth !== undefined;
 
 // ---- API shapes (SPEC §2) ----
 
@@ -433,7 +459,9 @@ export const Provider = z
     logoUrl: z.string().describe('Logo served by this service (or the URL the provider file names)'),
     category: z.string(),
     popular: z.boolean(),
-    authType: z.literal('oauth'),
+    authType: z
+      .enum(AUTH_TYPES)
+      .describe('`oauth`, or `api_key` for a provider connecting only with a token the user holds'),
     allowMultipleConnections: z.boolean(),
     authTypes: z
       .array(z.enum(AUTH_TYPES))

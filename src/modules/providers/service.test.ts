@@ -83,7 +83,9 @@ describe('providers API', () => {
       for (const p of body) {
         const keys = Object.keys(githubProvider).filter((k) => k !== 'apiKey' || p.apiKey !== undefined);
         expect(Object.keys(p).sort()).toEqual(keys.sort());
-        expect(p.authType).toBe('oauth');
+        // `api_key` only for a vendor without OAuth (Trello), whose only way in is the token.
+        expect(p.authType).toBe(p.id === 'trello' || p.id === 'twilio' || p.id === 'freshdesk' ? 'api_key' : 'oauth');
+        if (p.authType === 'api_key') expect(p.authTypes).toEqual(['api_key']);
         expect(p.configured).toBe((p.authTypes as string[]).length > 0);
       }
     });
@@ -282,7 +284,7 @@ describe('providers API', () => {
     writeFileSync(join(bad, 'broken.json'), JSON.stringify({ id: 'broken', label: 'Broken', authType: 'apikey' }));
     try {
       await expect(h.extraApp({ PROVIDERS_DIR: bad })).rejects.toThrow(
-        `${join(bad, 'broken.json')}: authType: Invalid input: expected "oauth"`,
+        `${join(bad, 'broken.json')}: authType: Invalid option: expected one of "oauth"|"api_key"`,
       );
     } finally {
       rmSync(bad, { recursive: true, force: true });

@@ -1,0 +1,124 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeLlm, startFakeLlm } from '../../test/fakes/llm-upstream.ts';
+import { createHarness, createUser, FAKE_MODELS, type TestHarness } from '../../test/harness.ts';
+
+/** A span as OTLP/JSON carries it. */
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: Array<{ key: string; value: Record<string, unknown> }>;
+}
+
+/** A loopback OTLP/HTTP collector: keeps the spans it receives (the exporter posts OTLP/JSON). */
+async function startCollector() {
+  const spans: OtlpSpan[] = [];
+  const bodies: string[] = [];
+  const contentTypes: string[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => {
+      body += c;
+    });
+    req.on('end', () => {
+      contentTypes.push(String(req.headers['content-type']));
+      bodies.push(body);
+      const parsed = JSON.parse(body) as {
+        resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }>;
+      };
+      for (const rs of parsed.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, spans, bodies, contentTypes, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+const attrs = (span: OtlpSpan) =>
+  Object.fromEntries(span.attributes.map((a) => [a.key, Object.values(a.value)[0]])) as Record<string, unknown>;
+
+describe('OpenTelemetry tracing', () => {
+  let collector: Awaited<ReturnType<typeof startCollector>>;
+  let llm: FakeLlm;
+  beforeAll(async () => {
+    collector = await startCollector();
+    llm = await startFakeLlm();
+  });
+  afterAll(async () => {
+    await llm.close();
+    await collector.close();
+  });
+
+  /** A traced service on loopback; closing it flushes its spans to the collector. */
+  async function tracedService(): Promise<{ h: TestHarness; base: string }> {
+    const h = await createHarness({
+      LLM_BASE_URL: llm.url,
+      LLM_API_KEY: 'upstream-secret-key',
+      LLM_MODELS: FAKE_MODELS,
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_SERVICE_NAME: 'switchboard-test',
+    });
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    return { h, base: `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}` };
+  }
+
+  it('exports a server span and its GenAI upstream span, continuing the caller trace and sending it upstream', async () => {
+    const { h, base } = await tracedService();
+    const user = await createUser(h.app);
+    const pat = await user.pat(['llm-all']);
+    const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const callerSpan = '00f067aa0ba902b7';
+    const client = new OpenAI({
+      baseURL: `${base}/api/v1`,
+      apiKey: pat,
+      maxRetries: 0,
+      defaultHeaders: { traceparent: `00-${callerTrace}-${callerSpan}-01` },
+    });
+    llm.enqueue({ content: 'hello there', usage: { prompt: 11, completion: 2 } });
+    const answer = await client.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'a private prompt' }],
+    });
+    expect(answer.choices[0]?.message.content).toBe('hello there');
+    await h.close(); // flushes the exporter
+
+    expect(collector.contentTypes.every((t) => t.startsWith('application/json'))).toBe(true);
+    const server = collector.spans.find((s) => s.name === 'POST /api/v1/chat/completions');
+    expect(server).toBeDefined();
+    if (!server) return;
+    expect(server.kind).toBe(2); // SERVER
+    expect(server.traceId).toBe(callerTrace);
+    expect(server.parentSpanId).toBe(callerSpan);
+    expect(attrs(server)).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': '/api/v1/chat/completions',
+      'http.response.status_code': 200,
+    });
+
+    const upstream = collector.spans.find((s) => s.parentSpanId === server.spanId && s.kind === 3); // CLIENT
+    expect(upstream?.name).toBe('chat fake-model');
+    expect(upstream && attrs(upstream)).toMatchObject({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'openai',
+      'gen_ai.request.model': 'fake-model',
+      'gen_ai.usage.input_tokens': 11,
+      'gen_ai.usage.output_tokens': 2,
+    });
+    // The upstream got the LLM span's context.
+    const sent = llm.requests.at(-1)?.headers.traceparent;
+    expect(sent).toBe(`00-${callerTrace}-${upstream?.spanId}-01`);
+
+    // Nothing secret left the service: no token, no upstream key, no prompt or answer.
+    const exported = collector.bodies.join('\n');
+    for (const secret of [pat, 'upstream-secret-key', 'a private prompt', 'hello there', user.sessionToken])
+      expect(exported).not.toContain(secret);
+    expect(exported.toLowerCase()).not.toContain('authorization');
+  });
+});

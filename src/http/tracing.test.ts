@@ -3,7 +3,14 @@ import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../test/fakes/llm-upstream.ts';
-import { createHarness, createUser, FAKE_MODELS, type TestHarness } from '../../test/harness.ts';
+import {
+  acmeProvider,
+  type FakeOAuthProvider,
+  providersDirEnv,
+  startFakeOAuthProvider,
+} from '../../test/fakes/oauth-provider.ts';
+import { call, createHarness, createUser, FAKE_MODELS, type TestHarness } from '../../test/harness.ts';
+import { connectAcme } from '../modules/connections/test-support.ts';
 
 /** A span as OTLP/JSON carries it. */
 interface OtlpSpan {
@@ -47,18 +54,24 @@ const attrs = (span: OtlpSpan) =>
 describe('OpenTelemetry tracing', () => {
   let collector: Awaited<ReturnType<typeof startCollector>>;
   let llm: FakeLlm;
+  let acme: FakeOAuthProvider;
   beforeAll(async () => {
     collector = await startCollector();
     llm = await startFakeLlm();
+    acme = await startFakeOAuthProvider();
   });
   afterAll(async () => {
     await llm.close();
+    await acme.close();
     await collector.close();
   });
 
   /** A traced service on loopback; closing it flushes its spans to the collector. */
   async function tracedService(): Promise<{ h: TestHarness; base: string }> {
+    collector.spans.length = 0;
+    collector.bodies.length = 0;
     const h = await createHarness({
+      ...providersDirEnv([{ fake: acme, definition: acmeProvider(acme.url) }]),
       LLM_BASE_URL: llm.url,
       LLM_API_KEY: 'upstream-secret-key',
       LLM_MODELS: FAKE_MODELS,
@@ -118,6 +131,51 @@ describe('OpenTelemetry tracing', () => {
     // Nothing secret left the service: no token, no upstream key, no prompt or answer.
     const exported = collector.bodies.join('\n');
     for (const secret of [pat, 'upstream-secret-key', 'a private prompt', 'hello there', user.sessionToken])
+      expect(exported).not.toContain(secret);
+    expect(exported.toLowerCase()).not.toContain('authorization');
+  });
+
+  it('exports an agent chat as request → agent steps → LLM calls and the tool call, with no secret', async () => {
+    const { h } = await tracedService();
+    const user = await createUser(h.app);
+    await connectAcme(h.app, user);
+    const made = await call(h.app, 'POST', '/api/v1/agents', { token: user.sessionToken, body: { name: 'Helper' } });
+    expect(made.statusCode, made.body).toBe(201);
+    const agentId = (made.json() as { id: string }).id;
+    llm.enqueue(
+      { toolCalls: [{ name: 'acme_get_item', arguments: { id: 'item-1' } }] },
+      { content: 'Item 1 is fine.' },
+    );
+    const res = await call(h.app, 'POST', `/api/v1/agents/${agentId}/chat/completions`, {
+      token: user.sessionToken,
+      body: { messages: [{ role: 'user', content: 'Check item 1' }] },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    await h.close();
+
+    const server = collector.spans.find((s) => s.name === 'POST /api/v1/agents/:agentId/chat/completions');
+    expect(server?.kind).toBe(2);
+    const steps = collector.spans
+      .filter((s) => s.name.startsWith('invoke_agent step'))
+      .sort((a, b) => a.name.localeCompare(b.name));
+    expect(steps.map((s) => s.name)).toEqual(['invoke_agent step 1', 'invoke_agent step 2']);
+    for (const step of steps) {
+      expect(step.parentSpanId).toBe(server?.spanId);
+      expect(step.traceId).toBe(server?.traceId);
+      // Each step's LLM call is its child.
+      expect(
+        collector.spans.filter((s) => s.parentSpanId === step.spanId && s.name === 'chat fake-model'),
+      ).toHaveLength(1);
+    }
+    const tool = collector.spans.find((s) => s.name === 'execute_tool acme_get_item');
+    expect(tool?.parentSpanId).toBe(steps[0]?.spanId);
+    expect(tool && attrs(tool)).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'acme_get_item',
+    });
+
+    const exported = collector.bodies.join('\n');
+    for (const secret of [user.sessionToken, 'Check item 1', 'Item 1 is fine.', 'item-1'])
       expect(exported).not.toContain(secret);
     expect(exported.toLowerCase()).not.toContain('authorization');
   });

@@ -174,6 +174,9 @@ describe('OpenTelemetry tracing', () => {
       'gen_ai.tool.name': 'acme_get_item',
     });
 
+    // The provider's API got the tool span's context.
+    expect(acme.apiRequests.map((r) => r.traceparent)).toEqual([`00-${server?.traceId}-${tool?.spanId}-01`]);
+
     const exported = collector.bodies.join('\n');
     for (const secret of [user.sessionToken, 'Check item 1', 'Item 1 is fine.', 'item-1'])
       expect(exported).not.toContain(secret);

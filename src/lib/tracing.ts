@@ -154,4 +154,10 @@ export function traceparent(): string | undefined {
   return `00-${sc.traceId}-${sc.spanId}-0${sc.traceFlags & 1}`;
 }
 
+/** `headers` plus the active span's `traceparent` while tracing is on; `headers` itself otherwise. */
+export function withTraceparent(headers: Record<string, string>): Record<string, string> {
+  const parent = traceparent();
+  return parent ? { ...headers, traceparent: parent } : headers;
+}
+
 export { SpanKind };

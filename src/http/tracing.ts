@@ -1,4 +1,4 @@
-import type { Span } from '@opentelemetry/api';
+import { type Span, SpanStatusCode } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { endSpan, startServerSpan, within } from '../lib/tracing.ts';
 
@@ -29,7 +29,11 @@ export function registerTracing(app: FastifyInstance): void {
     const span = req.span;
     if (span) {
       span.setAttribute('http.response.status_code', reply.statusCode);
-      endSpan(span, reply.statusCode >= 500 ? new Error() : undefined);
+      if (reply.statusCode >= 500) {
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        span.setAttribute('error.type', String(reply.statusCode));
+      }
+      span.end();
       req.span = undefined;
     }
     done();

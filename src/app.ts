@@ -16,6 +16,7 @@ import { countRequests, registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { requestTimeouts } from './http/request-timeout.ts';
+import { registerTracing } from './http/tracing.ts';
 import type { App, RouteAuthConfig } from './http/types.ts';
 import { JOB_CATALOG } from './jobs/catalog.ts';
 import { type JobCatalog, validateCatalog } from './jobs/definition.ts';
@@ -27,6 +28,7 @@ import { newId } from './lib/ids.ts';
 import { RequestLogger } from './lib/logger.ts';
 import { redactUrl } from './lib/redact.ts';
 import { openRedis } from './lib/redis.ts';
+import { startTracing } from './lib/tracing.ts';
 import { mcpRoutes } from './mcp/endpoint.ts';
 import type { McpSources } from './mcp/server.ts';
 import { connectionSources } from './mcp/sources.ts';
@@ -150,6 +152,9 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
+  // Tracing starts before the dependencies, which instrument themselves only when it is on.
+  const stopTracing = config.tracing && (await startTracing(config.tracing));
+  if (stopTracing) registerTracing(app);
   const redis = await openRedis(config, app.log);
   const deps: Deps = createDeps(config, { database, keyRing: opts.keyRing, redis }, app.log);
   app.decorate('deps', deps);
@@ -276,6 +281,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     await deps.notifications.close();
     redis?.disconnect();
     await deps.sandbox.close();
+    if (stopTracing) await stopTracing(); // the spans still buffered are exported
   });
   return app;
 }

@@ -27,6 +27,7 @@ export const SETTING_GROUPS = [
   'Background jobs',
   'Messaging channels',
   'Code sandbox',
+  'Tracing',
 ] as const;
 export type SettingGroup = (typeof SETTING_GROUPS)[number];
 
@@ -64,6 +65,31 @@ export const ENV_REFERENCE: Record<EnvName, SettingDoc> = {
     meaning:
       'when set (16 characters or more), `GET /metrics` answers only `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise); `/healthz` and `/readyz` stay open. Unset: `/metrics` is open, so keep it off public networks',
   },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    group: 'Tracing',
+    meaning:
+      'OTLP/HTTP collector base URL; traces go to `<it>/v1/traces`. Set (or the next one) to turn tracing on (docs/tracing.md)',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+    group: 'Tracing',
+    meaning: 'full OTLP/HTTP traces URL (used as it is; wins over `OTEL_EXPORTER_OTLP_ENDPOINT`)',
+  },
+  OTEL_EXPORTER_OTLP_HEADERS: {
+    group: 'Tracing',
+    meaning: 'headers sent to the collector, `key=value` pairs comma-separated (URL-encoded values), e.g. its API key',
+  },
+  OTEL_SERVICE_NAME: { group: 'Tracing', meaning: "the spans' `service.name`" },
+  OTEL_TRACES_SAMPLER: {
+    group: 'Tracing',
+    meaning:
+      '`always_on`, `always_off`, `traceidratio`, `parentbased_always_on`, `parentbased_always_off` or `parentbased_traceidratio` (parent-based ones follow the caller’s `traceparent` sampled flag)',
+  },
+  OTEL_TRACES_SAMPLER_ARG: {
+    group: 'Tracing',
+    default: '1',
+    meaning: 'the ratio (0 to 1) of the `*traceidratio` samplers',
+  },
+  OTEL_SDK_DISABLED: { group: 'Tracing', meaning: '`true` turns tracing off even with an endpoint set' },
   SHUTDOWN_DRAIN_MS: {
     group: 'Server',
     meaning:

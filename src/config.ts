@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import pkg from '../package.json' with { type: 'json' };
 import { parseKeys } from './lib/crypto.ts';
+import type { TracingConfig } from './lib/tracing.ts';
 
 /**
  * The only reader of `process.env`. Every setting is parsed once here; a bad value stops start-up with a
@@ -78,6 +79,25 @@ export const EnvSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).default(5000),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl.optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: z
+    .string()
+    .regex(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/, 'must be a list of key=value pairs, comma-separated')
+    .optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default('switchboard'),
+  OTEL_TRACES_SAMPLER: z
+    .enum([
+      'always_on',
+      'always_off',
+      'traceidratio',
+      'parentbased_always_on',
+      'parentbased_always_off',
+      'parentbased_traceidratio',
+    ])
+    .default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).optional(),
+  OTEL_SDK_DISABLED: bool.default(false),
   REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
   SSE_HEARTBEAT_MS: positiveInt.default(15_000),
   AGENT_RUN_LEASE_MS: z.coerce.number().int().min(1000).default(60_000),
@@ -318,6 +338,8 @@ export interface Config {
   shutdownDrainMs: number;
   /** `METRICS_TOKEN`: when set, `/metrics` answers only `Authorization: Bearer <it>` (401 otherwise). */
   metricsToken: string | undefined;
+  /** OpenTelemetry tracing (`OTEL_*`, docs/tracing.md); undefined: off (no OTLP endpoint, or `OTEL_SDK_DISABLED`). */
+  tracing: TracingConfig | undefined;
   /** The most a client may take to send a whole request, headers and body (slow clients get 408). */
   requestTimeoutMs: number;
   /** The largest chat file upload (`CHAT_FILE_MAX_BYTES`); larger: 413. */
@@ -386,6 +408,30 @@ export class ConfigError extends Error {
 
 const stripSlash = (u: string) => u.replace(/\/+$/, '');
 
+/**
+ * Tracing's settings: on when an OTLP endpoint is set, as the OpenTelemetry SDKs read them (the signal's own
+ * endpoint as it is; the general one with `/v1/traces` added).
+ */
+function tracingConfig(e: z.infer<typeof EnvSchema>): TracingConfig | undefined {
+  const url =
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (e.OTEL_EXPORTER_OTLP_ENDPOINT && `${stripSlash(e.OTEL_EXPORTER_OTLP_ENDPOINT)}/v1/traces`);
+  if (!url || e.OTEL_SDK_DISABLED) return undefined;
+  const headers: Record<string, string> = {};
+  for (const pair of (e.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',')) {
+    const at = pair.indexOf('=');
+    if (at > 0) headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
+  }
+  return {
+    url,
+    headers,
+    serviceName: e.OTEL_SERVICE_NAME,
+    sampler: e.OTEL_TRACES_SAMPLER,
+    samplerArg: e.OTEL_TRACES_SAMPLER_ARG,
+    version: pkg.version,
+  };
+}
+
 /** Parses an environment (default `process.env`); throws ConfigError listing every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // Empty strings mean "unset", as in most .env files.
@@ -430,6 +476,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     metricsToken: e.METRICS_TOKEN,
+    tracing: tracingConfig(e),
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
     agentRunLeaseMs: e.AGENT_RUN_LEASE_MS,

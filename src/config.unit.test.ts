@@ -109,6 +109,49 @@ describe('config', () => {
     expect(loadConfig({ DATABASE_URL: 'postgresql://db/x', ENCRYPTION_KEYS: keys }).encryptionKeys).toBe(keys);
   });
 
+  it('turns tracing on only with an OTLP endpoint, reading the OTEL_* settings', () => {
+    expect(loadConfig({}).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing).toEqual({
+      url: 'http://collector:4318/v1/traces',
+      headers: {},
+      serviceName: 'switchboard',
+      sampler: 'parentbased_always_on',
+      samplerArg: undefined,
+      version: expect.any(String),
+    });
+    const c = loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp',
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=a%3Db, team = ops',
+      OTEL_SERVICE_NAME: 'edge',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+    }).tracing;
+    expect(c).toMatchObject({
+      url: 'https://traces.example/otlp',
+      headers: { 'x-api-key': 'a=b', team: 'ops' },
+      serviceName: 'edge',
+      sampler: 'parentbased_traceidratio',
+      samplerArg: 0.25,
+    });
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }).tracing,
+    ).toBeUndefined();
+    expect(
+      badVariables({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+        OTEL_EXPORTER_OTLP_HEADERS: 'no-equals',
+        OTEL_TRACES_SAMPLER: 'sometimes',
+        OTEL_TRACES_SAMPLER_ARG: '2',
+      }),
+    ).toEqual([
+      'OTEL_EXPORTER_OTLP_ENDPOINT',
+      'OTEL_EXPORTER_OTLP_HEADERS',
+      'OTEL_TRACES_SAMPLER',
+      'OTEL_TRACES_SAMPLER_ARG',
+    ]);
+  });
+
   it('reads TRUST_PROXY as a flag, a hop count or a list of addresses and CIDRs', () => {
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
     expect(loadConfig({ TRUST_PROXY: 'TRUE' }).trustProxy).toBe(true);

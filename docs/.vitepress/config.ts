@@ -38,6 +38,7 @@ export const SIDEBAR = [
     items: [
       { text: 'Self-hosting', link: '/self-hosting' },
       { text: 'Production', link: '/production' },
+      { text: 'Tracing', link: '/tracing' },
       { text: 'Security model', link: '/security' },
       { text: 'Configuration', link: '/configuration' },
       { text: 'Command line', link: '/cli' },

@@ -1,6 +1,7 @@
 import type { ServiceContext } from '../lib/context.ts';
 import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../lib/json.ts';
 import { redactSecrets } from '../lib/redact.ts';
+import { endSpan, inSpan, startSpan, within } from '../lib/tracing.ts';
 import type { ChatMessage, ChatTool, ChatToolCall } from '../llm/types.ts';
 import { type ActivitySource, recordActivity } from '../modules/activity/service.ts';
 import { type Billing, type Credits, runCompletion } from '../modules/llm/service.ts';
@@ -185,62 +186,78 @@ async function runAgentSteps(ctx: ServiceContext, opts: RunAgentOptions, source:
       }
     }
     const tools = offeredTools(opts.tools, loaded);
-    const { completion, credits } = await runCompletion(
-      ctx,
-      {
-        model: opts.model ?? '',
-        messages,
-        ...(tools.length ? { tools, tool_choice: 'auto' } : {}),
-        ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
-        ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}),
-      },
-      { signal, billing: opts.billing, onDelta: opts.onDelta },
-    ).catch((err: unknown) => {
-      if (signal.aborted) throw new AgentError('The agent ran out of time');
-      throw err;
+    let stepSpan = startSpan(`invoke_agent step ${step}`, {
+      'gen_ai.operation.name': 'invoke_agent',
+      'switchboard.agent.step': step,
     });
-    run.steps = step;
-    await charge(credits);
-    run.promptTokens.push(completion.usage?.prompt_tokens ?? 0);
-    run.completionTokens += completion.usage?.completion_tokens ?? 0;
-    const message = completion.choices[0]?.message;
-    const calls = message?.tool_calls ?? [];
-    if (!calls.length) {
-      run.text = message?.content ?? '';
-      await opts.onProgress?.({ progress: step, total: step, message: 'Answer ready' });
-      return run;
-    }
-    const asked: ChatMessage = { role: 'assistant', content: message?.content ?? null, tool_calls: calls };
-    messages.push(asked);
-    await opts.onMessage?.(asked);
-    for (const call of calls)
-      await opts.onProgress?.({ progress: step, total: maxSteps, message: describeCall(call, byName) });
-    // The calls of one step do not depend on each other: they run at once, and their results keep their order.
-    // Each output is judged by the injection rules and, in their grey zone, by INJECTION_GUARD_MODEL, billed
-    // to this run like its own steps.
-    const judge = async (text: string) => {
-      const verdict = await judgeInjection(ctx, text, {
-        kind: 'tool-output',
-        threshold: TOOL_OUTPUT_THRESHOLD,
-        billing: opts.billing,
-        signal,
-        onCharge: charge,
+    try {
+      const { completion, credits } = await within(stepSpan, () =>
+        runCompletion(
+          ctx,
+          {
+            model: opts.model ?? '',
+            messages,
+            ...(tools.length ? { tools, tool_choice: 'auto' } : {}),
+            ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
+            ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}),
+          },
+          { signal, billing: opts.billing, onDelta: opts.onDelta },
+        ),
+      ).catch((err: unknown) => {
+        if (signal.aborted) throw new AgentError('The agent ran out of time');
+        throw err;
       });
-      return { flagged: verdict.flagged, families: verdict.families };
-    };
-    const results = await Promise.all(
-      calls.map((call) =>
-        runToolCall(call, { ctx, source, tools: opts.tools, byName, loaded, useCatalog, signal, judge, charged }),
-      ),
-    );
-    await toolCharges;
-    for (const [i, result] of results.entries()) {
-      const call = calls[i];
-      if (!call) continue;
-      run.toolCalls.push({ name: result.toolName, ok: result.ok, quarantined: result.quarantined });
-      const answer: ChatMessage = { role: 'tool', tool_call_id: call.id, content: result.content };
-      messages.push(answer);
-      await opts.onMessage?.({ ...answer, toolName: result.toolName });
+      run.steps = step;
+      await charge(credits);
+      run.promptTokens.push(completion.usage?.prompt_tokens ?? 0);
+      run.completionTokens += completion.usage?.completion_tokens ?? 0;
+      const message = completion.choices[0]?.message;
+      const calls = message?.tool_calls ?? [];
+      if (!calls.length) {
+        run.text = message?.content ?? '';
+        await opts.onProgress?.({ progress: step, total: step, message: 'Answer ready' });
+        return run;
+      }
+      const asked: ChatMessage = { role: 'assistant', content: message?.content ?? null, tool_calls: calls };
+      messages.push(asked);
+      await opts.onMessage?.(asked);
+      for (const call of calls)
+        await opts.onProgress?.({ progress: step, total: maxSteps, message: describeCall(call, byName) });
+      // The calls of one step do not depend on each other: they run at once, and their results keep their order.
+      // Each output is judged by the injection rules and, in their grey zone, by INJECTION_GUARD_MODEL, billed
+      // to this run like its own steps.
+      const judge = async (text: string) => {
+        const verdict = await judgeInjection(ctx, text, {
+          kind: 'tool-output',
+          threshold: TOOL_OUTPUT_THRESHOLD,
+          billing: opts.billing,
+          signal,
+          onCharge: charge,
+        });
+        return { flagged: verdict.flagged, families: verdict.families };
+      };
+      const results = await within(stepSpan, () =>
+        Promise.all(
+          calls.map((call) =>
+            runToolCall(call, { ctx, source, tools: opts.tools, byName, loaded, useCatalog, signal, judge, charged }),
+          ),
+        ),
+      );
+      await toolCharges;
+      for (const [i, result] of results.entries()) {
+        const call = calls[i];
+        if (!call) continue;
+        run.toolCalls.push({ name: result.toolName, ok: result.ok, quarantined: result.quarantined });
+        const answer: ChatMessage = { role: 'tool', tool_call_id: call.id, content: result.content };
+        messages.push(answer);
+        await opts.onMessage?.({ ...answer, toolName: result.toolName });
+      }
+    } catch (err) {
+      endSpan(stepSpan, err);
+      stepSpan = undefined;
+      throw err;
+    } finally {
+      endSpan(stepSpan);
     }
   }
   run.stoppedBy = 'max-steps';
@@ -339,7 +356,11 @@ async function runToolCall(
   };
   let value: unknown;
   try {
-    value = await tool.run(args, st.signal, charged);
+    value = await inSpan(
+      `execute_tool ${name}`,
+      () => ({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name }),
+      () => tool.run(args, st.signal, charged),
+    );
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     void recordActivity(st.ctx, {

@@ -2,7 +2,9 @@ import { request } from 'undici';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import type { Logger } from '../lib/logger.ts';
+import { tracingOn } from '../lib/tracing.ts';
 import { type Catalog, type CatalogModel, DEFAULT_CUSTOM_RATES, loadCatalog, type UpstreamName } from './catalog.ts';
+import { tracedUpstream } from './traced.ts';
 import type { Upstream } from './types.ts';
 import { anthropicUpstream } from './upstreams/anthropic.ts';
 import { openAiUpstream } from './upstreams/openai.ts';
@@ -52,6 +54,12 @@ export function createLlmGateway(config: Config, log: Logger): LlmGateway {
     ...(llm.openai ? { openai: openAiUpstream({ ...llm.openai, timeoutMs }) } : {}),
     ...(llm.anthropic ? { anthropic: anthropicUpstream({ ...llm.anthropic, timeoutMs }) } : {}),
   };
+  // While tracing is on, each call is a span (built once, so the gateway's path tests nothing when it is off).
+  const traced = tracingOn()
+    ? Object.fromEntries(
+        Object.entries(upstreams).map(([name, u]) => [name, tracedUpstream(name as UpstreamName, u as Upstream)]),
+      )
+    : undefined;
   const catalog = loadCatalog(llm);
   const custom = catalog.discovers ? llm.custom : undefined;
 
@@ -86,7 +94,7 @@ export function createLlmGateway(config: Config, log: Logger): LlmGateway {
 
   return {
     catalog,
-    upstreamFor: (m) => upstreams[m.upstream],
+    upstreamFor: (m) => (traced ?? upstreams)[m.upstream],
     ready,
     discoveryProblem() {
       if (problem && !inFlight && Date.now() - lastAttempt >= DISCOVERY_RETRY_MS) void discover();

@@ -37,6 +37,8 @@ export interface FakeApiRequest {
   path: string;
   token: string;
   body: unknown;
+  /** The W3C `traceparent` the call carried, if any. */
+  traceparent?: string | undefined;
 }
 
 interface TokenInfo {
@@ -222,7 +224,13 @@ export async function startFakeOAuthProvider(
     } catch {
       body = text;
     }
-    fake.apiRequests.push({ method: req.method ?? '', path: `${path}${url.search}`, token: presented, body });
+    fake.apiRequests.push({
+      method: req.method ?? '',
+      path: `${path}${url.search}`,
+      token: presented,
+      body,
+      traceparent: typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined,
+    });
     if (await faulted('api', res)) return;
     if (!auth) return json(res, 401, { message: 'Bad credentials' });
     if (req.method === 'GET' && path === '/me') return json(res, 200, { ...auth.info.user, plan: 'pro' });

@@ -3,6 +3,7 @@ import { Agent, type Dispatcher, errors } from 'undici';
 import { type CancelSignal, onCancel } from '../../lib/cancel.ts';
 import { retryAfterSeconds } from '../../lib/dates.ts';
 import { type SseEvent, SseParser } from '../../lib/sse.ts';
+import { traceparent } from '../../lib/tracing.ts';
 import { UpstreamError } from '../types.ts';
 
 /**
@@ -68,13 +69,14 @@ function call<T>(
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(classifyTransportError(new errors.RequestAbortedError(), signal));
     const handler = new CallHandler(signal, read, resolve, reject);
+    const parent = traceparent(); // undefined unless tracing is on
     try {
       agent.dispatch(
         {
           origin: url.origin,
           path: `${url.pathname}${url.search}`,
           method: 'POST',
-          headers: { 'content-type': 'application/json', ...headers },
+          headers: { 'content-type': 'application/json', ...headers, ...(parent ? { traceparent: parent } : {}) },
           body,
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,

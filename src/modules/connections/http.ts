@@ -3,6 +3,7 @@ import { retryAfterSeconds } from '../../lib/dates.ts';
 import { BadGatewayError, GatewayTimeoutError, TooManyRequestsError } from '../../lib/errors.ts';
 import { nestedDeeperThan } from '../../lib/json.ts';
 import { redactSecrets } from '../../lib/redact.ts';
+import { withTraceparent } from '../../lib/tracing.ts';
 import { getPath } from '../providers/json-path.ts';
 import type { BuiltRequest } from '../providers/request.ts';
 import { rateLimitDelaySeconds } from '../providers/request.ts';
@@ -90,7 +91,7 @@ export async function sendOnce(req: BuiltRequest, opts: SendOptions): Promise<Pr
     for (let hop = 0; ; hop++) {
       const res = await fetch(current.url, {
         method: current.method,
-        headers: current.headers,
+        headers: withTraceparent(current.headers),
         body: current.body,
         redirect: 'manual',
         signal,

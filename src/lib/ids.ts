@@ -35,6 +35,9 @@ export const ID_PREFIX = {
   skill: 'skl',
   scheduledTask: 'task',
   scheduledTaskRun: 'trun',
+  webhookEndpoint: 'wh',
+  /** One event for one webhook endpoint; its id is the `webhook-id` header. */
+  webhookDelivery: 'whmsg',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

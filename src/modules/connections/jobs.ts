@@ -3,7 +3,7 @@ import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
 import type { Deps } from '../../lib/context.ts';
 import { connectionsChanged } from './active-cache.ts';
 import * as repo from './repo.ts';
-import { refreshConnectionRow } from './tokens.ts';
+import { emitStatusChange, refreshConnectionRow } from './tokens.ts';
 
 /**
  * Background work of the connections area. Tokens are also refreshed on use (and by
@@ -57,7 +57,11 @@ export async function refreshExpiringConnections(
       deps.log.warn({ err, connectionId: row.id }, 'scheduled token refresh failed');
     }
   }
-  const expired = await repo.expireUnrefreshable(db, now);
+  const expired = await db.transaction(async (tx) => {
+    const rows = await repo.expireUnrefreshable(tx, now);
+    for (const row of rows) await emitStatusChange(tx, { status: 'active' }, row);
+    return rows.length;
+  });
   if (expired) connectionsChanged(deps, undefined);
   const swept = await repo.sweepExpiredAuthorizations(db, new Date(now.getTime() - KEEP_AUTHORIZATIONS_MS));
   return { refreshed, failed, expired, swept };

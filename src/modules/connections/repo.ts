@@ -266,8 +266,8 @@ export async function listRefreshDue(db: Executor, before: Date, limit: number):
     .limit(limit);
 }
 
-/** Marks `expired` the active connections whose token expired and that cannot be refreshed. */
-export async function expireUnrefreshable(db: Executor, now: Date): Promise<number> {
+/** Marks `expired` the active connections whose token expired and that cannot be refreshed; answers them. */
+export async function expireUnrefreshable(db: Executor, now: Date): Promise<ConnectionRow[]> {
   const rows = await db
     .update(connections)
     .set({ status: 'expired', updatedAt: now })
@@ -278,8 +278,8 @@ export async function expireUnrefreshable(db: Executor, now: Date): Promise<numb
         or(eq(connections.canRefresh, false), isNull(connections.refreshTokenEnc)),
       ),
     )
-    .returning({ id: connections.id });
-  return rows.length;
+    .returning();
+  return rows;
 }
 
 // ---- authorization state ----

@@ -17,6 +17,7 @@ import {
 import type { AuthType, FinalizeField, ProviderDefinition } from '../providers/schema.ts';
 import { URL_PLACEHOLDER } from '../providers/schema.ts';
 import { logoPath } from '../providers/service.ts';
+import { emitEvent } from '../webhooks/service.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
 import { checkApiKey, TokenRefusedError } from './api-key.ts';
 import { bindingCookieName, bindingMatches, newBinding, startUrl } from './browser-binding.ts';
@@ -405,11 +406,15 @@ async function upsertConnection(
     refreshFailures: 0,
     lastError: null,
   };
-  if (existing) {
-    const updated = await repo.updateConnection(tx, accountId, id, fields);
-    if (updated) return updated;
-  }
-  return repo.insertConnection(tx, { id, accountId, providerId: def.id, ...fields });
+  const updated = existing ? await repo.updateConnection(tx, accountId, id, fields) : undefined;
+  const row = updated ?? (await repo.insertConnection(tx, { id, accountId, providerId: def.id, ...fields }));
+  await emitEvent(tx, accountId, 'connection.created', {
+    connectionId: row.id,
+    providerId: row.providerId,
+    status: row.status,
+    reconnected: updated !== undefined,
+  });
+  return row;
 }
 
 interface PendingPayload {

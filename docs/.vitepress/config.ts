@@ -28,6 +28,7 @@ export const SIDEBAR = [
       { text: 'Knowledge bases', link: '/knowledge' },
       { text: 'Messaging channels', link: '/channels' },
       { text: 'Providers and connections', link: '/providers' },
+      { text: 'Webhooks', link: '/webhooks' },
       { text: 'Tool search', link: '/tool-search' },
       { text: 'OAuth apps and sign-in', link: '/oauth-apps' },
     ],

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { eq } from 'drizzle-orm';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import {
   type FakeOAuthProvider,
   fakeProvidersEnv,
@@ -13,6 +14,7 @@ import { call, createHarness, createUser, type TestHarness, type TestUser } from
 import { runQueuedJobs } from '../../../test/jobs.ts';
 import { webhookEndpoints } from '../../db/schema/index.ts';
 import { connectAcme } from '../connections/test-support.ts';
+import { taskJobs } from '../scheduled-tasks/jobs.ts';
 import { webhookJobs } from './jobs.ts';
 
 /** A webhook receiver on loopback: records what it is sent and answers the scripted statuses (then 200). */
@@ -52,14 +54,23 @@ describe('outbound webhooks', () => {
   let h: TestHarness;
   let fake: FakeOAuthProvider;
   let receiver: Receiver;
+  let llm: FakeLlm;
   beforeAll(async () => {
     receiver = await startReceiver();
     fake = await startFakeOAuthProvider();
-    h = await createHarness(fakeProvidersEnv(fake, { SSRF_ALLOW_HOSTS: receiver.hostPort }));
+    llm = await startFakeLlm();
+    h = await createHarness(
+      fakeProvidersEnv(fake, {
+        SSRF_ALLOW_HOSTS: receiver.hostPort,
+        LLM_BASE_URL: llm.url,
+        LLM_MODELS: 'fake-model=1000000/2000000',
+      }),
+    );
   });
   afterAll(async () => {
     await h?.close();
     await fake?.close();
+    await llm?.close();
     await receiver?.close();
   });
 
@@ -174,6 +185,43 @@ describe('outbound webhooks', () => {
     expect(attempts[1]?.body).toBe(attempts[0]?.body);
     // A repeated job of an attempt already made sends nothing more.
     expect(await deliver(u)).toEqual([]);
+  });
+
+  it("a scheduled task's run is delivered as task_run.finished with its answer", async () => {
+    const u = await createUser(h.app);
+    const hook = (await register(u, { url: `${receiver.url}/tasks`, events: ['task_run.finished'] })).json();
+    const agent = (
+      await call(h.app, 'POST', '/api/v1/agents', { token: u.sessionToken, body: { name: 'Helper' } })
+    ).json();
+    const tasks = `/api/v1/agents/${agent.id}/scheduled-tasks`;
+    const task = await call(h.app, 'POST', tasks, {
+      token: u.sessionToken,
+      body: { name: 'Digest', prompt: 'Summarize my week.', cronExpression: '0 9 * * 1' },
+    });
+    expect(task.statusCode, task.body).toBe(201);
+    llm.enqueue({ content: 'A calm week.' });
+    const run = await call(h.app, 'POST', `${tasks}/${task.json().id}/run`, { token: u.sessionToken });
+    expect(run.statusCode, run.body).toBe(202);
+    await runQueuedJobs(h.app, taskJobs, 'tasks.run', { accountId: u.account.id });
+    expect(await deliver(u)).toEqual([{ status: 'succeeded', attempt: 1, responseStatus: 200 }]);
+    const [sent] = sentTo('/tasks');
+    expect(new StandardWebhook(hook.secret).verify(sent?.body ?? '', sent?.headers as Record<string, string>)).toEqual({
+      type: 'task_run.finished',
+      timestamp: expect.any(String),
+      data: {
+        runId: run.json().id,
+        taskId: task.json().id,
+        trigger: 'manual',
+        status: 'succeeded',
+        error: null,
+        output: 'A calm week.',
+        outputTruncated: false,
+        creditsConsumed: expect.any(Number),
+        conversationId: expect.stringMatching(/^conv_/),
+        scheduledFor: expect.any(String),
+        finishedAt: expect.any(String),
+      },
+    });
   });
 
   it('an endpoint that did not pick the event, or is disabled, is sent nothing', async () => {

@@ -14,6 +14,7 @@ import { call, createHarness, createUser, type TestHarness, type TestUser } from
 import { runQueuedJobs } from '../../../test/jobs.ts';
 import { webhookEndpoints } from '../../db/schema/index.ts';
 import { connectAcme } from '../connections/test-support.ts';
+import { knowledgeJobs } from '../knowledge/jobs.ts';
 import { taskJobs } from '../scheduled-tasks/jobs.ts';
 import { webhookJobs } from './jobs.ts';
 
@@ -222,6 +223,63 @@ describe('outbound webhooks', () => {
         finishedAt: expect.any(String),
       },
     });
+  });
+
+  it('knowledge sources are delivered as knowledge_source.compiled and .failed', async () => {
+    const u = await createUser(h.app);
+    const hook = (
+      await register(u, {
+        url: `${receiver.url}/kb`,
+        events: ['knowledge_source.compiled', 'knowledge_source.failed'],
+      })
+    ).json();
+    const bases = await call(h.app, 'GET', '/api/v1/knowledge/bases', { token: u.sessionToken });
+    const kbId = (bases.json().data as { id: string; isDefault: boolean }[]).find((b) => b.isDefault)?.id ?? '';
+    const add = async (body: Record<string, unknown>) => {
+      const res = await call(h.app, 'POST', `/api/v1/knowledge/bases/${kbId}/sources`, {
+        token: u.sessionToken,
+        body,
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      return res.json().id as string;
+    };
+    const good = await add({ type: 'text', name: 'notes', rawContent: 'Acme Corp makes anvils.' });
+    llm.enqueue({ content: JSON.stringify({ pages: [{ name: 'Acme Corp', facts: ['Makes anvils.'] }] }) });
+    await runQueuedJobs(h.app, knowledgeJobs, 'knowledge.compile', { accountId: u.account.id });
+    // Not allow-listed: the source fails for good.
+    const bad = await add({ type: 'url', name: 'intranet', url: 'http://127.0.0.1:9/' });
+    await runQueuedJobs(h.app, knowledgeJobs, 'knowledge.compile', { accountId: u.account.id });
+    await deliver(u);
+    const verifier = new StandardWebhook(hook.secret);
+    const events = sentTo('/kb').map((r) => verifier.verify(r.body, r.headers as Record<string, string>));
+    expect(events).toEqual([
+      {
+        type: 'knowledge_source.compiled',
+        timestamp: expect.any(String),
+        data: {
+          sourceId: good,
+          kbId,
+          name: 'notes',
+          type: 'text',
+          status: 'compiled',
+          unchanged: false,
+          created: ['acme-corp'],
+          updated: [],
+        },
+      },
+      {
+        type: 'knowledge_source.failed',
+        timestamp: expect.any(String),
+        data: {
+          sourceId: bad,
+          kbId,
+          name: 'intranet',
+          type: 'url',
+          status: 'failed',
+          error: expect.stringContaining('127.0.0.1 is not a public address'),
+        },
+      },
+    ]);
   });
 
   it('an endpoint that did not pick the event, or is disabled, is sent nothing', async () => {

@@ -78,7 +78,13 @@ export const CreatedWebhook = Webhook.extend({
 }).meta({ id: 'CreatedWebhook' });
 export type CreatedWebhook = z.infer<typeof CreatedWebhook>;
 
-export const WebhookParams = z.object({ webhookId: z.string().min(1).max(100) });
+export const WebhookParams = z.object({
+  webhookId: z
+    .string()
+    .min(1)
+    .max(100)
+    .meta({ examples: ['wh_Zq3v9dH2TQm0bq1yWzY8cA'] }),
+});
 
 export const DeliveryStatus = z.enum(WEBHOOK_DELIVERY_STATUSES);
 
@@ -88,8 +94,8 @@ export const WebhookDelivery = z
       .string()
       .describe('the `webhook-id` header of every attempt')
       .meta({ examples: ['whmsg_5kY0bq9xTnq1y8Wv3mDgZA'] }),
-    webhookId: z.string(),
-    eventType: z.string(),
+    webhookId: z.string().meta({ examples: ['wh_Zq3v9dH2TQm0bq1yWzY8cA'] }),
+    eventType: z.string().meta({ examples: ['connection.revoked'] }),
     payload: z.unknown().describe('the body sent'),
     status: DeliveryStatus,
     attempts: z.number().int(),

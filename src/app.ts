@@ -50,6 +50,7 @@ import { scheduledTaskRoutes } from './modules/scheduled-tasks/routes.ts';
 import { skillRoutes } from './modules/skills/routes.ts';
 import { scopeRoutes, systemRoutes } from './modules/system/routes.ts';
 import { toolRoutes } from './modules/tools/routes.ts';
+import { webhookRoutes } from './modules/webhooks/routes.ts';
 import { createDeps } from './runtime.ts';
 import { send } from './web/common.ts';
 import { guideRoutes } from './web/guide-routes.ts';
@@ -235,6 +236,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
       await channelRoutes(v1, config);
       await toolRoutes(v1);
       await skillRoutes(v1);
+      await webhookRoutes(v1);
     },
     { prefix: '/api/v1' },
   );

@@ -29,6 +29,7 @@ export const SIDEBAR = [
       { text: 'Messaging channels', link: '/channels' },
       { text: 'Providers and connections', link: '/providers' },
       { text: 'Activity log', link: '/activity' },
+      { text: 'Webhooks', link: '/webhooks' },
       { text: 'Tool search', link: '/tool-search' },
       { text: 'OAuth apps and sign-in', link: '/oauth-apps' },
     ],

@@ -67,6 +67,7 @@ const API_TAGS = [
   { name: 'Scheduled tasks', description: 'Agent prompts run on a cron schedule.' },
   { name: 'Knowledge bases', description: 'Sources compiled into a searchable wiki.' },
   { name: 'Messaging channels', description: 'Telegram, WhatsApp and web chat in front of an agent.' },
+  { name: 'Webhooks', description: "Signed HTTP callbacks for an account's events (Standard Webhooks)." },
   { name: 'Accounts', description: 'The calling account.' },
   { name: 'Credits', description: 'Credit balance and history.' },
   {

@@ -10,6 +10,7 @@ import { creditJobs } from '../modules/credits/jobs.ts';
 import { knowledgeJobs } from '../modules/knowledge/jobs.ts';
 import { taskJobs } from '../modules/scheduled-tasks/jobs.ts';
 import { toolJobs } from '../modules/tools/jobs.ts';
+import { webhookJobs } from '../modules/webhooks/jobs.ts';
 import { defineJob, type JobCatalog } from './definition.ts';
 import { deleteOldJobs, type EnqueueOptions, enqueue } from './queue.ts';
 
@@ -43,6 +44,7 @@ export const JOB_CATALOG = {
   ...oauthJobs,
   ...taskJobs,
   ...toolJobs,
+  ...webhookJobs,
   ...jobUpkeep,
 } satisfies JobCatalog;
 

@@ -36,6 +36,9 @@ export const ID_PREFIX = {
   scheduledTask: 'task',
   scheduledTaskRun: 'trun',
   activity: 'act',
+  webhookEndpoint: 'wh',
+  /** One event for one webhook endpoint; its id is the `webhook-id` header. */
+  webhookDelivery: 'whmsg',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isPublicAddress, SafeFetchError, safeFetch } from './safe-fetch.ts';
+import { checkFetchableUrl, isPublicAddress, SafeFetchError, safeFetch } from './safe-fetch.ts';
 
 /** The SSRF guard against a real loopback server: refused by default, reachable only when allowed by name. */
 describe('safeFetch', () => {
@@ -39,6 +39,25 @@ describe('safeFetch', () => {
     // The server is up: a refusal is the guard's, not a failed connection.
     expect(hits, url).toBe(before);
   };
+
+  it('truncate keeps the first maxBytes of a longer answer instead of failing', async () => {
+    const allowHosts = [`127.0.0.1:${port}`];
+    const cut = await safeFetch(`http://127.0.0.1:${port}/big`, { allowHosts, maxBytes: 100, truncate: true });
+    expect(cut.status).toBe(200);
+    expect(cut.body.toString()).toBe('x'.repeat(100));
+    await expect(safeFetch(`http://127.0.0.1:${port}/big`, { allowHosts, maxBytes: 100 })).rejects.toMatchObject({
+      reason: 'too-large',
+    });
+  });
+
+  it('checkFetchableUrl refuses what a fetch would, without fetching; an allowed host passes', async () => {
+    const before = hits;
+    for (const url of [`http://127.0.0.1:${port}/`, `http://localhost:${port}/`, 'ftp://example.com/', 'nonsense']) {
+      await expect(checkFetchableUrl(url), url).rejects.toMatchObject({ reason: 'blocked' });
+    }
+    await expect(checkFetchableUrl(`http://127.0.0.1:${port}/`, [`127.0.0.1:${port}`])).resolves.toBeUndefined();
+    expect(hits).toBe(before);
+  });
 
   it('refuses loopback in every spelling, private and metadata ranges, and other schemes', async () => {
     for (const host of [

@@ -101,8 +101,10 @@ export interface SafeFetchOptions {
   method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
   headers?: Record<string, string>;
   body?: string;
-  /** Largest body read (default 5 MB); a longer one fails with `too-large`. */
+  /** Largest body read (default 5 MB); a longer one fails with `too-large`, or is cut there with `truncate`. */
   maxBytes?: number;
+  /** Keep the first `maxBytes` of a longer body instead of failing (a webhook receiver's answer, only logged). */
+  truncate?: boolean;
   /** For the whole fetch, redirects included (default 15 s). */
   timeoutMs?: number;
   /** Redirects followed, each target checked again (default 5). */
@@ -196,6 +198,29 @@ function checkUrl(url: URL, allowHosts: readonly string[]): boolean {
   return allowed;
 }
 
+/**
+ * Checks a URL a user registers now, before anything fetches it (a webhook endpoint): what `safeFetch` would
+ * refuse outright (scheme, credentials, a non-public literal or `localhost`), and a host whose addresses, as
+ * DNS answers now, are not all public. A host that does not resolve passes: fetching it checks again.
+ */
+export async function checkFetchableUrl(input: string, allowHosts: readonly string[] = []): Promise<void> {
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    throw new SafeFetchError('Not a valid URL', 'blocked');
+  }
+  if (checkUrl(url, allowHosts)) return;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) return;
+  const addresses = await new Promise<LookupAddress[]>((resolve) =>
+    dnsLookup(host, { all: true }, (err, found) => resolve(err ? [] : found)),
+  );
+  if (addresses.some((a) => !isPublicAddress(a.address))) {
+    throw notPublic(`${host} resolves to an address that may not be fetched`, url);
+  }
+}
+
 /** Fetches a user-given URL through the guard; see the module comment. */
 export async function safeFetch(input: string, opts: SafeFetchOptions = {}): Promise<SafeResponse> {
   const maxBytes = opts.maxBytes ?? 5 * 1024 * 1024;
@@ -239,7 +264,7 @@ export async function safeFetch(input: string, opts: SafeFetchOptions = {}): Pro
       continue;
     }
     const declared = Number(res.headers['content-length'] ?? 0);
-    if (declared > maxBytes) {
+    if (declared > maxBytes && !opts.truncate) {
       await res.body.dump().catch(() => {});
       throw new SafeFetchError(`The answer is larger than ${maxBytes} bytes`, 'too-large');
     }
@@ -248,6 +273,11 @@ export async function safeFetch(input: string, opts: SafeFetchOptions = {}): Pro
     try {
       for await (const chunk of res.body) {
         size += (chunk as Buffer).length;
+        if (size > maxBytes && opts.truncate) {
+          chunks.push((chunk as Buffer).subarray(0, (chunk as Buffer).length - (size - maxBytes)));
+          res.body.destroy();
+          break;
+        }
         if (size > maxBytes) {
           res.body.destroy();
           throw new SafeFetchError(`The answer is larger than ${maxBytes} bytes`, 'too-large');

@@ -9,3 +9,4 @@ export * from './knowledge.ts';
 export * from './oauth.ts';
 export * from './tasks.ts';
 export * from './tools.ts';
+export * from './webhooks.ts';

@@ -4,7 +4,7 @@ import type { Deps } from '../../lib/context.ts';
 import { recordConnectionEvent } from '../activity/service.ts';
 import { connectionsChanged } from './active-cache.ts';
 import * as repo from './repo.ts';
-import { refreshConnectionRow } from './tokens.ts';
+import { emitStatusChange, refreshConnectionRow } from './tokens.ts';
 
 /**
  * Background work of the connections area. Tokens are also refreshed on use (and by
@@ -58,7 +58,11 @@ export async function refreshExpiringConnections(
       deps.log.warn({ err, connectionId: row.id }, 'scheduled token refresh failed');
     }
   }
-  const gone = await repo.expireUnrefreshable(db, now);
+  const gone = await db.transaction(async (tx) => {
+    const rows = await repo.expireUnrefreshable(tx, now);
+    for (const row of rows) await emitStatusChange(tx, { status: 'active' }, row);
+    return rows;
+  });
   const expired = gone.length;
   if (expired) connectionsChanged(deps, undefined);
   for (const c of gone) {

@@ -266,11 +266,8 @@ export async function listRefreshDue(db: Executor, before: Date, limit: number):
     .limit(limit);
 }
 
-/** Marks `expired` the active connections whose token expired and that cannot be refreshed. */
-export async function expireUnrefreshable(
-  db: Executor,
-  now: Date,
-): Promise<Array<{ id: string; accountId: string; providerId: string }>> {
+/** Marks `expired` the active connections whose token expired and that cannot be refreshed; answers them. */
+export async function expireUnrefreshable(db: Executor, now: Date): Promise<ConnectionRow[]> {
   const rows = await db
     .update(connections)
     .set({ status: 'expired', updatedAt: now })
@@ -281,7 +278,7 @@ export async function expireUnrefreshable(
         or(eq(connections.canRefresh, false), isNull(connections.refreshTokenEnc)),
       ),
     )
-    .returning({ id: connections.id, accountId: connections.accountId, providerId: connections.providerId });
+    .returning();
   return rows;
 }
 

@@ -18,6 +18,7 @@ import {
 import type { AuthType, FinalizeField, OAuthProviderDefinition, ProviderDefinition } from '../providers/schema.ts';
 import { hasOAuth, URL_PLACEHOLDER } from '../providers/schema.ts';
 import { logoPath } from '../providers/service.ts';
+import { emitEvent } from '../webhooks/service.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
 import { checkApiKey, TokenRefusedError } from './api-key.ts';
 import { bindingCookieName, bindingMatches, newBinding, startUrl } from './browser-binding.ts';
@@ -418,6 +419,12 @@ async function upsertConnection(
   const updated = existing ? await repo.updateConnection(tx, accountId, id, fields) : undefined;
   const row = updated ?? (await repo.insertConnection(tx, { id, accountId, providerId: def.id, ...fields }));
   void recordConnectionEvent(deps, accountId, { connectionId: row.id, providerId: def.id, event: 'created' });
+  await emitEvent(tx, accountId, 'connection.created', {
+    connectionId: row.id,
+    providerId: row.providerId,
+    status: row.status,
+    reconnected: updated !== undefined,
+  });
   return row;
 }
 

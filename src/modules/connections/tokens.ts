@@ -1,9 +1,11 @@
+import type { Executor } from '../../db/client.ts';
 import type { ConnectionRow } from '../../db/schema/index.ts';
 import type { Deps } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, NotFoundError } from '../../lib/errors.ts';
 import { recordConnectionEvent } from '../activity/service.ts';
 import { type CatalogProvider, providerCatalog, providerCredentials } from '../providers/catalog.ts';
 import { hasOAuth, type ProviderDefinition } from '../providers/schema.ts';
+import { emitEvent } from '../webhooks/service.ts';
 import { connectionsChanged } from './active-cache.ts';
 import { refreshTokens, TokenEndpointError } from './provider-oauth.ts';
 import * as repo from './repo.ts';
@@ -118,7 +120,7 @@ function refreshOnce(
     return (async () => {
       const row = await repo.findConnection(db, accountId, connectionId);
       if (!row) throw new NotFoundError(`Connection ${connectionId} not found`);
-      return refreshRow(deps, row, opts, async (patch) => {
+      return refreshRow(deps, db, row, opts, async (patch) => {
         const updated = await repo.updateConnectionIfToken(db, accountId, row.id, row.accessTokenEnc, patch);
         // Changed meanwhile (a reconnect, a delete): that state stands.
         return updated ?? (await repo.findConnection(db, accountId, row.id)) ?? row;
@@ -130,6 +132,7 @@ function refreshOnce(
     if (!row) throw new NotFoundError(`Connection ${connectionId} not found`);
     return refreshRow(
       deps,
+      tx,
       row,
       opts,
       async (patch) => (await repo.updateConnection(tx, accountId, row.id, patch)) ?? row,
@@ -140,6 +143,7 @@ function refreshOnce(
 /** Refreshes `row` if it needs it and records the outcome through `write`; answers the row as it now is. */
 async function refreshRow(
   deps: Deps,
+  db: Executor,
   row: ConnectionRow,
   opts: RefreshOptions,
   write: (patch: repo.ConnectionPatch) => Promise<ConnectionRow>,
@@ -198,8 +202,29 @@ async function refreshRow(
       event: patch.status === 'revoked' || patch.status === 'expired' ? patch.status : 'error',
       error: `Refresh failed: ${err.message}`,
     });
-    return write({ ...patch, refreshFailures: failures, lastError: err.message });
+    const updated = await write({ ...patch, refreshFailures: failures, lastError: err.message });
+    await emitStatusChange(db, row, updated);
+    return updated;
   }
+}
+
+/**
+ * Tells the account's webhooks (`connection.expired`, `.error`, `.revoked`) when a connection's status moved
+ * into one of those; on `db`, the executor that wrote the change.
+ */
+export async function emitStatusChange(
+  db: Executor,
+  before: Pick<ConnectionRow, 'status'>,
+  after: Pick<ConnectionRow, 'id' | 'accountId' | 'providerId' | 'status' | 'lastError'>,
+): Promise<void> {
+  if (after.status === before.status || after.status === 'active') return;
+  await emitEvent(db, after.accountId, `connection.${after.status}` as const, {
+    connectionId: after.id,
+    providerId: after.providerId,
+    status: after.status,
+    previousStatus: before.status,
+    lastError: after.lastError,
+  });
 }
 
 /** Refuses a connection that cannot serve a call now, saying what the user can do about it. */

@@ -22,7 +22,7 @@ import { apiOf, withCredential } from './api-key.ts';
 import { providerMessage, sendWithRetry } from './http.ts';
 import * as repo from './repo.ts';
 import { type ConnectionSettings, connectionSettings } from './settings.ts';
-import { assertUsable, freshAccessToken, openAccessToken, refreshConnectionRow } from './tokens.ts';
+import { assertUsable, emitStatusChange, freshAccessToken, openAccessToken, refreshConnectionRow } from './tokens.ts';
 
 /**
  * Running provider tools: the REST execute endpoint, the agent and MCP all come through
@@ -241,10 +241,13 @@ async function retryAfterUnauthorized(
   }
   const canRefresh = row.canRefresh && !!row.refreshTokenEnc;
   const status = canRefresh ? 'error' : 'revoked';
-  await repo.markTokenRefused(ctx.db, ctx.accountId, row.id, refused, {
-    status,
-    canRefresh,
-    lastError: `${def.label} refused the token (401)`,
+  await ctx.db.transaction(async (tx) => {
+    const marked = await repo.markTokenRefused(tx, ctx.accountId, row.id, refused, {
+      status,
+      canRefresh,
+      lastError: `${def.label} refused the token (401)`,
+    });
+    if (marked) await emitStatusChange(tx, row, marked);
   });
   connectionsChanged(ctx.deps, ctx.accountId);
   void recordConnectionEvent(

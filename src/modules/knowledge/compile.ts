@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import type { Executor } from '../../db/client.ts';
 import type {
   KnowledgeBaseRow,
   KnowledgePageRow,
@@ -13,6 +14,7 @@ import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../../lib/json.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { ChatMessage } from '../../llm/types.ts';
 import { runCompletion } from '../llm/service.ts';
+import { emitEvent } from '../webhooks/service.ts';
 import { slugify } from './links.ts';
 import { logEvent, regenerateIndex, writePage } from './pages.write.ts';
 import * as repo from './repo.ts';
@@ -279,6 +281,7 @@ export async function compileSource(
       await db.transaction(async (tx) => {
         await repo.updateSource(tx, sourceId, { status: 'compiled', compiledAt: new Date() });
         await logEvent(tx, kb.id, 'compile', 'info', `Source ${source.name} is unchanged: skipped`, { sourceId });
+        await emitSourceEvent(tx, source, 'knowledge_source.compiled', { unchanged: true, created: [], updated: [] });
       });
       return { ...outcome, status: 'skipped' };
     }
@@ -394,6 +397,11 @@ export async function compileSource(
         compiledAt: new Date(),
         error: null,
       });
+      await emitSourceEvent(tx, source, 'knowledge_source.compiled', {
+        unchanged: false,
+        created: outcome.created,
+        updated: outcome.updated,
+      });
     });
     return outcome;
   } catch (err) {
@@ -406,9 +414,27 @@ export async function compileSource(
     await db.transaction(async (tx) => {
       await repo.updateSource(tx, sourceId, { status: 'failed', error: message });
       await logEvent(tx, kb.id, 'compile', 'error', `Source ${source.name} failed: ${message}`, { sourceId });
+      await emitSourceEvent(tx, source, 'knowledge_source.failed', { error: message });
     });
     return { ...outcome, status: 'failed' };
   }
+}
+
+/** Tells the account's webhooks a source compiled or failed, in the transaction that recorded it. */
+function emitSourceEvent(
+  tx: Executor,
+  source: KnowledgeSourceRow,
+  type: 'knowledge_source.compiled' | 'knowledge_source.failed',
+  extra: Record<string, unknown>,
+): Promise<number> {
+  return emitEvent(tx, source.accountId, type, {
+    sourceId: source.id,
+    kbId: source.kbId,
+    name: source.name,
+    type: source.type,
+    status: type === 'knowledge_source.compiled' ? 'compiled' : 'failed',
+    ...extra,
+  });
 }
 
 /** Faults no retry fixes: the owner is out of credits, or the request was refused as invalid. */

@@ -1,5 +1,6 @@
 import { delegatedContext, readDelegation } from '../../auth/delegation.ts';
 import type { Scope } from '../../auth/scopes.ts';
+import type { Executor } from '../../db/client.ts';
 import type { ScheduledTaskRunRow } from '../../db/schema/index.ts';
 import type { JobContext } from '../../jobs/definition.ts';
 import { errorText } from '../../jobs/queue.ts';
@@ -12,6 +13,7 @@ import * as agentsRepo from '../agents/repo.ts';
 import { AGENT_DELETED_REASON } from '../agents/service.ts';
 import { deliverToAgentChannels } from '../channels/deliver.service.ts';
 import { availableCredits } from '../credits/service.ts';
+import { emitEvent } from '../webhooks/service.ts';
 import { nextRun } from './cron.ts';
 import { enqueueTaskJob, TASK_RUN_RETRY } from './jobs.ts';
 import * as repo from './repo.ts';
@@ -87,13 +89,37 @@ async function fail(
   error: string,
   extra: Partial<ScheduledTaskRunRow> = {},
 ): Promise<{ status: 'failed'; error: string }> {
-  await repo.updateRun(deps.database.db, run.id, ['running', 'queued', 'retrying'], {
-    status: 'failed',
-    error,
-    finishedAt: new Date(),
-    ...extra,
+  await deps.database.db.transaction(async (tx) => {
+    const done = await repo.updateRun(tx, run.id, ['running', 'queued', 'retrying'], {
+      status: 'failed',
+      error,
+      finishedAt: new Date(),
+      ...extra,
+    });
+    if (done) await emitRunFinished(tx, done);
   });
   return { status: 'failed', error };
+}
+
+/** The most characters of a run's answer a `task_run.finished` webhook carries (the run keeps it whole). */
+const WEBHOOK_OUTPUT_CHARS = 4000;
+
+/** Tells the account's webhooks a run ended (`task_run.finished`), in the transaction that ended it. */
+function emitRunFinished(tx: Executor, run: ScheduledTaskRunRow): Promise<number> {
+  const output = run.output ?? null;
+  return emitEvent(tx, run.accountId, 'task_run.finished', {
+    runId: run.id,
+    taskId: run.taskId,
+    trigger: run.trigger,
+    status: run.status,
+    error: run.error,
+    output: output && output.length > WEBHOOK_OUTPUT_CHARS ? output.slice(0, WEBHOOK_OUTPUT_CHARS) : output,
+    outputTruncated: (output?.length ?? 0) > WEBHOOK_OUTPUT_CHARS,
+    creditsConsumed: run.creditsConsumed,
+    conversationId: run.conversationId,
+    scheduledFor: run.scheduledFor.toISOString(),
+    finishedAt: run.finishedAt?.toISOString() ?? null,
+  });
 }
 
 /** Runs one recorded occurrence (the `tasks.run` job). */
@@ -159,6 +185,7 @@ export async function executeTaskRun(deps: Deps, runId: string, job: JobContext)
         finishedAt: new Date(),
       });
       if (!done) return 0;
+      await emitRunFinished(tx, done);
       const push = await deliverToAgentChannels({ db: tx, accountId: task.accountId }, task.agentId, outcome.content, {
         key: run.id,
       });

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
 import type { Deps } from '../../lib/context.ts';
-import { recordConnectionEvent } from '../activity/service.ts';
 import { connectionsChanged } from './active-cache.ts';
+import { connectionEvent } from './events.ts';
 import * as repo from './repo.ts';
-import { emitStatusChange, refreshConnectionRow } from './tokens.ts';
+import { refreshConnectionRow } from './tokens.ts';
 
 /**
  * Background work of the connections area. Tokens are also refreshed on use (and by
@@ -58,21 +58,19 @@ export async function refreshExpiringConnections(
       deps.log.warn({ err, connectionId: row.id }, 'scheduled token refresh failed');
     }
   }
-  const gone = await db.transaction(async (tx) => {
+  const expired = await db.transaction(async (tx) => {
     const rows = await repo.expireUnrefreshable(tx, now);
-    for (const row of rows) await emitStatusChange(tx, { status: 'active' }, row);
-    return rows;
+    for (const row of rows) {
+      await connectionEvent(deps, tx, {
+        before: { status: 'active' },
+        after: row,
+        event: 'expired',
+        error: 'The token expired and cannot be refreshed; reconnect it',
+      });
+    }
+    return rows.length;
   });
-  const expired = gone.length;
   if (expired) connectionsChanged(deps, undefined);
-  for (const c of gone) {
-    void recordConnectionEvent(deps, c.accountId, {
-      connectionId: c.id,
-      providerId: c.providerId,
-      event: 'expired',
-      error: 'The token expired and cannot be refreshed; reconnect it',
-    });
-  }
   const swept = await repo.sweepExpiredAuthorizations(db, new Date(now.getTime() - KEEP_AUTHORIZATIONS_MS));
   return { refreshed, failed, expired, swept };
 }

@@ -18,10 +18,10 @@ import {
 import type { AuthType, FinalizeField, OAuthProviderDefinition, ProviderDefinition } from '../providers/schema.ts';
 import { hasOAuth, URL_PLACEHOLDER } from '../providers/schema.ts';
 import { logoPath } from '../providers/service.ts';
-import { emitEvent } from '../webhooks/service.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
 import { checkApiKey, TokenRefusedError } from './api-key.ts';
 import { bindingCookieName, bindingMatches, newBinding, startUrl } from './browser-binding.ts';
+import { connectionEvent } from './events.ts';
 import { connectionFilterOf } from './filter.ts';
 import {
   authorizationUrl,
@@ -418,13 +418,7 @@ async function upsertConnection(
   };
   const updated = existing ? await repo.updateConnection(tx, accountId, id, fields) : undefined;
   const row = updated ?? (await repo.insertConnection(tx, { id, accountId, providerId: def.id, ...fields }));
-  void recordConnectionEvent(deps, accountId, { connectionId: row.id, providerId: def.id, event: 'created' });
-  await emitEvent(tx, accountId, 'connection.created', {
-    connectionId: row.id,
-    providerId: row.providerId,
-    status: row.status,
-    reconnected: updated !== undefined,
-  });
+  await connectionEvent(deps, tx, { before: row, after: row, event: 'created', reconnected: updated !== undefined });
   return row;
 }
 
@@ -697,6 +691,7 @@ export async function deleteConnection(ctx: ServiceContext, connectionId: string
   const row = await repo.deleteConnection(ctx.db, ctx.accountId, connectionId);
   if (!row) throw new NotFoundError(`Connection ${connectionId} not found`);
   connectionsChanged(ctx.deps, ctx.accountId);
+  // Logged only: a deletion the user asked for is not a `connection.revoked` webhook (the API caller knows).
   void recordConnectionEvent(
     ctx.deps,
     ctx.accountId,

@@ -2,11 +2,10 @@ import type { Executor } from '../../db/client.ts';
 import type { ConnectionRow } from '../../db/schema/index.ts';
 import type { Deps } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, NotFoundError } from '../../lib/errors.ts';
-import { recordConnectionEvent } from '../activity/service.ts';
 import { type CatalogProvider, providerCatalog, providerCredentials } from '../providers/catalog.ts';
 import { hasOAuth, type ProviderDefinition } from '../providers/schema.ts';
-import { emitEvent } from '../webhooks/service.ts';
 import { connectionsChanged } from './active-cache.ts';
+import { connectionEvent } from './events.ts';
 import { refreshTokens, TokenEndpointError } from './provider-oauth.ts';
 import * as repo from './repo.ts';
 import { connectionSettings } from './settings.ts';
@@ -175,7 +174,7 @@ async function refreshRow(
       refreshedAt: now,
     });
     deps.log.info({ connectionId: row.id, providerId: def.id }, 'connection token refreshed');
-    void recordConnectionEvent(deps, row.accountId, { connectionId: row.id, providerId: def.id, event: 'refreshed' });
+    await connectionEvent(deps, db, { before: row, after: updated, event: 'refreshed' });
     return updated;
   } catch (err) {
     if (!(err instanceof TokenEndpointError)) throw err;
@@ -196,35 +195,15 @@ async function refreshRow(
       { connectionId: row.id, providerId: def.id, kind: err.kind, failures, status: patch.status },
       'connection token refresh failed',
     );
-    void recordConnectionEvent(deps, row.accountId, {
-      connectionId: row.id,
-      providerId: def.id,
+    const updated = await write({ ...patch, refreshFailures: failures, lastError: err.message });
+    await connectionEvent(deps, db, {
+      before: row,
+      after: updated,
       event: patch.status === 'revoked' || patch.status === 'expired' ? patch.status : 'error',
       error: `Refresh failed: ${err.message}`,
     });
-    const updated = await write({ ...patch, refreshFailures: failures, lastError: err.message });
-    await emitStatusChange(db, row, updated);
     return updated;
   }
-}
-
-/**
- * Tells the account's webhooks (`connection.expired`, `.error`, `.revoked`) when a connection's status moved
- * into one of those; on `db`, the executor that wrote the change.
- */
-export async function emitStatusChange(
-  db: Executor,
-  before: Pick<ConnectionRow, 'status'>,
-  after: Pick<ConnectionRow, 'id' | 'accountId' | 'providerId' | 'status' | 'lastError'>,
-): Promise<void> {
-  if (after.status === before.status || after.status === 'active') return;
-  await emitEvent(db, after.accountId, `connection.${after.status}` as const, {
-    connectionId: after.id,
-    providerId: after.providerId,
-    status: after.status,
-    previousStatus: before.status,
-    lastError: after.lastError,
-  });
 }
 
 /** Refuses a connection that cannot serve a call now, saying what the user can do about it. */

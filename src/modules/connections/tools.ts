@@ -5,7 +5,7 @@ import { requireScope } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { REDACTED } from '../../lib/redact.ts';
-import { recordActivity, recordConnectionEvent } from '../activity/service.ts';
+import { recordActivity } from '../activity/service.ts';
 import { findTool, providerCatalog } from '../providers/catalog.ts';
 import {
   type BuiltRequest,
@@ -19,10 +19,11 @@ import type { ProviderDefinition, ProviderTool, ToolDefinition } from '../provid
 import { listProviderTools } from '../providers/service.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
 import { apiOf, withCredential } from './api-key.ts';
+import { connectionEvent } from './events.ts';
 import { providerMessage, sendWithRetry } from './http.ts';
 import * as repo from './repo.ts';
 import { type ConnectionSettings, connectionSettings } from './settings.ts';
-import { assertUsable, emitStatusChange, freshAccessToken, openAccessToken, refreshConnectionRow } from './tokens.ts';
+import { assertUsable, freshAccessToken, openAccessToken, refreshConnectionRow } from './tokens.ts';
 
 /**
  * Running provider tools: the REST execute endpoint, the agent and MCP all come through
@@ -241,21 +242,13 @@ async function retryAfterUnauthorized(
   }
   const canRefresh = row.canRefresh && !!row.refreshTokenEnc;
   const status = canRefresh ? 'error' : 'revoked';
+  const lastError = `${def.label} refused the token (401)`;
   await ctx.db.transaction(async (tx) => {
-    const marked = await repo.markTokenRefused(tx, ctx.accountId, row.id, refused, {
-      status,
-      canRefresh,
-      lastError: `${def.label} refused the token (401)`,
-    });
-    if (marked) await emitStatusChange(tx, row, marked);
+    const marked = await repo.markTokenRefused(tx, ctx.accountId, row.id, refused, { status, canRefresh, lastError });
+    // Not marked: the token changed meanwhile, so the status did not move (no webhook); the refusal is logged.
+    await connectionEvent(ctx.deps, tx, { before: row, after: marked ?? row, event: status, error: lastError }, ctx);
   });
   connectionsChanged(ctx.deps, ctx.accountId);
-  void recordConnectionEvent(
-    ctx.deps,
-    ctx.accountId,
-    { connectionId: row.id, providerId: def.id, event: status, error: `${def.label} refused the token (401)` },
-    ctx,
-  );
   ctx.log.warn({ connectionId: row.id, providerId: def.id, status }, 'provider refused the connection token');
   throw new BadGatewayError(
     `${def.label} refused the token of connection ${row.id} (401)${canRefresh ? ' even after a refresh' : ''}; ` +

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { App } from '../../http/types.ts';
 import { NotFoundError } from '../../lib/errors.ts';
+import { searchProviderTools } from '../connections/tool-search.service.ts';
 import { listConnectionTools } from '../connections/tools.ts';
 import {
   Provider,
@@ -12,7 +13,6 @@ import {
   ToolSearchQuery,
 } from './schema.ts';
 import * as service from './service.ts';
-import { searchProviderTools } from './tool-search.service.ts';
 
 /** `/api/v1/providers*` (SPEC §4 Providers). */
 export async function providerRoutes(app: App): Promise<void> {

@@ -1,16 +1,18 @@
 import type { ServiceContext } from '../../lib/context.ts';
 import { requireScope } from '../../lib/context.ts';
-import { activeConnectionRows } from '../connections/active-cache.ts';
-import { mayRunTool } from '../connections/tools.ts';
-import { providerCatalog } from './catalog.ts';
-import type { ToolSearchHit, ToolSearchQuery } from './schema.ts';
-import { searchCatalogTools } from './tool-search.ts';
+import { providerCatalog } from '../providers/catalog.ts';
+import type { ToolSearchHit, ToolSearchQuery } from '../providers/schema.ts';
+import { searchCatalogTools } from '../providers/tool-search.ts';
+import { activeConnectionRows } from './active-cache.ts';
+import { mayRunTool } from './tools.ts';
 
 /**
  * `GET /providers/tools/search`: the catalog's tools ranked for a request in plain words, by the ranking the
  * agent's `find_tools` uses (src/lib/tool-search.ts). With `connected`, only the providers of the caller's
  * active connections, and only the tools the caller may run there (no write tools with a `read` permission).
- * The work is bounded: the request is cut at 500 characters and at most 50 hits are answered.
+ * The work is bounded: the request is cut at 500 characters and at most 50 hits are answered. It lives with
+ * the connections (whose permissions it applies), so the providers area, which owns the catalog, imports no
+ * connections service.
  */
 export async function searchProviderTools(ctx: ServiceContext, query: ToolSearchQuery): Promise<ToolSearchHit[]> {
   requireScope(ctx, 'connections');

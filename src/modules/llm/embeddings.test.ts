@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FAKE_ANTHROPIC_KEY, type FakeAnthropic, startFakeAnthropic } from '../../../test/fakes/anthropic.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { accounts } from '../../db/schema/index.ts';
 import { returnIdleLeases } from '../credits/service.ts';
@@ -109,4 +110,17 @@ describe('Embeddings (/api/v1/embeddings) through the real openai client', () =>
     expect((broke as InstanceType<typeof OpenAI.APIError>).status).toBe(402);
     expect(fake.requests).toHaveLength(0);
   });
+
+  guardTests(
+    () => h,
+    [
+      {
+        method: 'POST',
+        url: '/api/v1/embeddings',
+        scopes: ['llm-all'],
+        body: { model: 'fake-embed', input: 'x' },
+        errorShape: 'openai',
+      },
+    ],
+  );
 });

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FAKE_ANTHROPIC_KEY, type FakeAnthropic, startFakeAnthropic } from '../../../test/fakes/anthropic.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { creditsComment, sseEvents } from '../../../test/sse.ts';
 import { accounts } from '../../db/schema/index.ts';
@@ -339,4 +340,19 @@ describe('Anthropic Messages API (/api/v1/messages) through the real @anthropic-
     expect(second.json().error.type).toBe('rate_limit_error');
     expect(Number(second.headers['retry-after'])).toBeGreaterThan(0);
   });
+
+  const hi = { model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] };
+  guardTests(
+    () => h,
+    [
+      {
+        method: 'POST',
+        url: '/api/v1/messages',
+        scopes: ['llm-all'],
+        body: { ...hi, max_tokens: 5 },
+        errorShape: 'anthropic',
+      },
+      { method: 'POST', url: '/api/v1/messages/count_tokens', scopes: ['llm-all'], body: hi, errorShape: 'anthropic' },
+    ],
+  );
 });

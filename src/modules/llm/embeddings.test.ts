@@ -81,7 +81,7 @@ describe('Embeddings (/api/v1/embeddings) through the real openai client', () =>
       expect(apiErr.code).toBe('model_not_found');
       expect(apiErr.type).toBe('invalid_request_error');
       expect(apiErr.message).toBe(
-        `404 The model "${model}" does not exist or no configured upstream serves embeddings with it`,
+        `404 The model "${model}" does not exist or no configured upstream serves embeddings with it: pick an embedding model from GET /api/v1/models, or have the operator list one in LLM_MODELS (e.g. text-embedding-3-small=20000/0) served by an OpenAI-compatible upstream (LLM_BASE_URL)`,
       );
     }
     expect(fake.requests).toHaveLength(0);

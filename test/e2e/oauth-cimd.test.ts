@@ -284,7 +284,10 @@ describe('Client ID Metadata Documents', () => {
     });
     expect(await refusedAtAuthorize(`${docsOrigin}/clients/slow.json`)).toContain('took too long');
 
-    expect(await refusedAtAuthorize(serve('/clients/html.json', '<html>hello</html>'))).toContain('not JSON');
+    const notJson = await refusedAtAuthorize(serve('/clients/html.json', '<html>hello</html>'));
+    expect(notJson).toContain('not JSON: serve the client metadata as a JSON object');
+    // Whoever is signing in learns that the app, not they, must fix it.
+    expect(notJson).toContain('until its publisher fixes the document');
 
     const secret = `${docsOrigin}/clients/secret.json`;
     serve('/clients/secret.json', doc(secret, { token_endpoint_auth_method: 'client_secret_basic' }));
@@ -294,7 +297,9 @@ describe('Client ID Metadata Documents', () => {
     serve('/clients/no-redirects.json', { client_id: missing, client_name: 'x' });
     expect(await refusedAtAuthorize(missing)).toContain('redirect_uris');
 
-    expect(await refusedAtAuthorize(`${docsOrigin}/clients/absent.json`)).toContain('404');
+    expect(await refusedAtAuthorize(`${docsOrigin}/clients/absent.json`)).toContain(
+      'the fetch answered HTTP 404: serve the document at exactly this URL with status 200',
+    );
   });
 
   it('URLs the draft or the SSRF guard forbid are refused before any fetch', async () => {

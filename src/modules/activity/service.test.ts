@@ -253,16 +253,14 @@ describe('activity log', () => {
         scopes: ['account'],
         ownedUrl: async (owner) => {
           const id = newId('activity');
-          await h.database.db
-            .insert(activity)
-            .values({
-              id,
-              accountId: owner.account.id,
-              kind: 'tool-call',
-              via: 'api',
-              actorKind: 'session',
-              status: 'ok',
-            });
+          await h.database.db.insert(activity).values({
+            id,
+            accountId: owner.account.id,
+            kind: 'tool-call',
+            via: 'api',
+            actorKind: 'session',
+            status: 'ok',
+          });
           return `/api/v1/activity/${id}`;
         },
       },

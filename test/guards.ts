@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { ALL_SCOPES, type Scope } from '../src/auth/scopes.ts';
+import { anthropicErrorType } from '../src/llm/anthropic-messages.ts';
 import { call, createUser, type TestHarness, type TestUser } from './harness.ts';
 
 /** One part of a multipart/form-data body: a field, or a file when it has a `filename`. */
@@ -71,15 +72,36 @@ export interface GuardedRoute {
   otherAccountUrl?: (owner: TestUser) => Promise<string> | string;
   /** A body for the 404 case when it differs from `body`. */
   validBody?: unknown;
+  /**
+   * The error body's shape, for the routes an SDK calls (src/http/error-handler.ts): `openai` puts OpenAI's error
+   * object in `error`, `anthropic` answers Anthropic's; `message` and `statusCode` stay at the top either way.
+   */
+  errorShape?: 'openai' | 'anthropic';
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-function expectError(res: LightMyRequestResponse, status: number, error: string, message?: string): void {
+/** The §7 error body, or the SDK-compatible shape a route answers instead (see `GuardedRoute.errorShape`). */
+function errorBody(shape: GuardedRoute['errorShape'], status: number, error: string, message: unknown): object {
+  if (shape === 'openai')
+    return { error: { message, type: error, param: null, code: null }, message, statusCode: status };
+  if (shape === 'anthropic') {
+    return { type: 'error', error: { type: anthropicErrorType(status), message }, message, statusCode: status };
+  }
+  return { error, message, statusCode: status };
+}
+
+function expectError(
+  res: LightMyRequestResponse,
+  status: number,
+  error: string,
+  message?: string,
+  shape?: GuardedRoute['errorShape'],
+): void {
   expect(res.statusCode, res.body).toBe(status);
   expect(res.headers['x-request-id']).toMatch(REQUEST_ID);
   const body = res.json();
-  expect(body).toEqual({ error, message: message ?? expect.any(String), statusCode: status });
+  expect(body).toEqual(errorBody(shape, status, error, message ?? expect.any(String)));
 }
 
 /** The guard let the call through: whatever the handler answered, it was not the guard's refusal. */
@@ -91,6 +113,8 @@ export function guardTests(harness: () => TestHarness, routes: GuardedRoute[]): 
   describe('guards', () => {
     for (const route of routes) {
       const name = `${route.method} ${route.url}`;
+      const refused = (res: LightMyRequestResponse, status: number, error: string, message?: string) =>
+        expectError(res, status, error, message, route.errorShape);
       // A multipart body is encoded afresh for each call (a fresh boundary), with its content type.
       const encoded = () => {
         if (!route.multipart) return {};
@@ -101,7 +125,7 @@ export function guardTests(harness: () => TestHarness, routes: GuardedRoute[]): 
         call(harness().app, route.method, url, { body, ...encoded(), ...(token ? { token } : {}) });
 
       it(`${name}: 401 UnauthorizedError without a token`, async () => {
-        expectError(
+        refused(
           await send(undefined),
           401,
           'UnauthorizedError',
@@ -113,20 +137,20 @@ export function guardTests(harness: () => TestHarness, routes: GuardedRoute[]): 
           ...multipart,
           headers: { ...multipart.headers, authorization: 'Basic dXNlcjpwYXNz' },
         });
-        expectError(basic, 401, 'UnauthorizedError');
+        refused(basic, 401, 'UnauthorizedError');
       });
 
       it(`${name}: 401 UnauthorizedError with an unknown token`, async () => {
         const random = randomBytes(32).toString('base64url');
-        expectError(await send(`pat_${random}`), 401, 'UnauthorizedError', 'Invalid or revoked personal access token');
-        expectError(await send(`sess_${random}`), 401, 'UnauthorizedError', 'Invalid session token');
-        expectError(await send(random), 401, 'UnauthorizedError', 'Invalid bearer token');
+        refused(await send(`pat_${random}`), 401, 'UnauthorizedError', 'Invalid or revoked personal access token');
+        refused(await send(`sess_${random}`), 401, 'UnauthorizedError', 'Invalid session token');
+        refused(await send(random), 401, 'UnauthorizedError', 'Invalid bearer token');
       });
 
       if (route.sessionOnly) {
         it(`${name}: 403 ForbiddenError with a PAT, even one holding every scope; a session gets in`, async () => {
           const u = await createUser(harness().app);
-          expectError(
+          refused(
             await send(await u.pat([...ALL_SCOPES])),
             403,
             'ForbiddenError',
@@ -140,7 +164,7 @@ export function guardTests(harness: () => TestHarness, routes: GuardedRoute[]): 
       if (route.scopes.length > 0 && !route.sessionOnly) {
         it(`${name}: 403 ForbiddenError without ${route.scopes.join(' or ')}; any one of them gets in`, async () => {
           const u = await createUser(harness().app);
-          expectError(
+          refused(
             await send(await u.pat(lacking)),
             403,
             'ForbiddenError',
@@ -164,7 +188,7 @@ export function guardTests(harness: () => TestHarness, routes: GuardedRoute[]): 
           const url = await ownedUrl(owner);
           const body = route.validBody ?? route.body;
           const res = await send(me.sessionToken, url, body);
-          expectError(res, 404, 'NotFoundError');
+          refused(res, 404, 'NotFoundError');
           // The not-found handler also answers NotFoundError: make sure this was the route's own answer.
           expect(res.json().message).not.toMatch(/^Route /);
           const own = await send(owner.sessionToken, url, body);

@@ -76,7 +76,12 @@ export function fromMessagesRequest(req: MessagesRequest): ChatRequest {
   if (typeof req.metadata?.user_id === 'string' && req.metadata.user_id) out.user = req.metadata.user_id;
   if (req.tools?.length) {
     out.tools = req.tools.map((t, j): ChatTool => {
-      if (!t.input_schema) refuse(`tools[${j}]: server tools ("${String(t.type)}") are not supported`);
+      if (!t.input_schema) {
+        refuse(
+          `tools[${j}]: server tools ("${String(t.type)}") are not supported: declare the tool with an input_schema ` +
+            'and run it in your client, answering its tool_use with a tool_result',
+        );
+      }
       return {
         type: 'function',
         function: {
@@ -130,7 +135,10 @@ function userMessages(content: string | MessagesBlock[], where: string): ChatMes
     } else if (b.type === 'image') {
       parts.push({ type: 'image_url', image_url: { url: imageUrl(b, at) } });
     } else if (b.type !== 'thinking' && b.type !== 'redacted_thinking') {
-      refuse(`${at}: "${b.type}" blocks are not supported`);
+      refuse(
+        `${at}: "${b.type}" blocks are not supported: send text, image and tool_result blocks ` +
+          "(a document's text as a text block)",
+      );
     }
   }
   return parts.length ? [...results, { role: 'user', content: parts }] : results;
@@ -159,7 +167,7 @@ function assistantMessage(content: string | MessagesBlock[], where: string): Cha
         function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) },
       });
     } else if (b.type !== 'thinking' && b.type !== 'redacted_thinking') {
-      refuse(`${at}: "${b.type}" blocks are not supported in assistant turns`);
+      refuse(`${at}: "${b.type}" blocks are not supported in assistant turns: send text and tool_use blocks`);
     }
   }
   return { role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}) };

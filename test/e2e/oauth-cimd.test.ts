@@ -5,21 +5,15 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type {
-  OAuthClientInformationMixed,
-  OAuthClientMetadata,
-  OAuthTokens,
-} from '@modelcontextprotocol/sdk/shared/auth.js';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { authClients } from '../../src/db/schema/index.ts';
 import type { App } from '../../src/http/types.ts';
 import { createHarness, createUser, type TestHarness, testConfig } from '../harness.ts';
-import { authorizeInBrowser, Browser, decodeJwt, freePort, pkcePair } from './oauth-helpers.ts';
+import { authorizeInBrowser, Browser, decodeJwt, freePort, MemoryOAuthClient, pkcePair } from './oauth-helpers.ts';
 
 /**
  * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document, MCP 2025-11-25): an MCP client
@@ -29,45 +23,6 @@ import { authorizeInBrowser, Browser, decodeJwt, freePort, pkcePair } from './oa
  */
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
-
-class MemoryProvider implements OAuthClientProvider {
-  info: OAuthClientInformationMixed | undefined;
-  saved: OAuthTokens | undefined;
-  verifier = '';
-  authorizationUrl: URL | undefined;
-  readonly redirectUrl = 'http://127.0.0.1:9/mcp-callback';
-  constructor(readonly clientMetadataUrl: string) {}
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: 'CIMD Test Client',
-      redirect_uris: [this.redirectUrl],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    };
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-}
 
 describe('Client ID Metadata Documents', () => {
   let h: TestHarness;
@@ -195,7 +150,7 @@ describe('Client ID Metadata Documents', () => {
       token_endpoint_auth_method: 'none',
     });
     const user = await createUser(app);
-    const provider = new MemoryProvider(url);
+    const provider = new MemoryOAuthClient('CIMD Test Client', url);
     const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { authProvider: provider });
     const mcp = new Client({ name: 'cimd-test', version: '1.0.0' });
     await expect(mcp.connect(transport)).rejects.toThrow(/Unauthorized/);
@@ -284,7 +239,10 @@ describe('Client ID Metadata Documents', () => {
     });
     expect(await refusedAtAuthorize(`${docsOrigin}/clients/slow.json`)).toContain('took too long');
 
-    expect(await refusedAtAuthorize(serve('/clients/html.json', '<html>hello</html>'))).toContain('not JSON');
+    const notJson = await refusedAtAuthorize(serve('/clients/html.json', '<html>hello</html>'));
+    expect(notJson).toContain('not JSON: serve the client metadata as a JSON object');
+    // Whoever is signing in learns that the app, not they, must fix it.
+    expect(notJson).toContain('until its publisher fixes the document');
 
     const secret = `${docsOrigin}/clients/secret.json`;
     serve('/clients/secret.json', doc(secret, { token_endpoint_auth_method: 'client_secret_basic' }));
@@ -294,7 +252,9 @@ describe('Client ID Metadata Documents', () => {
     serve('/clients/no-redirects.json', { client_id: missing, client_name: 'x' });
     expect(await refusedAtAuthorize(missing)).toContain('redirect_uris');
 
-    expect(await refusedAtAuthorize(`${docsOrigin}/clients/absent.json`)).toContain('404');
+    expect(await refusedAtAuthorize(`${docsOrigin}/clients/absent.json`)).toContain(
+      'the fetch answered HTTP 404: serve the document at exactly this URL with status 200',
+    );
   });
 
   it('URLs the draft or the SSRF guard forbid are refused before any fetch', async () => {

@@ -1,9 +1,15 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { App } from '../../src/http/types.ts';
 import type { TestHarness } from '../harness.ts';
 
-/** Helpers of the OAuth end-to-end tests: a listening app, and a cookie-keeping "browser" over fetch. */
+/** Helpers of the OAuth end-to-end tests: a listening app, a cookie-keeping "browser" over fetch, an MCP SDK OAuth client. */
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -170,4 +176,54 @@ export async function obtainTokens(
     expectedState: state,
   });
   return { tokens, consentPage };
+}
+
+/**
+ * What an MCP client keeps between the steps of its OAuth flow (in memory here), as the MCP SDK's `auth()` uses
+ * it. With `clientMetadataUrl` the client names itself by that Client ID Metadata Document; without it, it
+ * registers dynamically.
+ */
+export class MemoryOAuthClient implements OAuthClientProvider {
+  info: OAuthClientInformationMixed | undefined;
+  saved: OAuthTokens | undefined;
+  verifier = '';
+  authorizationUrl: URL | undefined;
+  readonly redirectUrl = 'http://127.0.0.1:9/mcp-callback';
+  readonly clientMetadataUrl?: string;
+  constructor(
+    private readonly clientName: string,
+    clientMetadataUrl?: string,
+  ) {
+    if (clientMetadataUrl) this.clientMetadataUrl = clientMetadataUrl;
+  }
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: this.clientName,
+      redirect_uris: [this.redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(v: string) {
+    this.verifier = v;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
 }

@@ -1,14 +1,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { auth, extractWWWAuthenticateParams, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type {
-  OAuthClientInformationMixed,
-  OAuthClientMetadata,
-  OAuthTokens,
-} from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,46 +15,7 @@ import { openAccessToken } from '../../src/modules/connections/tokens.ts';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
 import { type FakeOAuthProvider, fakeProvidersEnv, startFakeOAuthProvider } from '../fakes/oauth-provider.ts';
 import { createHarness, createUser, type TestHarness, type TestUser, testConfig } from '../harness.ts';
-import { authorizeInBrowser, Browser, decodeJwt, freePort } from './oauth-helpers.ts';
-
-/** What an MCP client keeps between the steps of its OAuth flow (in memory here). */
-class MemoryProvider implements OAuthClientProvider {
-  info: OAuthClientInformationMixed | undefined;
-  saved: OAuthTokens | undefined;
-  verifier = '';
-  authorizationUrl: URL | undefined;
-  readonly redirectUrl = 'http://127.0.0.1:9/mcp-callback';
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: 'MCP Test Client',
-      redirect_uris: [this.redirectUrl],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    };
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-}
+import { authorizeInBrowser, Browser, decodeJwt, freePort, MemoryOAuthClient } from './oauth-helpers.ts';
 
 /**
  * An MCP client that knows only `{BASE_URL}/mcp`: the SDK's own discovery from the 401, registration, PKCE,
@@ -175,7 +131,7 @@ describe('MCP client discovery and authorization (MCP SDK)', () => {
   it("the SDK's auth() goes from the 401 through registration, PKCE and consent to a token that lists and calls the tools", async () => {
     const user = await createUser(app);
     const acmeToken = await connectAcme(user);
-    const provider = new MemoryProvider();
+    const provider = new MemoryOAuthClient('MCP Test Client');
     const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { authProvider: provider });
     const mcp = new Client({ name: 'mcp-test', version: '1.0.0' });
     // The first connect meets the 401, discovers, registers and asks the user to authorize.
@@ -250,7 +206,7 @@ describe('MCP client discovery and authorization (MCP SDK)', () => {
     const user = await createUser(app);
     await connectAcme(user);
     // A client that asks for less than the challenge says.
-    const provider = new MemoryProvider();
+    const provider = new MemoryOAuthClient('MCP Test Client');
     expect(await auth(provider, { serverUrl: `${base}/mcp`, scope: 'universal-mcp-read' })).toBe('REDIRECT');
     expect(provider.authorizationUrl?.searchParams.get('scope')).toBe('universal-mcp-read');
     const { redirect } = await authorizeInBrowser(new Browser(base), provider.authorizationUrl?.href ?? '', {

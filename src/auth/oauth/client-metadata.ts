@@ -58,7 +58,9 @@ export function clientIdUrlProblem(id: string): string | undefined {
 }
 
 function fail(id: string, reason: string): MetadataDocumentError {
-  return new MetadataDocumentError(`client metadata document ${id}: ${reason}`);
+  return new MetadataDocumentError(
+    `client metadata document ${id}: ${reason}. The app cannot be authorized until its publisher fixes the document`,
+  );
 }
 
 /** The client a valid document describes, as an `auth_clients` row; throws what is wrong with it. */
@@ -188,16 +190,18 @@ export class MetadataDocuments {
         err.reason === 'redirects'
           ? 'must be served at its URL, not redirected'
           : err.reason === 'timeout'
-            ? `took too long (more than ${config.oauth.clientMetadataTimeoutMs} ms)`
+            ? `took too long to answer (more than ${config.oauth.clientMetadataTimeoutMs} ms, OAUTH_CLIENT_METADATA_TIMEOUT_MS)`
             : err.message;
       throw fail(id, reason);
     }
-    if (res.status !== 200) throw fail(id, `the fetch answered HTTP ${res.status}, not 200`);
+    if (res.status !== 200) {
+      throw fail(id, `the fetch answered HTTP ${res.status}: serve the document at exactly this URL with status 200`);
+    }
     let doc: unknown;
     try {
       doc = JSON.parse(res.body.toString('utf8'));
     } catch {
-      throw fail(id, 'is not JSON');
+      throw fail(id, 'is not JSON: serve the client metadata as a JSON object');
     }
     return { doc, seconds: cacheSeconds(res.headers['cache-control']) };
   }

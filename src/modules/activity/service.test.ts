@@ -7,6 +7,7 @@ import {
   providersDirEnv,
   startFakeOAuthProvider,
 } from '../../../test/fakes/oauth-provider.ts';
+import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { activity } from '../../db/schema/index.ts';
 import { JOB_CATALOG } from '../../jobs/catalog.ts';
@@ -241,4 +242,28 @@ describe('activity log', () => {
     await JOB_CATALOG['activity.purge'].run(h.app.deps, {}, {} as JobContext);
     expect((await list(u)).data.map((r) => r.tool)).toEqual(['t0', 't9']);
   });
+
+  guardTests(
+    () => h,
+    [
+      { method: 'GET', url: '/api/v1/activity', scopes: ['account'] },
+      {
+        method: 'GET',
+        url: '/api/v1/activity/act_x',
+        scopes: ['account'],
+        ownedUrl: async (owner) => {
+          const id = newId('activity');
+          await h.database.db.insert(activity).values({
+            id,
+            accountId: owner.account.id,
+            kind: 'tool-call',
+            via: 'api',
+            actorKind: 'session',
+            status: 'ok',
+          });
+          return `/api/v1/activity/${id}`;
+        },
+      },
+    ],
+  );
 });

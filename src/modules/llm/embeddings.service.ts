@@ -29,7 +29,7 @@ export async function createEmbeddings(
   if (!model || !upstream?.embed) {
     if (!ctx.deps.llm.catalog.configured) throw new ServiceUnavailableError(NO_UPSTREAM);
     throw new NotFoundError(
-      `The model "${request.model}" does not exist or no configured upstream serves embeddings with it`,
+      `The model "${request.model}" does not exist or no configured upstream serves embeddings with it: pick an embedding model from GET /api/v1/models, or have the operator list one in LLM_MODELS (e.g. text-embedding-3-small=20000/0) served by an OpenAI-compatible upstream (LLM_BASE_URL)`,
       'model_not_found',
     );
   }

@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FAKE_ANTHROPIC_KEY, type FakeAnthropic, startFakeAnthropic } from '../../../test/fakes/anthropic.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { accounts } from '../../db/schema/index.ts';
 import { returnIdleLeases } from '../credits/service.ts';
@@ -80,7 +81,7 @@ describe('Embeddings (/api/v1/embeddings) through the real openai client', () =>
       expect(apiErr.code).toBe('model_not_found');
       expect(apiErr.type).toBe('invalid_request_error');
       expect(apiErr.message).toBe(
-        `404 The model "${model}" does not exist or no configured upstream serves embeddings with it`,
+        `404 The model "${model}" does not exist or no configured upstream serves embeddings with it: pick an embedding model from GET /api/v1/models, or have the operator list one in LLM_MODELS (e.g. text-embedding-3-small=20000/0) served by an OpenAI-compatible upstream (LLM_BASE_URL)`,
       );
     }
     expect(fake.requests).toHaveLength(0);
@@ -109,4 +110,17 @@ describe('Embeddings (/api/v1/embeddings) through the real openai client', () =>
     expect((broke as InstanceType<typeof OpenAI.APIError>).status).toBe(402);
     expect(fake.requests).toHaveLength(0);
   });
+
+  guardTests(
+    () => h,
+    [
+      {
+        method: 'POST',
+        url: '/api/v1/embeddings',
+        scopes: ['llm-all'],
+        body: { model: 'fake-embed', input: 'x' },
+        errorShape: 'openai',
+      },
+    ],
+  );
 });

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FAKE_ANTHROPIC_KEY, type FakeAnthropic, startFakeAnthropic } from '../../../test/fakes/anthropic.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { creditsComment, sseEvents } from '../../../test/sse.ts';
 import { accounts } from '../../db/schema/index.ts';
@@ -274,8 +275,37 @@ describe('Anthropic Messages API (/api/v1/messages) through the real @anthropic-
     expect(refused.statusCode).toBe(400);
     expect(refused.json().error).toEqual({
       type: 'invalid_request_error',
-      message: 'messages[0].content[0]: "document" blocks are not supported',
+      message:
+        'messages[0].content[0]: "document" blocks are not supported: send text, image and tool_result blocks ' +
+        "(a document's text as a text block)",
     });
+    const serverTool = await call(h.app, 'POST', '/api/v1/messages', {
+      token: pat,
+      body: { ...body, tools: [{ type: 'web_search_20250305', name: 'web_search' }] },
+    });
+    expect(serverTool.statusCode).toBe(400);
+    expect(serverTool.json().message).toBe(
+      'tools[0]: server tools ("web_search_20250305") are not supported: declare the tool with an input_schema ' +
+        'and run it in your client, answering its tool_use with a tool_result',
+    );
+    const assistant = await call(h.app, 'POST', '/api/v1/messages', {
+      token: pat,
+      body: {
+        ...body,
+        messages: [
+          { role: 'user', content: 'hi' },
+          {
+            role: 'assistant',
+            content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }],
+          },
+          { role: 'user', content: 'and?' },
+        ],
+      },
+    });
+    expect(assistant.statusCode).toBe(400);
+    expect(assistant.json().message).toBe(
+      'messages[1].content[0]: "image" blocks are not supported in assistant turns: send text and tool_use blocks',
+    );
 
     await h.database.db.update(accounts).set({ creditBalance: 0 }).where(eq(accounts.id, user.account.id));
     const broke = await client.messages
@@ -339,4 +369,19 @@ describe('Anthropic Messages API (/api/v1/messages) through the real @anthropic-
     expect(second.json().error.type).toBe('rate_limit_error');
     expect(Number(second.headers['retry-after'])).toBeGreaterThan(0);
   });
+
+  const hi = { model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] };
+  guardTests(
+    () => h,
+    [
+      {
+        method: 'POST',
+        url: '/api/v1/messages',
+        scopes: ['llm-all'],
+        body: { ...hi, max_tokens: 5 },
+        errorShape: 'anthropic',
+      },
+      { method: 'POST', url: '/api/v1/messages/count_tokens', scopes: ['llm-all'], body: hi, errorShape: 'anthropic' },
+    ],
+  );
 });

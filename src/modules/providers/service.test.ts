@@ -231,6 +231,7 @@ describe('providers API', () => {
     [
       { method: 'GET', url: '/api/v1/providers/github', scopes: [] },
       { method: 'GET', url: '/api/v1/providers/github/tools', scopes: [] },
+      { method: 'GET', url: '/api/v1/providers/tools/search?q=create%20an%20issue', scopes: ['connections'] },
     ],
   );
 

@@ -49,7 +49,9 @@ export async function deliverAttempt(deps: Deps, deliveryId: string, attempt: nu
   if (!endpoint.enabled) {
     await repo.recordAttempt(db, delivery.id, attempt, {
       status: 'failed',
-      lastError: 'The endpoint was disabled',
+      lastError:
+        'The endpoint was disabled when this delivery was due, so it is not sent; enable the webhook ' +
+        '(PATCH /api/v1/webhooks/{id} with enabled: true) to receive the events that follow',
       nextAttemptAt: null,
     });
     return { status: 'failed', reason: 'endpoint disabled' };
@@ -84,7 +86,10 @@ export async function deliverAttempt(deps: Deps, deliveryId: string, attempt: nu
   } catch (err) {
     if (!(err instanceof SafeFetchError)) throw err;
     if (job.signal.aborted && err.reason === 'timeout') throw err;
-    error = err.reason === 'redirects' ? 'The endpoint answered with a redirect, which is not followed' : err.message;
+    error =
+      err.reason === 'redirects'
+        ? 'The endpoint answered with a redirect, which is not followed: register the URL it redirects to'
+        : err.message;
   }
   const now = new Date();
   if (error === null) {

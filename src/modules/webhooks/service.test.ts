@@ -36,7 +36,8 @@ async function startReceiver(): Promise<Receiver> {
     req.on('end', () => {
       received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), path: req.url ?? '' });
       const status = answers.shift() ?? 200;
-      res.writeHead(status, { 'content-type': 'text/plain' });
+      const redirect = status >= 300 && status < 400 ? { location: '/elsewhere' } : {};
+      res.writeHead(status, { 'content-type': 'text/plain', ...redirect });
       res.end(status === 200 ? 'ok' : 'receiver broke');
     });
   });
@@ -292,6 +293,57 @@ describe('outbound webhooks', () => {
     expect(await deliver(u)).toEqual([]);
     expect((await deliveries(u, other.id)).data).toEqual([]);
     expect((await deliveries(u, off.id)).data).toEqual([]);
+  });
+
+  it('an endpoint disabled while a delivery waits fails it, saying how to get the next ones', async () => {
+    const u = await createUser(h.app);
+    const hook = (await register(u, { url: `${receiver.url}/paused`, events: ['connection.created'] })).json();
+    await connectAcme(h.app, u);
+    const off = await call(h.app, 'PATCH', `/api/v1/webhooks/${hook.id}`, {
+      token: u.sessionToken,
+      body: { enabled: false },
+    });
+    expect(off.statusCode, off.body).toBe(200);
+    expect(await deliver(u)).toEqual([{ status: 'failed', reason: 'endpoint disabled' }]);
+    expect(sentTo('/paused')).toEqual([]);
+    expect((await deliveries(u, hook.id)).data).toMatchObject([
+      {
+        status: 'failed',
+        lastError:
+          'The endpoint was disabled when this delivery was due, so it is not sent; enable the webhook ' +
+          '(PATCH /api/v1/webhooks/{id} with enabled: true) to receive the events that follow',
+      },
+    ]);
+  });
+
+  it('a redirect is not followed: the attempt fails, saying which URL to register', async () => {
+    const u = await createUser(h.app);
+    const hook = (await register(u, { url: `${receiver.url}/moved`, events: ['connection.created'] })).json();
+    receiver.answers.push(302);
+    await connectAcme(h.app, u);
+    expect(await deliver(u)).toMatchObject([{ status: 'retrying', attempt: 1, responseStatus: null }]);
+    expect(sentTo('/elsewhere')).toEqual([]);
+    expect((await deliveries(u, hook.id)).data).toMatchObject([
+      {
+        status: 'pending',
+        lastError: 'The endpoint answered with a redirect, which is not followed: register the URL it redirects to',
+      },
+    ]);
+  });
+
+  it('an account has at most 20 webhooks: the next is a 409 saying to delete one first', async () => {
+    const u = await createUser(h.app);
+    for (let i = 0; i < 20; i++) {
+      const res = await register(u, { url: `${receiver.url}/n${i}`, events: ['connection.created'] });
+      expect(res.statusCode, res.body).toBe(201);
+    }
+    const res = await register(u, { url: `${receiver.url}/n20`, events: ['connection.created'] });
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toEqual({
+      error: 'ConflictError',
+      message: 'An account has at most 20 webhooks: delete one (DELETE /api/v1/webhooks/{id}) before adding another',
+      statusCode: 409,
+    });
   });
 
   it('URLs the SSRF guard refuses are a 422 at registration and on update, unless allow-listed', async () => {

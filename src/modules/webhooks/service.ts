@@ -80,7 +80,9 @@ export async function createWebhook(ctx: ServiceContext, input: CreateWebhook): 
   requireScope(ctx, SCOPE);
   await checkUrl(ctx, input.url);
   if ((await repo.countEndpoints(ctx.db, ctx.accountId)) >= MAX_ENDPOINTS_PER_ACCOUNT) {
-    throw new ConflictError(`An account has at most ${MAX_ENDPOINTS_PER_ACCOUNT} webhooks`);
+    throw new ConflictError(
+      `An account has at most ${MAX_ENDPOINTS_PER_ACCOUNT} webhooks: delete one (DELETE /api/v1/webhooks/{id}) before adding another`,
+    );
   }
   const id = newId('webhookEndpoint');
   const secret = `whsec_${randomBytes(24).toString('base64')}`;

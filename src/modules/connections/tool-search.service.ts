@@ -10,7 +10,7 @@ import { mayRunTool } from './tools.ts';
  * `GET /providers/tools/search`: the catalog's tools ranked for a request in plain words, by the ranking the
  * agent's `find_tools` uses (src/lib/tool-search.ts). With `connected`, only the providers of the caller's
  * active connections, and only the tools the caller may run there (no write tools with a `read` permission).
- * The work is bounded: the request is cut at 500 characters and at most 50 hits are answered. It lives with
+ * The work is bounded: a request over 500 characters is refused (422) and at most 50 hits are answered. It lives with
  * the connections (whose permissions it applies), so the providers area, which owns the catalog, imports no
  * connections service.
  */

@@ -297,20 +297,7 @@ export class CreditBank {
   }
 
   private async take(accountId: string, current: Lease | undefined, need: number, now: number): Promise<BankHold> {
-    const lease: Lease = current ?? {
-      id: newId('creditHold'),
-      accountId,
-      granted: 0,
-      held: 0,
-      holds: 0,
-      sized: false,
-      topped: 0,
-      total: 0,
-      unwritten: 0,
-      chargedSeq: 0,
-      lastUsed: now,
-      closeWanted: false,
-    };
+    const lease: Lease = current ?? newLease(newId('creditHold'), accountId, now, false);
     if (!current) this.leases.set(accountId, lease);
     const free = lease.granted - lease.held;
     // Sized from the rate while requests overlap or follow each other (LEASE_BUSY_RATE within about a second);
@@ -715,20 +702,7 @@ export class CreditBank {
     for (const charge of charges) {
       let lease = leases.get(charge.leaseId);
       if (!lease) {
-        lease = {
-          id: charge.leaseId,
-          accountId: charge.accountId,
-          granted: 0,
-          held: 0,
-          holds: 0,
-          sized: false,
-          topped: 0,
-          total: 0,
-          unwritten: 0,
-          chargedSeq: 0,
-          lastUsed: 0,
-          closeWanted: true,
-        };
+        lease = newLease(charge.leaseId, charge.accountId, 0, true);
         leases.set(charge.leaseId, lease);
       }
       lease.unwritten += charge.cost;
@@ -756,4 +730,22 @@ export class CreditBank {
     await this.returnIdle();
     this.closed = true;
   }
+}
+
+/** A lease with nothing granted or held yet: a new one, or (recovering a journal) an old one to close. */
+function newLease(id: string, accountId: string, lastUsed: number, closeWanted: boolean): Lease {
+  return {
+    id,
+    accountId,
+    granted: 0,
+    held: 0,
+    holds: 0,
+    sized: false,
+    topped: 0,
+    total: 0,
+    unwritten: 0,
+    chargedSeq: 0,
+    lastUsed,
+    closeWanted,
+  };
 }

@@ -604,10 +604,7 @@ export class CreditBank {
       );
       this.keptSince = undefined;
     }
-    if (this.journaling) {
-      this.journal?.write(this.queue.map((q) => q.charge));
-      this.journaling = this.queue.length > 0;
-    }
+    if (this.journaling) this.rejournal();
     if (renew) this.lastRenewal = now;
     // What the batch answered counts every charge of its leases up to this batch; those settled since are not in it.
     for (const lease of updates.keys()) {
@@ -653,10 +650,13 @@ export class CreditBank {
     }
     this.log.error({ err, charges: ops.length }, 'credits: a batch of charges could not be written');
     for (const op of ops) op.settling.reject(err);
-    if (this.journaling) {
-      this.journal?.write(this.queue.map((q) => q.charge));
-      this.journaling = this.queue.length > 0;
-    }
+    if (this.journaling) this.rejournal();
+  }
+
+  /** The journal holds what is queued now, and only that (nothing once the queue is empty). */
+  private rejournal(): void {
+    this.journal?.write(this.queue.map((q) => q.charge));
+    this.journaling = this.queue.length > 0;
   }
 
   /** The batch is written (or given up): what its leases gave back is in the stored balance now. */
@@ -710,8 +710,7 @@ export class CreditBank {
       this.queue.push({ lease, charge, settling });
     }
     // This instance's own journal holds them before the old files go: a crash now loses none either.
-    this.journal.write(this.queue.map((q) => q.charge));
-    this.journaling = this.queue.length > 0;
+    this.rejournal();
     this.journal.forget(files);
     if (charges.length)
       this.log.info({ charges: charges.length }, 'credits: writing the charges journaled before a stop');

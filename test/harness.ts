@@ -1,12 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { eq } from 'drizzle-orm';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import type { Scope } from '../src/auth/scopes.ts';
 import { type Config, loadConfig } from '../src/config.ts';
 import { type Database, openDatabase } from '../src/db/client.ts';
+import { accounts } from '../src/db/schema/index.ts';
 import type { App } from '../src/http/types.ts';
 import type { JobCatalog } from '../src/jobs/definition.ts';
 import type { Actor, PublicContext, ServiceContext } from '../src/lib/context.ts';
@@ -15,6 +17,8 @@ import { newId } from '../src/lib/ids.ts';
 import type { Account } from '../src/modules/accounts/schema.ts';
 import type { CreatePat } from '../src/modules/auth/schema.ts';
 import { createPat, signup } from '../src/modules/auth/service.ts';
+import { returnIdleLeases } from '../src/modules/credits/service.ts';
+import { type FakeAnthropic, startFakeAnthropic } from './fakes/anthropic.ts';
 import { type FakeLlm, startFakeLlm } from './fakes/llm-upstream.ts';
 import { adminQuery, databaseUrl, PG_TEST_DATABASE_SETTINGS } from './global-setup.ts';
 import { testTmpDir } from './tmp-dir.ts';
@@ -246,18 +250,31 @@ export const FAKE_MODELS = 'fake-model=1000000/2000000';
 /**
  * A suite on a harness whose LLM upstream is the scripted fake: both started before the suite and closed after
  * it, the fake's script and recorded requests cleared before each test. `bind` receives them once started
- * (`fakeLlmSuite((s) => ({ h, llm } = s))`); `env` adds settings (`LLM_MODELS` defaults to FAKE_MODELS).
+ * (`fakeLlmSuite((s) => ({ h, llm } = s))`); `env` adds settings (`LLM_MODELS` defaults to FAKE_MODELS), or is a
+ * function read when the suite starts (for the address of another fake started before). `listen: true` has the
+ * app listen on a loopback port, for real clients: `base` is then its address (else '').
  */
 export function fakeLlmSuite(
-  bind: (suite: { h: TestHarness; llm: FakeLlm }) => void,
-  env: Record<string, string> = {},
+  bind: (suite: { h: TestHarness; llm: FakeLlm; base: string }) => void,
+  env: Record<string, string> | (() => Record<string, string>) = {},
+  opts: { listen?: boolean } = {},
 ): void {
   let llm: FakeLlm | undefined;
   let h: TestHarness | undefined;
   beforeAll(async () => {
     llm = await startFakeLlm();
-    h = await createHarness({ LLM_BASE_URL: llm.url, LLM_MODELS: FAKE_MODELS, ...env });
-    bind({ h, llm });
+    h = await createHarness({
+      LLM_BASE_URL: llm.url,
+      LLM_MODELS: FAKE_MODELS,
+      ...(typeof env === 'function' ? env() : env),
+    });
+    let base = '';
+    if (opts.listen) {
+      await h.app.listen({ port: 0, host: '127.0.0.1' });
+      const addr = h.app.server.address();
+      base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    }
+    bind({ h, llm, base });
   });
   afterAll(async () => {
     await h?.close();
@@ -267,4 +284,47 @@ export function fakeLlmSuite(
     llm?.reset();
     if (llm) llm.requests.length = 0;
   });
+}
+
+/**
+ * The fake Anthropic API for a suite: started before it, closed after it, its script and recorded requests
+ * cleared before each test. Call it before fakeLlmSuite, whose `env` (a function) can then point at it.
+ */
+export function fakeAnthropicSuite(bind: (anthropic: FakeAnthropic) => void): void {
+  let anthropic: FakeAnthropic | undefined;
+  beforeAll(async () => {
+    anthropic = await startFakeAnthropic();
+    bind(anthropic);
+  });
+  afterAll(async () => {
+    await anthropic?.close();
+  });
+  beforeEach(() => {
+    if (anthropic) anthropic.requests.length = 0;
+    anthropic?.reset();
+  });
+}
+
+/** Bills settle just after the answer: waits for that on `apps`, and for their leased credits to go back. */
+export async function settleBills(apps: readonly App[]): Promise<void> {
+  await Promise.all(
+    apps.map(async (a) => {
+      await a.deps.background.drain();
+      await returnIdleLeases(a.deps);
+    }),
+  );
+}
+
+/** An account's credit balance once its bills have settled (settleBills on `apps`, default h's app). */
+export async function settledBalance(
+  h: TestHarness,
+  accountId: string,
+  apps: readonly App[] = [h.app],
+): Promise<number | undefined> {
+  await settleBills(apps);
+  const rows = await h.database.db
+    .select({ b: accounts.creditBalance })
+    .from(accounts)
+    .where(eq(accounts.id, accountId));
+  return rows[0]?.b;
 }

@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import type { AppError } from '../lib/errors.ts';
 import { sseData } from '../lib/sse.ts';
 import { type CreditFigures, streamCreditsTail } from './credits.ts';
+import { toAppError } from './error-handler.ts';
 
 /**
  * Takes the response over for a Server-Sent Events stream: the headers fastify has set so far (request id,
@@ -39,4 +40,35 @@ export function endChatStream(
   }
   if (end.credits) tail += streamCreditsTail(raw, end.credits);
   raw.end(`${tail}data: [DONE]\n\n`);
+}
+
+/**
+ * Pumps a billed stream (the gateway's completions, Anthropic's messages) into an SSE response: `write` each chunk
+ * until the client goes away, honouring back-pressure; an error thrown mid-stream becomes the `fault` (logged when
+ * it is the server's); the bill is always settled; then, if the client is still there, `end` writes the tail.
+ */
+export async function pumpSse<T>(
+  reply: FastifyReply,
+  raw: ServerResponse,
+  stream: { chunks: AsyncIterable<T>; finish(): Promise<CreditFigures> },
+  write: (chunk: T) => void,
+  end: (outcome: { fault: AppError | undefined; credits: CreditFigures | undefined }) => void,
+): Promise<void> {
+  let fault: AppError | undefined;
+  try {
+    for await (const chunk of stream.chunks) {
+      if (raw.destroyed) break;
+      write(chunk);
+      if (raw.writableNeedDrain) await new Promise((resolve) => raw.once('drain', resolve).once('close', resolve));
+    }
+  } catch (err) {
+    fault = toAppError(err);
+    if (fault.statusCode >= 500) reply.log.warn({ err }, 'stream broke off');
+  } finally {
+    const credits = await stream.finish().catch((err: unknown) => {
+      reply.log.error({ err }, 'settling a stream failed');
+      return undefined;
+    });
+    if (!raw.destroyed) end({ fault, credits });
+  }
 }

@@ -297,20 +297,7 @@ export class CreditBank {
   }
 
   private async take(accountId: string, current: Lease | undefined, need: number, now: number): Promise<BankHold> {
-    const lease: Lease = current ?? {
-      id: newId('creditHold'),
-      accountId,
-      granted: 0,
-      held: 0,
-      holds: 0,
-      sized: false,
-      topped: 0,
-      total: 0,
-      unwritten: 0,
-      chargedSeq: 0,
-      lastUsed: now,
-      closeWanted: false,
-    };
+    const lease: Lease = current ?? newLease(newId('creditHold'), accountId, now, false);
     if (!current) this.leases.set(accountId, lease);
     const free = lease.granted - lease.held;
     // Sized from the rate while requests overlap or follow each other (LEASE_BUSY_RATE within about a second);
@@ -617,10 +604,7 @@ export class CreditBank {
       );
       this.keptSince = undefined;
     }
-    if (this.journaling) {
-      this.journal?.write(this.queue.map((q) => q.charge));
-      this.journaling = this.queue.length > 0;
-    }
+    if (this.journaling) this.rejournal();
     if (renew) this.lastRenewal = now;
     // What the batch answered counts every charge of its leases up to this batch; those settled since are not in it.
     for (const lease of updates.keys()) {
@@ -666,10 +650,13 @@ export class CreditBank {
     }
     this.log.error({ err, charges: ops.length }, 'credits: a batch of charges could not be written');
     for (const op of ops) op.settling.reject(err);
-    if (this.journaling) {
-      this.journal?.write(this.queue.map((q) => q.charge));
-      this.journaling = this.queue.length > 0;
-    }
+    if (this.journaling) this.rejournal();
+  }
+
+  /** The journal holds what is queued now, and only that (nothing once the queue is empty). */
+  private rejournal(): void {
+    this.journal?.write(this.queue.map((q) => q.charge));
+    this.journaling = this.queue.length > 0;
   }
 
   /** The batch is written (or given up): what its leases gave back is in the stored balance now. */
@@ -715,20 +702,7 @@ export class CreditBank {
     for (const charge of charges) {
       let lease = leases.get(charge.leaseId);
       if (!lease) {
-        lease = {
-          id: charge.leaseId,
-          accountId: charge.accountId,
-          granted: 0,
-          held: 0,
-          holds: 0,
-          sized: false,
-          topped: 0,
-          total: 0,
-          unwritten: 0,
-          chargedSeq: 0,
-          lastUsed: 0,
-          closeWanted: true,
-        };
+        lease = newLease(charge.leaseId, charge.accountId, 0, true);
         leases.set(charge.leaseId, lease);
       }
       lease.unwritten += charge.cost;
@@ -736,8 +710,7 @@ export class CreditBank {
       this.queue.push({ lease, charge, settling });
     }
     // This instance's own journal holds them before the old files go: a crash now loses none either.
-    this.journal.write(this.queue.map((q) => q.charge));
-    this.journaling = this.queue.length > 0;
+    this.rejournal();
     this.journal.forget(files);
     if (charges.length)
       this.log.info({ charges: charges.length }, 'credits: writing the charges journaled before a stop');
@@ -756,4 +729,22 @@ export class CreditBank {
     await this.returnIdle();
     this.closed = true;
   }
+}
+
+/** A lease with nothing granted or held yet: a new one, or (recovering a journal) an old one to close. */
+function newLease(id: string, accountId: string, lastUsed: number, closeWanted: boolean): Lease {
+  return {
+    id,
+    accountId,
+    granted: 0,
+    held: 0,
+    holds: 0,
+    sized: false,
+    topped: 0,
+    total: 0,
+    unwritten: 0,
+    chargedSeq: 0,
+    lastUsed,
+    closeWanted,
+  };
 }

@@ -1,12 +1,19 @@
 import { eq } from 'drizzle-orm';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FAKE_ANTHROPIC_KEY, type FakeAnthropic, startFakeAnthropic } from '../../../test/fakes/anthropic.ts';
-import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { FAKE_ANTHROPIC_KEY, type FakeAnthropic } from '../../../test/fakes/anthropic.ts';
+import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { guardTests } from '../../../test/guards.ts';
-import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import {
+  call,
+  createUser,
+  fakeAnthropicSuite,
+  fakeLlmSuite,
+  settledBalance,
+  type TestHarness,
+  type TestUser,
+} from '../../../test/harness.ts';
 import { accounts } from '../../db/schema/index.ts';
-import { returnIdleLeases } from '../credits/service.ts';
 import { MAX_EMBEDDING_INPUTS } from './schema.ts';
 
 // fake-embed: 1 credit per input token, easy to read in assertions.
@@ -14,47 +21,25 @@ const MODELS = 'fake-model=1000000/2000000,fake-embed=1000000/0';
 
 describe('Embeddings (/api/v1/embeddings) through the real openai client', () => {
   let fake: FakeLlm;
-  let anthropic: FakeAnthropic;
   let h: TestHarness;
   let base: string;
   let user: TestUser;
   let pat: string;
   let client: OpenAI;
 
-  beforeAll(async () => {
-    fake = await startFakeLlm();
-    anthropic = await startFakeAnthropic();
-    h = await createHarness({
-      LLM_BASE_URL: fake.url,
-      LLM_MODELS: MODELS,
-      ANTHROPIC_API_KEY: FAKE_ANTHROPIC_KEY,
-      ANTHROPIC_BASE_URL: anthropic.url,
-    });
-    await h.app.listen({ port: 0, host: '127.0.0.1' });
-    const addr = h.app.server.address();
-    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
-  });
-  afterAll(async () => {
-    await h.close();
-    await fake.close();
-    await anthropic.close();
-  });
+  let anthropic: FakeAnthropic;
+  fakeAnthropicSuite((a) => (anthropic = a));
+  fakeLlmSuite(
+    (s) => ({ h, llm: fake, base } = s),
+    () => ({ LLM_MODELS: MODELS, ANTHROPIC_API_KEY: FAKE_ANTHROPIC_KEY, ANTHROPIC_BASE_URL: anthropic.url }),
+    { listen: true },
+  );
   beforeEach(async () => {
-    fake.reset();
-    fake.requests.length = 0;
     user = await createUser(h.app);
     pat = await user.pat(['llm-all']);
     client = new OpenAI({ baseURL: `${base}/api/v1`, apiKey: pat, maxRetries: 0 });
   });
-  const balance = async () => {
-    await h.app.deps.background.drain();
-    await returnIdleLeases(h.app.deps);
-    const rows = await h.database.db
-      .select({ b: accounts.creditBalance })
-      .from(accounts)
-      .where(eq(accounts.id, user.account.id));
-    return rows[0]?.b;
-  };
+  const balance = () => settledBalance(h, user.account.id);
 
   it('passes embeddings through to the OpenAI-compatible upstream and bills the input tokens', async () => {
     const { data, response } = await client.embeddings

@@ -2,10 +2,8 @@ import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';
 import { creditHeaders, streamCreditHeaders, streamCreditsTail } from '../../http/credits.ts';
-import { toAppError } from '../../http/error-handler.ts';
-import { startSse } from '../../http/sse.ts';
+import { pumpSse, startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
-import type { AppError } from '../../lib/errors.ts';
 import { sseEvent } from '../../lib/sse.ts';
 import {
   anthropicErrorType,
@@ -95,28 +93,18 @@ export async function messagesRoutes(app: App, config: Config): Promise<void> {
 }
 
 /** Writes a completion stream as Anthropic's events; the bill is always settled, and its figures end the stream. */
-async function writeEvents(reply: FastifyReply, stream: messages.MessageStream): Promise<void> {
+function writeEvents(reply: FastifyReply, stream: messages.MessageStream): Promise<void> {
   const raw = startSse(reply, streamCreditHeaders(reply.raw, stream.balanceBefore));
   const translate = messagesStreamTranslator(stream.model);
   const write = (events: OutEvent[]) => {
     if (!raw.destroyed && events.length) raw.write(events.map((e) => sseEvent(e.type, e)).join(''));
   };
-  let fault: AppError | undefined;
-  try {
-    for await (const chunk of stream.chunks) {
-      if (raw.destroyed) break;
-      write(translate.chunk(chunk));
-      if (raw.writableNeedDrain) await new Promise((resolve) => raw.once('drain', resolve).once('close', resolve));
-    }
-  } catch (err) {
-    fault = toAppError(err);
-    if (fault.statusCode >= 500) reply.log.warn({ err }, 'stream broke off');
-  } finally {
-    const credits = await stream.finish().catch((err: unknown) => {
-      reply.log.error({ err }, 'settling a stream failed');
-      return undefined;
-    });
-    if (!raw.destroyed) {
+  return pumpSse(
+    reply,
+    raw,
+    stream,
+    (chunk) => write(translate.chunk(chunk)),
+    ({ fault, credits }) => {
       const tail = fault
         ? sseEvent('error', {
             type: 'error',
@@ -127,6 +115,6 @@ async function writeEvents(reply: FastifyReply, stream: messages.MessageStream):
             .map((e) => sseEvent(e.type, e))
             .join('');
       raw.end(tail + (credits ? streamCreditsTail(raw, credits) : ''));
-    }
-  }
+    },
+  );
 }

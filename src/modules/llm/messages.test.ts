@@ -1,14 +1,21 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { eq } from 'drizzle-orm';
 import fc from 'fast-check';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FAKE_ANTHROPIC_KEY, type FakeAnthropic, startFakeAnthropic } from '../../../test/fakes/anthropic.ts';
-import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { FAKE_ANTHROPIC_KEY, type FakeAnthropic } from '../../../test/fakes/anthropic.ts';
+import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { guardTests } from '../../../test/guards.ts';
-import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import {
+  call,
+  createUser,
+  fakeAnthropicSuite,
+  fakeLlmSuite,
+  settledBalance,
+  type TestHarness,
+  type TestUser,
+} from '../../../test/harness.ts';
 import { creditsComment, sseEvents } from '../../../test/sse.ts';
 import { accounts } from '../../db/schema/index.ts';
-import { returnIdleLeases } from '../credits/service.ts';
 
 // fake-model (the OpenAI-compatible fake): 1 credit per prompt token, 2 per completion token.
 const MODELS = 'fake-model=1000000/2000000';
@@ -29,44 +36,20 @@ describe('Anthropic Messages API (/api/v1/messages) through the real @anthropic-
   let pat: string;
   let client: Anthropic;
 
-  beforeAll(async () => {
-    openai = await startFakeLlm();
-    anthropic = await startFakeAnthropic();
-    h = await createHarness({
-      LLM_BASE_URL: openai.url,
-      LLM_MODELS: MODELS,
-      ANTHROPIC_API_KEY: FAKE_ANTHROPIC_KEY,
-      ANTHROPIC_BASE_URL: anthropic.url,
-    });
-    await h.app.listen({ port: 0, host: '127.0.0.1' });
-    const addr = h.app.server.address();
-    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
-  });
-  afterAll(async () => {
-    await h.close();
-    await openai.close();
-    await anthropic.close();
-  });
+  fakeAnthropicSuite((a) => (anthropic = a));
+  fakeLlmSuite(
+    (s) => ({ h, llm: openai, base } = s),
+    () => ({ LLM_MODELS: MODELS, ANTHROPIC_API_KEY: FAKE_ANTHROPIC_KEY, ANTHROPIC_BASE_URL: anthropic.url }),
+    { listen: true },
+  );
   beforeEach(async () => {
-    openai.reset();
-    openai.requests.length = 0;
-    anthropic.requests.length = 0;
-    anthropic.reset();
     user = await createUser(h.app);
     pat = await user.pat(['llm-all']);
     // The SDK appends /v1/messages to its base URL and sends the key as x-api-key.
     client = new Anthropic({ baseURL: `${base}/api`, apiKey: pat, maxRetries: 0 });
   });
 
-  const balance = async () => {
-    await h.app.deps.background.drain();
-    await returnIdleLeases(h.app.deps);
-    const rows = await h.database.db
-      .select({ b: accounts.creditBalance })
-      .from(accounts)
-      .where(eq(accounts.id, user.account.id));
-    return rows[0]?.b;
-  };
+  const balance = () => settledBalance(h, user.account.id);
 
   it('answers a plain message from an OpenAI-compatible upstream, billed, with the credit headers', async () => {
     openai.enqueue({ content: 'Hello there friend', usage: { prompt: 10, completion: 3 } });

@@ -2,11 +2,9 @@ import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { Config } from '../../config.ts';
 import { creditHeaders, streamCreditHeaders } from '../../http/credits.ts';
-import { toAppError } from '../../http/error-handler.ts';
-import { endChatStream, startSse } from '../../http/sse.ts';
+import { endChatStream, pumpSse, startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
 import { Cancel } from '../../lib/cancel.ts';
-import type { AppError } from '../../lib/errors.ts';
 import { sseData } from '../../lib/sse.ts';
 import type { ChatRequest } from '../../llm/types.ts';
 import { messagesRoutes } from './messages.routes.ts';
@@ -88,10 +86,8 @@ export async function llmRoutes(app: App, config: Config): Promise<void> {
 }
 
 /** Writes a completion stream as SSE, honouring back-pressure, and always settles the bill. */
-async function writeSse(reply: FastifyReply, stream: service.CompletionStream): Promise<void> {
+function writeSse(reply: FastifyReply, stream: service.CompletionStream): Promise<void> {
   const raw = startSse(reply, streamCreditHeaders(reply.raw, stream.balanceBefore));
-
-  let fault: AppError | undefined;
   // Chunks that arrive together (an upstream often sends several in one packet) leave in one write: gathered
   // until the next tick, which delays the first byte by microseconds and saves, per chunk, a write and its
   // chunked-encoding frame.
@@ -100,26 +96,19 @@ async function writeSse(reply: FastifyReply, stream: service.CompletionStream): 
     if (pending && !raw.destroyed) raw.write(pending);
     pending = '';
   };
-  try {
-    for await (const chunk of stream.chunks) {
-      if (raw.destroyed) break;
+  return pumpSse(
+    reply,
+    raw,
+    stream,
+    (chunk) => {
       if (!pending) process.nextTick(flush);
       pending += sseData(chunk);
-      if (raw.writableNeedDrain) await new Promise((resolve) => raw.once('drain', resolve).once('close', resolve));
-    }
-  } catch (err) {
-    fault = toAppError(err);
-    if (fault.statusCode >= 500) reply.log.warn({ err }, 'stream broke off');
-  } finally {
-    const credits = await stream.finish().catch((err: unknown) => {
-      reply.log.error({ err }, 'settling a stream failed');
-      return undefined;
-    });
-    if (!raw.destroyed) {
+    },
+    ({ fault, credits }) => {
       // What is still gathered leaves with the end (the flush already scheduled then finds nothing to write).
       const before = pending;
       pending = '';
       endChatStream(raw, { before, fault, credits });
-    }
-  }
+    },
+  );
 }

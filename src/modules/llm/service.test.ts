@@ -2,12 +2,19 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { eq, sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
-import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import {
+  call,
+  createUser,
+  fakeLlmSuite,
+  settleBills,
+  settledBalance,
+  type TestHarness,
+  type TestUser,
+} from '../../../test/harness.ts';
 import { creditsComment } from '../../../test/sse.ts';
 import { accounts, creditTransactions } from '../../db/schema/index.ts';
-import { returnIdleLeases } from '../credits/service.ts';
 
 // 1 credit per prompt token, 2 per completion token: costs are easy to read in assertions.
 const MODELS = 'fake-model=1000000/2000000,cheap-model=1000/1000';
@@ -21,17 +28,11 @@ describe('LLM gateway', () => {
   let client: OpenAI;
   const extraApps: Array<TestHarness['app']> = [];
 
-  beforeAll(async () => {
-    fake = await startFakeLlm();
-    h = await createHarness({ LLM_BASE_URL: fake.url, LLM_API_KEY: 'upstream-secret', LLM_MODELS: MODELS });
-    await h.app.listen({ port: 0, host: '127.0.0.1' });
-    const addr = h.app.server.address();
-    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
-  });
-  afterAll(async () => {
-    await h.close();
-    await fake.close();
-  });
+  fakeLlmSuite(
+    (s) => ({ h, llm: fake, base } = s),
+    { LLM_API_KEY: 'upstream-secret', LLM_MODELS: MODELS },
+    { listen: true },
+  );
   const extra = async (env: Record<string, string>) => {
     const app = await h.extraApp(env);
     extraApps.push(app);
@@ -45,17 +46,8 @@ describe('LLM gateway', () => {
 
   const db = () => h.database.db;
   // Bills settle just after the answer: wait for that, and for leased credits to go back, before reading.
-  const settled = () =>
-    Promise.all(
-      [h.app, ...extraApps].map(async (a) => {
-        await a.deps.background.drain();
-        await returnIdleLeases(a.deps);
-      }),
-    );
-  const balance = async (id = user.account.id) => {
-    await settled();
-    return (await db().select({ b: accounts.creditBalance }).from(accounts).where(eq(accounts.id, id)))[0]?.b;
-  };
+  const settled = () => settleBills([h.app, ...extraApps]);
+  const balance = (id = user.account.id) => settledBalance(h, id, [h.app, ...extraApps]);
   const llmRows = async (id = user.account.id) => {
     await settled();
     return db()

@@ -125,8 +125,15 @@ export async function webhookPageRoutes(app: App, oauth: OAuthServer): Promise<v
     const form = (req.body ?? {}) as Form;
     if (!csrfOk(req, form)) return csrfFailed(reply);
     return withWebhook(req, reply, async (current, id) => {
-      const enabled = one(form, 'enabled') === 'true';
-      await webhooks.updateWebhook(serviceContextOf(req, current.actor), id, { enabled });
+      const value = one(form, 'enabled');
+      const ctx = serviceContextOf(req, current.actor);
+      // Anything but true/false changes nothing, but the endpoint must still be the caller's: 404.
+      if (value !== 'true' && value !== 'false') {
+        await webhooks.getWebhook(ctx, id);
+        return reply.redirect(webhookPath(id), 303);
+      }
+      const enabled = value === 'true';
+      await webhooks.updateWebhook(ctx, id, { enabled });
       return redirectWithFlash(req, reply, webhookPath(id), {
         notice: enabled ? 'Webhook enabled.' : 'Webhook disabled: nothing is sent to it until you enable it again.',
       });

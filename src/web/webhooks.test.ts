@@ -115,6 +115,12 @@ describe('/account/webhooks', () => {
     );
     expect(one.body).toContain('<td>Delivered</td><td>1</td><td>204</td><td class="small"></td>');
 
+    // Neither true nor false: nothing changes.
+    const odd = await browser.post(`/account/webhooks/${hook.id}/enabled`, { csrf, enabled: 'yes' });
+    expect(odd.statusCode).toBe(303);
+    expect((await call(h.app, 'GET', `/api/v1/webhooks/${hook.id}`, { token: u.sessionToken })).json().enabled).toBe(
+      true,
+    );
     // Disable, then enable again.
     const off = await browser.submit(`/account/webhooks/${hook.id}/enabled`, { csrf, enabled: 'false' });
     expect(off.body).toContain('Webhook disabled: nothing is sent to it until you enable it again.');
@@ -156,6 +162,7 @@ describe('/account/webhooks', () => {
     }
     for (const [action, form] of [
       ['enabled', { enabled: 'false' }],
+      ['enabled', { enabled: 'maybe' }],
       ['delete', {}],
     ] as const) {
       const res = await other.browser.post(`${path}/${action}`, { csrf: other.csrf, ...form });

@@ -521,6 +521,10 @@ describe('robustness of the OAuth endpoints and the pages', () => {
       'from',
       'to',
       'page',
+      'url',
+      'events',
+      'description',
+      'enabled',
     ),
     fc.oneof(nasty, fc.constant('@client'), fc.constant('@csrf')),
     { maxKeys: 8 },
@@ -620,6 +624,12 @@ describe('robustness of the OAuth endpoints and the pages', () => {
     ['POST', '/account/skills/skl_x/links/agt_x/unlink'],
     ['POST', '/account/skills/skl_x/delete'],
     ['POST', '/account/tools/tool_x/links/agt_x/unlink'],
+    ['GET', '/account/webhooks'],
+    ['POST', '/account/webhooks'],
+    ['GET', '/account/webhooks/wh_x'],
+    ['POST', '/account/webhooks/wh_x/enabled'],
+    ['GET', '/account/webhooks/wh_x/delete'],
+    ['POST', '/account/webhooks/wh_x/delete'],
   );
 
   it('the agents page, on a server with no model, says so on its form (422) instead of failing', async () => {

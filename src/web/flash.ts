@@ -21,6 +21,8 @@ const Flash = z.object({
   error: z.string().optional(),
   /** A secret the page shows once (a new personal access token). */
   created: z.object({ name: z.string(), token: z.string(), forMcp: z.boolean().optional() }).optional(),
+  /** A new webhook endpoint's signing secret, shown once. */
+  webhookSecret: z.object({ url: z.string(), secret: z.string() }).optional(),
   /** A channel's new link code, shown once. */
   linkCode: LinkCode.optional(),
 });

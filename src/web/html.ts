@@ -114,6 +114,7 @@ export function layout(title: string, body: Html, opts: LayoutOptions = {}): str
         <li><a href="/account/tokens">Access tokens</a></li>
         <li><a href="/account/credits">Credits</a></li>
         <li><a href="/account/activity">Activity</a></li>
+        <li><a href="/account/webhooks">Webhooks</a></li>
         <li><form method="post" action="/signout"><input type="hidden" name="csrf" value="${opts.csrf ?? ''}">
           <button type="submit">Sign out <span class="sr-only">${opts.user.email}</span></button></form></li>
       </ul></nav>`

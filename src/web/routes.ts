@@ -34,6 +34,7 @@ import {
 import { clearSessionCookie, setSessionCookie } from './session.ts';
 import { taskPageRoutes } from './task-routes.ts';
 import { toolPageRoutes } from './tool-routes.ts';
+import { webhookPageRoutes } from './webhook-routes.ts';
 
 const UID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -688,6 +689,7 @@ export async function webRoutes(app: App, oauth: OAuthServer): Promise<void> {
   await homePageRoutes(app, oauth);
   await activityPageRoutes(app, oauth);
   await toolPageRoutes(app, oauth);
+  await webhookPageRoutes(app, oauth);
 }
 
 class FormError extends AppError {

@@ -14,6 +14,8 @@ const NAV = [
   ['Authorized apps', '/account/apps'],
   ['Access tokens', '/account/tokens'],
   ['Credits', '/account/credits'],
+  ['Activity', '/account/activity'],
+  ['Webhooks', '/account/webhooks'],
 ] as const;
 
 /**

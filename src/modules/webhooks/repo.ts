@@ -1,4 +1,4 @@
-import { and, arrayContains, asc, count, desc, eq, lt } from 'drizzle-orm';
+import { and, arrayContains, asc, count, desc, eq, inArray, lt } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
 import {
   type WebhookDeliveryRow,
@@ -119,6 +119,20 @@ export async function listDeliveries(
     db.select({ n: count() }).from(webhookDeliveries).where(where),
   ]);
   return { rows, total: totals?.n ?? 0 };
+}
+
+/** The newest delivery of each of these endpoints of the account (one query; endpoints without any are absent). */
+export function latestDeliveries(
+  db: Executor,
+  accountId: string,
+  endpointIds: string[],
+): Promise<WebhookDeliveryRow[]> {
+  if (!endpointIds.length) return Promise.resolve([]);
+  return db
+    .selectDistinctOn([webhookDeliveries.endpointId])
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.accountId, accountId), inArray(webhookDeliveries.endpointId, endpointIds)))
+    .orderBy(webhookDeliveries.endpointId, desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id));
 }
 
 /** A delivery with its endpoint, by id alone (the delivery job). */

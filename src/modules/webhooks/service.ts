@@ -138,6 +138,16 @@ export async function listDeliveries(
   return toPage(rows.map(toDelivery), total, p);
 }
 
+/** The newest delivery of each of the account's endpoints given (the account page's list), by endpoint id. */
+export async function latestDeliveries(
+  ctx: ServiceContext,
+  endpointIds: readonly string[],
+): Promise<Map<string, WebhookDelivery>> {
+  requireScope(ctx, SCOPE);
+  const rows = await repo.latestDeliveries(ctx.db, ctx.accountId, [...endpointIds].slice(0, 100));
+  return new Map(rows.map((r) => [r.endpointId, toDelivery(r)]));
+}
+
 /**
  * Records `event` for every enabled endpoint of the account that picked it and queues each first attempt, on
  * `db` (pass the transaction that makes the change, so the event goes out exactly when the change commits).

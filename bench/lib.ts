@@ -41,6 +41,7 @@ export async function startBenchServer(
     },
     {
       nodeArgs: [...nodeArgs, ...profileArgs()],
+      timeoutMs: 300_000,
     },
   );
   const stop = server.stop;

@@ -282,6 +282,11 @@ export const ENV_REFERENCE: Record<EnvName, SettingDoc> = {
     group: 'MCP',
     meaning: 'browser origins allowed to call `/mcp` besides those of `BASE_URL` and `APP_URL`, comma-separated',
   },
+  MCP_TASK_POLL_INTERVAL_MS: {
+    group: 'MCP',
+    meaning:
+      'the `pollInterval` a task-augmented `tools/call` suggests to its client, and how often a running task checks whether another instance cancelled it (see [MCP](mcp.md#long-runs-tasks))',
+  },
   PROVIDERS_DIR: {
     group: 'Providers and connections',
     meaning:

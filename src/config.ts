@@ -149,6 +149,7 @@ export const EnvSchema = z.object({
   INJECTION_GUARD_MODEL: z.string().trim().optional(),
   INJECTION_GUARD_TIMEOUT_MS: positiveInt.default(10_000),
   MCP_ALLOWED_ORIGINS: z.string().optional(),
+  MCP_TASK_POLL_INTERVAL_MS: z.coerce.number().int().min(10).default(5000),
   PROVIDERS_DIR: z.string().optional(),
   JOBS_ENABLED: bool.default(true),
   JOBS_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
@@ -374,8 +375,12 @@ export interface Config {
   creditsBacklogMax: number;
   llm: LlmConfig;
   providers: ProvidersConfig;
-  /** Browser origins allowed to call /mcp besides BASE_URL's and APP_URL's (`MCP_ALLOWED_ORIGINS`). */
-  mcp: { allowedOrigins: string[] };
+  mcp: {
+    /** Browser origins allowed to call /mcp besides BASE_URL's and APP_URL's (`MCP_ALLOWED_ORIGINS`). */
+    allowedOrigins: string[];
+    /** The `pollInterval` MCP tasks suggest, and how often a running task looks for its cancellation. */
+    taskPollIntervalMs: number;
+  };
   jobs: JobsConfig;
   channels: ChannelsConfig;
   version: string;
@@ -527,6 +532,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         .split(',')
         .map((o) => o.trim().replace(/\/+$/, ''))
         .filter(Boolean),
+      taskPollIntervalMs: e.MCP_TASK_POLL_INTERVAL_MS,
     },
     providers: {
       dirs: (e.PROVIDERS_DIR ?? '')

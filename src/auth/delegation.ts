@@ -80,6 +80,26 @@ export function intersectDelegations(a: Delegation, b: Delegation): Delegation {
   };
 }
 
+/**
+ * Whether `holder` allows everything `needed` does: its scopes, at least its permission on every provider, and
+ * its knowledge bases. A token reading what was done under another token's restrictions must hold at least them.
+ */
+export function coversDelegation(holder: Delegation, needed: Delegation): boolean {
+  const permission = (d: Delegation, p: string) => d.providerPermissions[p] ?? d.defaultProviderPermission;
+  const providers = new Set([...Object.keys(holder.providerPermissions), ...Object.keys(needed.providerPermissions)]);
+  const atLeast = (h: ProviderPermission, n: ProviderPermission) => h === 'read-write' || n === 'read';
+  // null: every base of the account.
+  const held = holder.allowedKnowledgeBaseIds;
+  const wanted = needed.allowedKnowledgeBaseIds;
+  const bases = held === null || wanted?.every((id) => held.includes(id)) === true;
+  return (
+    needed.scopes.every((s) => holder.scopes.includes(s)) &&
+    atLeast(holder.defaultProviderPermission, needed.defaultProviderPermission) &&
+    [...providers].every((p) => atLeast(permission(holder, p), permission(needed, p))) &&
+    bases
+  );
+}
+
 /** A needed scope the delegator held through a broader one: `agents-all` grants everything `agents-use` does. */
 const INCLUDED_IN: Partial<Record<Scope, readonly Scope[]>> = { 'agents-use': ['agents-all'] };
 

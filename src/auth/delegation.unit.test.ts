@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Actor } from '../lib/context.ts';
-import { delegationOf, intersectDelegations, readDelegation } from './delegation.ts';
+import { coversDelegation, delegationOf, intersectDelegations, readDelegation } from './delegation.ts';
 
 const actor: Actor = {
   kind: 'pat',
@@ -74,5 +74,20 @@ describe('delegation', () => {
     ).toEqual(['kb_a', 'kb_b']);
     expect(intersectDelegations({ ...b, allowedKnowledgeBaseIds: ['kb_b'] }, a).allowedKnowledgeBaseIds).toEqual([]);
     expect(intersectDelegations(b, b)).toEqual(b);
+  });
+
+  it('a set covers another when it allows at least as much: scopes, each provider, knowledge bases', () => {
+    const task = delegationOf(actor);
+    const all = { ...task, allowedKnowledgeBaseIds: null, defaultProviderPermission: 'read-write' as const };
+    expect(coversDelegation(task, task)).toBe(true);
+    expect(coversDelegation(all, task)).toBe(true);
+    expect(coversDelegation(task, all)).toBe(false);
+    expect(coversDelegation({ ...task, scopes: ['agents-use'] }, task)).toBe(false);
+    expect(coversDelegation({ ...task, providerPermissions: {} }, task)).toBe(false);
+    expect(coversDelegation({ ...task, providerPermissions: { github: 'read-write', slack: 'read' } }, task)).toBe(
+      true,
+    );
+    expect(coversDelegation({ ...task, allowedKnowledgeBaseIds: ['kb_b'] }, task)).toBe(false);
+    expect(coversDelegation({ ...task, allowedKnowledgeBaseIds: ['kb_b', 'kb_a'] }, task)).toBe(true);
   });
 });

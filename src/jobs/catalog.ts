@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { oauthJobs } from '../auth/oauth/jobs.ts';
 import type { Executor } from '../db/client.ts';
+import { mcpJobs } from '../mcp/jobs.ts';
 import { activityJobs } from '../modules/activity/jobs.ts';
 import { agentJobs } from '../modules/agents/jobs.ts';
 import { authJobs } from '../modules/auth/jobs.ts';
@@ -41,6 +42,7 @@ export const JOB_CATALOG = {
   ...connectionJobs,
   ...creditJobs,
   ...knowledgeJobs,
+  ...mcpJobs,
   ...oauthJobs,
   ...taskJobs,
   ...toolJobs,

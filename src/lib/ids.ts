@@ -35,6 +35,8 @@ export const ID_PREFIX = {
   skill: 'skl',
   scheduledTask: 'task',
   scheduledTaskRun: 'trun',
+  /** A task-augmented MCP tools/call (its id is the protocol's taskId). */
+  mcpTask: 'mtask',
   activity: 'act',
   webhookEndpoint: 'wh',
   /** One event for one webhook endpoint; its id is the `webhook-id` header. */

@@ -93,7 +93,9 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
       }
       const ctx = req.ctx;
       const method = (body as { method?: unknown } | null)?.method;
-      if (method === 'tools/call') {
+      const params = (body as { params?: { name?: unknown; task?: unknown } } | null)?.params;
+      // Tasks come only from tools/call, and tasks/result hands over what the call answered: the same scope.
+      if (method === 'tools/call' || (typeof method === 'string' && method.startsWith('tasks/'))) {
         if (!ctx.scopes.has(readWrite)) {
           reply.header(
             'WWW-Authenticate',
@@ -135,6 +137,7 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
         model,
         signal,
         onCharge: meter?.charge,
+        plainToolCall: method === 'tools/call' && params?.task === undefined,
       });
       const transport = new sdk.WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,

@@ -6,6 +6,7 @@ export * from './connections.ts';
 export * from './credits.ts';
 export * from './jobs.ts';
 export * from './knowledge.ts';
+export * from './mcp.ts';
 export * from './oauth.ts';
 export * from './tasks.ts';
 export * from './tools.ts';

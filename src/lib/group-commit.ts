@@ -59,6 +59,12 @@ export class WriteSchedule {
     while (this.opts.more());
   }
 
+  /** Writes what is queued now, after the batch being written if one is; what arrives later keeps its window. */
+  async now(): Promise<void> {
+    if (this.current) await this.current;
+    await this.next();
+  }
+
   /** The batch being written, if one is. */
   get writing(): Promise<void> | undefined {
     return this.current;
@@ -127,6 +133,14 @@ export class GroupCommit<T> {
   /** Writes everything queued now, and resolves once it is written (or given up). */
   flush(): Promise<void> {
     return this.schedule.flush();
+  }
+
+  /**
+   * Writes what is queued now at once (after the batch being written, if one is), and resolves once it is written
+   * (or given up); what is queued meanwhile waits for its window, to share a statement with what follows it.
+   */
+  writeQueued(): Promise<void> {
+    return this.schedule.now();
   }
 
   private async writeBatch(batch: Array<{ item: T; done: (err?: unknown) => void }>, attempts = 4): Promise<void> {

@@ -285,6 +285,9 @@ export async function chatWithAgent(
       // Named before the answer: the conversation and the turn's messages are committed first.
       if (!(await log.commitNow(turn.written))) throw databaseUnavailable();
       await opts.onConversation(conversationId);
+    } else {
+      // Committed while the model answers: the answer then waits for its own message only.
+      void log.commitNow(turn.written);
     }
 
     const limits = agent.usageLimits;
@@ -301,15 +304,10 @@ export async function chatWithAgent(
       /** The exchange may teach the agent something (memory extraction). */
       learn = false,
     ) => {
-      void log.event(conversationId, 'message.delta', { content });
-      const stored = record(conversationId, { role: 'assistant', content }).message;
-      void log.touch(conversationId);
-      const written = log.event(conversationId, 'run.completed', {
-        messageId: stored.id,
+      const { committed, written } = log.answer(conversationId, turn, content, {
         creditsConsumed: credits.consumed,
         limited,
       });
-      const ended = log.endRun(conversationId, turn.id);
       if (learn) {
         // What the exchange teaches is decided off the request path, once the exchange is stored.
         ctx.deps.background.track(
@@ -327,7 +325,7 @@ export async function chatWithAgent(
         );
       }
       // What the answer names is committed before it is sent: any instance reads it, and continues it, at once.
-      if (!(await log.commitNow(ended))) throw databaseUnavailable();
+      if (!(await committed)) throw databaseUnavailable();
       return {
         id: newId('completion'),
         created: Math.floor(Date.now() / 1000),

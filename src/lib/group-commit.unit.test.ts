@@ -129,10 +129,10 @@ describe('GroupCommit.writeQueued', () => {
 
   it('writes what is queued at once, and what is queued after it in its window', async () => {
     const { gc, batches } = commit(20, 5);
-    gc.add(1);
+    void gc.add(1);
     const two = gc.add(2);
     void gc.writeQueued();
-    gc.add(3);
+    void gc.add(3);
     await vi.advanceTimersByTimeAsync(5);
     expect(await two).toBe(true);
     expect(batches).toEqual([{ items: [1, 2], start: 0 }]);
@@ -145,12 +145,12 @@ describe('GroupCommit.writeQueued', () => {
 
   it('after the batch being written, writes only what was queued when it was called', async () => {
     const { gc, batches } = commit(20, 5);
-    gc.add(1);
+    void gc.add(1);
     void gc.writeQueued(); // a batch in progress: [1]
     const two = gc.add(2);
     void gc.writeQueued(); // waits for [1], then writes [2] alone
-    gc.add(3);
-    gc.add(4);
+    void gc.add(3);
+    void gc.add(4);
     await vi.advanceTimersByTimeAsync(10);
     expect(await two).toBe(true);
     expect(batches).toEqual([

@@ -217,11 +217,11 @@ export class ConversationLog {
     const [stored, created] = ops;
     const mine = this.commitNow(this.add(conversationId, stored as LogOp));
     const committed = this.shared ? turn.written.then(async (ok) => ok && (await mine)) : mine;
-    this.add(conversationId, eventOp(conversationId, 'message.delta', { content }));
-    this.add(conversationId, created as LogOp);
-    this.touch(conversationId);
+    void this.add(conversationId, eventOp(conversationId, 'message.delta', { content }));
+    void this.add(conversationId, created as LogOp);
+    void this.touch(conversationId);
     const written = this.event(conversationId, 'run.completed', { messageId: message.id, ...outcome });
-    this.endRun(conversationId, turn.id);
+    void this.endRun(conversationId, turn.id);
     return { message, committed, written };
   }
 

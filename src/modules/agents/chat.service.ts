@@ -39,9 +39,10 @@ import { chatAgent } from './service.ts';
  * charge) and the monthly cap again between steps; the agent's personality, model, temperature and enabled
  * tool groups drive the ReAct runtime; every message, tool call and tool result is stored as it happens,
  * through this instance's group commit (`ConversationLog`). The answer waits for what it reads (the agent,
- * cached; a continued conversation's history), the usage counters that decide it, and the commit of what it
- * names: the conversation and its messages are in the database, for every instance, once the answer is sent
- * (and before `onConversation` names the conversation early, as a stream's header or a task's run does).
+ * cached; a continued conversation's history), the usage counters that decide it, and on PostgreSQL the commit
+ * of what it names: the conversation and its messages are in the database, for every instance, once the answer
+ * is sent (and before `onConversation` names the conversation early, as a stream's header or a task's run does;
+ * see `ConversationLog` for PGlite, which serves one process).
  */
 
 export const DEFAULT_LIMIT_MESSAGE = 'This agent has reached its usage limit for now. Please try again later.';

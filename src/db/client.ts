@@ -17,8 +17,10 @@ export type Executor = Db | Tx;
 export interface Database {
   db: Db;
   /**
-   * For writes whose loss in a crash may only ever favour the user (credit holds and their settlement):
-   * on PostgreSQL its commits do not wait for the WAL flush, which takes a disk sync off the LLM hot path.
+   * For writes whose loss in a crash may only ever favour the user (credit holds and their settlement), and an
+   * agent chat's answer message (committed as asynchronously as the rest of its conversation's writes, see
+   * migration 0026): on PostgreSQL its commits do not wait for the WAL flush, which takes a disk sync off the
+   * hot path. Visible to every session once committed, as any commit.
    */
   asyncCommitDb: Db;
   driver: 'pglite' | 'pg';

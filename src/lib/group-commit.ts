@@ -26,7 +26,8 @@ export class WriteSchedule {
       windowMs: number;
       /** A batch holds at most this many: once that many are queued, they are written at once. */
       max: number;
-      writeOne: () => Promise<void>;
+      /** Writes a batch of at most `limit` (default: as many as a batch holds). */
+      writeOne: (limit?: number) => Promise<void>;
       more: () => boolean;
       onError: (err: unknown) => void;
     },
@@ -59,14 +60,24 @@ export class WriteSchedule {
     while (this.opts.more());
   }
 
+  /**
+   * Writes at once, after the batch being written if one is, at most `count()` of what is queued then (none: the
+   * batch being written took them); what arrives later keeps its window.
+   */
+  async now(count: () => number): Promise<void> {
+    while (this.current) await this.current.catch(() => {});
+    const n = count();
+    if (n > 0) await this.next(n);
+  }
+
   /** The batch being written, if one is. */
   get writing(): Promise<void> | undefined {
     return this.current;
   }
 
-  /** One batch, or the one being written. */
-  private next(): Promise<void> {
-    this.current ??= this.opts.writeOne().finally(() => {
+  /** One batch (of at most `limit`), or the one being written. */
+  private next(limit?: number): Promise<void> {
+    this.current ??= this.opts.writeOne(limit).finally(() => {
       this.current = undefined;
     });
     return this.current;
@@ -101,8 +112,8 @@ export class GroupCommit<T> {
     this.schedule = new WriteSchedule({
       windowMs: opts.windowMs,
       max,
-      writeOne: async () => {
-        if (this.queue.length) await this.writeBatch(this.queue.splice(0, max));
+      writeOne: async (limit = max) => {
+        if (this.queue.length) await this.writeBatch(this.queue.splice(0, Math.min(limit, max)));
       },
       more: () => this.queue.length > 0,
       onError: (err) => opts.log.error({ err }, `${opts.what}: a batch failed`),
@@ -127,6 +138,15 @@ export class GroupCommit<T> {
   /** Writes everything queued now, and resolves once it is written (or given up). */
   flush(): Promise<void> {
     return this.schedule.flush();
+  }
+
+  /**
+   * Writes what is queued now at once (after the batch being written, if one is), and resolves once it is written
+   * (or given up); what is queued after it waits for its window, to share a statement with what follows it.
+   */
+  writeQueued(): Promise<void> {
+    const last = this.queue.at(-1);
+    return last ? this.schedule.now(() => this.queue.indexOf(last) + 1) : Promise.resolve();
   }
 
   private async writeBatch(batch: Array<{ item: T; done: (err?: unknown) => void }>, attempts = 4): Promise<void> {

@@ -1,5 +1,8 @@
+import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { WriteSchedule } from './group-commit.ts';
+import { BackgroundTasks } from './background.ts';
+import { GroupCommit, WriteSchedule } from './group-commit.ts';
+import type { Logger } from './logger.ts';
 
 /**
  * A queue written by a WriteSchedule whose every batch takes `writeMs`; records when each batch started and ended
@@ -95,5 +98,66 @@ describe('WriteSchedule', () => {
     // The window's timer was cleared: nothing more is written.
     await vi.advanceTimersByTimeAsync(100);
     expect(batches).toHaveLength(2);
+  });
+});
+
+describe('GroupCommit.writeQueued', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** A group commit whose every write takes `writeMs`, recording its batches and when each started. */
+  const commit = (windowMs: number, writeMs: number) => {
+    const log = pino({ level: 'silent' }) as unknown as Logger;
+    const batches: Array<{ items: number[]; start: number }> = [];
+    const t0 = Date.now();
+    const gc = new GroupCommit<number>({
+      what: 'test writes',
+      windowMs,
+      log,
+      background: new BackgroundTasks(log),
+      write: async (items) => {
+        batches.push({ items, start: Date.now() - t0 });
+        await new Promise((r) => setTimeout(r, writeMs));
+      },
+    });
+    return { gc, batches };
+  };
+
+  it('writes what is queued at once, and what is queued after it in its window', async () => {
+    const { gc, batches } = commit(20, 5);
+    void gc.add(1);
+    const two = gc.add(2);
+    void gc.writeQueued();
+    void gc.add(3);
+    await vi.advanceTimersByTimeAsync(5);
+    expect(await two).toBe(true);
+    expect(batches).toEqual([{ items: [1, 2], start: 0 }]);
+    await vi.advanceTimersByTimeAsync(30);
+    expect(batches).toEqual([
+      { items: [1, 2], start: 0 },
+      { items: [3], start: 20 },
+    ]);
+  });
+
+  it('after the batch being written, writes only what was queued when it was called', async () => {
+    const { gc, batches } = commit(20, 5);
+    void gc.add(1);
+    void gc.writeQueued(); // a batch in progress: [1]
+    const two = gc.add(2);
+    void gc.writeQueued(); // waits for [1], then writes [2] alone
+    void gc.add(3);
+    void gc.add(4);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(await two).toBe(true);
+    expect(batches).toEqual([
+      { items: [1], start: 0 },
+      { items: [2], start: 5 },
+    ]);
+    await vi.advanceTimersByTimeAsync(30);
+    expect(batches.at(-1)).toEqual({ items: [3, 4], start: 20 });
   });
 });

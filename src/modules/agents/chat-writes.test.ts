@@ -1,10 +1,12 @@
-import { asc, eq } from 'drizzle-orm';
+import { and, asc, eq, isNull } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { call, createUser, fakeLlmSuite, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { conversationEvents, conversations, messages } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
+import { newId } from '../../lib/ids.ts';
 import { conversationLog } from './events.service.ts';
+import { writeMessage } from './repo.ts';
 
 /**
  * Agent chat stores its conversation through this instance's group commit (events.service.ts `ConversationLog`)
@@ -129,6 +131,40 @@ describe('agent chat: group-committed writes and the agent cache', () => {
       ['user', 'Hello?'],
       ['assistant', 'Still here.'],
     ]);
+  });
+
+  it("an answer's message written alone (PostgreSQL's path) for a conversation deleted meanwhile is dropped, not an error", async () => {
+    const u = await createUser(h.app);
+    const agent = await makeAgent(h.app, u);
+    llm.enqueue({ content: 'Kept.' });
+    const res = await chat(h.app, u, agent, 'Hello?');
+    const conversationId = res.headers['x-conversation-id'] as string;
+    await conversationLog(h.app.deps).settled();
+    const message = (at: Date, conversation: string) => ({
+      id: newId('message'),
+      conversationId: conversation,
+      role: 'assistant' as const,
+      content: 'Alone.',
+      toolCalls: [{ id: 'call_1', type: 'function' as const, function: { name: 'f', arguments: '{}' } }],
+      toolCallId: null,
+      toolName: null,
+      error: null,
+      at,
+    });
+    await writeMessage(h.database.asyncCommitDb, message(new Date(), conversationId));
+    await writeMessage(h.database.asyncCommitDb, message(new Date(), newId('conversation')));
+    const rows = await h.database.db.select().from(messages).where(eq(messages.conversationId, conversationId));
+    expect(rows.map((m) => [m.role, m.content, m.toolCalls])).toEqual([
+      ['user', 'Hello?', null],
+      ['assistant', 'Kept.', null],
+      ['assistant', 'Alone.', [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } }]],
+    ]);
+    // tool_calls of a message without any is NULL, not JSON null.
+    const nulls = await h.database.db
+      .select({ id: messages.id })
+      .from(messages)
+      .where(and(eq(messages.conversationId, conversationId), isNull(messages.toolCalls)));
+    expect(nulls).toHaveLength(2);
   });
 
   it('reads on the instance that chatted see its writes at once', async () => {

@@ -39,9 +39,10 @@ import { chatAgent } from './service.ts';
  * charge) and the monthly cap again between steps; the agent's personality, model, temperature and enabled
  * tool groups drive the ReAct runtime; every message, tool call and tool result is stored as it happens,
  * through this instance's group commit (`ConversationLog`). The answer waits for what it reads (the agent,
- * cached; a continued conversation's history), the usage counters that decide it, and the commit of what it
- * names: the conversation and its messages are in the database, for every instance, once the answer is sent
- * (and before `onConversation` names the conversation early, as a stream's header or a task's run does).
+ * cached; a continued conversation's history), the usage counters that decide it, and on PostgreSQL the commit
+ * of what it names: the conversation and its messages are in the database, for every instance, once the answer
+ * is sent (and before `onConversation` names the conversation early, as a stream's header or a task's run does;
+ * see `ConversationLog` for PGlite, which serves one process).
  */
 
 export const DEFAULT_LIMIT_MESSAGE = 'This agent has reached its usage limit for now. Please try again later.';
@@ -285,6 +286,9 @@ export async function chatWithAgent(
       // Named before the answer: the conversation and the turn's messages are committed first.
       if (!(await log.commitNow(turn.written))) throw databaseUnavailable();
       await opts.onConversation(conversationId);
+    } else {
+      // Committed while the model answers: the answer then waits for its own message only.
+      void log.commitNow(turn.written);
     }
 
     const limits = agent.usageLimits;
@@ -301,15 +305,10 @@ export async function chatWithAgent(
       /** The exchange may teach the agent something (memory extraction). */
       learn = false,
     ) => {
-      void log.event(conversationId, 'message.delta', { content });
-      const stored = record(conversationId, { role: 'assistant', content }).message;
-      void log.touch(conversationId);
-      const written = log.event(conversationId, 'run.completed', {
-        messageId: stored.id,
+      const { committed, written } = log.answer(conversationId, turn, content, {
         creditsConsumed: credits.consumed,
         limited,
       });
-      const ended = log.endRun(conversationId, turn.id);
       if (learn) {
         // What the exchange teaches is decided off the request path, once the exchange is stored.
         ctx.deps.background.track(
@@ -327,7 +326,7 @@ export async function chatWithAgent(
         );
       }
       // What the answer names is committed before it is sent: any instance reads it, and continues it, at once.
-      if (!(await log.commitNow(ended))) throw databaseUnavailable();
+      if (!(await committed)) throw databaseUnavailable();
       return {
         id: newId('completion'),
         created: Math.floor(Date.now() / 1000),

@@ -125,25 +125,37 @@ export async function writeFailedTurns(
 
 /**
  * What a chat stores: conversations, messages and events of this instance go through one group commit
- * (GROUP_COMMIT_WINDOW_MS), in the order they happened, so a turn costs the database one statement, shared with
- * the turns of other chats queued meanwhile. A chat answers only once what its answer names is committed
- * (`commitNow`: the conversation, its messages, its events), so every instance behind the load balancer reads
- * it, and continues it, as soon as the answer arrives (issue 39); what is queued in between (a run's tool steps)
- * is written within the window, when its SSE subscribers are notified. Every read of conversations on this
- * instance first waits for what is queued (`settled`), so it sees its own writes. Shutdown writes everything
- * queued (background work is drained before the database closes). Text the database cannot store (NUL,
- * unpaired surrogates) is stored as U+FFFD.
+ * (GROUP_COMMIT_WINDOW_MS), in the order they happened, shared with the turns of other chats queued meanwhile.
+ * Every read of conversations on this instance first waits for what is queued (`settled`), so it sees its own
+ * writes. On PostgreSQL, which other instances share, a chat answers only once what its answer names is
+ * committed (`commitNow`: the conversation, its messages), so every instance behind the load balancer reads it,
+ * and continues it, as soon as the answer arrives (issue 39); the rest (events, the conversation's activity, the
+ * turn's lease) is written within the window, when its SSE subscribers are notified. PGlite serves one process
+ * (its data directory is locked): there is no other instance, and its writes keep their window. Shutdown writes
+ * everything queued (background work is drained before the database closes). Text the database cannot store
+ * (NUL, unpaired surrogates) is stored as U+FFFD.
  */
 export class ConversationLog {
   private readonly commit: GroupCommit<LogOp>;
   /** Each conversation's last queued write, while it is not written yet. */
   private readonly last = new Map<string, Promise<boolean>>();
+  /** Other instances may read this database (PostgreSQL): what an answer names is committed before it leaves. */
+  private readonly shared: boolean;
 
   constructor(deps: Deps) {
-    const db = deps.database.db;
+    const { db, asyncCommitDb, driver } = deps.database;
+    this.shared = driver === 'pg';
     this.commit = new GroupCommit<LogOp>({
       what: 'conversation writes',
-      write: (ops) => repo.writeConversationLog(db, toBatch(ops)),
+      write: (ops) => {
+        const batch = toBatch(ops);
+        const [message] = batch.messages;
+        // An answer alone (see `answer`): one plain statement, committed without waiting for the WAL flush as the
+        // batch function's are.
+        return ops.length === 1 && message
+          ? repo.writeMessage(asyncCommitDb, message)
+          : repo.writeConversationLog(db, batch);
+      },
       windowMs: GROUP_COMMIT_WINDOW_MS[deps.database.driver],
       log: deps.log,
       background: deps.background,
@@ -178,6 +190,39 @@ export class ConversationLog {
 
   event(conversationId: string, type: EventType, data: Record<string, unknown>): Promise<boolean> {
     return this.add(conversationId, eventOp(conversationId, type, data));
+  }
+
+  /**
+   * A turn's answer: the assistant message, then its `message.delta` and `message.created`, the conversation's
+   * activity, `run.completed` `{messageId, creditsConsumed, limited}` and the end of the turn's lease.
+   * `committed` (see `commitNow`) waits for the turn's earlier writes (`turn.written`: the conversation, the
+   * user's message) and the message, written at once in a statement of its own when nothing else is queued; the
+   * rest keeps its window. `written` resolves once all of it is written.
+   */
+  answer(
+    conversationId: string,
+    turn: { id: string; written: Promise<boolean> },
+    content: string,
+    outcome: { creditsConsumed: number; limited: boolean },
+  ): { message: MessageRow; committed: Promise<boolean>; written: Promise<boolean> } {
+    const { message, ops } = messageOps({
+      conversationId,
+      role: 'assistant',
+      content,
+      toolCalls: null,
+      toolCallId: null,
+      toolName: null,
+      error: null,
+    });
+    const [stored, created] = ops;
+    const mine = this.commitNow(this.add(conversationId, stored as LogOp));
+    const committed = this.shared ? turn.written.then(async (ok) => ok && (await mine)) : mine;
+    void this.add(conversationId, eventOp(conversationId, 'message.delta', { content }));
+    void this.add(conversationId, created as LogOp);
+    void this.touch(conversationId);
+    const written = this.event(conversationId, 'run.completed', { messageId: message.id, ...outcome });
+    void this.endRun(conversationId, turn.id);
+    return { message, committed, written };
   }
 
   /** A turn starts: its lease row (held `leaseMs` from when it is written) goes with what is queued before it. */
@@ -219,11 +264,14 @@ export class ConversationLog {
   }
 
   /**
-   * Writes what is queued now rather than at the window's end, and answers whether `written` (a write queued
-   * here, and so all queued before it) was committed: false when it was given up (the database is down).
+   * Commits `written` (a write queued here, and so all queued before it) before an answer that names it leaves:
+   * on PostgreSQL writes what is queued now rather than at the window's end, and answers whether it was
+   * committed (false: given up, the database is down); later writes keep their window. On PGlite answers true
+   * at once: no other instance reads its database, and reads here wait for what is queued (`settled`).
    */
   commitNow(written: Promise<boolean>): Promise<boolean> {
-    void this.commit.flush();
+    if (!this.shared) return Promise.resolve(true);
+    void this.commit.writeQueued();
     return written;
   }
 

@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, gt, inArray, lt, ne, sql } from 'drizzle-orm';
-import type { Executor } from '../../db/client.ts';
+import type { Db, Executor } from '../../db/client.ts';
 import {
   type AgentRow,
   agentDailyUsage,
@@ -301,6 +301,48 @@ export async function writeConversationLog(db: Executor, batch: ConversationLogB
     SELECT agents_write_conversation_log(${json(batch.conversations)}::jsonb, ${json(batch.messages)}::jsonb,
       ${json(batch.events)}::jsonb, ${json(batch.touches)}::jsonb, ${json(batch.runs)}::jsonb,
       ${JSON.stringify(batch.endedRuns)}::jsonb, ${NOTIFY_CHANNEL})`);
+}
+
+/** A prepared insert of one message, per database handle (PostgreSQL plans a named statement once a connection). */
+const messageInserts = new WeakMap<Db, ReturnType<typeof prepareMessageInsert>>();
+
+function prepareMessageInsert(db: Db) {
+  const p = sql.placeholder;
+  return db
+    .insert(messages)
+    .values({
+      id: p('id'),
+      conversationId: p('conversationId'),
+      role: p('role'),
+      content: p('content'),
+      // A placeholder would go through the column's JSON encoder: null would be stored as JSON null, not NULL.
+      toolCalls: sql`${p('toolCalls')}::jsonb`,
+      toolCallId: p('toolCallId'),
+      toolName: p('toolName'),
+      error: p('error'),
+      createdAt: p('at'),
+    })
+    .onConflictDoNothing()
+    .prepare('agents_insert_message');
+}
+
+/**
+ * Writes one message alone, as `writeConversationLog` would, in one plain statement (a fraction of the batch
+ * function's cost: what a chat's answer waits for). A message of a conversation that is gone is dropped.
+ */
+export async function writeMessage(db: Db, m: ConversationLogBatch['messages'][number]): Promise<void> {
+  let insert = messageInserts.get(db);
+  if (!insert) {
+    insert = prepareMessageInsert(db);
+    messageInserts.set(db, insert);
+  }
+  try {
+    await insert.execute({ ...m, toolCalls: m.toolCalls === null ? null : JSON.stringify(m.toolCalls) });
+  } catch (err) {
+    // foreign_key_violation: the conversation was deleted (with its messages) before this landed.
+    const e = err as { code?: string; cause?: { code?: string } };
+    if ((e.cause?.code ?? e.code) !== '23503') throw err;
+  }
 }
 
 /** Holds a running turn's lease `leaseMs` longer (database time); false when its row is gone (it was failed). */

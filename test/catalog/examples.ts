@@ -16,7 +16,7 @@ const PATTERN_CANDIDATES = ['example', 'PT30M', '12345', 'example-1', 'a'];
  * each class (Lob's `^adr_[a-zA-Z0-9]+$` gives `adr_a`, Ticketmaster's `^(name|relevance),(asc|desc)$` gives
  * `name,asc`). The caller checks it still matches; a pattern this cannot read is left to the other candidates.
  */
-function fromPattern(pattern: string): string {
+export function fromPattern(pattern: string): string {
   return pattern
     .replace(/^\^|\$$/g, '')
     .replace(/\(([^()|]*)(?:\|[^()]*)?\)/g, '$1')

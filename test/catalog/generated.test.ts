@@ -130,7 +130,10 @@ function validatorFor(curated: CuratedProvider, doc: OpenApiDocument) {
       ] as const) {
         if (typeof v[flag] !== 'boolean') continue;
         const { [flag]: on, [bound]: limit, ...rest } = v as Record<string, unknown>;
-        v = on && typeof limit === 'number' ? { ...rest, [flag]: limit } : { ...rest, ...(limit === undefined ? {} : { [bound]: limit }) };
+        v =
+          on && typeof limit === 'number'
+            ? { ...rest, [flag]: limit }
+            : { ...rest, ...(limit === undefined ? {} : { [bound]: limit }) };
       }
     }
     // `nullable` without `type` (Graph's anyOf members) says nothing, and ajv refuses it.

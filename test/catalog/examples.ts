@@ -11,6 +11,20 @@ const FORMAT_EXAMPLES: Record<string, string> = {
 
 const PATTERN_CANDIDATES = ['example', 'PT30M', '12345', 'example-1', 'a'];
 
+/**
+ * A string a simple pattern accepts, read off the pattern: each group's first alternative, one character of
+ * each class (Lob's `^adr_[a-zA-Z0-9]+$` gives `adr_a`, Ticketmaster's `^(name|relevance),(asc|desc)$` gives
+ * `name,asc`). The caller checks it still matches; a pattern this cannot read is left to the other candidates.
+ */
+export function fromPattern(pattern: string): string {
+  return pattern
+    .replace(/^\^|\$$/g, '')
+    .replace(/\(([^()|]*)(?:\|[^()]*)?\)/g, '$1')
+    .replace(/\\d[+*]?/g, '1')
+    .replace(/\[\^?([A-Za-z0-9])[^\]]*\][+*]?/g, '$1')
+    .replace(/\\(.)/g, '$1');
+}
+
 /** A value the schema accepts; objects get their required properties (all of them at the top level). */
 export function exampleValue(schema: JsonSchema, all = false): unknown {
   if (schema.default !== undefined) return schema.default;
@@ -22,7 +36,8 @@ export function exampleValue(schema: JsonSchema, all = false): unknown {
       if (schema.format && FORMAT_EXAMPLES[schema.format]) return FORMAT_EXAMPLES[schema.format];
       // A pattern without an example: the first of some common shapes it accepts (ISO 8601 durations ...).
       if (schema.pattern) {
-        const fits = PATTERN_CANDIDATES.find((c) => new RegExp(schema.pattern as string, 'u').test(c));
+        const re = new RegExp(schema.pattern, 'u');
+        const fits = [...PATTERN_CANDIDATES, fromPattern(schema.pattern)].find((c) => re.test(c));
         if (fits) return fits;
       }
       let s = 'example';

@@ -122,6 +122,20 @@ function validatorFor(curated: CuratedProvider, doc: OpenApiDocument) {
   const schemaOnly = JSON.parse(JSON.stringify(doc), (k, v) => {
     if (k === 'example' || k === 'examples' || k === '$id') return undefined;
     if (k === 'required' && Array.isArray(v)) return v.filter((r) => !notRequired.has(r));
+    // OpenAPI 3.0's boolean `exclusiveMinimum` (Svix, ShipEngine) is JSON Schema's number form.
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      for (const [flag, bound] of [
+        ['exclusiveMinimum', 'minimum'],
+        ['exclusiveMaximum', 'maximum'],
+      ] as const) {
+        if (typeof v[flag] !== 'boolean') continue;
+        const { [flag]: on, [bound]: limit, ...rest } = v as Record<string, unknown>;
+        v =
+          on && typeof limit === 'number'
+            ? { ...rest, [flag]: limit }
+            : { ...rest, ...(limit === undefined ? {} : { [bound]: limit }) };
+      }
+    }
     // `nullable` without `type` (Graph's anyOf members) says nothing, and ajv refuses it.
     if (v && typeof v === 'object' && 'nullable' in v && !('type' in v)) {
       const { nullable: _n, ...rest } = v as Record<string, unknown>;

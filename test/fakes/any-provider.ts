@@ -156,7 +156,11 @@ export async function startAnyProviderFake(): Promise<AnyProviderFake> {
       if (copy.apiKey) {
         copy.apiKey.whoami.url = rewrite(copy.apiKey.whoami.url);
         if (copy.apiKey.baseUrl) copy.apiKey.baseUrl = rewrite(copy.apiKey.baseUrl);
-        const parts = copy.apiKey.whoami.url.replace(/^https?:\/\/[^/]+/, '').split(/\{[^}]+\}/);
+        // The path only: a who-am-I may carry a query (`?limit=1`).
+        const parts = copy.apiKey.whoami.url
+          .replace(/^https?:\/\/[^/]+/, '')
+          .replace(/\?.*$/, '')
+          .split(/\{[^}]+\}/);
         whoamis.push({
           path: new RegExp(`^${parts.map((p) => p.replace(/[.*+?^$()|[\]\\]/g, '\\$&')).join('[^/]+')}$`),
           method: copy.apiKey.whoami.method,
@@ -194,9 +198,10 @@ function setIdentity(
 ): void {
   const f = given ?? def.oauth?.userInfo.fields ?? def.apiKey?.whoami.fields;
   if (!f) return;
-  setAt(answer, firstPath(f.providerUserId), `user-${def.id}`);
   if (f.email) setAt(answer, firstPath(f.email), `someone@${def.id}.example`);
   if (f.displayName) setAt(answer, firstPath(f.displayName), `Someone at ${def.label}`);
+  // Last: where the id is also the e-mail address or the name (ConfigCat, Clerk), the id is what is asked for.
+  setAt(answer, firstPath(f.providerUserId), `user-${def.id}`);
 }
 
 /** An identity at `[0].id` (Supabase's organizations) is answered as the list it is. */

@@ -10,6 +10,7 @@ import {
 } from '../../../test/fakes/api-key-provider.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { connections } from '../../db/schema/index.ts';
+import { sha256Hex } from '../../lib/ids.ts';
 import type { ProviderDefinition } from '../providers/schema.ts';
 import { withCredential } from './api-key.ts';
 import { sendOnce } from './http.ts';
@@ -33,8 +34,15 @@ describe('token connections (api_key)', () => {
   beforeAll(async () => {
     fake = await startApiKeyFake();
     const down = keyholeProvider(`http://127.0.0.1:${await closedPort()}`);
+    // A vendor whose tokens name no user (an API key of a project): the who-am-I only checks the token.
+    const anon = keyholeProvider(fake.url) as { apiKey: { whoami: Record<string, unknown> } };
+    const anonKey = { ...anon.apiKey, whoami: { url: `${fake.url}/w/{workspace}/api/items` } };
     h = await createHarness(
-      apiKeyProvidersEnv([keyholeProvider(fake.url), { ...down, id: 'keyhole-down', label: 'Keyhole Down' }]),
+      apiKeyProvidersEnv([
+        keyholeProvider(fake.url),
+        { ...down, id: 'keyhole-down', label: 'Keyhole Down' },
+        { ...anon, id: 'keyhole-anon', label: 'Keyhole Anon', apiKey: anonKey },
+      ]),
     );
   });
   afterAll(async () => {
@@ -196,6 +204,31 @@ describe('token connections (api_key)', () => {
     const again = await connect(u, keyhole('kh_live_new_token_after_revoke'));
     expect(again.statusCode).toBe(201);
     expect(again.json()).toMatchObject({ id: c.id, status: 'active', lastError: null });
+  });
+
+  it('a who-am-I naming no user only checks the token: the connection is known by a hash of the token', async () => {
+    const u = await createUser(h.app);
+    const res = await connect(u, { ...keyhole(), catalogEntryId: 'keyhole-anon' });
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json()).toMatchObject({
+      providerId: 'keyhole-anon',
+      providerUserId: `token-${sha256Hex(TOKEN).slice(0, 16)}`,
+      status: 'active',
+      authType: 'api_key',
+      metadata: { displayName: 'Keyhole Anon token', providerName: 'Keyhole Anon' },
+    });
+    expect(fake.requests).toEqual([
+      { method: 'GET', path: '/w/acme/api/items', authorization: basic('ada@example.com', TOKEN) },
+    ]);
+    // Another token is another connection; a token the provider refuses is still a 422, and stores nothing.
+    fake.tokens.set('kh_live_second_project_token', { email: 'ada@example.com', id: 'kh-ada', name: 'Ada Lovelace' });
+    const second = await connect(u, { ...keyhole('kh_live_second_project_token'), catalogEntryId: 'keyhole-anon' });
+    expect(second.statusCode).toBe(201);
+    expect(second.json().id).not.toBe(res.json().id);
+    const refused = await connect(u, { ...keyhole('kh_live_not_a_real_token_000'), catalogEntryId: 'keyhole-anon' });
+    expect(refused.statusCode).toBe(422);
+    const rows = await h.database.db.select().from(connections).where(eq(connections.accountId, u.account.id));
+    expect(rows).toHaveLength(2);
   });
 
   it("another account's token connection is 404, to read and to run tools on", async () => {

@@ -1,5 +1,6 @@
 import type { ConnectionRow } from '../../db/schema/index.ts';
 import { BadGatewayError } from '../../lib/errors.ts';
+import { sha256Hex } from '../../lib/ids.ts';
 import { REDACTED } from '../../lib/redact.ts';
 import { type BuiltRequest, fillUrl, providerErrorMessage } from '../providers/request.ts';
 import type { ApiKeySettings, AuthType, OAuthSettings, ProviderDefinition } from '../providers/schema.ts';
@@ -113,12 +114,18 @@ export async function checkApiKey(
   if (answer.status >= 200 && answer.status < 300) {
     const failure = providerErrorMessage(def, answer.body);
     if (failure) throw new TokenRefusedError(cut(failure, token), answer.status);
-    return { user: readIdentity(def, answer.body, w.fields), vars: { ...vars, ...readVars(answer.body, w.vars) } };
+    const user = w.fields ? readIdentity(def, answer.body, w.fields) : tokenIdentity(def, token);
+    return { user, vars: { ...vars, ...readVars(answer.body, w.vars) } };
   }
   if (answer.status >= 400 && answer.status < 500 && answer.status !== 408 && answer.status !== 429) {
     throw new TokenRefusedError(words(), answer.status);
   }
   throw new BadGatewayError(`${def.label} answered ${answer.status} when asked who the token belongs to: ${words()}`);
+}
+
+/** Who a token is when nothing says who it belongs to: a hash of it (never the token in clear). */
+export function tokenIdentity(def: Pick<ProviderDefinition, 'label'>, token: string): UserInfo {
+  return { providerUserId: `token-${sha256Hex(token).slice(0, 16)}`, displayName: `${def.label} token` };
 }
 
 function cut(text: string, token: string): string {

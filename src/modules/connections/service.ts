@@ -19,7 +19,7 @@ import type { AuthType, FinalizeField, OAuthProviderDefinition, ProviderDefiniti
 import { hasOAuth, URL_PLACEHOLDER } from '../providers/schema.ts';
 import { logoPath } from '../providers/service.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
-import { checkApiKey, TokenRefusedError } from './api-key.ts';
+import { checkApiKey, TokenRefusedError, tokenIdentity } from './api-key.ts';
 import { bindingCookieName, bindingMatches, newBinding, startUrl } from './browser-binding.ts';
 import { connectionEvent } from './events.ts';
 import { connectionFilterOf } from './filter.ts';
@@ -645,8 +645,7 @@ export async function createFromCatalog(ctx: ServiceContext, input: FromCatalogC
     }
   } else {
     // No way to ask who it is: the token itself identifies the connection (by hash, never in clear).
-    const tokenId = `token-${sha256Hex(token).slice(0, 16)}`;
-    identity = { user: { providerUserId: tokenId, displayName: `${def.label} token` }, vars };
+    identity = { user: tokenIdentity(def, token), vars };
   }
   const row = await ctx.db.transaction((tx) =>
     upsertConnection(

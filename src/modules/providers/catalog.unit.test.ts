@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { afterEach, describe, expect, it } from 'vitest';
+import { fromPattern } from '../../../test/catalog/examples.ts';
 import { loadConfig } from '../../config.ts';
 import {
   checkProviderRules,
@@ -72,6 +73,7 @@ function sampleArgs(parameters: {
         if (s.format === 'uri') return 'https://example.com/x';
         if (s.pattern && new RegExp(s.pattern, 'u').test('sample')) return 'sample';
         if (s.pattern && new RegExp(s.pattern, 'u').test('123456')) return '123456';
+        if (s.pattern && new RegExp(s.pattern, 'u').test(fromPattern(s.pattern))) return fromPattern(s.pattern);
         return 'sample-value';
     }
   };

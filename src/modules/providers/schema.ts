@@ -209,13 +209,17 @@ export const ApiKeySettings = z.strictObject({
   auth: ApiKeyAuth,
   /** The API's base URL for token connections when it differs from the OAuth one (Jira Cloud's site). */
   baseUrl: TemplateUrl.optional(),
-  /** A cheap "who am I" request made with the token; a refusal is a 422 naming the provider's answer. */
+  /**
+   * A cheap "who am I" request made with the token; a refusal is a 422 naming the provider's answer. Without
+   * `fields` (a vendor whose keys name no user, such as a project's API key) it only checks the token, and the
+   * connection is known by a hash of the token.
+   */
   whoami: z.strictObject({
     url: TemplateUrl,
     method: z.enum(['GET', 'POST']).default('GET'),
     headers: Headers.default({}),
     body: z.json().optional(),
-    fields: IdentityFields,
+    fields: IdentityFields.optional(),
     /** Connection variables from the answer (Slack's team id). */
     vars: z.record(z.string().regex(VAR_NAME), VarSource).default({}),
   }),

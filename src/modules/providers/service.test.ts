@@ -83,8 +83,9 @@ describe('providers API', () => {
       for (const p of body) {
         const keys = Object.keys(githubProvider).filter((k) => k !== 'apiKey' || p.apiKey !== undefined);
         expect(Object.keys(p).sort()).toEqual(keys.sort());
-        // `api_key` only for a vendor without OAuth (Trello), whose only way in is the token.
-        expect(p.authType).toBe(p.id === 'trello' || p.id === 'twilio' || p.id === 'freshdesk' ? 'api_key' : 'oauth');
+        // `api_key` only for a vendor without OAuth (Trello, SendGrid), whose only way in is the token.
+        const def = shipped.get(p.id as string)?.definition;
+        if (def) expect(p.authType).toBe(def.oauth ? 'oauth' : 'api_key');
         if (p.authType === 'api_key') expect(p.authTypes).toEqual(['api_key']);
         expect(p.configured).toBe((p.authTypes as string[]).length > 0);
       }

@@ -20,7 +20,7 @@ const errorBody = {
       description: 'ValidationError only: one entry per failing field',
       items: {
         type: 'object',
-        properties: { field: { type: 'string' }, message: { type: 'string' } },
+        properties: { field: { type: 'string', examples: ['body.name'] }, message: { type: 'string' } },
       },
     },
   },
@@ -86,8 +86,26 @@ const WORDMARK =
 
 const errorResponse = (description: string, example: Record<string, unknown>) => ({
   description,
-  content: { 'application/json': { schema: errorBody, example } },
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' }, example } },
 });
+
+const pascal = (word: string) => word.charAt(0).toUpperCase() + word.slice(1);
+
+/**
+ * An operation's name from its method and path (`GET /api/v1/agents/{agentId}` is `getAgentsByAgentId`): unique
+ * as method and path are, and stable, so generated clients keep their names as routes are added.
+ */
+export function operationIdOf(method: string, path: string): string {
+  const words = path
+    .replace(/^\/api\/v1(?=\/)/, '')
+    .split('/')
+    .flatMap((segment) => {
+      const param = /^\{(.+)\}$/.exec(segment)?.[1];
+      return param ? ['by', param] : segment.split(/[^A-Za-z0-9]+/);
+    })
+    .filter(Boolean);
+  return method.toLowerCase() + words.map(pascal).join('');
+}
 
 /**
  * OpenAPI 3.1 at /openapi.json, generated from the zod route schemas; each route also gets its security
@@ -107,6 +125,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       servers: [{ url: config.baseUrl }],
       tags: API_TAGS,
       components: {
+        schemas: { Error: errorBody },
         securitySchemes: {
           bearerAuth: {
             type: 'http',
@@ -161,10 +180,16 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       return { ...out, schema: { ...schema, response: responses } };
     },
     transformObject: (doc) => {
-      const out = jsonSchemaTransformObject(doc) as { components?: { schemas?: Record<string, unknown> } };
+      const out = jsonSchemaTransformObject(doc) as {
+        components?: { schemas?: Record<string, unknown> };
+        paths?: Record<string, Record<string, { operationId?: string }>>;
+      };
       // Each component twice (`Agent`, and `AgentInput` for requests): both get the same examples.
       for (const [name, schema] of Object.entries(out.components?.schemas ?? {})) {
         addExamples(schema, name.replace(/Input$/, ''));
+      }
+      for (const [path, item] of Object.entries(out.paths ?? {})) {
+        for (const [method, op] of Object.entries(item)) op.operationId ??= operationIdOf(method, path);
       }
       return out as ReturnType<typeof jsonSchemaTransformObject>;
     },

@@ -163,7 +163,10 @@ export const AgentChatCompletion = z
   .object({
     id: z.string().meta({ examples: ['chatcmpl_5kY0bq9xTnq1y8Wv3mDgZA'] }),
     object: z.literal('chat.completion'),
-    created: z.number().int().meta({ examples: [1767225600] }),
+    created: z
+      .number()
+      .int()
+      .meta({ examples: [1767225600] }),
     model: z.string().meta({ examples: ['gpt-4o-mini'] }),
     choices: z.array(
       z.object({
@@ -175,11 +178,8 @@ export const AgentChatCompletion = z
         finish_reason: z.literal('stop'),
       }),
     ),
-    usage: z.object({
-      prompt_tokens: z.number().int(),
-      completion_tokens: z.number().int(),
-      total_tokens: z.number().int(),
-    }),
+    // Counts as the upstream reported them: not checked for being whole, so no upstream's figure fails the answer.
+    usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }),
   })
   .meta({ id: 'AgentChatCompletion' });
 export type AgentChatCompletion = z.infer<typeof AgentChatCompletion>;

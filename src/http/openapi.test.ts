@@ -53,6 +53,14 @@ describe('API description', () => {
   });
   afterAll(() => h.close());
 
+  /** The error body a route answers (src/http/error-handler.ts): OpenAI's and Anthropic's on their routes. */
+  const errorSchemaOf = (url: string) =>
+    /^\/api\/v1\/(chat\/completions|models|embeddings|agents\/:agentId\/chat\/completions)$/.test(url)
+      ? 'OpenAIError'
+      : /^\/api\/v1\/messages/.test(url)
+        ? 'AnthropicError'
+        : 'Error';
+
   const operation = (method: string, url: string): Operation | undefined =>
     doc.paths[url.replace(/:(\w+)/g, '{$1}')]?.[method.toLowerCase()];
 
@@ -96,10 +104,18 @@ describe('API description', () => {
       if (route.config.creditGuard) expect(codes, name).toContain('402');
       if (op.requestBody || op.parameters?.length) expect(codes, name).toEqual(expect.arrayContaining(['400', '422']));
       const error = op.responses['500']?.content?.['application/json']?.schema;
-      expect(error, name).toEqual({ $ref: '#/components/schemas/Error' });
+      expect(error, name).toEqual({ $ref: `#/components/schemas/${errorSchemaOf(route.url)}` });
     }
-    // One error body, named once: a generated client has one type for it.
+    // Each error body named once, so a generated client has one type for each.
     expect(doc.components.schemas.Error).toMatchObject({ required: ['error', 'message', 'statusCode'] });
+    expect(doc.components.schemas.OpenAIError).toMatchObject({
+      required: ['error', 'message', 'statusCode'],
+      properties: { error: { required: ['message', 'type', 'param', 'code'] } },
+    });
+    expect(doc.components.schemas.AnthropicError).toMatchObject({
+      required: ['type', 'error', 'message', 'statusCode'],
+      properties: { error: { required: ['type', 'message'] } },
+    });
     expect(operation('GET', '/api/v1/accounts/me')?.security).toEqual([{ bearerAuth: ['account'] }]);
     expect(operation('POST', '/api/v1/auth/signup')?.security).toEqual([]);
     expect(operation('GET', '/api/v1/auth-scopes')?.security).toEqual([{ bearerAuth: [] }]);
@@ -169,14 +185,29 @@ describe('API description', () => {
       for (const [method, op] of Object.entries(item)) {
         for (const [code, response] of Object.entries(op.responses)) {
           const json = response.content?.['application/json'] as
-            | { schema: { $ref?: string }; example?: { statusCode?: number; error?: string } }
+            | { schema: { $ref?: string }; example?: { statusCode?: number; error?: string | { type: string } } }
             | undefined;
-          // The §7 error body (OAuth's own endpoints answer RFC 6749's shape, with their own schema).
-          if (Number(code) < 400 || json?.schema.$ref !== '#/components/schemas/Error') continue;
-          errorAnswers++;
+          // The service's error bodies (OAuth's own endpoints answer RFC 6749's shape, with their own schema).
+          const where = `${method} ${path} ${code}`;
+          const ref = json?.schema.$ref;
+          if (Number(code) < 400 || !ref) continue;
           const shown = json.example;
-          expect(shown?.statusCode, `${method} ${path} ${code}`).toBe(Number(code));
-          expect(shown?.error, `${method} ${path} ${code}`).toMatch(/Error$/);
+          if (ref === '#/components/schemas/Error') {
+            expect(shown?.error, where).toMatch(/Error$/);
+          } else if (ref === '#/components/schemas/OpenAIError') {
+            expect(shown?.error, where).toEqual({
+              message: expect.any(String),
+              type: expect.stringMatching(/Error$/),
+              param: null,
+              code: null,
+            });
+          } else if (ref === '#/components/schemas/AnthropicError') {
+            expect(shown, where).toMatchObject({ type: 'error', error: { type: expect.stringMatching(/_error$/) } });
+          } else {
+            continue;
+          }
+          errorAnswers++;
+          expect(shown?.statusCode, where).toBe(Number(code));
         }
       }
     }

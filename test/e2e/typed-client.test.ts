@@ -106,6 +106,19 @@ describe('the typed TypeScript client (@switchboard/client)', () => {
     expect(asked.at(-1)).toMatchObject({ role: 'user', content: 'Where is my order 1042?' });
     expect(asked[0]?.content).toContain('Answer in one sentence.');
 
+    // The chat route answers errors in OpenAI's shape, and the client types them so.
+    const unknownAgent = await client.POST('/api/v1/agents/{agentId}/chat/completions', {
+      params: { path: { agentId: 'agt_5kY0bq9xTnq1y8Wv3mDgZA' } },
+      body: { messages: [{ role: 'user', content: 'Hello?' }] },
+    });
+    expect(unknownAgent.response.status).toBe(404);
+    expect(unknownAgent.error?.error).toEqual({
+      message: 'Agent agt_5kY0bq9xTnq1y8Wv3mDgZA not found',
+      type: 'NotFoundError',
+      param: null,
+      code: null,
+    });
+
     const messages = await client.GET('/api/v1/agents/{agentId}/conversations/{conversationId}/messages', {
       params: { path: { agentId, conversationId } },
     });

@@ -2266,18 +2266,67 @@ export interface components {
         Error: {
             /**
              * @description Error class, e.g. NotFoundError
-             * @example invalid_grant
+             * @example ValidationError
              */
             error: string;
-            /** @example Done. */
+            /** @example Invalid request */
             message: string;
-            /** @example 200 */
+            /** @example 422 */
             statusCode: number;
             /** @description ValidationError only: one entry per failing field */
             details?: {
                 /** @example body.name */
                 field?: string;
-                /** @example Done. */
+                /** @example Too small: expected string to have >=1 characters */
+                message?: string;
+            }[];
+        };
+        OpenAIError: {
+            error: {
+                /** @example Unknown model "gpt-9". Available models: gpt-4o-mini */
+                message: string;
+                /**
+                 * @description Error class, or OpenAI's type for one of its codes
+                 * @example ValidationError
+                 */
+                type: string;
+                param: null;
+                /**
+                 * @description OpenAI's code, e.g. model_not_found
+                 * @example model_not_found
+                 */
+                code: string | null;
+            };
+            /** @example Invalid request */
+            message: string;
+            /** @example 422 */
+            statusCode: number;
+            /** @description ValidationError only: one entry per failing field */
+            details?: {
+                /** @example body.name */
+                field?: string;
+                /** @example Too small: expected string to have >=1 characters */
+                message?: string;
+            }[];
+        };
+        AnthropicError: {
+            /** @enum {unknown} */
+            type: "error";
+            error: {
+                /** @example invalid_request_error */
+                type: string;
+                /** @example max_tokens: Required */
+                message: string;
+            };
+            /** @example Invalid request */
+            message: string;
+            /** @example 422 */
+            statusCode: number;
+            /** @description ValidationError only: one entry per failing field */
+            details?: {
+                /** @example body.name */
+                field?: string;
+                /** @example Too small: expected string to have >=1 characters */
                 message?: string;
             }[];
         };
@@ -12280,12 +12329,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "BadRequestError",
+                     *       "error": {
+                     *         "message": "Body is not valid JSON",
+                     *         "type": "BadRequestError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Body is not valid JSON",
                      *       "statusCode": 400
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description UnauthorizedError or TokenExpiredError */
@@ -12296,12 +12350,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "UnauthorizedError",
+                     *       "error": {
+                     *         "message": "Missing bearer token (Authorization: Bearer <token>)",
+                     *         "type": "UnauthorizedError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Missing bearer token (Authorization: Bearer <token>)",
                      *       "statusCode": 401
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description CreditsExhaustedError: the credit balance is zero */
@@ -12312,12 +12371,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "CreditsExhaustedError",
+                     *       "error": {
+                     *         "message": "Credit balance exhausted",
+                     *         "type": "CreditsExhaustedError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Credit balance exhausted",
                      *       "statusCode": 402
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description ForbiddenError: needs scope agents-all or agents-use */
@@ -12328,12 +12392,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "ForbiddenError",
+                     *       "error": {
+                     *         "message": "Missing required scope: agents-all or agents-use",
+                     *         "type": "ForbiddenError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Missing required scope: agents-all or agents-use",
                      *       "statusCode": 403
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description ValidationError: a field failed validation (see details) */
@@ -12344,7 +12413,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "ValidationError",
+                     *       "error": {
+                     *         "message": "Invalid request",
+                     *         "type": "ValidationError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Invalid request",
                      *       "statusCode": 422,
                      *       "details": [
@@ -12355,7 +12429,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description TooManyRequestsError: rate limit exceeded (Retry-After header) */
@@ -12366,12 +12440,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "TooManyRequestsError",
+                     *       "error": {
+                     *         "message": "Rate limit exceeded",
+                     *         "type": "TooManyRequestsError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Rate limit exceeded",
                      *       "statusCode": 429
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description InternalServerError */
@@ -12382,12 +12461,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "InternalServerError",
+                     *       "error": {
+                     *         "message": "Internal server error",
+                     *         "type": "InternalServerError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Internal server error",
                      *       "statusCode": 500
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
         };
@@ -14565,12 +14649,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "BadRequestError",
+                     *       "error": {
+                     *         "message": "Body is not valid JSON",
+                     *         "type": "BadRequestError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Body is not valid JSON",
                      *       "statusCode": 400
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description UnauthorizedError or TokenExpiredError */
@@ -14581,12 +14670,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "UnauthorizedError",
+                     *       "error": {
+                     *         "message": "Missing bearer token (Authorization: Bearer <token>)",
+                     *         "type": "UnauthorizedError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Missing bearer token (Authorization: Bearer <token>)",
                      *       "statusCode": 401
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description CreditsExhaustedError: the credit balance is zero */
@@ -14597,12 +14691,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "CreditsExhaustedError",
+                     *       "error": {
+                     *         "message": "Credit balance exhausted",
+                     *         "type": "CreditsExhaustedError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Credit balance exhausted",
                      *       "statusCode": 402
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description ForbiddenError: needs scope llm-all */
@@ -14613,12 +14712,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "ForbiddenError",
+                     *       "error": {
+                     *         "message": "Missing required scope: llm-all",
+                     *         "type": "ForbiddenError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Missing required scope: llm-all",
                      *       "statusCode": 403
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description ValidationError: a field failed validation (see details) */
@@ -14629,7 +14733,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "ValidationError",
+                     *       "error": {
+                     *         "message": "Invalid request",
+                     *         "type": "ValidationError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Invalid request",
                      *       "statusCode": 422,
                      *       "details": [
@@ -14640,7 +14749,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description TooManyRequestsError: rate limit exceeded (Retry-After header) */
@@ -14651,12 +14760,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "TooManyRequestsError",
+                     *       "error": {
+                     *         "message": "Rate limit exceeded",
+                     *         "type": "TooManyRequestsError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Rate limit exceeded",
                      *       "statusCode": 429
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description InternalServerError */
@@ -14667,12 +14781,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "InternalServerError",
+                     *       "error": {
+                     *         "message": "Internal server error",
+                     *         "type": "InternalServerError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Internal server error",
                      *       "statusCode": 500
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
         };
@@ -14707,12 +14826,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "BadRequestError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "message": "Body is not valid JSON"
+                     *       },
                      *       "message": "Body is not valid JSON",
                      *       "statusCode": 400
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
             /** @description UnauthorizedError or TokenExpiredError */
@@ -14723,12 +14846,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "UnauthorizedError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "authentication_error",
+                     *         "message": "Missing bearer token (Authorization: Bearer <token>)"
+                     *       },
                      *       "message": "Missing bearer token (Authorization: Bearer <token>)",
                      *       "statusCode": 401
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
             /** @description CreditsExhaustedError: the credit balance is zero */
@@ -14739,12 +14866,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "CreditsExhaustedError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "billing_error",
+                     *         "message": "Credit balance exhausted"
+                     *       },
                      *       "message": "Credit balance exhausted",
                      *       "statusCode": 402
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
             /** @description ForbiddenError: needs scope llm-all */
@@ -14755,12 +14886,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "ForbiddenError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "permission_error",
+                     *         "message": "Missing required scope: llm-all"
+                     *       },
                      *       "message": "Missing required scope: llm-all",
                      *       "statusCode": 403
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
             /** @description ValidationError: a field failed validation (see details) */
@@ -14771,7 +14906,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "ValidationError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "message": "Invalid request"
+                     *       },
                      *       "message": "Invalid request",
                      *       "statusCode": 422,
                      *       "details": [
@@ -14782,7 +14921,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
             /** @description TooManyRequestsError: rate limit exceeded (Retry-After header) */
@@ -14793,12 +14932,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "TooManyRequestsError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "rate_limit_error",
+                     *         "message": "Rate limit exceeded"
+                     *       },
                      *       "message": "Rate limit exceeded",
                      *       "statusCode": 429
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
             /** @description InternalServerError */
@@ -14809,12 +14952,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "InternalServerError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "api_error",
+                     *         "message": "Internal server error"
+                     *       },
                      *       "message": "Internal server error",
                      *       "statusCode": 500
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
         };
@@ -14916,12 +15063,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "BadRequestError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "message": "Body is not valid JSON"
+                     *       },
                      *       "message": "Body is not valid JSON",
                      *       "statusCode": 400
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
             /** @description UnauthorizedError or TokenExpiredError */
@@ -14932,12 +15083,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "UnauthorizedError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "authentication_error",
+                     *         "message": "Missing bearer token (Authorization: Bearer <token>)"
+                     *       },
                      *       "message": "Missing bearer token (Authorization: Bearer <token>)",
                      *       "statusCode": 401
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
             /** @description ForbiddenError: needs scope llm-all */
@@ -14948,12 +15103,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "ForbiddenError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "permission_error",
+                     *         "message": "Missing required scope: llm-all"
+                     *       },
                      *       "message": "Missing required scope: llm-all",
                      *       "statusCode": 403
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
             /** @description ValidationError: a field failed validation (see details) */
@@ -14964,7 +15123,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "ValidationError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "message": "Invalid request"
+                     *       },
                      *       "message": "Invalid request",
                      *       "statusCode": 422,
                      *       "details": [
@@ -14975,7 +15138,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
             /** @description TooManyRequestsError: rate limit exceeded (Retry-After header) */
@@ -14986,12 +15149,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "TooManyRequestsError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "rate_limit_error",
+                     *         "message": "Rate limit exceeded"
+                     *       },
                      *       "message": "Rate limit exceeded",
                      *       "statusCode": 429
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
             /** @description InternalServerError */
@@ -15002,12 +15169,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "InternalServerError",
+                     *       "type": "error",
+                     *       "error": {
+                     *         "type": "api_error",
+                     *         "message": "Internal server error"
+                     *       },
                      *       "message": "Internal server error",
                      *       "statusCode": 500
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["AnthropicError"];
                 };
             };
         };
@@ -15042,12 +15213,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "BadRequestError",
+                     *       "error": {
+                     *         "message": "Body is not valid JSON",
+                     *         "type": "BadRequestError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Body is not valid JSON",
                      *       "statusCode": 400
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description UnauthorizedError or TokenExpiredError */
@@ -15058,12 +15234,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "UnauthorizedError",
+                     *       "error": {
+                     *         "message": "Missing bearer token (Authorization: Bearer <token>)",
+                     *         "type": "UnauthorizedError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Missing bearer token (Authorization: Bearer <token>)",
                      *       "statusCode": 401
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description CreditsExhaustedError: the credit balance is zero */
@@ -15074,12 +15255,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "CreditsExhaustedError",
+                     *       "error": {
+                     *         "message": "Credit balance exhausted",
+                     *         "type": "CreditsExhaustedError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Credit balance exhausted",
                      *       "statusCode": 402
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description ForbiddenError: needs scope llm-all */
@@ -15090,12 +15276,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "ForbiddenError",
+                     *       "error": {
+                     *         "message": "Missing required scope: llm-all",
+                     *         "type": "ForbiddenError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Missing required scope: llm-all",
                      *       "statusCode": 403
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description ValidationError: a field failed validation (see details) */
@@ -15106,7 +15297,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "ValidationError",
+                     *       "error": {
+                     *         "message": "Invalid request",
+                     *         "type": "ValidationError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Invalid request",
                      *       "statusCode": 422,
                      *       "details": [
@@ -15117,7 +15313,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description TooManyRequestsError: rate limit exceeded (Retry-After header) */
@@ -15128,12 +15324,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "TooManyRequestsError",
+                     *       "error": {
+                     *         "message": "Rate limit exceeded",
+                     *         "type": "TooManyRequestsError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Rate limit exceeded",
                      *       "statusCode": 429
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description InternalServerError */
@@ -15144,12 +15345,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "InternalServerError",
+                     *       "error": {
+                     *         "message": "Internal server error",
+                     *         "type": "InternalServerError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Internal server error",
                      *       "statusCode": 500
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
         };
@@ -15180,12 +15386,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "UnauthorizedError",
+                     *       "error": {
+                     *         "message": "Missing bearer token (Authorization: Bearer <token>)",
+                     *         "type": "UnauthorizedError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Missing bearer token (Authorization: Bearer <token>)",
                      *       "statusCode": 401
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description ForbiddenError: needs scope llm-all */
@@ -15196,12 +15407,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "ForbiddenError",
+                     *       "error": {
+                     *         "message": "Missing required scope: llm-all",
+                     *         "type": "ForbiddenError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Missing required scope: llm-all",
                      *       "statusCode": 403
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description TooManyRequestsError: rate limit exceeded (Retry-After header) */
@@ -15212,12 +15428,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "TooManyRequestsError",
+                     *       "error": {
+                     *         "message": "Rate limit exceeded",
+                     *         "type": "TooManyRequestsError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Rate limit exceeded",
                      *       "statusCode": 429
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
             /** @description InternalServerError */
@@ -15228,12 +15449,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error": "InternalServerError",
+                     *       "error": {
+                     *         "message": "Internal server error",
+                     *         "type": "InternalServerError",
+                     *         "param": null,
+                     *         "code": null
+                     *       },
                      *       "message": "Internal server error",
                      *       "statusCode": 500
                      *     }
                      */
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
         };

@@ -10,7 +10,7 @@ const client = createClient({ baseUrl: 'http://127.0.0.1:8080', token: 'pat_exam
 
 export async function mistakesAreTypeErrors(): Promise<void> {
   // A misspelt field. (An extra field beside the right ones is not refused: openapi-fetch infers the body,
-  // openapi-ts/openapi-typescript#2329; the service answers 422 for fields it does not know.)
+  // openapi-ts/openapi-typescript#2329.)
   // @ts-expect-error: an agent's field is `name`
   await client.POST('/api/v1/agents', { body: { nmae: 'Support bot' } });
 

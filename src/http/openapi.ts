@@ -188,7 +188,6 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       servers: [{ url: config.baseUrl }],
       tags: API_TAGS,
       components: {
-        schemas: { Error: errorBody, OpenAIError: openAiErrorBody, AnthropicError: anthropicErrorBody },
         securitySchemes: {
           bearerAuth: {
             type: 'http',
@@ -247,6 +246,14 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       const out = jsonSchemaTransformObject(doc) as {
         components?: { schemas?: Record<string, unknown> };
         paths?: Record<string, Record<string, { operationId?: string }>>;
+      };
+      // The error bodies the answers refer to, named once each.
+      const components = (out.components ??= {});
+      components.schemas = {
+        Error: errorBody,
+        OpenAIError: openAiErrorBody,
+        AnthropicError: anthropicErrorBody,
+        ...components.schemas,
       };
       // Each component twice (`Agent`, and `AgentInput` for requests): both get the same examples.
       for (const [name, schema] of Object.entries(out.components?.schemas ?? {})) {

@@ -2310,7 +2310,7 @@ export interface components {
             }[];
         };
         AnthropicError: {
-            /** @enum {unknown} */
+            /** @constant */
             type: "error";
             error: {
                 /** @example invalid_request_error */

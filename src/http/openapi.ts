@@ -248,12 +248,12 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         paths?: Record<string, Record<string, { operationId?: string }>>;
       };
       // The error bodies the answers refer to, named once each.
-      const components = (out.components ??= {});
-      components.schemas = {
+      out.components ??= {};
+      out.components.schemas = {
         Error: errorBody,
         OpenAIError: openAiErrorBody,
         AnthropicError: anthropicErrorBody,
-        ...components.schemas,
+        ...out.components.schemas,
       };
       // Each component twice (`Agent`, and `AgentInput` for requests): both get the same examples.
       for (const [name, schema] of Object.entries(out.components?.schemas ?? {})) {

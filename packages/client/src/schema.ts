@@ -2263,1297 +2263,27 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        Error: {
-            /**
-             * @description Error class, e.g. NotFoundError
-             * @example ValidationError
-             */
-            error: string;
-            /** @example Invalid request */
-            message: string;
-            /** @example 422 */
-            statusCode: number;
-            /** @description ValidationError only: one entry per failing field */
-            details?: {
-                /** @example body.name */
-                field?: string;
-                /** @example Too small: expected string to have >=1 characters */
-                message?: string;
-            }[];
-        };
-        OpenAIError: {
-            error: {
-                /** @example Unknown model "gpt-9". Available models: gpt-4o-mini */
-                message: string;
-                /**
-                 * @description Error class, or OpenAI's type for one of its codes
-                 * @example ValidationError
-                 */
-                type: string;
-                param: null;
-                /**
-                 * @description OpenAI's code, e.g. model_not_found
-                 * @example model_not_found
-                 */
-                code: string | null;
-            };
-            /** @example Invalid request */
-            message: string;
-            /** @example 422 */
-            statusCode: number;
-            /** @description ValidationError only: one entry per failing field */
-            details?: {
-                /** @example body.name */
-                field?: string;
-                /** @example Too small: expected string to have >=1 characters */
-                message?: string;
-            }[];
-        };
-        AnthropicError: {
-            /** @constant */
-            type: "error";
-            error: {
-                /** @example invalid_request_error */
-                type: string;
-                /** @example max_tokens: Required */
-                message: string;
-            };
-            /** @example Invalid request */
-            message: string;
-            /** @example 422 */
-            statusCode: number;
-            /** @description ValidationError only: one entry per failing field */
-            details?: {
-                /** @example body.name */
-                field?: string;
-                /** @example Too small: expected string to have >=1 characters */
-                message?: string;
-            }[];
-        };
-        /** @description RFC 6749 error body */
-        OAuthErrorInput: {
-            /** @example invalid_grant */
-            error: string;
-            /** @example The refresh token has expired. */
-            error_description?: string;
-        };
-        TokenRequestInput: {
-            /** @enum {string} */
-            grant_type: "authorization_code" | "refresh_token";
-            /** @example c0ffee-4f1d-9a2b */
-            code?: string;
-            /** @example https://notes.example.com/callback */
-            redirect_uri?: string;
-            /**
-             * @description PKCE (S256); required with authorization_code
-             * @example dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk
-             */
-            code_verifier?: string;
-            /** @example rt_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b */
-            refresh_token?: string;
-            /**
-             * @description the app's id, or the https URL of its client ID metadata document (docs/mcp-client-metadata.md)
-             * @example app_5kY0bq9xTnq1y8Wv3mDgZA
-             */
-            client_id?: string;
-            /**
-             * @description confidential clients using client_secret_post
-             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            client_secret?: string;
-            /**
-             * @description RFC 8707 resource indicator
-             * @example https://switchboard.example.com/mcp
-             */
-            resource?: string;
-            /** @example account llm-all */
-            scope?: string;
-        };
-        TokenResponseInput: {
-            /** @constant */
-            token_type: "Bearer";
-            /**
-             * @description JWT (RS256, typ at+jwt) whose aud is the resource
-             * @example eyJhbGciOiJSUzI1NiIsImtpZCI6ImtleV81a1kwIn0.eyJzdWIiOiJhY2NfNWtZMCJ9.c2lnbmF0dXJl
-             */
-            access_token: string;
-            /**
-             * @description seconds (900)
-             * @example 3600
-             */
-            expires_in: number;
-            /**
-             * @description single use: every exchange returns a new one
-             * @example rt_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            refresh_token: string;
-            /**
-             * @description seconds (604800)
-             * @example 1
-             */
-            refresh_expires_in: number;
-            /** @example account llm-all */
-            scope: string;
-            /**
-             * @description with the openid scope
-             * @example eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhY2NfNWtZMCJ9.c2lnbmF0dXJl
-             */
-            id_token?: string;
-        };
-        ClientRegistrationRequestInput: {
-            /** @example Notes App */
-            client_name?: string;
-            redirect_uris: string[];
-            grant_types?: ("authorization_code" | "refresh_token")[];
-            response_types?: "code"[];
-            /** @enum {string} */
-            token_endpoint_auth_method?: "none" | "client_secret_basic" | "client_secret_post";
-            /** @example account llm-all */
-            scope?: string;
-            /** @enum {string} */
-            application_type?: "web" | "native";
-        };
-        ClientRegistrationResponseInput: {
-            /** @example Notes App */
-            client_name?: string;
-            redirect_uris: string[];
-            grant_types?: ("authorization_code" | "refresh_token")[];
-            response_types?: "code"[];
-            /** @enum {string} */
-            token_endpoint_auth_method?: "none" | "client_secret_basic" | "client_secret_post";
-            /** @example account llm-all */
-            scope?: string;
-            /** @enum {string} */
-            application_type?: "web" | "native";
-            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
-            client_id: string;
-            /**
-             * @description confidential clients only; shown once
-             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            client_secret?: string;
-            /** @example 1 */
-            client_id_issued_at: number;
-        };
-        ProtectedResourceMetadataInput: {
-            /** @example https://switchboard.example.com/mcp */
-            resource: string;
-            authorization_servers: string[];
-            scopes_supported: string[];
-            bearer_methods_supported: string[];
-            /** @example Switchboard */
-            resource_name: string;
-            /** @example https://switchboard.example.com/docs */
-            resource_documentation: string;
-        };
-        ProviderInput: {
-            /** @example github */
-            id: string;
-            /** @example GitHub */
-            label: string;
-            /** @example Repositories, issues and pull requests. */
-            description: string;
-            /**
-             * @description Logo served by this service (or the URL the provider file names)
-             * @example https://switchboard.example.com/providers/logos/github.svg
-             */
-            logoUrl: string;
-            /** @example developer-tools */
-            category: string;
-            popular: boolean;
-            /**
-             * @description `oauth`, or `api_key` for a provider connecting only with a token the user holds
-             * @enum {string}
-             */
-            authType: "oauth" | "api_key";
-            allowMultipleConnections: boolean;
-            /** @description Extension: the ways a user can connect on this server now: `oauth` (POST /connections/initiate) once PROVIDER_<ID>_CLIENT_ID and _CLIENT_SECRET are set; `api_key` (POST /connections/from-catalog with a token the user holds) when the provider takes one */
-            authTypes: ("oauth" | "api_key")[];
-            /** @description Extension: whether users can connect now (authTypes is not empty) */
-            configured: boolean;
-            /** @description Extension, for providers taking a token: what to paste, where to get it, what else to give */
-            apiKey?: {
-                /** @example API token */
-                label: string;
-                /** @example An Atlassian API token; Jira takes it with the e-mail address of your account, on your site. */
-                help: string;
-                /**
-                 * @description the provider's page where the user creates the token
-                 * @example https://id.atlassian.com/manage-profile/security/api-tokens
-                 */
-                docsUrl: string;
-                /** @description values POST /connections/from-catalog takes in `fields` with the token */
-                fields: {
-                    /** @example site */
-                    name: string;
-                    /** @example Site */
-                    label: string;
-                    /** @example Repositories, issues and pull requests. */
-                    description?: string;
-                    /** @example acme */
-                    placeholder?: string;
-                    /**
-                     * @description the value must match this (anchored) regular expression
-                     * @example [a-z0-9][a-z0-9-]{0,62}
-                     */
-                    pattern: string;
-                }[];
-            };
-        };
-        ProviderToolInput: {
-            /** @example github_get_issue */
-            name: string;
-            /** @example Get one issue of a repository. */
-            description: string;
-            /** @description JSON Schema object: type, properties, required */
-            parameters: {
-                [key: string]: unknown;
-            };
-            /** @enum {string} */
-            mode: "read" | "write";
-        };
-        ToolSearchHitInput: {
-            /** @example github */
-            providerId: string;
-            /** @example GitHub */
-            providerLabel: string;
-            /**
-             * @description The tool's name within its provider (as in GET /providers/:providerId/tools)
-             * @example Acme
-             */
-            name: string;
-            /** @example Repositories, issues and pull requests. */
-            description: string;
-            /** @description JSON Schema object of the input: type, properties, required */
-            parameters: {
-                [key: string]: unknown;
-            };
-            /** @enum {string} */
-            mode: "read" | "write";
-            /**
-             * @description Relevance, higher first; comparable only within one answer
-             * @example 0.82
-             */
-            score: number;
-        };
-        WebhookInput: {
-            /** @example wh_Zq3v9dH2TQm0bq1yWzY8cA */
-            id: string;
-            /** @example https://acme.example/about */
-            url: string;
-            /** @example Repositories, issues and pull requests. */
-            description: string;
-            events: ("connection.created" | "connection.expired" | "connection.error" | "connection.revoked" | "task_run.finished" | "knowledge_source.compiled" | "knowledge_source.failed")[];
-            enabled: boolean;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        CreatedWebhookInput: {
-            /** @example wh_Zq3v9dH2TQm0bq1yWzY8cA */
-            id: string;
-            /** @example https://acme.example/about */
-            url: string;
-            /** @example Repositories, issues and pull requests. */
-            description: string;
-            events: ("connection.created" | "connection.expired" | "connection.error" | "connection.revoked" | "task_run.finished" | "knowledge_source.compiled" | "knowledge_source.failed")[];
-            enabled: boolean;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-            /**
-             * @description the signing secret (Standard Webhooks), returned once only
-             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
-             */
-            secret: string;
-        };
-        WebhookDeliveryInput: {
-            /**
-             * @description the `webhook-id` header of every attempt
-             * @example whmsg_5kY0bq9xTnq1y8Wv3mDgZA
-             */
-            id: string;
-            /** @example wh_Zq3v9dH2TQm0bq1yWzY8cA */
-            webhookId: string;
-            /** @example connection.revoked */
-            eventType: string;
-            /** @description the body sent */
-            payload: unknown;
-            /** @enum {string} */
-            status: "pending" | "succeeded" | "failed";
-            /** @example 1 */
-            attempts: number;
-            /** @description the receiver's HTTP status at the last attempt */
-            responseStatus: number | null;
-            /** @example invalid_grant: the refresh token was revoked */
-            lastError: string | null;
-            nextAttemptAt: string | null;
-            deliveredAt: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        KnowledgeBaseInput: {
-            /** @example kb_Xq3v9dH2TQm0bq1yWzY8cA */
-            id: string;
+        Account: {
             /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
-            accountId: string;
-            /** @example Company wiki */
+            id: string;
+            /** @example Ada Lovelace */
             name: string;
-            /** @example Everything we know about our customers and partners. */
-            description: string;
-            /** @example Keep one page per company. */
-            customInstructions: string;
-            /** @example 1 */
-            maxPagesLimit: number;
-            isDefault: boolean;
+            /** @example ada@example.com */
+            email: string;
             /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
+             * @description Avatar URL: the uploaded image, or a generated initials image
+             * @example https://avatars.example.com/u/42.png
              */
+            avatar: string;
+            /**
+             * @description Credits (1 credit = 0.0001 USD): the balance after every answered request, as X-Credits-Remaining told it
+             * @example 98750
+             */
+            creditBalance: number;
+            /** Format: date-time */
             createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
+            /** Format: date-time */
             updatedAt: string;
-        };
-        KnowledgeConfigInput: {
-            enabled: boolean;
-            autoIngestConversations: boolean;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        KnowledgePageSummaryInput: {
-            /** @example acme-corp */
-            slug: string;
-            /** @example Acme Corp */
-            title: string;
-            /** @example Manufacturing customer since 2021; renews in March. */
-            summary: string;
-            tags: string[];
-            /** @enum {string} */
-            pageType: "entity" | "concept" | "summary" | "index" | "custom";
-            /** @enum {string} */
-            confidence: "low" | "medium" | "high";
-            /** @enum {string} */
-            lastCompiledBy: "compiler" | "user";
-            /** @example 1 */
-            backlinkCount: number;
-            /** @example 3 */
-            version: number;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        KnowledgePageInput: {
-            /** @example acme-corp */
-            slug: string;
-            /** @example Acme Corp */
-            title: string;
-            /** @example Manufacturing customer since 2021; renews in March. */
-            summary: string;
-            tags: string[];
-            /** @enum {string} */
-            pageType: "entity" | "concept" | "summary" | "index" | "custom";
-            /** @enum {string} */
-            confidence: "low" | "medium" | "high";
-            /** @enum {string} */
-            lastCompiledBy: "compiler" | "user";
-            /** @example 1 */
-            backlinkCount: number;
-            /** @example 3 */
-            version: number;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-            /**
-             * @description markdown; [[Other page]] links to another page
-             * @example # Acme Corp
-             *
-             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
-             */
-            content: string;
-            aliases: string[];
-            relationships: {
-                /** @example jane-doe */
-                targetSlug: string;
-                /** @enum {string} */
-                type: "related_to" | "works_at" | "employed_by" | "founded" | "co_founded" | "attended" | "part_of" | "depends_on" | "mentioned_in";
-            }[];
-            /** @description slugs of the pages that link here */
-            backlinks: string[];
-            sourceIds: string[];
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-        };
-        KnowledgeSearchResultInput: {
-            /** @example acme-corp */
-            slug: string;
-            /** @example Acme Corp */
-            title: string;
-            /**
-             * @description a snippet with the keywords in context, marked **like this**
-             * @example # Acme Corp
-             *
-             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
-             */
-            content: string;
-            tags: string[];
-            /** @enum {string} */
-            pageType: "entity" | "concept" | "summary" | "index" | "custom";
-            /** @enum {string} */
-            confidence: "low" | "medium" | "high";
-            /** @example 0.82 */
-            score: number;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        KnowledgePageVersionInput: {
-            /** @example 3 */
-            version: number;
-            /** @example Acme Corp */
-            title: string;
-            /**
-             * @example # Acme Corp
-             *
-             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
-             */
-            content: string;
-            tags: string[];
-            /** @enum {string} */
-            compiledBy: "compiler" | "user";
-            /** @example ksrc_5kY0bq9xTnq1y8Wv3mDgZA */
-            sourceId: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-        };
-        KnowledgeSourceInput: {
-            /** @example ksrc_4dQmX0r2S7ezS1vN0Qk2eA */
-            id: string;
-            /** @example kb_5kY0bq9xTnq1y8Wv3mDgZA */
-            kbId: string;
-            /** @enum {string} */
-            type: "text" | "url" | "file" | "conversation";
-            /** @example Q3 call notes */
-            name: string;
-            /** @example Call with Jane Doe of Acme Corp on 2026-09-14: they renew in March and want SSO. */
-            rawContent: string | null;
-            /** @example https://acme.example/about */
-            url: string | null;
-            metadata: {
-                [key: string]: unknown;
-            };
-            /** @enum {string} */
-            status: "pending" | "processing" | "compiled" | "failed";
-            /** @example invalid_grant */
-            error: string | null;
-            compiledAt: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        KnowledgeLogInput: {
-            /** @example klog_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @enum {string} */
-            kind: "compile" | "lint" | "edit";
-            /** @enum {string} */
-            level: "info" | "warn" | "error";
-            /** @example Compiled source Q3 call notes: 2 pages updated, 1 created. */
-            message: string;
-            details: {
-                [key: string]: unknown;
-            };
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-        };
-        KnowledgeLintFindingInput: {
-            /** @enum {string} */
-            rule: "broken-link" | "orphan" | "stale" | "duplicate" | "consolidate" | "index-drift" | "page-limit" | "user-edit-conflict";
-            /** @enum {string} */
-            severity: "info" | "warning" | "error";
-            /** @example Acme Corp and ACME Corporation look like the same company. */
-            message: string;
-            pages: string[];
-            repaired: boolean;
-        };
-        AgentUsageLimitsInput: {
-            /** @example 1 */
-            dailyMessagesPerUser?: number;
-            /** @example 1 */
-            monthlyCreditsCap?: number;
-            /** @example You've reached today's message limit. Please come back tomorrow. */
-            limitReachedMessage?: string;
-        };
-        AgentInput: {
-            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
-            accountId: string;
-            /** @example Support bot */
-            name: string;
-            /** @example gpt-4o-mini */
-            llm: string;
-            /** @example You are the support agent of Acme Corp. Answer briefly and politely. */
-            personality: string;
-            /** @example Answers customer questions about orders and returns. */
-            description: string;
-            /** @example 0.7 */
-            temperature: number;
-            /** @example Hi! I can help with your orders and returns. What do you need? */
-            firstPrompt: string;
-            enabledBuiltInTools: string[];
-            /** @example end-user */
-            billingAccountType: string;
-            usageLimits: components["schemas"]["AgentUsageLimitsInput"];
-            isDefault: boolean;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        AgentChatRequestInput: {
-            messages: {
-                /** @enum {string} */
-                role: "system" | "user" | "assistant";
-                content: string | ({
-                    /** @constant */
-                    type: "text";
-                    /** @example What does this invoice say is due? */
-                    text: string;
-                } | {
-                    /** @constant */
-                    type: "file";
-                    file: {
-                        /** @example file_5kY0bq9xTnq1y8Wv3mDgZA */
-                        file_id: string;
-                    };
-                })[];
-            }[];
-            stream?: boolean;
-            /** @example 0.7 */
-            temperature?: number;
-            /** @example 1 */
-            max_tokens?: number;
-            /** @example conv_5kY0bq9xTnq1y8Wv3mDgZA */
-            conversationId?: string;
-            /**
-             * @description ignored: the agent decides its model
-             * @example gpt-4o-mini
-             */
-            model?: string;
-            /**
-             * @description the end user this chat is for (usage limits count per end user)
-             * @example user-42
-             */
-            user?: string;
-        };
-        AgentChatCompletionInput: {
-            /** @example chatcmpl_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @constant */
-            object: "chat.completion";
-            /** @example 1767225600 */
-            created: number;
-            /** @example gpt-4o-mini */
-            model: string;
-            choices: {
-                /** @example 1 */
-                index: number;
-                message: {
-                    /** @constant */
-                    role: "assistant";
-                    /** @example Order 1042 left the warehouse on Monday. */
-                    content: string;
-                };
-                /** @constant */
-                finish_reason: "stop";
-            }[];
-            usage: {
-                /** @example 1 */
-                prompt_tokens: number;
-                /** @example 1 */
-                completion_tokens: number;
-                /** @example 1 */
-                total_tokens: number;
-            };
-        };
-        ConversationInput: {
-            /** @example conv_Qm3v0bq9xTnq1y8Wv3mDgZ */
-            id: string;
-            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
-            agentId: string;
-            /** @example Acme Corp */
-            title: string;
-            metadata: {
-                [key: string]: unknown;
-            };
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            lastActivityAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        ConversationMessageInput: {
-            /** @example msg_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @enum {string} */
-            role: "system" | "user" | "assistant" | "tool";
-            /**
-             * @example # Acme Corp
-             *
-             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
-             */
-            content: string | null;
-            toolCalls: {
-                /** @example call_Qm3v0bq9xTnq1y8Wv3mDg */
-                id: string;
-                /** @constant */
-                type: "function";
-                function: {
-                    /** @example Acme */
-                    name: string;
-                    /** @example {"owner":"acme","repo":"shop","issue_number":1042} */
-                    arguments: string;
-                };
-            }[] | null;
-            /** @example call_Qm3v0bq9xTnq1y8Wv3mDg */
-            toolCallId: string | null;
-            /** @example github_get_issue */
-            toolName: string | null;
-            /**
-             * @description set on the assistant message that marks a failed turn (its content null): why the agent did not answer
-             * @example invalid_grant
-             */
-            error: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        AgentMemoryInput: {
-            /** @example mem_Xq3v9dH2TQm0bq1yWzY8cA */
-            id: string;
-            /** @example user-42 */
-            endUserId: string;
-            /**
-             * @example # Acme Corp
-             *
-             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
-             */
-            content: string;
-            /** @example conv_5kY0bq9xTnq1y8Wv3mDgZA */
-            conversationId: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-            /**
-             * @description search only: how close it is
-             * @example 0.82
-             */
-            score?: number;
-        };
-        ChatFileInput: {
-            /** @example file_9hQ2v0bq9xTnq1y8Wv3mDg */
-            fileId: string;
-            /** @example invoice-1042.pdf */
-            filename: string;
-            /** @example application/pdf */
-            mimeType: string;
-            /** @example 1 */
-            size: number;
-            /** @constant */
-            purpose: "chat";
-        };
-        ScheduledTaskRunInput: {
-            /** @example trun_u1Hq9xTnq1y8Wv3mDgZA0b */
-            id: string;
-            /** @example task_5kY0bq9xTnq1y8Wv3mDgZA */
-            taskId: string;
-            /** @enum {string} */
-            trigger: "schedule" | "manual";
-            /** @enum {string} */
-            status: "queued" | "running" | "retrying" | "succeeded" | "failed";
-            /**
-             * Format: date-time
-             * @description the occurrence this run is for (a manual run: when it was asked for)
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            scheduledFor: string;
-            startedAt: string | null;
-            finishedAt: string | null;
-            /** @example 1 */
-            attempts: number;
-            /** @example 125 */
-            creditsConsumed: number;
-            /**
-             * @description the conversation holding the prompt and the answer
-             * @example conv_5kY0bq9xTnq1y8Wv3mDgZA
-             */
-            conversationId: string | null;
-            /**
-             * @description the agent's answer (succeeded runs)
-             * @example You have 3 unread emails from last week: the Acme renewal, a build failure and the team lunch.
-             */
-            output: string | null;
-            /** @example The model upstream answered 503 three times; the run gave up. */
-            error: string | null;
-        };
-        ScheduledTaskInput: {
-            /** @example task_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
-            agentId: string;
-            /** @example Monday digest */
-            name: string;
-            /** @example Summarize my unread email from the last week. */
-            prompt: string;
-            /** @example 0 9 * * 1 */
-            cronExpression: string;
-            /** @example Europe/Paris */
-            timezone: string;
-            enabled: boolean;
-            /**
-             * @description the cron expression in words
-             * @example At 09:00 AM, only on Monday
-             */
-            schedule: string;
-            /** @description null while disabled */
-            nextRunAt: string | null;
-            lastRun: components["schemas"]["ScheduledTaskRunInput"] | null;
-            /**
-             * @description why the service disabled the task (its agent was deleted)
-             * @example The agent was deleted.
-             */
-            disabledReason: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        SkillInput: {
-            /** @example skl_Zq3v9dH2TQm0bq1yWzY8cA */
-            id: string;
-            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
-            accountId: string;
-            /** @example Weekly report */
-            name: string;
-            /** @example Writes the Monday status report from the week's closed issues */
-            description: string;
-            /** @example Summarize my unread email from the last week. */
-            prompt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        GeneratedSkillPromptInput: {
-            /** @example Weekly report */
-            name: string;
-            /** @example Writes the Monday status report from the week's closed issues */
-            description: string;
-            /** @example Summarize my unread email from the last week. */
-            prompt: string;
-        };
-        SkillSummaryInput: {
-            /** @example skl_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example Weekly report */
-            name: string;
-            /** @example Writes the Monday status report from the week's closed issues */
-            description: string;
-        };
-        AgentSkillLinkInput: {
-            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
-            agentId: string;
-            /** @example skl_5kY0bq9xTnq1y8Wv3mDgZA */
-            skillId: string;
-            skill: components["schemas"]["SkillSummaryInput"];
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-        };
-        CustomToolInput: {
-            /** @example tool_Zq3v9dH2TQm0bq1yWzY8cA */
-            id: string;
-            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
-            accountId: string;
-            /** @example weather_lookup */
-            name: string;
-            /** @example Returns the current weather for a city. */
-            description: string;
-            /** @example c0ffee-4f1d-9a2b */
-            code: string;
-            /** @example javascript */
-            language: string;
-            parameters: {
-                [key: string]: unknown;
-            };
-            requiredSecrets: string[];
-            timeoutMs: number | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        GeneratedToolCodeInput: {
-            /** @example c0ffee-4f1d-9a2b */
-            code: string;
-            parameters: {
-                [key: string]: unknown;
-            };
-            requiredSecrets: string[];
-        };
-        ToolRunInput: {
-            /** @example fetched 1 forecast */
-            stdout: string;
-            /** @example  */
-            stderr: string;
-            result: unknown;
-            error: {
-                /** @example TypeError */
-                name: string;
-                /** @example Cannot read properties of undefined (reading 'temperature') */
-                message: string;
-            } | null;
-            /** @example 184 */
-            durationMs: number;
-            /** @example 2 */
-            creditsCharged: number;
-        };
-        BuiltInToolGroupInput: {
-            /** @example provider-tools */
-            id: string;
-            /** @example Act through the owner's connected services */
-            description: string;
-            /** @description false: not served yet on this server (an agent cannot enable it) */
-            available: boolean;
-            tools: {
-                /** @example memory_save */
-                name: string;
-                /** @example Remember a fact about the user for later conversations. */
-                description: string;
-                parameters: {
-                    [key: string]: unknown;
-                };
-                /** @enum {string} */
-                mode: "read" | "write";
-            }[];
-        };
-        AgentToolLinkInput: {
-            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
-            agentId: string;
-            /** @example tool_5kY0bq9xTnq1y8Wv3mDgZA */
-            toolId: string;
-            tool: {
-                /** @example tool_5kY0bq9xTnq1y8Wv3mDgZA */
-                id: string;
-                /** @example weather_lookup */
-                name: string;
-                /** @example Returns the current weather for a city. */
-                description: string;
-                /** @example javascript */
-                language: string;
-                requiredSecrets: string[];
-            };
-            /** @description each declared secret and whether this link sets it; values are never returned */
-            secrets: {
-                /** @example WEATHER_API_KEY */
-                name: string;
-                set: boolean;
-            }[];
-            /** @description declared secrets without a value: the tool is not offered until set */
-            missingSecrets: string[];
-            /** @description the agent is offered the tool (no secret missing) */
-            ready: boolean;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        CustomToolSummaryInput: {
-            /** @example tool_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example weather_lookup */
-            name: string;
-            /** @example Returns the current weather for a city. */
-            description: string;
-            /** @example javascript */
-            language: string;
-            requiredSecrets: string[];
-        };
-        MessagingChannelInput: {
-            /** @example mch_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
-            accountId: string;
-            /** @enum {string} */
-            type: "telegram" | "whatsapp" | "webchat";
-            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
-            agentId: string;
-            /** @description the public fields; each secret only as `<name>Set` */
-            config: {
-                /** @example acme_support_bot */
-                botUsername?: string;
-                /** @example 7412345678 */
-                botId?: string;
-                botTokenSet?: boolean;
-                /** @example 106540352242922 */
-                phoneNumberId?: string;
-                accessTokenSet?: boolean;
-                verifyTokenSet?: boolean;
-                appSecretSet?: boolean;
-                allowedOrigins?: string[];
-            };
-            /**
-             * @description where the platform delivers (telegram, whatsapp)
-             * @example https://switchboard.example.com/api/v1/messaging-channels/telegram/webhook/mch_5kY0bq9xTnq1y8Wv3mDgZA
-             */
-            webhookUrl?: string;
-            /**
-             * @description web chat: the HTML to paste into a page
-             * @example <script src="https://switchboard.example.com/webchat.js" data-channel="mch_5kY0bq9xTnq1y8Wv3mDgZA" async></script>
-             */
-            widgetSnippet?: string;
-            linkedUsers: {
-                /** @example 123456789 */
-                externalUserId: string;
-                /** @example Ada Lovelace */
-                displayName: string;
-                /**
-                 * Format: date-time
-                 * @example 2026-11-24T09:30:00.000Z
-                 */
-                linkedAt: string;
-            }[];
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        ChatCompletionRequestInput: {
-            /**
-             * @description a model id from GET /models; the default model when omitted
-             * @example gpt-4o-mini
-             */
-            model?: string;
-            messages: ({
-                /** @enum {string} */
-                role: "system" | "developer" | "user" | "assistant" | "tool";
-                content?: string | ({
-                    /** @example text */
-                    type: string;
-                } & {
-                    [key: string]: unknown;
-                })[] | null;
-                /** @example Acme */
-                name?: string;
-                tool_calls?: ({
-                    /** @example call_Qm3v0bq9xTnq1y8Wv3mDg */
-                    id: string;
-                    /** @constant */
-                    type: "function";
-                    function: {
-                        /** @example Acme */
-                        name: string;
-                        /** @example {"owner":"acme","repo":"shop","issue_number":1042} */
-                        arguments: string;
-                    };
-                } & {
-                    [key: string]: unknown;
-                })[];
-                /** @example call_Qm3v0bq9xTnq1y8Wv3mDg */
-                tool_call_id?: string;
-            } & {
-                [key: string]: unknown;
-            })[];
-            /** @example 0.7 */
-            temperature?: number;
-            /** @example 1 */
-            top_p?: number;
-            /** @example 1 */
-            max_tokens?: number;
-            /** @example 1 */
-            max_completion_tokens?: number;
-            /**
-             * @description choices to generate; each is billed
-             * @example 1
-             */
-            n?: number;
-            /** @example 1 */
-            best_of?: number;
-            stream?: boolean;
-            stream_options?: ({
-                include_usage?: boolean;
-            } & {
-                [key: string]: unknown;
-            }) | null;
-            stop?: string | string[] | null;
-            tools?: ({
-                /** @constant */
-                type: "function";
-                function: {
-                    /** @example Acme */
-                    name: string;
-                    /** @example Repositories, issues and pull requests. */
-                    description?: string;
-                    parameters?: {
-                        [key: string]: unknown;
-                    };
-                } & {
-                    [key: string]: unknown;
-                };
-            } & {
-                [key: string]: unknown;
-            })[];
-            tool_choice?: unknown;
-            response_format?: {
-                /** @enum {string} */
-                type: "text" | "json_object" | "json_schema";
-            } & {
-                [key: string]: unknown;
-            };
-            seed?: number | null;
-        } & {
-            [key: string]: unknown;
-        };
-        ModelInput: {
-            /** @example gpt-4o-mini */
-            id: string;
-            /** @constant */
-            object: "model";
-            /** @example 1 */
-            created: number;
-            /** @example openai */
-            owned_by: string;
-            /** @example standard */
-            tier: string;
-            /** @example 1 */
-            context_window: number;
-            /** @example 1 */
-            max_output_tokens: number;
-            capabilities: {
-                tools: boolean;
-                vision: boolean;
-                streaming: boolean;
-                json: boolean;
-            };
-            pricing: {
-                /**
-                 * @description credits per million prompt tokens
-                 * @example 1
-                 */
-                prompt: number;
-                /**
-                 * @description credits per million completion tokens
-                 * @example 1
-                 */
-                completion: number;
-                /** @constant */
-                unit: "credits_per_million_tokens";
-            };
-        };
-        ModelListInput: {
-            /** @constant */
-            object: "list";
-            data: components["schemas"]["ModelInput"][];
-        };
-        MessagesRequestInput: {
-            /**
-             * @description a model id from GET /models; the default model when omitted
-             * @example gpt-4o-mini
-             */
-            model?: string;
-            /** @example 1 */
-            max_tokens: number;
-            messages: ({
-                /** @enum {string} */
-                role: "user" | "assistant";
-                content: string | ({
-                    /** @example function */
-                    type: string;
-                } & {
-                    [key: string]: unknown;
-                })[];
-            } & {
-                [key: string]: unknown;
-            })[];
-            system?: string | ({
-                /** @example function */
-                type: string;
-            } & {
-                [key: string]: unknown;
-            })[];
-            tools?: ({
-                /** @example Acme */
-                name: string;
-                /** @example Repositories, issues and pull requests. */
-                description?: string;
-                input_schema?: {
-                    [key: string]: unknown;
-                };
-                /** @example function */
-                type?: string;
-            } & {
-                [key: string]: unknown;
-            })[];
-            tool_choice?: ({
-                /** @enum {string} */
-                type: "auto" | "any" | "none";
-                disable_parallel_tool_use?: boolean;
-            } & {
-                [key: string]: unknown;
-            }) | ({
-                /** @constant */
-                type: "tool";
-                /** @example Acme */
-                name: string;
-                disable_parallel_tool_use?: boolean;
-            } & {
-                [key: string]: unknown;
-            });
-            /** @example 0.7 */
-            temperature?: number;
-            /** @example 1 */
-            top_p?: number;
-            stop_sequences?: string[];
-            metadata?: {
-                user_id?: string | null;
-            } & {
-                [key: string]: unknown;
-            };
-            stream?: boolean;
-        } & {
-            [key: string]: unknown;
-        };
-        MessageTokenCountInput: {
-            /** @example 1 */
-            input_tokens: number;
-        };
-        EmbeddingsRequestInput: {
-            /**
-             * @description an embedding model the upstream serves (from GET /models)
-             * @example gpt-4o-mini
-             */
-            model: string;
-            input: string | string[] | number[] | number[][];
-            /** @enum {string} */
-            encoding_format?: "float" | "base64";
-            /** @example 1 */
-            dimensions?: number;
-            /** @example user-42 */
-            user?: string;
-        } & {
-            [key: string]: unknown;
         };
         AccountInput: {
             /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
@@ -3577,11 +2307,68 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
-        UpdateAccountInput: {
-            /** @example Ada Lovelace */
-            name?: string;
-            /** @description null removes the avatar */
-            avatar?: string | null;
+        Activity: {
+            /** @example act_8f3k2m9q1x */
+            id: string;
+            /** @enum {string} */
+            kind: "tool-call" | "agent-run" | "connection";
+            /**
+             * @description api, mcp, use-agent, agent-chat, task, channel or system
+             * @example agent-chat
+             */
+            via: string;
+            actor: {
+                /**
+                 * @description session, pat, oauth, cli or system
+                 * @example pat
+                 */
+                kind: string;
+                /**
+                 * @description The agent's, OAuth app's or PAT's name
+                 * @example Agent Helper
+                 */
+                name: string;
+                /** @example tok_4n7p2w8r */
+                tokenId: string | null;
+                /** @example app_5k2m8q */
+                clientId: string | null;
+            };
+            /** @example agt_3h8d2k */
+            agentId: string | null;
+            /** @example Helper */
+            agentName: string | null;
+            /** @example conn_7b2x9p */
+            connectionId: string | null;
+            /** @example github */
+            providerId: string | null;
+            /**
+             * @description The tool, or the connection event (created, refreshed, expired, error, revoked)
+             * @example github_create_issue
+             */
+            tool: string | null;
+            mode: ("read" | "write") | null;
+            /** @enum {string} */
+            status: "ok" | "error" | "refused" | "blocked";
+            durationMs: number | null;
+            /** @example 1 */
+            credits: number;
+            /**
+             * @description Redacted summary of the arguments (at most 500 characters)
+             * @example {"title":"Login fails on Safari"}
+             */
+            arguments: string | null;
+            /**
+             * @description Redacted summary of the result (at most 500 characters)
+             * @example {"number":42,"title":"Login fails on Safari"}
+             */
+            result: string | null;
+            /** @example GitHub refused the request (422): Validation Failed */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
         };
         ActivityInput: {
             /** @example act_8f3k2m9q1x */
@@ -3646,899 +2433,6 @@ export interface components {
              */
             createdAt: string;
         };
-        SignupInput: {
-            /** Format: email */
-            email: string;
-            /** @example correct horse battery staple */
-            password: string;
-            /** @example Ada Lovelace */
-            name: string;
-        };
-        AuthenticateInput: {
-            /** @example ada@example.com */
-            email: string;
-            /** @example correct horse battery staple */
-            password: string;
-        };
-        SessionInput: {
-            /**
-             * @description sess_... ; send as Authorization: Bearer
-             * @example sess_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            session_token: string;
-            /** @constant */
-            token_type: "Bearer";
-            /**
-             * @description seconds
-             * @example 3600
-             */
-            expires_in: number;
-            account: components["schemas"]["AccountInput"];
-        };
-        CreatePersonalAccessTokenInput: {
-            /** @example CI deploy */
-            name: string;
-            scopes: ("universal-mcp-read" | "universal-mcp-read-write" | "llm-all" | "agents-use" | "agents-all" | "connections" | "account" | "messaging-channels" | "openid" | "profile" | "email")[];
-            /**
-             * @description seconds; default and maximum: PAT_DEFAULT_EXPIRES_IN and PAT_MAX_EXPIRES_IN
-             * @example 3600
-             */
-            expires_in?: number;
-            provider_permissions?: {
-                [key: string]: "read" | "read-write";
-            };
-            /** @enum {string} */
-            default_provider_permission?: "read" | "read-write";
-            /** @description limit the token to these knowledge bases (extension); default: every base of the account */
-            knowledge_base_ids?: string[];
-        };
-        PersonalAccessTokenInput: {
-            /** @example tok_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example CI deploy */
-            name: string;
-            /**
-             * @description the first characters of the token, to tell tokens apart
-             * @example pat_Hq9xTn
-             */
-            token_prefix: string;
-            scopes: string[];
-            provider_permissions: {
-                [key: string]: "read" | "read-write";
-            };
-            /** @enum {string} */
-            default_provider_permission: "read" | "read-write";
-            /** @description null: every knowledge base of the account */
-            knowledge_base_ids: string[] | null;
-            /** Format: date-time */
-            expires_at: string;
-            last_used_at: string | null;
-            /** Format: date-time */
-            created_at: string;
-        };
-        CreatedPersonalAccessTokenInput: {
-            /** @example tok_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example CI deploy */
-            name: string;
-            /**
-             * @description the first characters of the token, to tell tokens apart
-             * @example pat_Hq9xTn
-             */
-            token_prefix: string;
-            scopes: string[];
-            provider_permissions: {
-                [key: string]: "read" | "read-write";
-            };
-            /** @enum {string} */
-            default_provider_permission: "read" | "read-write";
-            /** @description null: every knowledge base of the account */
-            knowledge_base_ids: string[] | null;
-            /** Format: date-time */
-            expires_at: string;
-            last_used_at: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /**
-             * @description pat_... ; shown once, store it now
-             * @example pat_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            personal_access_token: string;
-        };
-        AuthClientBrandingInput: {
-            /** @example https://notes.example.com/logo.png */
-            logo?: string;
-            /** @example Take notes and let an assistant file them where they belong. */
-            description?: string;
-            brandColor?: string;
-        };
-        CreateAuthClientInput: {
-            /** @example Notes App */
-            name: string;
-            /**
-             * @description public: SPAs and mobile apps (PKCE, no secret); confidential: servers
-             * @enum {string}
-             */
-            type: "public" | "confidential";
-            /**
-             * @description `whitelabel-customer` only for accounts invited to it
-             * @default [
-             *       "third-party"
-             *     ]
-             */
-            roles: ("third-party" | "whitelabel-customer")[];
-            /** @description https, or http on a loopback host; exact match */
-            redirectUris: string[];
-            /** @description default: every scope the roles allow */
-            allowedScopes?: ("universal-mcp-read" | "universal-mcp-read-write" | "llm-all" | "agents-use" | "agents-all" | "connections" | "account" | "messaging-channels" | "openid" | "profile" | "email")[];
-            /** @description shown on the consent screen */
-            branding?: components["schemas"]["AuthClientBrandingInput"];
-        };
-        UpdateAuthClientInput: {
-            /** @example Notes App */
-            name?: string;
-            roles?: ("third-party" | "whitelabel-customer")[];
-            redirectUris?: string[];
-            allowedScopes?: ("universal-mcp-read" | "universal-mcp-read-write" | "llm-all" | "agents-use" | "agents-all" | "connections" | "account" | "messaging-channels" | "openid" | "profile" | "email")[];
-            /** @description replaces the branding */
-            branding?: components["schemas"]["AuthClientBrandingInput"];
-        };
-        AuthClientInput: {
-            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /**
-             * @description the OAuth client_id (same as id)
-             * @example app_5kY0bq9xTnq1y8Wv3mDgZA
-             */
-            clientId: string;
-            /** @example Notes App */
-            name: string;
-            /** @enum {string} */
-            type: "public" | "confidential";
-            roles: string[];
-            redirectUris: string[];
-            allowedScopes: string[];
-            branding: components["schemas"]["AuthClientBrandingInput"];
-            /** @enum {string} */
-            tokenEndpointAuthMethod: "none" | "client_secret_basic" | "client_secret_post";
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
-        CreatedAuthClientInput: {
-            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /**
-             * @description the OAuth client_id (same as id)
-             * @example app_5kY0bq9xTnq1y8Wv3mDgZA
-             */
-            clientId: string;
-            /** @example Notes App */
-            name: string;
-            /** @enum {string} */
-            type: "public" | "confidential";
-            roles: string[];
-            redirectUris: string[];
-            allowedScopes: string[];
-            branding: components["schemas"]["AuthClientBrandingInput"];
-            /** @enum {string} */
-            tokenEndpointAuthMethod: "none" | "client_secret_basic" | "client_secret_post";
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            /**
-             * @description confidential clients only: shown once, store it now
-             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            clientSecret?: string;
-        };
-        AuthClientSecretInput: {
-            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
-            clientId: string;
-            /**
-             * @description shown once; the previous secret has stopped working
-             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            clientSecret: string;
-        };
-        ConnectionInput: {
-            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
-            accountId: string;
-            /** @example github */
-            providerId: string;
-            /** @example 583231 */
-            providerUserId: string;
-            scopes: string[];
-            /** @enum {string} */
-            status: "active" | "expired" | "error" | "revoked";
-            /** @description token expiry; null when the token does not expire */
-            expiresAt: string | null;
-            /** @description whether a refresh may fix the connection */
-            canRefresh: boolean;
-            /**
-             * @description Extension: `oauth` (the provider's OAuth flow) or `api_key` (a token the user gave to POST /connections/from-catalog)
-             * @enum {string}
-             */
-            authType: "oauth" | "api_key";
-            metadata: {
-                /** @example Ada Lovelace */
-                displayName: string;
-                /** @example ada@example.com */
-                email?: string;
-                /** @example https://avatars.example.com/u/42.png */
-                avatar?: string;
-                /** @example GitHub */
-                providerName: string;
-                /**
-                 * @description path of the provider logo
-                 * @example https://switchboard.example.com/providers/logos/github.svg
-                 */
-                providerIcon: string;
-            };
-            /**
-             * @description Extension: why the last refresh or call failed, while not active
-             * @example invalid_grant: the refresh token was revoked
-             */
-            lastError: string | null;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
-        InitiateConnectionInput: {
-            /** @example github */
-            providerId: string;
-            /**
-             * Format: uri
-             * @description where the user returns: APP_URL's origin or a redirect URI of your auth clients
-             */
-            redirectUrl: string;
-            /** @description values of the provider's connection fields (e.g. subdomain), `scopes` (extra provider scopes), `login_hint`, `prompt` */
-            providerParams?: {
-                [key: string]: string | string[];
-            };
-        };
-        InitiateConnectionResponseInput: {
-            /**
-             * @description Ours (GET /api/v1/connections/authorize?state=...): open it in the user's browser, once; it binds the flow to that browser and redirects to the provider
-             * @example https://github.com/login/oauth/authorize?client_id=Iv1.8a61f9b3a7aba766&state=ost_Hq9xTnq1y8Wv3mDgZA5kY0
-             */
-            authorizationUrl: string;
-            providerMetadata: {
-                /** @example GitHub */
-                name: string;
-                /** @example https://switchboard.example.com/providers/logos/github.svg */
-                logoUrl: string;
-                /** @example Repositories, issues and pull requests. */
-                description: string;
-            };
-        };
-        PendingConnectionFieldsInput: {
-            /** @example pcn_5kY0bq9xTnq1y8Wv3mDgZA */
-            pendingId: string;
-            /** @example zendesk */
-            providerId: string;
-            providerMetadata: {
-                /** @example Zendesk */
-                name: string;
-                /** @example https://switchboard.example.com/providers/logos/github.svg */
-                logoUrl: string;
-                /** @example Repositories, issues and pull requests. */
-                description: string;
-            };
-            fields: {
-                /** @example subdomain */
-                name: string;
-                /** @example Your Zendesk subdomain */
-                label: string;
-                /** @example The part before .zendesk.com */
-                description?: string;
-                /** @example acme */
-                placeholder?: string;
-                /**
-                 * @description the value must match this (anchored) regular expression
-                 * @example ^[a-z0-9-]+$
-                 */
-                pattern: string;
-            }[];
-            /** Format: date-time */
-            expiresAt: string;
-        };
-        FinalizeConnectionInput: {
-            fields: {
-                [key: string]: string;
-            };
-        };
-        FinalizedConnectionInput: {
-            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
-            connectionId: string;
-            /**
-             * @description where to send the user now (carries connectionId)
-             * @example https://notes.example.com/settings/integrations?connectionId=conn_5kY0bq9xTnq1y8Wv3mDgZA
-             */
-            redirectUrl: string;
-        };
-        FromCatalogInitiateOAuthInput: {
-            /**
-             * @description a provider id
-             * @example github
-             */
-            catalogEntryId: string;
-            /** Format: uri */
-            redirectUrl: string;
-        };
-        FromCatalogCreateInput: {
-            /**
-             * @description a provider id
-             * @example github
-             */
-            catalogEntryId: string;
-            /**
-             * @description a token the provider issued (API key, personal access token), sent as the provider file says
-             * @example ghp_16C7e42F292c6912E7710c838347Ae178B4a
-             */
-            bearerToken: string;
-            /** @description Extension: the values the provider's `apiKey.fields` name (e.g. site, email) */
-            fields?: {
-                [key: string]: string;
-            };
-        };
-        ExecuteProviderToolInput: {
-            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
-            connectionId: string;
-            /** @default {} */
-            arguments: {
-                [key: string]: unknown;
-            };
-        };
-        ProviderToolResultInput: {
-            /** @example github */
-            providerId: string;
-            /** @example github_get_issue */
-            toolName: string;
-            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
-            connectionId: string;
-            /** @description the provider answer, shaped: kept fields, long strings cut, size capped */
-            result: unknown;
-        };
-        CreditTransactionInput: {
-            /** @example ctx_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /**
-             * @description credits; negative for a charge, positive for an addition
-             * @example -125
-             */
-            amount: number;
-            /** @example 98750 */
-            balanceAfter: number;
-            /** @enum {string} */
-            type: "grant" | "llm" | "mcp" | "agent" | "task" | "sandbox" | "knowledge" | "topup" | "refund";
-            /** @example Repositories, issues and pull requests. */
-            description: string;
-            /** @example gpt-4o-mini */
-            model: string | null;
-            promptTokens: number | null;
-            completionTokens: number | null;
-            /** @example req_5kY0bq9xTnq1y8Wv3mDgZA */
-            requestId: string | null;
-            /** @example order-1042-refund */
-            idempotencyKey: string | null;
-            /** Format: date-time */
-            createdAt: string;
-        };
-        AuthScopeInput: {
-            /** @example agents-use */
-            name: string;
-            /** @example List agents and chat with them */
-            description: string;
-        };
-        /** @description RFC 6749 error body */
-        OAuthError: {
-            /** @example invalid_grant */
-            error: string;
-            /** @example The refresh token has expired. */
-            error_description?: string;
-        };
-        TokenRequest: {
-            /** @enum {string} */
-            grant_type: "authorization_code" | "refresh_token";
-            /** @example c0ffee-4f1d-9a2b */
-            code?: string;
-            /** @example https://notes.example.com/callback */
-            redirect_uri?: string;
-            /**
-             * @description PKCE (S256); required with authorization_code
-             * @example dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk
-             */
-            code_verifier?: string;
-            /** @example rt_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b */
-            refresh_token?: string;
-            /**
-             * @description the app's id, or the https URL of its client ID metadata document (docs/mcp-client-metadata.md)
-             * @example app_5kY0bq9xTnq1y8Wv3mDgZA
-             */
-            client_id?: string;
-            /**
-             * @description confidential clients using client_secret_post
-             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            client_secret?: string;
-            /**
-             * @description RFC 8707 resource indicator
-             * @example https://switchboard.example.com/mcp
-             */
-            resource?: string;
-            /** @example account llm-all */
-            scope?: string;
-        };
-        TokenResponse: {
-            /** @constant */
-            token_type: "Bearer";
-            /**
-             * @description JWT (RS256, typ at+jwt) whose aud is the resource
-             * @example eyJhbGciOiJSUzI1NiIsImtpZCI6ImtleV81a1kwIn0.eyJzdWIiOiJhY2NfNWtZMCJ9.c2lnbmF0dXJl
-             */
-            access_token: string;
-            /**
-             * @description seconds (900)
-             * @example 3600
-             */
-            expires_in: number;
-            /**
-             * @description single use: every exchange returns a new one
-             * @example rt_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            refresh_token: string;
-            /**
-             * @description seconds (604800)
-             * @example 1
-             */
-            refresh_expires_in: number;
-            /** @example account llm-all */
-            scope: string;
-            /**
-             * @description with the openid scope
-             * @example eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhY2NfNWtZMCJ9.c2lnbmF0dXJl
-             */
-            id_token?: string;
-        };
-        ClientRegistrationRequest: {
-            /** @example Notes App */
-            client_name?: string;
-            redirect_uris: string[];
-            grant_types?: ("authorization_code" | "refresh_token")[];
-            response_types?: "code"[];
-            /** @enum {string} */
-            token_endpoint_auth_method?: "none" | "client_secret_basic" | "client_secret_post";
-            /** @example account llm-all */
-            scope?: string;
-            /** @enum {string} */
-            application_type?: "web" | "native";
-        };
-        ClientRegistrationResponse: {
-            /** @example Notes App */
-            client_name?: string;
-            redirect_uris: string[];
-            grant_types?: ("authorization_code" | "refresh_token")[];
-            response_types?: "code"[];
-            /** @enum {string} */
-            token_endpoint_auth_method?: "none" | "client_secret_basic" | "client_secret_post";
-            /** @example account llm-all */
-            scope?: string;
-            /** @enum {string} */
-            application_type?: "web" | "native";
-            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
-            client_id: string;
-            /**
-             * @description confidential clients only; shown once
-             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            client_secret?: string;
-            /** @example 1 */
-            client_id_issued_at: number;
-        };
-        ProtectedResourceMetadata: {
-            /** @example https://switchboard.example.com/mcp */
-            resource: string;
-            authorization_servers: string[];
-            scopes_supported: string[];
-            bearer_methods_supported: string[];
-            /** @example Switchboard */
-            resource_name: string;
-            /** @example https://switchboard.example.com/docs */
-            resource_documentation: string;
-        };
-        Provider: {
-            /** @example github */
-            id: string;
-            /** @example GitHub */
-            label: string;
-            /** @example Repositories, issues and pull requests. */
-            description: string;
-            /**
-             * @description Logo served by this service (or the URL the provider file names)
-             * @example https://switchboard.example.com/providers/logos/github.svg
-             */
-            logoUrl: string;
-            /** @example developer-tools */
-            category: string;
-            popular: boolean;
-            /**
-             * @description `oauth`, or `api_key` for a provider connecting only with a token the user holds
-             * @enum {string}
-             */
-            authType: "oauth" | "api_key";
-            allowMultipleConnections: boolean;
-            /** @description Extension: the ways a user can connect on this server now: `oauth` (POST /connections/initiate) once PROVIDER_<ID>_CLIENT_ID and _CLIENT_SECRET are set; `api_key` (POST /connections/from-catalog with a token the user holds) when the provider takes one */
-            authTypes: ("oauth" | "api_key")[];
-            /** @description Extension: whether users can connect now (authTypes is not empty) */
-            configured: boolean;
-            /** @description Extension, for providers taking a token: what to paste, where to get it, what else to give */
-            apiKey?: {
-                /** @example API token */
-                label: string;
-                /** @example An Atlassian API token; Jira takes it with the e-mail address of your account, on your site. */
-                help: string;
-                /**
-                 * @description the provider's page where the user creates the token
-                 * @example https://id.atlassian.com/manage-profile/security/api-tokens
-                 */
-                docsUrl: string;
-                /** @description values POST /connections/from-catalog takes in `fields` with the token */
-                fields: {
-                    /** @example site */
-                    name: string;
-                    /** @example Site */
-                    label: string;
-                    /** @example Repositories, issues and pull requests. */
-                    description?: string;
-                    /** @example acme */
-                    placeholder?: string;
-                    /**
-                     * @description the value must match this (anchored) regular expression
-                     * @example [a-z0-9][a-z0-9-]{0,62}
-                     */
-                    pattern: string;
-                }[];
-            };
-        };
-        ProviderTool: {
-            /** @example github_get_issue */
-            name: string;
-            /** @example Get one issue of a repository. */
-            description: string;
-            /** @description JSON Schema object: type, properties, required */
-            parameters: {
-                [key: string]: unknown;
-            };
-            /** @enum {string} */
-            mode: "read" | "write";
-        };
-        ToolSearchHit: {
-            /** @example github */
-            providerId: string;
-            /** @example GitHub */
-            providerLabel: string;
-            /**
-             * @description The tool's name within its provider (as in GET /providers/:providerId/tools)
-             * @example Acme
-             */
-            name: string;
-            /** @example Repositories, issues and pull requests. */
-            description: string;
-            /** @description JSON Schema object of the input: type, properties, required */
-            parameters: {
-                [key: string]: unknown;
-            };
-            /** @enum {string} */
-            mode: "read" | "write";
-            /**
-             * @description Relevance, higher first; comparable only within one answer
-             * @example 0.82
-             */
-            score: number;
-        };
-        Webhook: {
-            /** @example wh_Zq3v9dH2TQm0bq1yWzY8cA */
-            id: string;
-            /** @example https://acme.example/about */
-            url: string;
-            /** @example Repositories, issues and pull requests. */
-            description: string;
-            events: ("connection.created" | "connection.expired" | "connection.error" | "connection.revoked" | "task_run.finished" | "knowledge_source.compiled" | "knowledge_source.failed")[];
-            enabled: boolean;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        CreatedWebhook: {
-            /** @example wh_Zq3v9dH2TQm0bq1yWzY8cA */
-            id: string;
-            /** @example https://acme.example/about */
-            url: string;
-            /** @example Repositories, issues and pull requests. */
-            description: string;
-            events: ("connection.created" | "connection.expired" | "connection.error" | "connection.revoked" | "task_run.finished" | "knowledge_source.compiled" | "knowledge_source.failed")[];
-            enabled: boolean;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-            /**
-             * @description the signing secret (Standard Webhooks), returned once only
-             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
-             */
-            secret: string;
-        };
-        WebhookDelivery: {
-            /**
-             * @description the `webhook-id` header of every attempt
-             * @example whmsg_5kY0bq9xTnq1y8Wv3mDgZA
-             */
-            id: string;
-            /** @example wh_Zq3v9dH2TQm0bq1yWzY8cA */
-            webhookId: string;
-            /** @example connection.revoked */
-            eventType: string;
-            /** @description the body sent */
-            payload: unknown;
-            /** @enum {string} */
-            status: "pending" | "succeeded" | "failed";
-            /** @example 1 */
-            attempts: number;
-            /** @description the receiver's HTTP status at the last attempt */
-            responseStatus: number | null;
-            /** @example invalid_grant: the refresh token was revoked */
-            lastError: string | null;
-            nextAttemptAt: string | null;
-            deliveredAt: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        KnowledgeBase: {
-            /** @example kb_Xq3v9dH2TQm0bq1yWzY8cA */
-            id: string;
-            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
-            accountId: string;
-            /** @example Company wiki */
-            name: string;
-            /** @example Everything we know about our customers and partners. */
-            description: string;
-            /** @example Keep one page per company. */
-            customInstructions: string;
-            /** @example 1 */
-            maxPagesLimit: number;
-            isDefault: boolean;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        KnowledgeConfig: {
-            enabled: boolean;
-            autoIngestConversations: boolean;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        KnowledgePageSummary: {
-            /** @example acme-corp */
-            slug: string;
-            /** @example Acme Corp */
-            title: string;
-            /** @example Manufacturing customer since 2021; renews in March. */
-            summary: string;
-            tags: string[];
-            /** @enum {string} */
-            pageType: "entity" | "concept" | "summary" | "index" | "custom";
-            /** @enum {string} */
-            confidence: "low" | "medium" | "high";
-            /** @enum {string} */
-            lastCompiledBy: "compiler" | "user";
-            /** @example 1 */
-            backlinkCount: number;
-            /** @example 3 */
-            version: number;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        KnowledgePage: {
-            /** @example acme-corp */
-            slug: string;
-            /** @example Acme Corp */
-            title: string;
-            /** @example Manufacturing customer since 2021; renews in March. */
-            summary: string;
-            tags: string[];
-            /** @enum {string} */
-            pageType: "entity" | "concept" | "summary" | "index" | "custom";
-            /** @enum {string} */
-            confidence: "low" | "medium" | "high";
-            /** @enum {string} */
-            lastCompiledBy: "compiler" | "user";
-            /** @example 1 */
-            backlinkCount: number;
-            /** @example 3 */
-            version: number;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-            /**
-             * @description markdown; [[Other page]] links to another page
-             * @example # Acme Corp
-             *
-             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
-             */
-            content: string;
-            aliases: string[];
-            relationships: {
-                /** @example jane-doe */
-                targetSlug: string;
-                /** @enum {string} */
-                type: "related_to" | "works_at" | "employed_by" | "founded" | "co_founded" | "attended" | "part_of" | "depends_on" | "mentioned_in";
-            }[];
-            /** @description slugs of the pages that link here */
-            backlinks: string[];
-            sourceIds: string[];
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-        };
-        KnowledgeSearchResult: {
-            /** @example acme-corp */
-            slug: string;
-            /** @example Acme Corp */
-            title: string;
-            /**
-             * @description a snippet with the keywords in context, marked **like this**
-             * @example # Acme Corp
-             *
-             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
-             */
-            content: string;
-            tags: string[];
-            /** @enum {string} */
-            pageType: "entity" | "concept" | "summary" | "index" | "custom";
-            /** @enum {string} */
-            confidence: "low" | "medium" | "high";
-            /** @example 0.82 */
-            score: number;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        KnowledgePageVersion: {
-            /** @example 3 */
-            version: number;
-            /** @example Acme Corp */
-            title: string;
-            /**
-             * @example # Acme Corp
-             *
-             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
-             */
-            content: string;
-            tags: string[];
-            /** @enum {string} */
-            compiledBy: "compiler" | "user";
-            /** @example ksrc_5kY0bq9xTnq1y8Wv3mDgZA */
-            sourceId: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-        };
-        KnowledgeSource: {
-            /** @example ksrc_4dQmX0r2S7ezS1vN0Qk2eA */
-            id: string;
-            /** @example kb_5kY0bq9xTnq1y8Wv3mDgZA */
-            kbId: string;
-            /** @enum {string} */
-            type: "text" | "url" | "file" | "conversation";
-            /** @example Q3 call notes */
-            name: string;
-            /** @example Call with Jane Doe of Acme Corp on 2026-09-14: they renew in March and want SSO. */
-            rawContent: string | null;
-            /** @example https://acme.example/about */
-            url: string | null;
-            metadata: {
-                [key: string]: unknown;
-            };
-            /** @enum {string} */
-            status: "pending" | "processing" | "compiled" | "failed";
-            /** @example invalid_grant */
-            error: string | null;
-            compiledAt: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        KnowledgeLog: {
-            /** @example klog_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @enum {string} */
-            kind: "compile" | "lint" | "edit";
-            /** @enum {string} */
-            level: "info" | "warn" | "error";
-            /** @example Compiled source Q3 call notes: 2 pages updated, 1 created. */
-            message: string;
-            details: {
-                [key: string]: unknown;
-            };
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-        };
-        KnowledgeLintFinding: {
-            /** @enum {string} */
-            rule: "broken-link" | "orphan" | "stale" | "duplicate" | "consolidate" | "index-drift" | "page-limit" | "user-edit-conflict";
-            /** @enum {string} */
-            severity: "info" | "warning" | "error";
-            /** @example Acme Corp and ACME Corporation look like the same company. */
-            message: string;
-            pages: string[];
-            repaired: boolean;
-        };
-        AgentUsageLimits: {
-            /** @example 1 */
-            dailyMessagesPerUser?: number;
-            /** @example 1 */
-            monthlyCreditsCap?: number;
-            /** @example You've reached today's message limit. Please come back tomorrow. */
-            limitReachedMessage?: string;
-        };
         Agent: {
             /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
             id: string;
@@ -4571,6 +2465,66 @@ export interface components {
              * @example 2026-11-24T09:30:00.000Z
              */
             updatedAt: string;
+        };
+        AgentChatCompletion: {
+            /** @example chatcmpl_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @constant */
+            object: "chat.completion";
+            /** @example 1767225600 */
+            created: number;
+            /** @example gpt-4o-mini */
+            model: string;
+            choices: {
+                /** @example 1 */
+                index: number;
+                message: {
+                    /** @constant */
+                    role: "assistant";
+                    /** @example Order 1042 left the warehouse on Monday. */
+                    content: string;
+                };
+                /** @constant */
+                finish_reason: "stop";
+            }[];
+            usage: {
+                /** @example 1 */
+                prompt_tokens: number;
+                /** @example 1 */
+                completion_tokens: number;
+                /** @example 1 */
+                total_tokens: number;
+            };
+        };
+        AgentChatCompletionInput: {
+            /** @example chatcmpl_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @constant */
+            object: "chat.completion";
+            /** @example 1767225600 */
+            created: number;
+            /** @example gpt-4o-mini */
+            model: string;
+            choices: {
+                /** @example 1 */
+                index: number;
+                message: {
+                    /** @constant */
+                    role: "assistant";
+                    /** @example Order 1042 left the warehouse on Monday. */
+                    content: string;
+                };
+                /** @constant */
+                finish_reason: "stop";
+            }[];
+            usage: {
+                /** @example 1 */
+                prompt_tokens: number;
+                /** @example 1 */
+                completion_tokens: number;
+                /** @example 1 */
+                total_tokens: number;
+            };
         };
         AgentChatRequest: {
             messages: {
@@ -4608,94 +2562,64 @@ export interface components {
              */
             user?: string;
         };
-        AgentChatCompletion: {
-            /** @example chatcmpl_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @constant */
-            object: "chat.completion";
-            /** @example 1767225600 */
-            created: number;
-            /** @example gpt-4o-mini */
-            model: string;
-            choices: {
-                /** @example 1 */
-                index: number;
-                message: {
+        AgentChatRequestInput: {
+            messages: {
+                /** @enum {string} */
+                role: "system" | "user" | "assistant";
+                content: string | ({
                     /** @constant */
-                    role: "assistant";
-                    /** @example Order 1042 left the warehouse on Monday. */
-                    content: string;
-                };
-                /** @constant */
-                finish_reason: "stop";
+                    type: "text";
+                    /** @example What does this invoice say is due? */
+                    text: string;
+                } | {
+                    /** @constant */
+                    type: "file";
+                    file: {
+                        /** @example file_5kY0bq9xTnq1y8Wv3mDgZA */
+                        file_id: string;
+                    };
+                })[];
             }[];
-            usage: {
-                /** @example 1 */
-                prompt_tokens: number;
-                /** @example 1 */
-                completion_tokens: number;
-                /** @example 1 */
-                total_tokens: number;
-            };
+            stream?: boolean;
+            /** @example 0.7 */
+            temperature?: number;
+            /** @example 1 */
+            max_tokens?: number;
+            /** @example conv_5kY0bq9xTnq1y8Wv3mDgZA */
+            conversationId?: string;
+            /**
+             * @description ignored: the agent decides its model
+             * @example gpt-4o-mini
+             */
+            model?: string;
+            /**
+             * @description the end user this chat is for (usage limits count per end user)
+             * @example user-42
+             */
+            user?: string;
         };
-        Conversation: {
-            /** @example conv_Qm3v0bq9xTnq1y8Wv3mDgZ */
-            id: string;
+        AgentInput: {
             /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
-            agentId: string;
-            /** @example Acme Corp */
-            title: string;
-            metadata: {
-                [key: string]: unknown;
-            };
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            lastActivityAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        ConversationMessage: {
-            /** @example msg_5kY0bq9xTnq1y8Wv3mDgZA */
             id: string;
-            /** @enum {string} */
-            role: "system" | "user" | "assistant" | "tool";
-            /**
-             * @example # Acme Corp
-             *
-             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
-             */
-            content: string | null;
-            toolCalls: {
-                /** @example call_Qm3v0bq9xTnq1y8Wv3mDg */
-                id: string;
-                /** @constant */
-                type: "function";
-                function: {
-                    /** @example Acme */
-                    name: string;
-                    /** @example {"owner":"acme","repo":"shop","issue_number":1042} */
-                    arguments: string;
-                };
-            }[] | null;
-            /** @example call_Qm3v0bq9xTnq1y8Wv3mDg */
-            toolCallId: string | null;
-            /** @example github_get_issue */
-            toolName: string | null;
-            /**
-             * @description set on the assistant message that marks a failed turn (its content null): why the agent did not answer
-             * @example invalid_grant
-             */
-            error: string | null;
+            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
+            accountId: string;
+            /** @example Support bot */
+            name: string;
+            /** @example gpt-4o-mini */
+            llm: string;
+            /** @example You are the support agent of Acme Corp. Answer briefly and politely. */
+            personality: string;
+            /** @example Answers customer questions about orders and returns. */
+            description: string;
+            /** @example 0.7 */
+            temperature: number;
+            /** @example Hi! I can help with your orders and returns. What do you need? */
+            firstPrompt: string;
+            enabledBuiltInTools: string[];
+            /** @example end-user */
+            billingAccountType: string;
+            usageLimits: components["schemas"]["AgentUsageLimitsInput"];
+            isDefault: boolean;
             /**
              * Format: date-time
              * @example 2026-11-24T09:30:00.000Z
@@ -4736,80 +2660,20 @@ export interface components {
              */
             score?: number;
         };
-        ChatFile: {
-            /** @example file_9hQ2v0bq9xTnq1y8Wv3mDg */
-            fileId: string;
-            /** @example invoice-1042.pdf */
-            filename: string;
-            /** @example application/pdf */
-            mimeType: string;
-            /** @example 1 */
-            size: number;
-            /** @constant */
-            purpose: "chat";
-        };
-        ScheduledTaskRun: {
-            /** @example trun_u1Hq9xTnq1y8Wv3mDgZA0b */
+        AgentMemoryInput: {
+            /** @example mem_Xq3v9dH2TQm0bq1yWzY8cA */
             id: string;
-            /** @example task_5kY0bq9xTnq1y8Wv3mDgZA */
-            taskId: string;
-            /** @enum {string} */
-            trigger: "schedule" | "manual";
-            /** @enum {string} */
-            status: "queued" | "running" | "retrying" | "succeeded" | "failed";
+            /** @example user-42 */
+            endUserId: string;
             /**
-             * Format: date-time
-             * @description the occurrence this run is for (a manual run: when it was asked for)
-             * @example 2026-11-24T09:30:00.000Z
+             * @example # Acme Corp
+             *
+             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
              */
-            scheduledFor: string;
-            startedAt: string | null;
-            finishedAt: string | null;
-            /** @example 1 */
-            attempts: number;
-            /** @example 125 */
-            creditsConsumed: number;
-            /**
-             * @description the conversation holding the prompt and the answer
-             * @example conv_5kY0bq9xTnq1y8Wv3mDgZA
-             */
+            content: string;
+            /** @example conv_5kY0bq9xTnq1y8Wv3mDgZA */
             conversationId: string | null;
             /**
-             * @description the agent's answer (succeeded runs)
-             * @example You have 3 unread emails from last week: the Acme renewal, a build failure and the team lunch.
-             */
-            output: string | null;
-            /** @example The model upstream answered 503 three times; the run gave up. */
-            error: string | null;
-        };
-        ScheduledTask: {
-            /** @example task_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
-            agentId: string;
-            /** @example Monday digest */
-            name: string;
-            /** @example Summarize my unread email from the last week. */
-            prompt: string;
-            /** @example 0 9 * * 1 */
-            cronExpression: string;
-            /** @example Europe/Paris */
-            timezone: string;
-            enabled: boolean;
-            /**
-             * @description the cron expression in words
-             * @example At 09:00 AM, only on Monday
-             */
-            schedule: string;
-            /** @description null while disabled */
-            nextRunAt: string | null;
-            lastRun: components["schemas"]["ScheduledTaskRun"] | null;
-            /**
-             * @description why the service disabled the task (its agent was deleted)
-             * @example The agent was deleted.
-             */
-            disabledReason: string | null;
-            /**
              * Format: date-time
              * @example 2026-11-24T09:30:00.000Z
              */
@@ -4819,44 +2683,11 @@ export interface components {
              * @example 2026-11-24T09:30:00.000Z
              */
             updatedAt: string;
-        };
-        Skill: {
-            /** @example skl_Zq3v9dH2TQm0bq1yWzY8cA */
-            id: string;
-            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
-            accountId: string;
-            /** @example Weekly report */
-            name: string;
-            /** @example Writes the Monday status report from the week's closed issues */
-            description: string;
-            /** @example Summarize my unread email from the last week. */
-            prompt: string;
             /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
+             * @description search only: how close it is
+             * @example 0.82
              */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        GeneratedSkillPrompt: {
-            /** @example Weekly report */
-            name: string;
-            /** @example Writes the Monday status report from the week's closed issues */
-            description: string;
-            /** @example Summarize my unread email from the last week. */
-            prompt: string;
-        };
-        SkillSummary: {
-            /** @example skl_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example Weekly report */
-            name: string;
-            /** @example Writes the Monday status report from the week's closed issues */
-            description: string;
+            score?: number;
         };
         AgentSkillLink: {
             /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
@@ -4870,78 +2701,17 @@ export interface components {
              */
             createdAt: string;
         };
-        CustomTool: {
-            /** @example tool_Zq3v9dH2TQm0bq1yWzY8cA */
-            id: string;
-            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
-            accountId: string;
-            /** @example weather_lookup */
-            name: string;
-            /** @example Returns the current weather for a city. */
-            description: string;
-            /** @example c0ffee-4f1d-9a2b */
-            code: string;
-            /** @example javascript */
-            language: string;
-            parameters: {
-                [key: string]: unknown;
-            };
-            requiredSecrets: string[];
-            timeoutMs: number | null;
+        AgentSkillLinkInput: {
+            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
+            agentId: string;
+            /** @example skl_5kY0bq9xTnq1y8Wv3mDgZA */
+            skillId: string;
+            skill: components["schemas"]["SkillSummaryInput"];
             /**
              * Format: date-time
              * @example 2026-11-24T09:30:00.000Z
              */
             createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-24T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        GeneratedToolCode: {
-            /** @example c0ffee-4f1d-9a2b */
-            code: string;
-            parameters: {
-                [key: string]: unknown;
-            };
-            requiredSecrets: string[];
-        };
-        ToolRun: {
-            /** @example fetched 1 forecast */
-            stdout: string;
-            /** @example  */
-            stderr: string;
-            result: unknown;
-            error: {
-                /** @example TypeError */
-                name: string;
-                /** @example Cannot read properties of undefined (reading 'temperature') */
-                message: string;
-            } | null;
-            /** @example 184 */
-            durationMs: number;
-            /** @example 2 */
-            creditsCharged: number;
-        };
-        BuiltInToolGroup: {
-            /** @example provider-tools */
-            id: string;
-            /** @example Act through the owner's connected services */
-            description: string;
-            /** @description false: not served yet on this server (an agent cannot enable it) */
-            available: boolean;
-            tools: {
-                /** @example memory_save */
-                name: string;
-                /** @example Remember a fact about the user for later conversations. */
-                description: string;
-                parameters: {
-                    [key: string]: unknown;
-                };
-                /** @enum {string} */
-                mode: "read" | "write";
-            }[];
         };
         AgentToolLink: {
             /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
@@ -4980,61 +2750,32 @@ export interface components {
              */
             updatedAt: string;
         };
-        CustomToolSummary: {
-            /** @example tool_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example weather_lookup */
-            name: string;
-            /** @example Returns the current weather for a city. */
-            description: string;
-            /** @example javascript */
-            language: string;
-            requiredSecrets: string[];
-        };
-        MessagingChannel: {
-            /** @example mch_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
-            accountId: string;
-            /** @enum {string} */
-            type: "telegram" | "whatsapp" | "webchat";
+        AgentToolLinkInput: {
             /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
             agentId: string;
-            /** @description the public fields; each secret only as `<name>Set` */
-            config: {
-                /** @example acme_support_bot */
-                botUsername?: string;
-                /** @example 7412345678 */
-                botId?: string;
-                botTokenSet?: boolean;
-                /** @example 106540352242922 */
-                phoneNumberId?: string;
-                accessTokenSet?: boolean;
-                verifyTokenSet?: boolean;
-                appSecretSet?: boolean;
-                allowedOrigins?: string[];
+            /** @example tool_5kY0bq9xTnq1y8Wv3mDgZA */
+            toolId: string;
+            tool: {
+                /** @example tool_5kY0bq9xTnq1y8Wv3mDgZA */
+                id: string;
+                /** @example weather_lookup */
+                name: string;
+                /** @example Returns the current weather for a city. */
+                description: string;
+                /** @example javascript */
+                language: string;
+                requiredSecrets: string[];
             };
-            /**
-             * @description where the platform delivers (telegram, whatsapp)
-             * @example https://switchboard.example.com/api/v1/messaging-channels/telegram/webhook/mch_5kY0bq9xTnq1y8Wv3mDgZA
-             */
-            webhookUrl?: string;
-            /**
-             * @description web chat: the HTML to paste into a page
-             * @example <script src="https://switchboard.example.com/webchat.js" data-channel="mch_5kY0bq9xTnq1y8Wv3mDgZA" async></script>
-             */
-            widgetSnippet?: string;
-            linkedUsers: {
-                /** @example 123456789 */
-                externalUserId: string;
-                /** @example Ada Lovelace */
-                displayName: string;
-                /**
-                 * Format: date-time
-                 * @example 2026-11-24T09:30:00.000Z
-                 */
-                linkedAt: string;
+            /** @description each declared secret and whether this link sets it; values are never returned */
+            secrets: {
+                /** @example WEATHER_API_KEY */
+                name: string;
+                set: boolean;
             }[];
+            /** @description declared secrets without a value: the tool is not offered until set */
+            missingSecrets: string[];
+            /** @description the agent is offered the tool (no secret missing) */
+            ready: boolean;
             /**
              * Format: date-time
              * @example 2026-11-24T09:30:00.000Z
@@ -5045,6 +2786,183 @@ export interface components {
              * @example 2026-11-24T09:30:00.000Z
              */
             updatedAt: string;
+        };
+        AgentUsageLimits: {
+            /** @example 1 */
+            dailyMessagesPerUser?: number;
+            /** @example 1 */
+            monthlyCreditsCap?: number;
+            /** @example You've reached today's message limit. Please come back tomorrow. */
+            limitReachedMessage?: string;
+        };
+        AgentUsageLimitsInput: {
+            /** @example 1 */
+            dailyMessagesPerUser?: number;
+            /** @example 1 */
+            monthlyCreditsCap?: number;
+            /** @example You've reached today's message limit. Please come back tomorrow. */
+            limitReachedMessage?: string;
+        };
+        AnthropicError: {
+            /** @constant */
+            type: "error";
+            error: {
+                /** @example invalid_request_error */
+                type: string;
+                /** @example max_tokens: Required */
+                message: string;
+            };
+            /** @example Invalid request */
+            message: string;
+            /** @example 422 */
+            statusCode: number;
+            /** @description ValidationError only: one entry per failing field */
+            details?: {
+                /** @example body.name */
+                field?: string;
+                /** @example Too small: expected string to have >=1 characters */
+                message?: string;
+            }[];
+        };
+        AuthClient: {
+            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /**
+             * @description the OAuth client_id (same as id)
+             * @example app_5kY0bq9xTnq1y8Wv3mDgZA
+             */
+            clientId: string;
+            /** @example Notes App */
+            name: string;
+            /** @enum {string} */
+            type: "public" | "confidential";
+            roles: string[];
+            redirectUris: string[];
+            allowedScopes: string[];
+            branding: components["schemas"]["AuthClientBranding"];
+            /** @enum {string} */
+            tokenEndpointAuthMethod: "none" | "client_secret_basic" | "client_secret_post";
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        AuthClientBranding: {
+            /** @example https://notes.example.com/logo.png */
+            logo?: string;
+            /** @example Take notes and let an assistant file them where they belong. */
+            description?: string;
+            brandColor?: string;
+        };
+        AuthClientBrandingInput: {
+            /** @example https://notes.example.com/logo.png */
+            logo?: string;
+            /** @example Take notes and let an assistant file them where they belong. */
+            description?: string;
+            brandColor?: string;
+        };
+        AuthClientInput: {
+            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /**
+             * @description the OAuth client_id (same as id)
+             * @example app_5kY0bq9xTnq1y8Wv3mDgZA
+             */
+            clientId: string;
+            /** @example Notes App */
+            name: string;
+            /** @enum {string} */
+            type: "public" | "confidential";
+            roles: string[];
+            redirectUris: string[];
+            allowedScopes: string[];
+            branding: components["schemas"]["AuthClientBrandingInput"];
+            /** @enum {string} */
+            tokenEndpointAuthMethod: "none" | "client_secret_basic" | "client_secret_post";
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        AuthClientSecret: {
+            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
+            clientId: string;
+            /**
+             * @description shown once; the previous secret has stopped working
+             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            clientSecret: string;
+        };
+        AuthClientSecretInput: {
+            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
+            clientId: string;
+            /**
+             * @description shown once; the previous secret has stopped working
+             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            clientSecret: string;
+        };
+        AuthScope: {
+            /** @example agents-use */
+            name: string;
+            /** @example List agents and chat with them */
+            description: string;
+        };
+        AuthScopeInput: {
+            /** @example agents-use */
+            name: string;
+            /** @example List agents and chat with them */
+            description: string;
+        };
+        Authenticate: {
+            /** @example ada@example.com */
+            email: string;
+            /** @example correct horse battery staple */
+            password: string;
+        };
+        AuthenticateInput: {
+            /** @example ada@example.com */
+            email: string;
+            /** @example correct horse battery staple */
+            password: string;
+        };
+        BuiltInToolGroup: {
+            /** @example provider-tools */
+            id: string;
+            /** @example Act through the owner's connected services */
+            description: string;
+            /** @description false: not served yet on this server (an agent cannot enable it) */
+            available: boolean;
+            tools: {
+                /** @example memory_save */
+                name: string;
+                /** @example Remember a fact about the user for later conversations. */
+                description: string;
+                parameters: {
+                    [key: string]: unknown;
+                };
+                /** @enum {string} */
+                mode: "read" | "write";
+            }[];
+        };
+        BuiltInToolGroupInput: {
+            /** @example provider-tools */
+            id: string;
+            /** @example Act through the owner's connected services */
+            description: string;
+            /** @description false: not served yet on this server (an agent cannot enable it) */
+            available: boolean;
+            tools: {
+                /** @example memory_save */
+                name: string;
+                /** @example Remember a fact about the user for later conversations. */
+                description: string;
+                parameters: {
+                    [key: string]: unknown;
+                };
+                /** @enum {string} */
+                mode: "read" | "write";
+            }[];
         };
         ChatCompletionRequest: {
             /**
@@ -5132,46 +3050,1449 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        Model: {
-            /** @example gpt-4o-mini */
-            id: string;
-            /** @constant */
-            object: "model";
+        ChatCompletionRequestInput: {
+            /**
+             * @description a model id from GET /models; the default model when omitted
+             * @example gpt-4o-mini
+             */
+            model?: string;
+            messages: ({
+                /** @enum {string} */
+                role: "system" | "developer" | "user" | "assistant" | "tool";
+                content?: string | ({
+                    /** @example text */
+                    type: string;
+                } & {
+                    [key: string]: unknown;
+                })[] | null;
+                /** @example Acme */
+                name?: string;
+                tool_calls?: ({
+                    /** @example call_Qm3v0bq9xTnq1y8Wv3mDg */
+                    id: string;
+                    /** @constant */
+                    type: "function";
+                    function: {
+                        /** @example Acme */
+                        name: string;
+                        /** @example {"owner":"acme","repo":"shop","issue_number":1042} */
+                        arguments: string;
+                    };
+                } & {
+                    [key: string]: unknown;
+                })[];
+                /** @example call_Qm3v0bq9xTnq1y8Wv3mDg */
+                tool_call_id?: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            /** @example 0.7 */
+            temperature?: number;
             /** @example 1 */
-            created: number;
-            /** @example openai */
-            owned_by: string;
-            /** @example standard */
-            tier: string;
+            top_p?: number;
             /** @example 1 */
-            context_window: number;
+            max_tokens?: number;
             /** @example 1 */
-            max_output_tokens: number;
-            capabilities: {
-                tools: boolean;
-                vision: boolean;
-                streaming: boolean;
-                json: boolean;
-            };
-            pricing: {
-                /**
-                 * @description credits per million prompt tokens
-                 * @example 1
-                 */
-                prompt: number;
-                /**
-                 * @description credits per million completion tokens
-                 * @example 1
-                 */
-                completion: number;
+            max_completion_tokens?: number;
+            /**
+             * @description choices to generate; each is billed
+             * @example 1
+             */
+            n?: number;
+            /** @example 1 */
+            best_of?: number;
+            stream?: boolean;
+            stream_options?: ({
+                include_usage?: boolean;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            stop?: string | string[] | null;
+            tools?: ({
                 /** @constant */
-                unit: "credits_per_million_tokens";
+                type: "function";
+                function: {
+                    /** @example Acme */
+                    name: string;
+                    /** @example Repositories, issues and pull requests. */
+                    description?: string;
+                    parameters?: {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            })[];
+            tool_choice?: unknown;
+            response_format?: {
+                /** @enum {string} */
+                type: "text" | "json_object" | "json_schema";
+            } & {
+                [key: string]: unknown;
+            };
+            seed?: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        ChatFile: {
+            /** @example file_9hQ2v0bq9xTnq1y8Wv3mDg */
+            fileId: string;
+            /** @example invoice-1042.pdf */
+            filename: string;
+            /** @example application/pdf */
+            mimeType: string;
+            /** @example 1 */
+            size: number;
+            /** @constant */
+            purpose: "chat";
+        };
+        ChatFileInput: {
+            /** @example file_9hQ2v0bq9xTnq1y8Wv3mDg */
+            fileId: string;
+            /** @example invoice-1042.pdf */
+            filename: string;
+            /** @example application/pdf */
+            mimeType: string;
+            /** @example 1 */
+            size: number;
+            /** @constant */
+            purpose: "chat";
+        };
+        ClientRegistrationRequest: {
+            /** @example Notes App */
+            client_name?: string;
+            redirect_uris: string[];
+            grant_types?: ("authorization_code" | "refresh_token")[];
+            response_types?: "code"[];
+            /** @enum {string} */
+            token_endpoint_auth_method?: "none" | "client_secret_basic" | "client_secret_post";
+            /** @example account llm-all */
+            scope?: string;
+            /** @enum {string} */
+            application_type?: "web" | "native";
+        };
+        ClientRegistrationRequestInput: {
+            /** @example Notes App */
+            client_name?: string;
+            redirect_uris: string[];
+            grant_types?: ("authorization_code" | "refresh_token")[];
+            response_types?: "code"[];
+            /** @enum {string} */
+            token_endpoint_auth_method?: "none" | "client_secret_basic" | "client_secret_post";
+            /** @example account llm-all */
+            scope?: string;
+            /** @enum {string} */
+            application_type?: "web" | "native";
+        };
+        ClientRegistrationResponse: {
+            /** @example Notes App */
+            client_name?: string;
+            redirect_uris: string[];
+            grant_types?: ("authorization_code" | "refresh_token")[];
+            response_types?: "code"[];
+            /** @enum {string} */
+            token_endpoint_auth_method?: "none" | "client_secret_basic" | "client_secret_post";
+            /** @example account llm-all */
+            scope?: string;
+            /** @enum {string} */
+            application_type?: "web" | "native";
+            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
+            client_id: string;
+            /**
+             * @description confidential clients only; shown once
+             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            client_secret?: string;
+            /** @example 1 */
+            client_id_issued_at: number;
+        };
+        ClientRegistrationResponseInput: {
+            /** @example Notes App */
+            client_name?: string;
+            redirect_uris: string[];
+            grant_types?: ("authorization_code" | "refresh_token")[];
+            response_types?: "code"[];
+            /** @enum {string} */
+            token_endpoint_auth_method?: "none" | "client_secret_basic" | "client_secret_post";
+            /** @example account llm-all */
+            scope?: string;
+            /** @enum {string} */
+            application_type?: "web" | "native";
+            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
+            client_id: string;
+            /**
+             * @description confidential clients only; shown once
+             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            client_secret?: string;
+            /** @example 1 */
+            client_id_issued_at: number;
+        };
+        Connection: {
+            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
+            accountId: string;
+            /** @example github */
+            providerId: string;
+            /** @example 583231 */
+            providerUserId: string;
+            scopes: string[];
+            /** @enum {string} */
+            status: "active" | "expired" | "error" | "revoked";
+            /** @description token expiry; null when the token does not expire */
+            expiresAt: string | null;
+            /** @description whether a refresh may fix the connection */
+            canRefresh: boolean;
+            /**
+             * @description Extension: `oauth` (the provider's OAuth flow) or `api_key` (a token the user gave to POST /connections/from-catalog)
+             * @enum {string}
+             */
+            authType: "oauth" | "api_key";
+            metadata: {
+                /** @example Ada Lovelace */
+                displayName: string;
+                /** @example ada@example.com */
+                email?: string;
+                /** @example https://avatars.example.com/u/42.png */
+                avatar?: string;
+                /** @example GitHub */
+                providerName: string;
+                /**
+                 * @description path of the provider logo
+                 * @example https://switchboard.example.com/providers/logos/github.svg
+                 */
+                providerIcon: string;
+            };
+            /**
+             * @description Extension: why the last refresh or call failed, while not active
+             * @example invalid_grant: the refresh token was revoked
+             */
+            lastError: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        ConnectionInput: {
+            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
+            accountId: string;
+            /** @example github */
+            providerId: string;
+            /** @example 583231 */
+            providerUserId: string;
+            scopes: string[];
+            /** @enum {string} */
+            status: "active" | "expired" | "error" | "revoked";
+            /** @description token expiry; null when the token does not expire */
+            expiresAt: string | null;
+            /** @description whether a refresh may fix the connection */
+            canRefresh: boolean;
+            /**
+             * @description Extension: `oauth` (the provider's OAuth flow) or `api_key` (a token the user gave to POST /connections/from-catalog)
+             * @enum {string}
+             */
+            authType: "oauth" | "api_key";
+            metadata: {
+                /** @example Ada Lovelace */
+                displayName: string;
+                /** @example ada@example.com */
+                email?: string;
+                /** @example https://avatars.example.com/u/42.png */
+                avatar?: string;
+                /** @example GitHub */
+                providerName: string;
+                /**
+                 * @description path of the provider logo
+                 * @example https://switchboard.example.com/providers/logos/github.svg
+                 */
+                providerIcon: string;
+            };
+            /**
+             * @description Extension: why the last refresh or call failed, while not active
+             * @example invalid_grant: the refresh token was revoked
+             */
+            lastError: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        Conversation: {
+            /** @example conv_Qm3v0bq9xTnq1y8Wv3mDgZ */
+            id: string;
+            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
+            agentId: string;
+            /** @example Acme Corp */
+            title: string;
+            metadata: {
+                [key: string]: unknown;
+            };
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            lastActivityAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        ConversationInput: {
+            /** @example conv_Qm3v0bq9xTnq1y8Wv3mDgZ */
+            id: string;
+            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
+            agentId: string;
+            /** @example Acme Corp */
+            title: string;
+            metadata: {
+                [key: string]: unknown;
+            };
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            lastActivityAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        ConversationMessage: {
+            /** @example msg_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @enum {string} */
+            role: "system" | "user" | "assistant" | "tool";
+            /**
+             * @example # Acme Corp
+             *
+             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
+             */
+            content: string | null;
+            toolCalls: {
+                /** @example call_Qm3v0bq9xTnq1y8Wv3mDg */
+                id: string;
+                /** @constant */
+                type: "function";
+                function: {
+                    /** @example Acme */
+                    name: string;
+                    /** @example {"owner":"acme","repo":"shop","issue_number":1042} */
+                    arguments: string;
+                };
+            }[] | null;
+            /** @example call_Qm3v0bq9xTnq1y8Wv3mDg */
+            toolCallId: string | null;
+            /** @example github_get_issue */
+            toolName: string | null;
+            /**
+             * @description set on the assistant message that marks a failed turn (its content null): why the agent did not answer
+             * @example invalid_grant
+             */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        ConversationMessageInput: {
+            /** @example msg_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @enum {string} */
+            role: "system" | "user" | "assistant" | "tool";
+            /**
+             * @example # Acme Corp
+             *
+             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
+             */
+            content: string | null;
+            toolCalls: {
+                /** @example call_Qm3v0bq9xTnq1y8Wv3mDg */
+                id: string;
+                /** @constant */
+                type: "function";
+                function: {
+                    /** @example Acme */
+                    name: string;
+                    /** @example {"owner":"acme","repo":"shop","issue_number":1042} */
+                    arguments: string;
+                };
+            }[] | null;
+            /** @example call_Qm3v0bq9xTnq1y8Wv3mDg */
+            toolCallId: string | null;
+            /** @example github_get_issue */
+            toolName: string | null;
+            /**
+             * @description set on the assistant message that marks a failed turn (its content null): why the agent did not answer
+             * @example invalid_grant
+             */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        CreateAuthClient: {
+            /** @example Notes App */
+            name: string;
+            /**
+             * @description public: SPAs and mobile apps (PKCE, no secret); confidential: servers
+             * @enum {string}
+             */
+            type: "public" | "confidential";
+            /**
+             * @description `whitelabel-customer` only for accounts invited to it
+             * @default [
+             *       "third-party"
+             *     ]
+             */
+            roles: ("third-party" | "whitelabel-customer")[];
+            /** @description https, or http on a loopback host; exact match */
+            redirectUris: string[];
+            /** @description default: every scope the roles allow */
+            allowedScopes?: ("universal-mcp-read" | "universal-mcp-read-write" | "llm-all" | "agents-use" | "agents-all" | "connections" | "account" | "messaging-channels" | "openid" | "profile" | "email")[];
+            /** @description shown on the consent screen */
+            branding?: components["schemas"]["AuthClientBranding"];
+        };
+        CreateAuthClientInput: {
+            /** @example Notes App */
+            name: string;
+            /**
+             * @description public: SPAs and mobile apps (PKCE, no secret); confidential: servers
+             * @enum {string}
+             */
+            type: "public" | "confidential";
+            /**
+             * @description `whitelabel-customer` only for accounts invited to it
+             * @default [
+             *       "third-party"
+             *     ]
+             */
+            roles: ("third-party" | "whitelabel-customer")[];
+            /** @description https, or http on a loopback host; exact match */
+            redirectUris: string[];
+            /** @description default: every scope the roles allow */
+            allowedScopes?: ("universal-mcp-read" | "universal-mcp-read-write" | "llm-all" | "agents-use" | "agents-all" | "connections" | "account" | "messaging-channels" | "openid" | "profile" | "email")[];
+            /** @description shown on the consent screen */
+            branding?: components["schemas"]["AuthClientBrandingInput"];
+        };
+        CreatePersonalAccessToken: {
+            /** @example CI deploy */
+            name: string;
+            scopes: ("universal-mcp-read" | "universal-mcp-read-write" | "llm-all" | "agents-use" | "agents-all" | "connections" | "account" | "messaging-channels" | "openid" | "profile" | "email")[];
+            /**
+             * @description seconds; default and maximum: PAT_DEFAULT_EXPIRES_IN and PAT_MAX_EXPIRES_IN
+             * @example 3600
+             */
+            expires_in?: number;
+            provider_permissions?: {
+                [key: string]: "read" | "read-write";
+            };
+            /** @enum {string} */
+            default_provider_permission?: "read" | "read-write";
+            /** @description limit the token to these knowledge bases (extension); default: every base of the account */
+            knowledge_base_ids?: string[];
+        };
+        CreatePersonalAccessTokenInput: {
+            /** @example CI deploy */
+            name: string;
+            scopes: ("universal-mcp-read" | "universal-mcp-read-write" | "llm-all" | "agents-use" | "agents-all" | "connections" | "account" | "messaging-channels" | "openid" | "profile" | "email")[];
+            /**
+             * @description seconds; default and maximum: PAT_DEFAULT_EXPIRES_IN and PAT_MAX_EXPIRES_IN
+             * @example 3600
+             */
+            expires_in?: number;
+            provider_permissions?: {
+                [key: string]: "read" | "read-write";
+            };
+            /** @enum {string} */
+            default_provider_permission?: "read" | "read-write";
+            /** @description limit the token to these knowledge bases (extension); default: every base of the account */
+            knowledge_base_ids?: string[];
+        };
+        CreatedAuthClient: {
+            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /**
+             * @description the OAuth client_id (same as id)
+             * @example app_5kY0bq9xTnq1y8Wv3mDgZA
+             */
+            clientId: string;
+            /** @example Notes App */
+            name: string;
+            /** @enum {string} */
+            type: "public" | "confidential";
+            roles: string[];
+            redirectUris: string[];
+            allowedScopes: string[];
+            branding: components["schemas"]["AuthClientBranding"];
+            /** @enum {string} */
+            tokenEndpointAuthMethod: "none" | "client_secret_basic" | "client_secret_post";
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /**
+             * @description confidential clients only: shown once, store it now
+             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            clientSecret?: string;
+        };
+        CreatedAuthClientInput: {
+            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /**
+             * @description the OAuth client_id (same as id)
+             * @example app_5kY0bq9xTnq1y8Wv3mDgZA
+             */
+            clientId: string;
+            /** @example Notes App */
+            name: string;
+            /** @enum {string} */
+            type: "public" | "confidential";
+            roles: string[];
+            redirectUris: string[];
+            allowedScopes: string[];
+            branding: components["schemas"]["AuthClientBrandingInput"];
+            /** @enum {string} */
+            tokenEndpointAuthMethod: "none" | "client_secret_basic" | "client_secret_post";
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /**
+             * @description confidential clients only: shown once, store it now
+             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            clientSecret?: string;
+        };
+        CreatedPersonalAccessToken: {
+            /** @example tok_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @example CI deploy */
+            name: string;
+            /**
+             * @description the first characters of the token, to tell tokens apart
+             * @example pat_Hq9xTn
+             */
+            token_prefix: string;
+            scopes: string[];
+            provider_permissions: {
+                [key: string]: "read" | "read-write";
+            };
+            /** @enum {string} */
+            default_provider_permission: "read" | "read-write";
+            /** @description null: every knowledge base of the account */
+            knowledge_base_ids: string[] | null;
+            /** Format: date-time */
+            expires_at: string;
+            last_used_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * @description pat_... ; shown once, store it now
+             * @example pat_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            personal_access_token: string;
+        };
+        CreatedPersonalAccessTokenInput: {
+            /** @example tok_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @example CI deploy */
+            name: string;
+            /**
+             * @description the first characters of the token, to tell tokens apart
+             * @example pat_Hq9xTn
+             */
+            token_prefix: string;
+            scopes: string[];
+            provider_permissions: {
+                [key: string]: "read" | "read-write";
+            };
+            /** @enum {string} */
+            default_provider_permission: "read" | "read-write";
+            /** @description null: every knowledge base of the account */
+            knowledge_base_ids: string[] | null;
+            /** Format: date-time */
+            expires_at: string;
+            last_used_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * @description pat_... ; shown once, store it now
+             * @example pat_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            personal_access_token: string;
+        };
+        CreatedWebhook: {
+            /** @example wh_Zq3v9dH2TQm0bq1yWzY8cA */
+            id: string;
+            /** @example https://acme.example/about */
+            url: string;
+            /** @example Repositories, issues and pull requests. */
+            description: string;
+            events: ("connection.created" | "connection.expired" | "connection.error" | "connection.revoked" | "task_run.finished" | "knowledge_source.compiled" | "knowledge_source.failed")[];
+            enabled: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+            /**
+             * @description the signing secret (Standard Webhooks), returned once only
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret: string;
+        };
+        CreatedWebhookInput: {
+            /** @example wh_Zq3v9dH2TQm0bq1yWzY8cA */
+            id: string;
+            /** @example https://acme.example/about */
+            url: string;
+            /** @example Repositories, issues and pull requests. */
+            description: string;
+            events: ("connection.created" | "connection.expired" | "connection.error" | "connection.revoked" | "task_run.finished" | "knowledge_source.compiled" | "knowledge_source.failed")[];
+            enabled: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+            /**
+             * @description the signing secret (Standard Webhooks), returned once only
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret: string;
+        };
+        CreditTransaction: {
+            /** @example ctx_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /**
+             * @description credits; negative for a charge, positive for an addition
+             * @example -125
+             */
+            amount: number;
+            /** @example 98750 */
+            balanceAfter: number;
+            /** @enum {string} */
+            type: "grant" | "llm" | "mcp" | "agent" | "task" | "sandbox" | "knowledge" | "topup" | "refund";
+            /** @example Repositories, issues and pull requests. */
+            description: string;
+            /** @example gpt-4o-mini */
+            model: string | null;
+            promptTokens: number | null;
+            completionTokens: number | null;
+            /** @example req_5kY0bq9xTnq1y8Wv3mDgZA */
+            requestId: string | null;
+            /** @example order-1042-refund */
+            idempotencyKey: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        CreditTransactionInput: {
+            /** @example ctx_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /**
+             * @description credits; negative for a charge, positive for an addition
+             * @example -125
+             */
+            amount: number;
+            /** @example 98750 */
+            balanceAfter: number;
+            /** @enum {string} */
+            type: "grant" | "llm" | "mcp" | "agent" | "task" | "sandbox" | "knowledge" | "topup" | "refund";
+            /** @example Repositories, issues and pull requests. */
+            description: string;
+            /** @example gpt-4o-mini */
+            model: string | null;
+            promptTokens: number | null;
+            completionTokens: number | null;
+            /** @example req_5kY0bq9xTnq1y8Wv3mDgZA */
+            requestId: string | null;
+            /** @example order-1042-refund */
+            idempotencyKey: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        CustomTool: {
+            /** @example tool_Zq3v9dH2TQm0bq1yWzY8cA */
+            id: string;
+            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
+            accountId: string;
+            /** @example weather_lookup */
+            name: string;
+            /** @example Returns the current weather for a city. */
+            description: string;
+            /** @example c0ffee-4f1d-9a2b */
+            code: string;
+            /** @example javascript */
+            language: string;
+            parameters: {
+                [key: string]: unknown;
+            };
+            requiredSecrets: string[];
+            timeoutMs: number | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        CustomToolInput: {
+            /** @example tool_Zq3v9dH2TQm0bq1yWzY8cA */
+            id: string;
+            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
+            accountId: string;
+            /** @example weather_lookup */
+            name: string;
+            /** @example Returns the current weather for a city. */
+            description: string;
+            /** @example c0ffee-4f1d-9a2b */
+            code: string;
+            /** @example javascript */
+            language: string;
+            parameters: {
+                [key: string]: unknown;
+            };
+            requiredSecrets: string[];
+            timeoutMs: number | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        CustomToolSummary: {
+            /** @example tool_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @example weather_lookup */
+            name: string;
+            /** @example Returns the current weather for a city. */
+            description: string;
+            /** @example javascript */
+            language: string;
+            requiredSecrets: string[];
+        };
+        CustomToolSummaryInput: {
+            /** @example tool_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @example weather_lookup */
+            name: string;
+            /** @example Returns the current weather for a city. */
+            description: string;
+            /** @example javascript */
+            language: string;
+            requiredSecrets: string[];
+        };
+        EmbeddingsRequest: {
+            /**
+             * @description an embedding model the upstream serves (from GET /models)
+             * @example gpt-4o-mini
+             */
+            model: string;
+            input: string | string[] | number[] | number[][];
+            /** @enum {string} */
+            encoding_format?: "float" | "base64";
+            /** @example 1 */
+            dimensions?: number;
+            /** @example user-42 */
+            user?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        EmbeddingsRequestInput: {
+            /**
+             * @description an embedding model the upstream serves (from GET /models)
+             * @example gpt-4o-mini
+             */
+            model: string;
+            input: string | string[] | number[] | number[][];
+            /** @enum {string} */
+            encoding_format?: "float" | "base64";
+            /** @example 1 */
+            dimensions?: number;
+            /** @example user-42 */
+            user?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        Error: {
+            /**
+             * @description Error class, e.g. NotFoundError
+             * @example ValidationError
+             */
+            error: string;
+            /** @example Invalid request */
+            message: string;
+            /** @example 422 */
+            statusCode: number;
+            /** @description ValidationError only: one entry per failing field */
+            details?: {
+                /** @example body.name */
+                field?: string;
+                /** @example Too small: expected string to have >=1 characters */
+                message?: string;
+            }[];
+        };
+        ExecuteProviderTool: {
+            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
+            connectionId: string;
+            /** @default {} */
+            arguments: {
+                [key: string]: unknown;
             };
         };
-        ModelList: {
-            /** @constant */
-            object: "list";
-            data: components["schemas"]["Model"][];
+        ExecuteProviderToolInput: {
+            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
+            connectionId: string;
+            /** @default {} */
+            arguments: {
+                [key: string]: unknown;
+            };
+        };
+        FinalizeConnection: {
+            fields: {
+                [key: string]: string;
+            };
+        };
+        FinalizeConnectionInput: {
+            fields: {
+                [key: string]: string;
+            };
+        };
+        FinalizedConnection: {
+            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
+            connectionId: string;
+            /**
+             * @description where to send the user now (carries connectionId)
+             * @example https://notes.example.com/settings/integrations?connectionId=conn_5kY0bq9xTnq1y8Wv3mDgZA
+             */
+            redirectUrl: string;
+        };
+        FinalizedConnectionInput: {
+            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
+            connectionId: string;
+            /**
+             * @description where to send the user now (carries connectionId)
+             * @example https://notes.example.com/settings/integrations?connectionId=conn_5kY0bq9xTnq1y8Wv3mDgZA
+             */
+            redirectUrl: string;
+        };
+        FromCatalogCreate: {
+            /**
+             * @description a provider id
+             * @example github
+             */
+            catalogEntryId: string;
+            /**
+             * @description a token the provider issued (API key, personal access token), sent as the provider file says
+             * @example ghp_16C7e42F292c6912E7710c838347Ae178B4a
+             */
+            bearerToken: string;
+            /** @description Extension: the values the provider's `apiKey.fields` name (e.g. site, email) */
+            fields?: {
+                [key: string]: string;
+            };
+        };
+        FromCatalogCreateInput: {
+            /**
+             * @description a provider id
+             * @example github
+             */
+            catalogEntryId: string;
+            /**
+             * @description a token the provider issued (API key, personal access token), sent as the provider file says
+             * @example ghp_16C7e42F292c6912E7710c838347Ae178B4a
+             */
+            bearerToken: string;
+            /** @description Extension: the values the provider's `apiKey.fields` name (e.g. site, email) */
+            fields?: {
+                [key: string]: string;
+            };
+        };
+        FromCatalogInitiateOAuth: {
+            /**
+             * @description a provider id
+             * @example github
+             */
+            catalogEntryId: string;
+            /** Format: uri */
+            redirectUrl: string;
+        };
+        FromCatalogInitiateOAuthInput: {
+            /**
+             * @description a provider id
+             * @example github
+             */
+            catalogEntryId: string;
+            /** Format: uri */
+            redirectUrl: string;
+        };
+        GeneratedSkillPrompt: {
+            /** @example Weekly report */
+            name: string;
+            /** @example Writes the Monday status report from the week's closed issues */
+            description: string;
+            /** @example Summarize my unread email from the last week. */
+            prompt: string;
+        };
+        GeneratedSkillPromptInput: {
+            /** @example Weekly report */
+            name: string;
+            /** @example Writes the Monday status report from the week's closed issues */
+            description: string;
+            /** @example Summarize my unread email from the last week. */
+            prompt: string;
+        };
+        GeneratedToolCode: {
+            /** @example c0ffee-4f1d-9a2b */
+            code: string;
+            parameters: {
+                [key: string]: unknown;
+            };
+            requiredSecrets: string[];
+        };
+        GeneratedToolCodeInput: {
+            /** @example c0ffee-4f1d-9a2b */
+            code: string;
+            parameters: {
+                [key: string]: unknown;
+            };
+            requiredSecrets: string[];
+        };
+        InitiateConnection: {
+            /** @example github */
+            providerId: string;
+            /**
+             * Format: uri
+             * @description where the user returns: APP_URL's origin or a redirect URI of your auth clients
+             */
+            redirectUrl: string;
+            /** @description values of the provider's connection fields (e.g. subdomain), `scopes` (extra provider scopes), `login_hint`, `prompt` */
+            providerParams?: {
+                [key: string]: string | string[];
+            };
+        };
+        InitiateConnectionInput: {
+            /** @example github */
+            providerId: string;
+            /**
+             * Format: uri
+             * @description where the user returns: APP_URL's origin or a redirect URI of your auth clients
+             */
+            redirectUrl: string;
+            /** @description values of the provider's connection fields (e.g. subdomain), `scopes` (extra provider scopes), `login_hint`, `prompt` */
+            providerParams?: {
+                [key: string]: string | string[];
+            };
+        };
+        InitiateConnectionResponse: {
+            /**
+             * @description Ours (GET /api/v1/connections/authorize?state=...): open it in the user's browser, once; it binds the flow to that browser and redirects to the provider
+             * @example https://github.com/login/oauth/authorize?client_id=Iv1.8a61f9b3a7aba766&state=ost_Hq9xTnq1y8Wv3mDgZA5kY0
+             */
+            authorizationUrl: string;
+            providerMetadata: {
+                /** @example GitHub */
+                name: string;
+                /** @example https://switchboard.example.com/providers/logos/github.svg */
+                logoUrl: string;
+                /** @example Repositories, issues and pull requests. */
+                description: string;
+            };
+        };
+        InitiateConnectionResponseInput: {
+            /**
+             * @description Ours (GET /api/v1/connections/authorize?state=...): open it in the user's browser, once; it binds the flow to that browser and redirects to the provider
+             * @example https://github.com/login/oauth/authorize?client_id=Iv1.8a61f9b3a7aba766&state=ost_Hq9xTnq1y8Wv3mDgZA5kY0
+             */
+            authorizationUrl: string;
+            providerMetadata: {
+                /** @example GitHub */
+                name: string;
+                /** @example https://switchboard.example.com/providers/logos/github.svg */
+                logoUrl: string;
+                /** @example Repositories, issues and pull requests. */
+                description: string;
+            };
+        };
+        KnowledgeBase: {
+            /** @example kb_Xq3v9dH2TQm0bq1yWzY8cA */
+            id: string;
+            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
+            accountId: string;
+            /** @example Company wiki */
+            name: string;
+            /** @example Everything we know about our customers and partners. */
+            description: string;
+            /** @example Keep one page per company. */
+            customInstructions: string;
+            /** @example 1 */
+            maxPagesLimit: number;
+            isDefault: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        KnowledgeBaseInput: {
+            /** @example kb_Xq3v9dH2TQm0bq1yWzY8cA */
+            id: string;
+            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
+            accountId: string;
+            /** @example Company wiki */
+            name: string;
+            /** @example Everything we know about our customers and partners. */
+            description: string;
+            /** @example Keep one page per company. */
+            customInstructions: string;
+            /** @example 1 */
+            maxPagesLimit: number;
+            isDefault: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        KnowledgeConfig: {
+            enabled: boolean;
+            autoIngestConversations: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        KnowledgeConfigInput: {
+            enabled: boolean;
+            autoIngestConversations: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        KnowledgeLintFinding: {
+            /** @enum {string} */
+            rule: "broken-link" | "orphan" | "stale" | "duplicate" | "consolidate" | "index-drift" | "page-limit" | "user-edit-conflict";
+            /** @enum {string} */
+            severity: "info" | "warning" | "error";
+            /** @example Acme Corp and ACME Corporation look like the same company. */
+            message: string;
+            pages: string[];
+            repaired: boolean;
+        };
+        KnowledgeLintFindingInput: {
+            /** @enum {string} */
+            rule: "broken-link" | "orphan" | "stale" | "duplicate" | "consolidate" | "index-drift" | "page-limit" | "user-edit-conflict";
+            /** @enum {string} */
+            severity: "info" | "warning" | "error";
+            /** @example Acme Corp and ACME Corporation look like the same company. */
+            message: string;
+            pages: string[];
+            repaired: boolean;
+        };
+        KnowledgeLog: {
+            /** @example klog_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @enum {string} */
+            kind: "compile" | "lint" | "edit";
+            /** @enum {string} */
+            level: "info" | "warn" | "error";
+            /** @example Compiled source Q3 call notes: 2 pages updated, 1 created. */
+            message: string;
+            details: {
+                [key: string]: unknown;
+            };
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        KnowledgeLogInput: {
+            /** @example klog_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @enum {string} */
+            kind: "compile" | "lint" | "edit";
+            /** @enum {string} */
+            level: "info" | "warn" | "error";
+            /** @example Compiled source Q3 call notes: 2 pages updated, 1 created. */
+            message: string;
+            details: {
+                [key: string]: unknown;
+            };
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        KnowledgePage: {
+            /** @example acme-corp */
+            slug: string;
+            /** @example Acme Corp */
+            title: string;
+            /** @example Manufacturing customer since 2021; renews in March. */
+            summary: string;
+            tags: string[];
+            /** @enum {string} */
+            pageType: "entity" | "concept" | "summary" | "index" | "custom";
+            /** @enum {string} */
+            confidence: "low" | "medium" | "high";
+            /** @enum {string} */
+            lastCompiledBy: "compiler" | "user";
+            /** @example 1 */
+            backlinkCount: number;
+            /** @example 3 */
+            version: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+            /**
+             * @description markdown; [[Other page]] links to another page
+             * @example # Acme Corp
+             *
+             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
+             */
+            content: string;
+            aliases: string[];
+            relationships: {
+                /** @example jane-doe */
+                targetSlug: string;
+                /** @enum {string} */
+                type: "related_to" | "works_at" | "employed_by" | "founded" | "co_founded" | "attended" | "part_of" | "depends_on" | "mentioned_in";
+            }[];
+            /** @description slugs of the pages that link here */
+            backlinks: string[];
+            sourceIds: string[];
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        KnowledgePageInput: {
+            /** @example acme-corp */
+            slug: string;
+            /** @example Acme Corp */
+            title: string;
+            /** @example Manufacturing customer since 2021; renews in March. */
+            summary: string;
+            tags: string[];
+            /** @enum {string} */
+            pageType: "entity" | "concept" | "summary" | "index" | "custom";
+            /** @enum {string} */
+            confidence: "low" | "medium" | "high";
+            /** @enum {string} */
+            lastCompiledBy: "compiler" | "user";
+            /** @example 1 */
+            backlinkCount: number;
+            /** @example 3 */
+            version: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+            /**
+             * @description markdown; [[Other page]] links to another page
+             * @example # Acme Corp
+             *
+             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
+             */
+            content: string;
+            aliases: string[];
+            relationships: {
+                /** @example jane-doe */
+                targetSlug: string;
+                /** @enum {string} */
+                type: "related_to" | "works_at" | "employed_by" | "founded" | "co_founded" | "attended" | "part_of" | "depends_on" | "mentioned_in";
+            }[];
+            /** @description slugs of the pages that link here */
+            backlinks: string[];
+            sourceIds: string[];
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        KnowledgePageSummary: {
+            /** @example acme-corp */
+            slug: string;
+            /** @example Acme Corp */
+            title: string;
+            /** @example Manufacturing customer since 2021; renews in March. */
+            summary: string;
+            tags: string[];
+            /** @enum {string} */
+            pageType: "entity" | "concept" | "summary" | "index" | "custom";
+            /** @enum {string} */
+            confidence: "low" | "medium" | "high";
+            /** @enum {string} */
+            lastCompiledBy: "compiler" | "user";
+            /** @example 1 */
+            backlinkCount: number;
+            /** @example 3 */
+            version: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        KnowledgePageSummaryInput: {
+            /** @example acme-corp */
+            slug: string;
+            /** @example Acme Corp */
+            title: string;
+            /** @example Manufacturing customer since 2021; renews in March. */
+            summary: string;
+            tags: string[];
+            /** @enum {string} */
+            pageType: "entity" | "concept" | "summary" | "index" | "custom";
+            /** @enum {string} */
+            confidence: "low" | "medium" | "high";
+            /** @enum {string} */
+            lastCompiledBy: "compiler" | "user";
+            /** @example 1 */
+            backlinkCount: number;
+            /** @example 3 */
+            version: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        KnowledgePageVersion: {
+            /** @example 3 */
+            version: number;
+            /** @example Acme Corp */
+            title: string;
+            /**
+             * @example # Acme Corp
+             *
+             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
+             */
+            content: string;
+            tags: string[];
+            /** @enum {string} */
+            compiledBy: "compiler" | "user";
+            /** @example ksrc_5kY0bq9xTnq1y8Wv3mDgZA */
+            sourceId: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        KnowledgePageVersionInput: {
+            /** @example 3 */
+            version: number;
+            /** @example Acme Corp */
+            title: string;
+            /**
+             * @example # Acme Corp
+             *
+             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
+             */
+            content: string;
+            tags: string[];
+            /** @enum {string} */
+            compiledBy: "compiler" | "user";
+            /** @example ksrc_5kY0bq9xTnq1y8Wv3mDgZA */
+            sourceId: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        KnowledgeSearchResult: {
+            /** @example acme-corp */
+            slug: string;
+            /** @example Acme Corp */
+            title: string;
+            /**
+             * @description a snippet with the keywords in context, marked **like this**
+             * @example # Acme Corp
+             *
+             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
+             */
+            content: string;
+            tags: string[];
+            /** @enum {string} */
+            pageType: "entity" | "concept" | "summary" | "index" | "custom";
+            /** @enum {string} */
+            confidence: "low" | "medium" | "high";
+            /** @example 0.82 */
+            score: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        KnowledgeSearchResultInput: {
+            /** @example acme-corp */
+            slug: string;
+            /** @example Acme Corp */
+            title: string;
+            /**
+             * @description a snippet with the keywords in context, marked **like this**
+             * @example # Acme Corp
+             *
+             *     Acme is a customer since 2021. Its contact is [[Jane Doe]].
+             */
+            content: string;
+            tags: string[];
+            /** @enum {string} */
+            pageType: "entity" | "concept" | "summary" | "index" | "custom";
+            /** @enum {string} */
+            confidence: "low" | "medium" | "high";
+            /** @example 0.82 */
+            score: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        KnowledgeSource: {
+            /** @example ksrc_4dQmX0r2S7ezS1vN0Qk2eA */
+            id: string;
+            /** @example kb_5kY0bq9xTnq1y8Wv3mDgZA */
+            kbId: string;
+            /** @enum {string} */
+            type: "text" | "url" | "file" | "conversation";
+            /** @example Q3 call notes */
+            name: string;
+            /** @example Call with Jane Doe of Acme Corp on 2026-09-14: they renew in March and want SSO. */
+            rawContent: string | null;
+            /** @example https://acme.example/about */
+            url: string | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            status: "pending" | "processing" | "compiled" | "failed";
+            /** @example invalid_grant */
+            error: string | null;
+            compiledAt: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        KnowledgeSourceInput: {
+            /** @example ksrc_4dQmX0r2S7ezS1vN0Qk2eA */
+            id: string;
+            /** @example kb_5kY0bq9xTnq1y8Wv3mDgZA */
+            kbId: string;
+            /** @enum {string} */
+            type: "text" | "url" | "file" | "conversation";
+            /** @example Q3 call notes */
+            name: string;
+            /** @example Call with Jane Doe of Acme Corp on 2026-09-14: they renew in March and want SSO. */
+            rawContent: string | null;
+            /** @example https://acme.example/about */
+            url: string | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            status: "pending" | "processing" | "compiled" | "failed";
+            /** @example invalid_grant */
+            error: string | null;
+            compiledAt: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        MessageTokenCount: {
+            /** @example 1 */
+            input_tokens: number;
+        };
+        MessageTokenCountInput: {
+            /** @example 1 */
+            input_tokens: number;
         };
         MessagesRequest: {
             /**
@@ -5241,387 +4562,307 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        MessageTokenCount: {
-            /** @example 1 */
-            input_tokens: number;
-        };
-        EmbeddingsRequest: {
+        MessagesRequestInput: {
             /**
-             * @description an embedding model the upstream serves (from GET /models)
+             * @description a model id from GET /models; the default model when omitted
              * @example gpt-4o-mini
              */
-            model: string;
-            input: string | string[] | number[] | number[][];
-            /** @enum {string} */
-            encoding_format?: "float" | "base64";
+            model?: string;
             /** @example 1 */
-            dimensions?: number;
-            /** @example user-42 */
-            user?: string;
+            max_tokens: number;
+            messages: ({
+                /** @enum {string} */
+                role: "user" | "assistant";
+                content: string | ({
+                    /** @example function */
+                    type: string;
+                } & {
+                    [key: string]: unknown;
+                })[];
+            } & {
+                [key: string]: unknown;
+            })[];
+            system?: string | ({
+                /** @example function */
+                type: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            tools?: ({
+                /** @example Acme */
+                name: string;
+                /** @example Repositories, issues and pull requests. */
+                description?: string;
+                input_schema?: {
+                    [key: string]: unknown;
+                };
+                /** @example function */
+                type?: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            tool_choice?: ({
+                /** @enum {string} */
+                type: "auto" | "any" | "none";
+                disable_parallel_tool_use?: boolean;
+            } & {
+                [key: string]: unknown;
+            }) | ({
+                /** @constant */
+                type: "tool";
+                /** @example Acme */
+                name: string;
+                disable_parallel_tool_use?: boolean;
+            } & {
+                [key: string]: unknown;
+            });
+            /** @example 0.7 */
+            temperature?: number;
+            /** @example 1 */
+            top_p?: number;
+            stop_sequences?: string[];
+            metadata?: {
+                user_id?: string | null;
+            } & {
+                [key: string]: unknown;
+            };
+            stream?: boolean;
         } & {
             [key: string]: unknown;
         };
-        Account: {
+        MessagingChannel: {
+            /** @example mch_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
             /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example Ada Lovelace */
-            name: string;
-            /** @example ada@example.com */
-            email: string;
-            /**
-             * @description Avatar URL: the uploaded image, or a generated initials image
-             * @example https://avatars.example.com/u/42.png
-             */
-            avatar: string;
-            /**
-             * @description Credits (1 credit = 0.0001 USD): the balance after every answered request, as X-Credits-Remaining told it
-             * @example 98750
-             */
-            creditBalance: number;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
-        UpdateAccount: {
-            /** @example Ada Lovelace */
-            name?: string;
-            /** @description null removes the avatar */
-            avatar?: string | null;
-        };
-        Activity: {
-            /** @example act_8f3k2m9q1x */
-            id: string;
+            accountId: string;
             /** @enum {string} */
-            kind: "tool-call" | "agent-run" | "connection";
-            /**
-             * @description api, mcp, use-agent, agent-chat, task, channel or system
-             * @example agent-chat
-             */
-            via: string;
-            actor: {
-                /**
-                 * @description session, pat, oauth, cli or system
-                 * @example pat
-                 */
-                kind: string;
-                /**
-                 * @description The agent's, OAuth app's or PAT's name
-                 * @example Agent Helper
-                 */
-                name: string;
-                /** @example tok_4n7p2w8r */
-                tokenId: string | null;
-                /** @example app_5k2m8q */
-                clientId: string | null;
+            type: "telegram" | "whatsapp" | "webchat";
+            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
+            agentId: string;
+            /** @description the public fields; each secret only as `<name>Set` */
+            config: {
+                /** @example acme_support_bot */
+                botUsername?: string;
+                /** @example 7412345678 */
+                botId?: string;
+                botTokenSet?: boolean;
+                /** @example 106540352242922 */
+                phoneNumberId?: string;
+                accessTokenSet?: boolean;
+                verifyTokenSet?: boolean;
+                appSecretSet?: boolean;
+                allowedOrigins?: string[];
             };
-            /** @example agt_3h8d2k */
-            agentId: string | null;
-            /** @example Helper */
-            agentName: string | null;
-            /** @example conn_7b2x9p */
-            connectionId: string | null;
-            /** @example github */
-            providerId: string | null;
             /**
-             * @description The tool, or the connection event (created, refreshed, expired, error, revoked)
-             * @example github_create_issue
+             * @description where the platform delivers (telegram, whatsapp)
+             * @example https://switchboard.example.com/api/v1/messaging-channels/telegram/webhook/mch_5kY0bq9xTnq1y8Wv3mDgZA
              */
-            tool: string | null;
-            mode: ("read" | "write") | null;
-            /** @enum {string} */
-            status: "ok" | "error" | "refused" | "blocked";
-            durationMs: number | null;
-            /** @example 1 */
-            credits: number;
+            webhookUrl?: string;
             /**
-             * @description Redacted summary of the arguments (at most 500 characters)
-             * @example {"title":"Login fails on Safari"}
+             * @description web chat: the HTML to paste into a page
+             * @example <script src="https://switchboard.example.com/webchat.js" data-channel="mch_5kY0bq9xTnq1y8Wv3mDgZA" async></script>
              */
-            arguments: string | null;
-            /**
-             * @description Redacted summary of the result (at most 500 characters)
-             * @example {"number":42,"title":"Login fails on Safari"}
-             */
-            result: string | null;
-            /** @example GitHub refused the request (422): Validation Failed */
-            error: string | null;
+            widgetSnippet?: string;
+            linkedUsers: {
+                /** @example 123456789 */
+                externalUserId: string;
+                /** @example Ada Lovelace */
+                displayName: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-24T09:30:00.000Z
+                 */
+                linkedAt: string;
+            }[];
             /**
              * Format: date-time
              * @example 2026-11-24T09:30:00.000Z
              */
             createdAt: string;
-        };
-        Signup: {
-            /** Format: email */
-            email: string;
-            /** @example correct horse battery staple */
-            password: string;
-            /** @example Ada Lovelace */
-            name: string;
-        };
-        Authenticate: {
-            /** @example ada@example.com */
-            email: string;
-            /** @example correct horse battery staple */
-            password: string;
-        };
-        Session: {
             /**
-             * @description sess_... ; send as Authorization: Bearer
-             * @example sess_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
              */
-            session_token: string;
-            /** @constant */
-            token_type: "Bearer";
-            /**
-             * @description seconds
-             * @example 3600
-             */
-            expires_in: number;
-            account: components["schemas"]["Account"];
-        };
-        CreatePersonalAccessToken: {
-            /** @example CI deploy */
-            name: string;
-            scopes: ("universal-mcp-read" | "universal-mcp-read-write" | "llm-all" | "agents-use" | "agents-all" | "connections" | "account" | "messaging-channels" | "openid" | "profile" | "email")[];
-            /**
-             * @description seconds; default and maximum: PAT_DEFAULT_EXPIRES_IN and PAT_MAX_EXPIRES_IN
-             * @example 3600
-             */
-            expires_in?: number;
-            provider_permissions?: {
-                [key: string]: "read" | "read-write";
-            };
-            /** @enum {string} */
-            default_provider_permission?: "read" | "read-write";
-            /** @description limit the token to these knowledge bases (extension); default: every base of the account */
-            knowledge_base_ids?: string[];
-        };
-        PersonalAccessToken: {
-            /** @example tok_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example CI deploy */
-            name: string;
-            /**
-             * @description the first characters of the token, to tell tokens apart
-             * @example pat_Hq9xTn
-             */
-            token_prefix: string;
-            scopes: string[];
-            provider_permissions: {
-                [key: string]: "read" | "read-write";
-            };
-            /** @enum {string} */
-            default_provider_permission: "read" | "read-write";
-            /** @description null: every knowledge base of the account */
-            knowledge_base_ids: string[] | null;
-            /** Format: date-time */
-            expires_at: string;
-            last_used_at: string | null;
-            /** Format: date-time */
-            created_at: string;
-        };
-        CreatedPersonalAccessToken: {
-            /** @example tok_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /** @example CI deploy */
-            name: string;
-            /**
-             * @description the first characters of the token, to tell tokens apart
-             * @example pat_Hq9xTn
-             */
-            token_prefix: string;
-            scopes: string[];
-            provider_permissions: {
-                [key: string]: "read" | "read-write";
-            };
-            /** @enum {string} */
-            default_provider_permission: "read" | "read-write";
-            /** @description null: every knowledge base of the account */
-            knowledge_base_ids: string[] | null;
-            /** Format: date-time */
-            expires_at: string;
-            last_used_at: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /**
-             * @description pat_... ; shown once, store it now
-             * @example pat_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            personal_access_token: string;
-        };
-        AuthClientBranding: {
-            /** @example https://notes.example.com/logo.png */
-            logo?: string;
-            /** @example Take notes and let an assistant file them where they belong. */
-            description?: string;
-            brandColor?: string;
-        };
-        CreateAuthClient: {
-            /** @example Notes App */
-            name: string;
-            /**
-             * @description public: SPAs and mobile apps (PKCE, no secret); confidential: servers
-             * @enum {string}
-             */
-            type: "public" | "confidential";
-            /**
-             * @description `whitelabel-customer` only for accounts invited to it
-             * @default [
-             *       "third-party"
-             *     ]
-             */
-            roles: ("third-party" | "whitelabel-customer")[];
-            /** @description https, or http on a loopback host; exact match */
-            redirectUris: string[];
-            /** @description default: every scope the roles allow */
-            allowedScopes?: ("universal-mcp-read" | "universal-mcp-read-write" | "llm-all" | "agents-use" | "agents-all" | "connections" | "account" | "messaging-channels" | "openid" | "profile" | "email")[];
-            /** @description shown on the consent screen */
-            branding?: components["schemas"]["AuthClientBranding"];
-        };
-        UpdateAuthClient: {
-            /** @example Notes App */
-            name?: string;
-            roles?: ("third-party" | "whitelabel-customer")[];
-            redirectUris?: string[];
-            allowedScopes?: ("universal-mcp-read" | "universal-mcp-read-write" | "llm-all" | "agents-use" | "agents-all" | "connections" | "account" | "messaging-channels" | "openid" | "profile" | "email")[];
-            /** @description replaces the branding */
-            branding?: components["schemas"]["AuthClientBranding"];
-        };
-        AuthClient: {
-            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /**
-             * @description the OAuth client_id (same as id)
-             * @example app_5kY0bq9xTnq1y8Wv3mDgZA
-             */
-            clientId: string;
-            /** @example Notes App */
-            name: string;
-            /** @enum {string} */
-            type: "public" | "confidential";
-            roles: string[];
-            redirectUris: string[];
-            allowedScopes: string[];
-            branding: components["schemas"]["AuthClientBranding"];
-            /** @enum {string} */
-            tokenEndpointAuthMethod: "none" | "client_secret_basic" | "client_secret_post";
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
             updatedAt: string;
         };
-        CreatedAuthClient: {
-            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
-            id: string;
-            /**
-             * @description the OAuth client_id (same as id)
-             * @example app_5kY0bq9xTnq1y8Wv3mDgZA
-             */
-            clientId: string;
-            /** @example Notes App */
-            name: string;
-            /** @enum {string} */
-            type: "public" | "confidential";
-            roles: string[];
-            redirectUris: string[];
-            allowedScopes: string[];
-            branding: components["schemas"]["AuthClientBranding"];
-            /** @enum {string} */
-            tokenEndpointAuthMethod: "none" | "client_secret_basic" | "client_secret_post";
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            /**
-             * @description confidential clients only: shown once, store it now
-             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            clientSecret?: string;
-        };
-        AuthClientSecret: {
-            /** @example app_5kY0bq9xTnq1y8Wv3mDgZA */
-            clientId: string;
-            /**
-             * @description shown once; the previous secret has stopped working
-             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
-             */
-            clientSecret: string;
-        };
-        Connection: {
-            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
+        MessagingChannelInput: {
+            /** @example mch_5kY0bq9xTnq1y8Wv3mDgZA */
             id: string;
             /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
             accountId: string;
-            /** @example github */
-            providerId: string;
-            /** @example 583231 */
-            providerUserId: string;
-            scopes: string[];
             /** @enum {string} */
-            status: "active" | "expired" | "error" | "revoked";
-            /** @description token expiry; null when the token does not expire */
-            expiresAt: string | null;
-            /** @description whether a refresh may fix the connection */
-            canRefresh: boolean;
+            type: "telegram" | "whatsapp" | "webchat";
+            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
+            agentId: string;
+            /** @description the public fields; each secret only as `<name>Set` */
+            config: {
+                /** @example acme_support_bot */
+                botUsername?: string;
+                /** @example 7412345678 */
+                botId?: string;
+                botTokenSet?: boolean;
+                /** @example 106540352242922 */
+                phoneNumberId?: string;
+                accessTokenSet?: boolean;
+                verifyTokenSet?: boolean;
+                appSecretSet?: boolean;
+                allowedOrigins?: string[];
+            };
             /**
-             * @description Extension: `oauth` (the provider's OAuth flow) or `api_key` (a token the user gave to POST /connections/from-catalog)
-             * @enum {string}
+             * @description where the platform delivers (telegram, whatsapp)
+             * @example https://switchboard.example.com/api/v1/messaging-channels/telegram/webhook/mch_5kY0bq9xTnq1y8Wv3mDgZA
              */
-            authType: "oauth" | "api_key";
-            metadata: {
+            webhookUrl?: string;
+            /**
+             * @description web chat: the HTML to paste into a page
+             * @example <script src="https://switchboard.example.com/webchat.js" data-channel="mch_5kY0bq9xTnq1y8Wv3mDgZA" async></script>
+             */
+            widgetSnippet?: string;
+            linkedUsers: {
+                /** @example 123456789 */
+                externalUserId: string;
                 /** @example Ada Lovelace */
                 displayName: string;
-                /** @example ada@example.com */
-                email?: string;
-                /** @example https://avatars.example.com/u/42.png */
-                avatar?: string;
-                /** @example GitHub */
-                providerName: string;
                 /**
-                 * @description path of the provider logo
-                 * @example https://switchboard.example.com/providers/logos/github.svg
+                 * Format: date-time
+                 * @example 2026-11-24T09:30:00.000Z
                  */
-                providerIcon: string;
-            };
+                linkedAt: string;
+            }[];
             /**
-             * @description Extension: why the last refresh or call failed, while not active
-             * @example invalid_grant: the refresh token was revoked
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
              */
-            lastError: string | null;
-            /** Format: date-time */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
             updatedAt: string;
         };
-        InitiateConnection: {
-            /** @example github */
-            providerId: string;
-            /**
-             * Format: uri
-             * @description where the user returns: APP_URL's origin or a redirect URI of your auth clients
-             */
-            redirectUrl: string;
-            /** @description values of the provider's connection fields (e.g. subdomain), `scopes` (extra provider scopes), `login_hint`, `prompt` */
-            providerParams?: {
-                [key: string]: string | string[];
+        Model: {
+            /** @example gpt-4o-mini */
+            id: string;
+            /** @constant */
+            object: "model";
+            /** @example 1 */
+            created: number;
+            /** @example openai */
+            owned_by: string;
+            /** @example standard */
+            tier: string;
+            /** @example 1 */
+            context_window: number;
+            /** @example 1 */
+            max_output_tokens: number;
+            capabilities: {
+                tools: boolean;
+                vision: boolean;
+                streaming: boolean;
+                json: boolean;
+            };
+            pricing: {
+                /**
+                 * @description credits per million prompt tokens
+                 * @example 1
+                 */
+                prompt: number;
+                /**
+                 * @description credits per million completion tokens
+                 * @example 1
+                 */
+                completion: number;
+                /** @constant */
+                unit: "credits_per_million_tokens";
             };
         };
-        InitiateConnectionResponse: {
-            /**
-             * @description Ours (GET /api/v1/connections/authorize?state=...): open it in the user's browser, once; it binds the flow to that browser and redirects to the provider
-             * @example https://github.com/login/oauth/authorize?client_id=Iv1.8a61f9b3a7aba766&state=ost_Hq9xTnq1y8Wv3mDgZA5kY0
-             */
-            authorizationUrl: string;
-            providerMetadata: {
-                /** @example GitHub */
-                name: string;
-                /** @example https://switchboard.example.com/providers/logos/github.svg */
-                logoUrl: string;
-                /** @example Repositories, issues and pull requests. */
-                description: string;
+        ModelInput: {
+            /** @example gpt-4o-mini */
+            id: string;
+            /** @constant */
+            object: "model";
+            /** @example 1 */
+            created: number;
+            /** @example openai */
+            owned_by: string;
+            /** @example standard */
+            tier: string;
+            /** @example 1 */
+            context_window: number;
+            /** @example 1 */
+            max_output_tokens: number;
+            capabilities: {
+                tools: boolean;
+                vision: boolean;
+                streaming: boolean;
+                json: boolean;
             };
+            pricing: {
+                /**
+                 * @description credits per million prompt tokens
+                 * @example 1
+                 */
+                prompt: number;
+                /**
+                 * @description credits per million completion tokens
+                 * @example 1
+                 */
+                completion: number;
+                /** @constant */
+                unit: "credits_per_million_tokens";
+            };
+        };
+        ModelList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["Model"][];
+        };
+        ModelListInput: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["ModelInput"][];
+        };
+        /** @description RFC 6749 error body */
+        OAuthError: {
+            /** @example invalid_grant */
+            error: string;
+            /** @example The refresh token has expired. */
+            error_description?: string;
+        };
+        /** @description RFC 6749 error body */
+        OAuthErrorInput: {
+            /** @example invalid_grant */
+            error: string;
+            /** @example The refresh token has expired. */
+            error_description?: string;
+        };
+        OpenAIError: {
+            error: {
+                /** @example Unknown model "gpt-9". Available models: gpt-4o-mini */
+                message: string;
+                /**
+                 * @description Error class, or OpenAI's type for one of its codes
+                 * @example ValidationError
+                 */
+                type: string;
+                param: null;
+                /**
+                 * @description OpenAI's code, e.g. model_not_found
+                 * @example model_not_found
+                 */
+                code: string | null;
+            };
+            /** @example Invalid request */
+            message: string;
+            /** @example 422 */
+            statusCode: number;
+            /** @description ValidationError only: one entry per failing field */
+            details?: {
+                /** @example body.name */
+                field?: string;
+                /** @example Too small: expected string to have >=1 characters */
+                message?: string;
+            }[];
         };
         PendingConnectionFields: {
             /** @example pcn_5kY0bq9xTnq1y8Wv3mDgZA */
@@ -5654,52 +4895,238 @@ export interface components {
             /** Format: date-time */
             expiresAt: string;
         };
-        FinalizeConnection: {
+        PendingConnectionFieldsInput: {
+            /** @example pcn_5kY0bq9xTnq1y8Wv3mDgZA */
+            pendingId: string;
+            /** @example zendesk */
+            providerId: string;
+            providerMetadata: {
+                /** @example Zendesk */
+                name: string;
+                /** @example https://switchboard.example.com/providers/logos/github.svg */
+                logoUrl: string;
+                /** @example Repositories, issues and pull requests. */
+                description: string;
+            };
             fields: {
-                [key: string]: string;
+                /** @example subdomain */
+                name: string;
+                /** @example Your Zendesk subdomain */
+                label: string;
+                /** @example The part before .zendesk.com */
+                description?: string;
+                /** @example acme */
+                placeholder?: string;
+                /**
+                 * @description the value must match this (anchored) regular expression
+                 * @example ^[a-z0-9-]+$
+                 */
+                pattern: string;
+            }[];
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        PersonalAccessToken: {
+            /** @example tok_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @example CI deploy */
+            name: string;
+            /**
+             * @description the first characters of the token, to tell tokens apart
+             * @example pat_Hq9xTn
+             */
+            token_prefix: string;
+            scopes: string[];
+            provider_permissions: {
+                [key: string]: "read" | "read-write";
+            };
+            /** @enum {string} */
+            default_provider_permission: "read" | "read-write";
+            /** @description null: every knowledge base of the account */
+            knowledge_base_ids: string[] | null;
+            /** Format: date-time */
+            expires_at: string;
+            last_used_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        PersonalAccessTokenInput: {
+            /** @example tok_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @example CI deploy */
+            name: string;
+            /**
+             * @description the first characters of the token, to tell tokens apart
+             * @example pat_Hq9xTn
+             */
+            token_prefix: string;
+            scopes: string[];
+            provider_permissions: {
+                [key: string]: "read" | "read-write";
+            };
+            /** @enum {string} */
+            default_provider_permission: "read" | "read-write";
+            /** @description null: every knowledge base of the account */
+            knowledge_base_ids: string[] | null;
+            /** Format: date-time */
+            expires_at: string;
+            last_used_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        ProtectedResourceMetadata: {
+            /** @example https://switchboard.example.com/mcp */
+            resource: string;
+            authorization_servers: string[];
+            scopes_supported: string[];
+            bearer_methods_supported: string[];
+            /** @example Switchboard */
+            resource_name: string;
+            /** @example https://switchboard.example.com/docs */
+            resource_documentation: string;
+        };
+        ProtectedResourceMetadataInput: {
+            /** @example https://switchboard.example.com/mcp */
+            resource: string;
+            authorization_servers: string[];
+            scopes_supported: string[];
+            bearer_methods_supported: string[];
+            /** @example Switchboard */
+            resource_name: string;
+            /** @example https://switchboard.example.com/docs */
+            resource_documentation: string;
+        };
+        Provider: {
+            /** @example github */
+            id: string;
+            /** @example GitHub */
+            label: string;
+            /** @example Repositories, issues and pull requests. */
+            description: string;
+            /**
+             * @description Logo served by this service (or the URL the provider file names)
+             * @example https://switchboard.example.com/providers/logos/github.svg
+             */
+            logoUrl: string;
+            /** @example developer-tools */
+            category: string;
+            popular: boolean;
+            /**
+             * @description `oauth`, or `api_key` for a provider connecting only with a token the user holds
+             * @enum {string}
+             */
+            authType: "oauth" | "api_key";
+            allowMultipleConnections: boolean;
+            /** @description Extension: the ways a user can connect on this server now: `oauth` (POST /connections/initiate) once PROVIDER_<ID>_CLIENT_ID and _CLIENT_SECRET are set; `api_key` (POST /connections/from-catalog with a token the user holds) when the provider takes one */
+            authTypes: ("oauth" | "api_key")[];
+            /** @description Extension: whether users can connect now (authTypes is not empty) */
+            configured: boolean;
+            /** @description Extension, for providers taking a token: what to paste, where to get it, what else to give */
+            apiKey?: {
+                /** @example API token */
+                label: string;
+                /** @example An Atlassian API token; Jira takes it with the e-mail address of your account, on your site. */
+                help: string;
+                /**
+                 * @description the provider's page where the user creates the token
+                 * @example https://id.atlassian.com/manage-profile/security/api-tokens
+                 */
+                docsUrl: string;
+                /** @description values POST /connections/from-catalog takes in `fields` with the token */
+                fields: {
+                    /** @example site */
+                    name: string;
+                    /** @example Site */
+                    label: string;
+                    /** @example Repositories, issues and pull requests. */
+                    description?: string;
+                    /** @example acme */
+                    placeholder?: string;
+                    /**
+                     * @description the value must match this (anchored) regular expression
+                     * @example [a-z0-9][a-z0-9-]{0,62}
+                     */
+                    pattern: string;
+                }[];
             };
         };
-        FinalizedConnection: {
-            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
-            connectionId: string;
+        ProviderInput: {
+            /** @example github */
+            id: string;
+            /** @example GitHub */
+            label: string;
+            /** @example Repositories, issues and pull requests. */
+            description: string;
             /**
-             * @description where to send the user now (carries connectionId)
-             * @example https://notes.example.com/settings/integrations?connectionId=conn_5kY0bq9xTnq1y8Wv3mDgZA
+             * @description Logo served by this service (or the URL the provider file names)
+             * @example https://switchboard.example.com/providers/logos/github.svg
              */
-            redirectUrl: string;
-        };
-        FromCatalogInitiateOAuth: {
+            logoUrl: string;
+            /** @example developer-tools */
+            category: string;
+            popular: boolean;
             /**
-             * @description a provider id
-             * @example github
+             * @description `oauth`, or `api_key` for a provider connecting only with a token the user holds
+             * @enum {string}
              */
-            catalogEntryId: string;
-            /** Format: uri */
-            redirectUrl: string;
-        };
-        FromCatalogCreate: {
-            /**
-             * @description a provider id
-             * @example github
-             */
-            catalogEntryId: string;
-            /**
-             * @description a token the provider issued (API key, personal access token), sent as the provider file says
-             * @example ghp_16C7e42F292c6912E7710c838347Ae178B4a
-             */
-            bearerToken: string;
-            /** @description Extension: the values the provider's `apiKey.fields` name (e.g. site, email) */
-            fields?: {
-                [key: string]: string;
+            authType: "oauth" | "api_key";
+            allowMultipleConnections: boolean;
+            /** @description Extension: the ways a user can connect on this server now: `oauth` (POST /connections/initiate) once PROVIDER_<ID>_CLIENT_ID and _CLIENT_SECRET are set; `api_key` (POST /connections/from-catalog with a token the user holds) when the provider takes one */
+            authTypes: ("oauth" | "api_key")[];
+            /** @description Extension: whether users can connect now (authTypes is not empty) */
+            configured: boolean;
+            /** @description Extension, for providers taking a token: what to paste, where to get it, what else to give */
+            apiKey?: {
+                /** @example API token */
+                label: string;
+                /** @example An Atlassian API token; Jira takes it with the e-mail address of your account, on your site. */
+                help: string;
+                /**
+                 * @description the provider's page where the user creates the token
+                 * @example https://id.atlassian.com/manage-profile/security/api-tokens
+                 */
+                docsUrl: string;
+                /** @description values POST /connections/from-catalog takes in `fields` with the token */
+                fields: {
+                    /** @example site */
+                    name: string;
+                    /** @example Site */
+                    label: string;
+                    /** @example Repositories, issues and pull requests. */
+                    description?: string;
+                    /** @example acme */
+                    placeholder?: string;
+                    /**
+                     * @description the value must match this (anchored) regular expression
+                     * @example [a-z0-9][a-z0-9-]{0,62}
+                     */
+                    pattern: string;
+                }[];
             };
         };
-        ExecuteProviderTool: {
-            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
-            connectionId: string;
-            /** @default {} */
-            arguments: {
+        ProviderTool: {
+            /** @example github_get_issue */
+            name: string;
+            /** @example Get one issue of a repository. */
+            description: string;
+            /** @description JSON Schema object: type, properties, required */
+            parameters: {
                 [key: string]: unknown;
             };
+            /** @enum {string} */
+            mode: "read" | "write";
+        };
+        ProviderToolInput: {
+            /** @example github_get_issue */
+            name: string;
+            /** @example Get one issue of a repository. */
+            description: string;
+            /** @description JSON Schema object: type, properties, required */
+            parameters: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            mode: "read" | "write";
         };
         ProviderToolResult: {
             /** @example github */
@@ -5711,36 +5138,609 @@ export interface components {
             /** @description the provider answer, shaped: kept fields, long strings cut, size capped */
             result: unknown;
         };
-        CreditTransaction: {
-            /** @example ctx_5kY0bq9xTnq1y8Wv3mDgZA */
+        ProviderToolResultInput: {
+            /** @example github */
+            providerId: string;
+            /** @example github_get_issue */
+            toolName: string;
+            /** @example conn_5kY0bq9xTnq1y8Wv3mDgZA */
+            connectionId: string;
+            /** @description the provider answer, shaped: kept fields, long strings cut, size capped */
+            result: unknown;
+        };
+        ScheduledTask: {
+            /** @example task_5kY0bq9xTnq1y8Wv3mDgZA */
             id: string;
+            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
+            agentId: string;
+            /** @example Monday digest */
+            name: string;
+            /** @example Summarize my unread email from the last week. */
+            prompt: string;
+            /** @example 0 9 * * 1 */
+            cronExpression: string;
+            /** @example Europe/Paris */
+            timezone: string;
+            enabled: boolean;
             /**
-             * @description credits; negative for a charge, positive for an addition
-             * @example -125
+             * @description the cron expression in words
+             * @example At 09:00 AM, only on Monday
              */
-            amount: number;
-            /** @example 98750 */
-            balanceAfter: number;
+            schedule: string;
+            /** @description null while disabled */
+            nextRunAt: string | null;
+            lastRun: components["schemas"]["ScheduledTaskRun"] | null;
+            /**
+             * @description why the service disabled the task (its agent was deleted)
+             * @example The agent was deleted.
+             */
+            disabledReason: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        ScheduledTaskInput: {
+            /** @example task_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @example agt_5kY0bq9xTnq1y8Wv3mDgZA */
+            agentId: string;
+            /** @example Monday digest */
+            name: string;
+            /** @example Summarize my unread email from the last week. */
+            prompt: string;
+            /** @example 0 9 * * 1 */
+            cronExpression: string;
+            /** @example Europe/Paris */
+            timezone: string;
+            enabled: boolean;
+            /**
+             * @description the cron expression in words
+             * @example At 09:00 AM, only on Monday
+             */
+            schedule: string;
+            /** @description null while disabled */
+            nextRunAt: string | null;
+            lastRun: components["schemas"]["ScheduledTaskRunInput"] | null;
+            /**
+             * @description why the service disabled the task (its agent was deleted)
+             * @example The agent was deleted.
+             */
+            disabledReason: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        ScheduledTaskRun: {
+            /** @example trun_u1Hq9xTnq1y8Wv3mDgZA0b */
+            id: string;
+            /** @example task_5kY0bq9xTnq1y8Wv3mDgZA */
+            taskId: string;
             /** @enum {string} */
-            type: "grant" | "llm" | "mcp" | "agent" | "task" | "sandbox" | "knowledge" | "topup" | "refund";
+            trigger: "schedule" | "manual";
+            /** @enum {string} */
+            status: "queued" | "running" | "retrying" | "succeeded" | "failed";
+            /**
+             * Format: date-time
+             * @description the occurrence this run is for (a manual run: when it was asked for)
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            scheduledFor: string;
+            startedAt: string | null;
+            finishedAt: string | null;
+            /** @example 1 */
+            attempts: number;
+            /** @example 125 */
+            creditsConsumed: number;
+            /**
+             * @description the conversation holding the prompt and the answer
+             * @example conv_5kY0bq9xTnq1y8Wv3mDgZA
+             */
+            conversationId: string | null;
+            /**
+             * @description the agent's answer (succeeded runs)
+             * @example You have 3 unread emails from last week: the Acme renewal, a build failure and the team lunch.
+             */
+            output: string | null;
+            /** @example The model upstream answered 503 three times; the run gave up. */
+            error: string | null;
+        };
+        ScheduledTaskRunInput: {
+            /** @example trun_u1Hq9xTnq1y8Wv3mDgZA0b */
+            id: string;
+            /** @example task_5kY0bq9xTnq1y8Wv3mDgZA */
+            taskId: string;
+            /** @enum {string} */
+            trigger: "schedule" | "manual";
+            /** @enum {string} */
+            status: "queued" | "running" | "retrying" | "succeeded" | "failed";
+            /**
+             * Format: date-time
+             * @description the occurrence this run is for (a manual run: when it was asked for)
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            scheduledFor: string;
+            startedAt: string | null;
+            finishedAt: string | null;
+            /** @example 1 */
+            attempts: number;
+            /** @example 125 */
+            creditsConsumed: number;
+            /**
+             * @description the conversation holding the prompt and the answer
+             * @example conv_5kY0bq9xTnq1y8Wv3mDgZA
+             */
+            conversationId: string | null;
+            /**
+             * @description the agent's answer (succeeded runs)
+             * @example You have 3 unread emails from last week: the Acme renewal, a build failure and the team lunch.
+             */
+            output: string | null;
+            /** @example The model upstream answered 503 three times; the run gave up. */
+            error: string | null;
+        };
+        Session: {
+            /**
+             * @description sess_... ; send as Authorization: Bearer
+             * @example sess_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            session_token: string;
+            /** @constant */
+            token_type: "Bearer";
+            /**
+             * @description seconds
+             * @example 3600
+             */
+            expires_in: number;
+            account: components["schemas"]["Account"];
+        };
+        SessionInput: {
+            /**
+             * @description sess_... ; send as Authorization: Bearer
+             * @example sess_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            session_token: string;
+            /** @constant */
+            token_type: "Bearer";
+            /**
+             * @description seconds
+             * @example 3600
+             */
+            expires_in: number;
+            account: components["schemas"]["AccountInput"];
+        };
+        Signup: {
+            /** Format: email */
+            email: string;
+            /** @example correct horse battery staple */
+            password: string;
+            /** @example Ada Lovelace */
+            name: string;
+        };
+        SignupInput: {
+            /** Format: email */
+            email: string;
+            /** @example correct horse battery staple */
+            password: string;
+            /** @example Ada Lovelace */
+            name: string;
+        };
+        Skill: {
+            /** @example skl_Zq3v9dH2TQm0bq1yWzY8cA */
+            id: string;
+            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
+            accountId: string;
+            /** @example Weekly report */
+            name: string;
+            /** @example Writes the Monday status report from the week's closed issues */
+            description: string;
+            /** @example Summarize my unread email from the last week. */
+            prompt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        SkillInput: {
+            /** @example skl_Zq3v9dH2TQm0bq1yWzY8cA */
+            id: string;
+            /** @example acc_5kY0bq9xTnq1y8Wv3mDgZA */
+            accountId: string;
+            /** @example Weekly report */
+            name: string;
+            /** @example Writes the Monday status report from the week's closed issues */
+            description: string;
+            /** @example Summarize my unread email from the last week. */
+            prompt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        SkillSummary: {
+            /** @example skl_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @example Weekly report */
+            name: string;
+            /** @example Writes the Monday status report from the week's closed issues */
+            description: string;
+        };
+        SkillSummaryInput: {
+            /** @example skl_5kY0bq9xTnq1y8Wv3mDgZA */
+            id: string;
+            /** @example Weekly report */
+            name: string;
+            /** @example Writes the Monday status report from the week's closed issues */
+            description: string;
+        };
+        TokenRequest: {
+            /** @enum {string} */
+            grant_type: "authorization_code" | "refresh_token";
+            /** @example c0ffee-4f1d-9a2b */
+            code?: string;
+            /** @example https://notes.example.com/callback */
+            redirect_uri?: string;
+            /**
+             * @description PKCE (S256); required with authorization_code
+             * @example dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk
+             */
+            code_verifier?: string;
+            /** @example rt_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b */
+            refresh_token?: string;
+            /**
+             * @description the app's id, or the https URL of its client ID metadata document (docs/mcp-client-metadata.md)
+             * @example app_5kY0bq9xTnq1y8Wv3mDgZA
+             */
+            client_id?: string;
+            /**
+             * @description confidential clients using client_secret_post
+             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            client_secret?: string;
+            /**
+             * @description RFC 8707 resource indicator
+             * @example https://switchboard.example.com/mcp
+             */
+            resource?: string;
+            /** @example account llm-all */
+            scope?: string;
+        };
+        TokenRequestInput: {
+            /** @enum {string} */
+            grant_type: "authorization_code" | "refresh_token";
+            /** @example c0ffee-4f1d-9a2b */
+            code?: string;
+            /** @example https://notes.example.com/callback */
+            redirect_uri?: string;
+            /**
+             * @description PKCE (S256); required with authorization_code
+             * @example dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk
+             */
+            code_verifier?: string;
+            /** @example rt_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b */
+            refresh_token?: string;
+            /**
+             * @description the app's id, or the https URL of its client ID metadata document (docs/mcp-client-metadata.md)
+             * @example app_5kY0bq9xTnq1y8Wv3mDgZA
+             */
+            client_id?: string;
+            /**
+             * @description confidential clients using client_secret_post
+             * @example sec_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            client_secret?: string;
+            /**
+             * @description RFC 8707 resource indicator
+             * @example https://switchboard.example.com/mcp
+             */
+            resource?: string;
+            /** @example account llm-all */
+            scope?: string;
+        };
+        TokenResponse: {
+            /** @constant */
+            token_type: "Bearer";
+            /**
+             * @description JWT (RS256, typ at+jwt) whose aud is the resource
+             * @example eyJhbGciOiJSUzI1NiIsImtpZCI6ImtleV81a1kwIn0.eyJzdWIiOiJhY2NfNWtZMCJ9.c2lnbmF0dXJl
+             */
+            access_token: string;
+            /**
+             * @description seconds (900)
+             * @example 3600
+             */
+            expires_in: number;
+            /**
+             * @description single use: every exchange returns a new one
+             * @example rt_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            refresh_token: string;
+            /**
+             * @description seconds (604800)
+             * @example 1
+             */
+            refresh_expires_in: number;
+            /** @example account llm-all */
+            scope: string;
+            /**
+             * @description with the openid scope
+             * @example eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhY2NfNWtZMCJ9.c2lnbmF0dXJl
+             */
+            id_token?: string;
+        };
+        TokenResponseInput: {
+            /** @constant */
+            token_type: "Bearer";
+            /**
+             * @description JWT (RS256, typ at+jwt) whose aud is the resource
+             * @example eyJhbGciOiJSUzI1NiIsImtpZCI6ImtleV81a1kwIn0.eyJzdWIiOiJhY2NfNWtZMCJ9.c2lnbmF0dXJl
+             */
+            access_token: string;
+            /**
+             * @description seconds (900)
+             * @example 3600
+             */
+            expires_in: number;
+            /**
+             * @description single use: every exchange returns a new one
+             * @example rt_Hq9xTnq1y8Wv3mDgZA5kY0bq9xTnq1y8Wv3mDgZA5kY0b
+             */
+            refresh_token: string;
+            /**
+             * @description seconds (604800)
+             * @example 1
+             */
+            refresh_expires_in: number;
+            /** @example account llm-all */
+            scope: string;
+            /**
+             * @description with the openid scope
+             * @example eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhY2NfNWtZMCJ9.c2lnbmF0dXJl
+             */
+            id_token?: string;
+        };
+        ToolRun: {
+            /** @example fetched 1 forecast */
+            stdout: string;
+            /** @example  */
+            stderr: string;
+            result: unknown;
+            error: {
+                /** @example TypeError */
+                name: string;
+                /** @example Cannot read properties of undefined (reading 'temperature') */
+                message: string;
+            } | null;
+            /** @example 184 */
+            durationMs: number;
+            /** @example 2 */
+            creditsCharged: number;
+        };
+        ToolRunInput: {
+            /** @example fetched 1 forecast */
+            stdout: string;
+            /** @example  */
+            stderr: string;
+            result: unknown;
+            error: {
+                /** @example TypeError */
+                name: string;
+                /** @example Cannot read properties of undefined (reading 'temperature') */
+                message: string;
+            } | null;
+            /** @example 184 */
+            durationMs: number;
+            /** @example 2 */
+            creditsCharged: number;
+        };
+        ToolSearchHit: {
+            /** @example github */
+            providerId: string;
+            /** @example GitHub */
+            providerLabel: string;
+            /**
+             * @description The tool's name within its provider (as in GET /providers/:providerId/tools)
+             * @example Acme
+             */
+            name: string;
             /** @example Repositories, issues and pull requests. */
             description: string;
-            /** @example gpt-4o-mini */
-            model: string | null;
-            promptTokens: number | null;
-            completionTokens: number | null;
-            /** @example req_5kY0bq9xTnq1y8Wv3mDgZA */
-            requestId: string | null;
-            /** @example order-1042-refund */
-            idempotencyKey: string | null;
-            /** Format: date-time */
-            createdAt: string;
+            /** @description JSON Schema object of the input: type, properties, required */
+            parameters: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            mode: "read" | "write";
+            /**
+             * @description Relevance, higher first; comparable only within one answer
+             * @example 0.82
+             */
+            score: number;
         };
-        AuthScope: {
-            /** @example agents-use */
+        ToolSearchHitInput: {
+            /** @example github */
+            providerId: string;
+            /** @example GitHub */
+            providerLabel: string;
+            /**
+             * @description The tool's name within its provider (as in GET /providers/:providerId/tools)
+             * @example Acme
+             */
             name: string;
-            /** @example List agents and chat with them */
+            /** @example Repositories, issues and pull requests. */
             description: string;
+            /** @description JSON Schema object of the input: type, properties, required */
+            parameters: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            mode: "read" | "write";
+            /**
+             * @description Relevance, higher first; comparable only within one answer
+             * @example 0.82
+             */
+            score: number;
+        };
+        UpdateAccount: {
+            /** @example Ada Lovelace */
+            name?: string;
+            /** @description null removes the avatar */
+            avatar?: string | null;
+        };
+        UpdateAccountInput: {
+            /** @example Ada Lovelace */
+            name?: string;
+            /** @description null removes the avatar */
+            avatar?: string | null;
+        };
+        UpdateAuthClient: {
+            /** @example Notes App */
+            name?: string;
+            roles?: ("third-party" | "whitelabel-customer")[];
+            redirectUris?: string[];
+            allowedScopes?: ("universal-mcp-read" | "universal-mcp-read-write" | "llm-all" | "agents-use" | "agents-all" | "connections" | "account" | "messaging-channels" | "openid" | "profile" | "email")[];
+            /** @description replaces the branding */
+            branding?: components["schemas"]["AuthClientBranding"];
+        };
+        UpdateAuthClientInput: {
+            /** @example Notes App */
+            name?: string;
+            roles?: ("third-party" | "whitelabel-customer")[];
+            redirectUris?: string[];
+            allowedScopes?: ("universal-mcp-read" | "universal-mcp-read-write" | "llm-all" | "agents-use" | "agents-all" | "connections" | "account" | "messaging-channels" | "openid" | "profile" | "email")[];
+            /** @description replaces the branding */
+            branding?: components["schemas"]["AuthClientBrandingInput"];
+        };
+        Webhook: {
+            /** @example wh_Zq3v9dH2TQm0bq1yWzY8cA */
+            id: string;
+            /** @example https://acme.example/about */
+            url: string;
+            /** @example Repositories, issues and pull requests. */
+            description: string;
+            events: ("connection.created" | "connection.expired" | "connection.error" | "connection.revoked" | "task_run.finished" | "knowledge_source.compiled" | "knowledge_source.failed")[];
+            enabled: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        WebhookDelivery: {
+            /**
+             * @description the `webhook-id` header of every attempt
+             * @example whmsg_5kY0bq9xTnq1y8Wv3mDgZA
+             */
+            id: string;
+            /** @example wh_Zq3v9dH2TQm0bq1yWzY8cA */
+            webhookId: string;
+            /** @example connection.revoked */
+            eventType: string;
+            /** @description the body sent */
+            payload: unknown;
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed";
+            /** @example 1 */
+            attempts: number;
+            /** @description the receiver's HTTP status at the last attempt */
+            responseStatus: number | null;
+            /** @example invalid_grant: the refresh token was revoked */
+            lastError: string | null;
+            nextAttemptAt: string | null;
+            deliveredAt: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        WebhookDeliveryInput: {
+            /**
+             * @description the `webhook-id` header of every attempt
+             * @example whmsg_5kY0bq9xTnq1y8Wv3mDgZA
+             */
+            id: string;
+            /** @example wh_Zq3v9dH2TQm0bq1yWzY8cA */
+            webhookId: string;
+            /** @example connection.revoked */
+            eventType: string;
+            /** @description the body sent */
+            payload: unknown;
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed";
+            /** @example 1 */
+            attempts: number;
+            /** @description the receiver's HTTP status at the last attempt */
+            responseStatus: number | null;
+            /** @example invalid_grant: the refresh token was revoked */
+            lastError: string | null;
+            nextAttemptAt: string | null;
+            deliveredAt: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        WebhookInput: {
+            /** @example wh_Zq3v9dH2TQm0bq1yWzY8cA */
+            id: string;
+            /** @example https://acme.example/about */
+            url: string;
+            /** @example Repositories, issues and pull requests. */
+            description: string;
+            events: ("connection.created" | "connection.expired" | "connection.error" | "connection.revoked" | "task_run.finished" | "knowledge_source.compiled" | "knowledge_source.failed")[];
+            enabled: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            updatedAt: string;
         };
     };
     responses: never;

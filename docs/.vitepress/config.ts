@@ -32,6 +32,7 @@ export const SIDEBAR = [
       { text: 'Webhooks', link: '/webhooks' },
       { text: 'Tool search', link: '/tool-search' },
       { text: 'OAuth apps and sign-in', link: '/oauth-apps' },
+      { text: 'Typed TypeScript client', link: '/typed-client' },
     ],
   },
   {

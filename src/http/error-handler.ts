@@ -4,6 +4,7 @@ import {
   AppError,
   BadRequestError,
   databaseUnavailable,
+  type ErrorBody,
   ForbiddenError,
   InternalServerError,
   isDatabaseUnavailable,
@@ -81,18 +82,30 @@ const OPENAI_COMPATIBLE =
 /** The Anthropic-compatible routes answer Anthropic's error shape, `message` and `statusCode` beside it. */
 const ANTHROPIC_COMPATIBLE = /^\/api\/v1\/messages(?:\/count_tokens)?\/?(?:[?#]|$)/;
 
-export function errorBodyFor(req: FastifyRequest, appErr: AppError): object {
-  const body = appErr.toBody();
-  if (ANTHROPIC_COMPATIBLE.test(req.url)) {
+/** Which error body a path answers: the service's own, OpenAI's or Anthropic's. */
+export type ErrorShape = 'service' | 'openai' | 'anthropic';
+
+export function errorShapeOf(url: string): ErrorShape {
+  if (ANTHROPIC_COMPATIBLE.test(url)) return 'anthropic';
+  return OPENAI_COMPATIBLE.test(url) ? 'openai' : 'service';
+}
+
+/** The §7 body in a path's shape; `openAiCode` is a code of OpenAI's own (`model_not_found`). */
+export function shapeErrorBody(shape: ErrorShape, body: ErrorBody, openAiCode: string | null = null): object {
+  if (shape === 'anthropic') {
     const { error: _name, ...rest } = body;
     const error = { type: anthropicErrorType(body.statusCode), message: body.message };
     return { type: 'error', error, ...rest };
   }
-  if (!OPENAI_COMPATIBLE.test(req.url)) return body;
-  // A code of OpenAI's own (model_not_found) comes with OpenAI's type for it, as its SDK expects.
+  if (shape === 'service') return body;
+  // A code of OpenAI's own comes with OpenAI's type for it, as its SDK expects.
+  const type = openAiCode ? 'invalid_request_error' : body.error;
+  return { ...body, error: { message: body.message, type, param: null, code: openAiCode } };
+}
+
+export function errorBodyFor(req: FastifyRequest, appErr: AppError): object {
   const code = appErr instanceof NotFoundError && appErr.code ? appErr.code : null;
-  const type = code ? 'invalid_request_error' : body.error;
-  return { ...body, error: { message: body.message, type, param: null, code } };
+  return shapeErrorBody(errorShapeOf(req.url), appErr.toBody(), code);
 }
 
 /**

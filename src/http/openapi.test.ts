@@ -4,6 +4,7 @@ import { buildApp } from '../app.ts';
 import type { RouteAuthConfig } from './types.ts';
 
 interface Operation {
+  operationId?: string;
   security?: Array<Record<string, string[]>>;
   responses: Record<string, { content?: Record<string, { schema: unknown }> }>;
   parameters?: unknown[];
@@ -52,6 +53,14 @@ describe('API description', () => {
   });
   afterAll(() => h.close());
 
+  /** The error body a route answers (src/http/error-handler.ts): OpenAI's and Anthropic's on their routes. */
+  const errorSchemaOf = (url: string) =>
+    /^\/api\/v1\/(chat\/completions|models|embeddings|agents\/:agentId\/chat\/completions)$/.test(url)
+      ? 'OpenAIError'
+      : /^\/api\/v1\/messages/.test(url)
+        ? 'AnthropicError'
+        : 'Error';
+
   const operation = (method: string, url: string): Operation | undefined =>
     doc.paths[url.replace(/:(\w+)/g, '{$1}')]?.[method.toLowerCase()];
 
@@ -95,8 +104,18 @@ describe('API description', () => {
       if (route.config.creditGuard) expect(codes, name).toContain('402');
       if (op.requestBody || op.parameters?.length) expect(codes, name).toEqual(expect.arrayContaining(['400', '422']));
       const error = op.responses['500']?.content?.['application/json']?.schema;
-      expect(error, name).toMatchObject({ required: ['error', 'message', 'statusCode'] });
+      expect(error, name).toEqual({ $ref: `#/components/schemas/${errorSchemaOf(route.url)}` });
     }
+    // Each error body named once, so a generated client has one type for each.
+    expect(doc.components.schemas.Error).toMatchObject({ required: ['error', 'message', 'statusCode'] });
+    expect(doc.components.schemas.OpenAIError).toMatchObject({
+      required: ['error', 'message', 'statusCode'],
+      properties: { error: { required: ['message', 'type', 'param', 'code'] } },
+    });
+    expect(doc.components.schemas.AnthropicError).toMatchObject({
+      required: ['type', 'error', 'message', 'statusCode'],
+      properties: { error: { required: ['type', 'message'] } },
+    });
     expect(operation('GET', '/api/v1/accounts/me')?.security).toEqual([{ bearerAuth: ['account'] }]);
     expect(operation('POST', '/api/v1/auth/signup')?.security).toEqual([]);
     expect(operation('GET', '/api/v1/auth-scopes')?.security).toEqual([{ bearerAuth: [] }]);
@@ -161,20 +180,78 @@ describe('API description', () => {
     const extremes = JSON.stringify(doc).match(/"examples":\[-?9007199254740991\]/g);
     expect(extremes).toBeNull();
     // Every error answer shows the service's own body for its status.
+    let errorAnswers = 0;
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
         for (const [code, response] of Object.entries(op.responses)) {
           const json = response.content?.['application/json'] as
-            | { schema: { required?: string[] }; example?: { statusCode?: number; error?: string } }
+            | { schema: { $ref?: string }; example?: { statusCode?: number; error?: string | { type: string } } }
             | undefined;
-          // The §7 error body (OAuth's own endpoints answer RFC 6749's shape, with their own schema).
-          if (Number(code) < 400 || !json?.schema.required?.includes('statusCode')) continue;
+          // The service's error bodies (OAuth's own endpoints answer RFC 6749's shape, with their own schema).
+          const where = `${method} ${path} ${code}`;
+          const ref = json?.schema.$ref;
+          if (Number(code) < 400 || !ref) continue;
           const shown = json.example;
-          expect(shown?.statusCode, `${method} ${path} ${code}`).toBe(Number(code));
-          expect(shown?.error, `${method} ${path} ${code}`).toMatch(/Error$/);
+          if (ref === '#/components/schemas/Error') {
+            expect(shown?.error, where).toMatch(/Error$/);
+          } else if (ref === '#/components/schemas/OpenAIError') {
+            expect(shown?.error, where).toEqual({
+              message: expect.any(String),
+              type: expect.stringMatching(/Error$/),
+              param: null,
+              code: null,
+            });
+          } else if (ref === '#/components/schemas/AnthropicError') {
+            expect(shown, where).toMatchObject({ type: 'error', error: { type: expect.stringMatching(/_error$/) } });
+          } else {
+            continue;
+          }
+          errorAnswers++;
+          expect(shown?.statusCode, where).toBe(Number(code));
         }
       }
     }
+    expect(errorAnswers).toBeGreaterThan(500);
+  });
+
+  it('names every operation once (operationId), for generated clients', () => {
+    const ids = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => op.operationId ?? `none: ${method} ${path}`),
+    );
+    expect(ids.filter((id) => id.startsWith('none'))).toEqual([]);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+    expect(operation('POST', '/api/v1/agents')?.operationId).toBe('postAgents');
+    expect(operation('GET', '/api/v1/agents/:agentId')?.operationId).toBe('getAgentsByAgentId');
+    expect(operation('GET', '/api/v1/knowledge/bases/:kbId/pages/search')?.operationId).toBe(
+      'getKnowledgeBasesByKbIdPagesSearch',
+    );
+    expect(operation('GET', '/.well-known/oauth-authorization-server')?.operationId).toBe(
+      'getWellKnownOauthAuthorizationServer',
+    );
+  });
+
+  it('gives every JSON answer of the API a schema, but for the gateway routes that pass the upstream body on', () => {
+    const untyped: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      if (!path.startsWith('/api/')) continue;
+      for (const [method, op] of Object.entries(item)) {
+        for (const [code, response] of Object.entries(op.responses)) {
+          const schema = response.content?.['application/json']?.schema;
+          if (schema && Object.keys(schema).length === 0) untyped.push(`${method.toUpperCase()} ${path} ${code}`);
+        }
+      }
+    }
+    expect(untyped).toEqual([
+      // An event stream (text/event-stream), not JSON.
+      'GET /api/v1/agents/{agentId}/conversations/{conversationId}/events 200',
+      // The upstream's own bodies (OpenAI and Anthropic shapes), for those APIs' own clients.
+      'POST /api/v1/chat/completions 200',
+      'POST /api/v1/messages 200',
+      'POST /api/v1/embeddings 200',
+    ]);
+    expect(operation('POST', '/api/v1/agents/:agentId/chat/completions')?.responses['200']?.content).toEqual({
+      'application/json': { schema: { $ref: '#/components/schemas/AgentChatCompletion' } },
+    });
   });
 
   it('the reference lists every section once, the gateway and MCP first; every operation belongs to a listed section', () => {

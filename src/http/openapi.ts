@@ -5,6 +5,8 @@ import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-pro
 import { authModeOf } from '../auth/guard.ts';
 import { SCOPES } from '../auth/scopes.ts';
 import type { Config } from '../config.ts';
+import type { ErrorBody } from '../lib/errors.ts';
+import { type ErrorShape, errorShapeOf, shapeErrorBody } from './error-handler.ts';
 import { addExamples, addParameterExamples } from './openapi-examples.ts';
 import type { RouteAuthConfig } from './types.ts';
 
@@ -12,22 +14,78 @@ const errorBody = {
   type: 'object',
   required: ['error', 'message', 'statusCode'],
   properties: {
-    error: { type: 'string', description: 'Error class, e.g. NotFoundError' },
-    message: { type: 'string' },
-    statusCode: { type: 'integer' },
+    error: { type: 'string', description: 'Error class, e.g. NotFoundError', examples: ['ValidationError'] },
+    message: { type: 'string', examples: ['Invalid request'] },
+    statusCode: { type: 'integer', examples: [422] },
     details: {
       type: 'array',
       description: 'ValidationError only: one entry per failing field',
       items: {
         type: 'object',
-        properties: { field: { type: 'string' }, message: { type: 'string' } },
+        properties: {
+          field: { type: 'string', examples: ['body.name'] },
+          message: { type: 'string', examples: ['Too small: expected string to have >=1 characters'] },
+        },
       },
     },
   },
 };
 
+/** OpenAI's error object in `error`, on the routes OpenAI's clients call (src/http/error-handler.ts). */
+const openAiErrorBody = {
+  type: 'object',
+  required: ['error', 'message', 'statusCode'],
+  properties: {
+    ...errorBody.properties,
+    error: {
+      type: 'object',
+      required: ['message', 'type', 'param', 'code'],
+      properties: {
+        message: { type: 'string', examples: ['Unknown model "gpt-9". Available models: gpt-4o-mini'] },
+        type: {
+          type: 'string',
+          description: "Error class, or OpenAI's type for one of its codes",
+          examples: ['ValidationError'],
+        },
+        param: { type: 'null' },
+        code: {
+          type: ['string', 'null'],
+          description: "OpenAI's code, e.g. model_not_found",
+          examples: ['model_not_found'],
+        },
+      },
+    },
+  },
+};
+
+/** Anthropic's error object, on the Anthropic-compatible routes. */
+const anthropicErrorBody = {
+  type: 'object',
+  required: ['type', 'error', 'message', 'statusCode'],
+  properties: {
+    type: { const: 'error' },
+    error: {
+      type: 'object',
+      required: ['type', 'message'],
+      properties: {
+        type: { type: 'string', examples: ['invalid_request_error'] },
+        message: { type: 'string', examples: ['max_tokens: Required'] },
+      },
+    },
+    message: errorBody.properties.message,
+    statusCode: errorBody.properties.statusCode,
+    details: errorBody.properties.details,
+  },
+};
+
+const ERROR_SCHEMA: Record<ErrorShape, string> = {
+  service: 'Error',
+  openai: 'OpenAIError',
+  anthropic: 'AnthropicError',
+};
+
 /** What each error answer looks like, with the service's own messages. */
-function errorExample(code: number, scopes: readonly string[]): Record<string, unknown> {
+function errorExample(code: number, scopes: readonly string[]): ErrorBody {
   const body = (error: string, message: string) => ({ error, message, statusCode: code });
   switch (code) {
     case 400:
@@ -84,10 +142,33 @@ const API_TAGS = [
 const WORDMARK =
   '<svg xmlns="http://www.w3.org/2000/svg" width="180" height="32" viewBox="0 0 180 32"><text x="0" y="23" font-family="system-ui, sans-serif" font-size="22" font-weight="700" fill="#ffffff">Switchboard</text></svg>';
 
-const errorResponse = (description: string, example: Record<string, unknown>) => ({
+const errorResponse = (shape: ErrorShape, description: string, example: ErrorBody) => ({
   description,
-  content: { 'application/json': { schema: errorBody, example } },
+  content: {
+    'application/json': {
+      schema: { $ref: `#/components/schemas/${ERROR_SCHEMA[shape]}` },
+      example: shapeErrorBody(shape, example),
+    },
+  },
 });
+
+const pascal = (word: string) => word.charAt(0).toUpperCase() + word.slice(1);
+
+/**
+ * An operation's name from its method and path (`GET /api/v1/agents/{agentId}` is `getAgentsByAgentId`): unique
+ * as method and path are, and stable, so generated clients keep their names as routes are added.
+ */
+export function operationIdOf(method: string, path: string): string {
+  const words = path
+    .replace(/^\/api\/v1(?=\/)/, '')
+    .split('/')
+    .flatMap((segment) => {
+      const param = /^\{(.+)\}$/.exec(segment)?.[1];
+      return param ? ['by', param] : segment.split(/[^A-Za-z0-9]+/);
+    })
+    .filter(Boolean);
+  return method.toLowerCase() + words.map(pascal).join('');
+}
 
 /**
  * OpenAPI 3.1 at /openapi.json, generated from the zod route schemas; each route also gets its security
@@ -134,8 +215,9 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       addParameterExamples(schema.querystring);
       addExamples(schema.body, '');
       const responses: Record<string, unknown> = { ...(schema.response ?? {}) };
+      const shape = errorShapeOf(doc.url);
       const add = (code: number, description: string) => {
-        responses[code] ??= errorResponse(description, errorExample(code, cfg.scopes ?? []));
+        responses[code] ??= errorResponse(shape, description, errorExample(code, cfg.scopes ?? []));
       };
       if (schema.body || schema.querystring || schema.params) {
         add(400, 'BadRequestError: malformed request');
@@ -161,10 +243,24 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       return { ...out, schema: { ...schema, response: responses } };
     },
     transformObject: (doc) => {
-      const out = jsonSchemaTransformObject(doc) as { components?: { schemas?: Record<string, unknown> } };
+      const out = jsonSchemaTransformObject(doc) as {
+        components?: { schemas?: Record<string, unknown> };
+        paths?: Record<string, Record<string, { operationId?: string }>>;
+      };
+      // The error bodies the answers refer to, named once each.
+      out.components ??= {};
+      out.components.schemas = {
+        Error: errorBody,
+        OpenAIError: openAiErrorBody,
+        AnthropicError: anthropicErrorBody,
+        ...out.components.schemas,
+      };
       // Each component twice (`Agent`, and `AgentInput` for requests): both get the same examples.
       for (const [name, schema] of Object.entries(out.components?.schemas ?? {})) {
         addExamples(schema, name.replace(/Input$/, ''));
+      }
+      for (const [path, item] of Object.entries(out.paths ?? {})) {
+        for (const [method, op] of Object.entries(item)) op.operationId ??= operationIdOf(method, path);
       }
       return out as ReturnType<typeof jsonSchemaTransformObject>;
     },

@@ -19,6 +19,7 @@ import { uploadChatFile } from './files.service.ts';
 import * as memories from './memories.service.ts';
 import {
   Agent,
+  AgentChatCompletion,
   AgentChatRequest,
   AgentParams,
   ChatFile as ChatFileSchema,
@@ -37,13 +38,13 @@ import {
 import * as service from './service.ts';
 
 /** The OpenAI chat.completion body of an agent's answer. */
-function completionBody(o: ChatOutcome) {
+function completionBody(o: ChatOutcome): AgentChatCompletion {
   return {
     id: o.id,
-    object: 'chat.completion' as const,
+    object: 'chat.completion',
     created: o.created,
     model: o.model,
-    choices: [{ index: 0, message: { role: 'assistant' as const, content: o.content }, finish_reason: 'stop' }],
+    choices: [{ index: 0, message: { role: 'assistant', content: o.content }, finish_reason: 'stop' }],
     usage: o.usage,
   };
 }
@@ -149,7 +150,7 @@ export async function agentRoutes(app: App, config: Config): Promise<void> {
           "Without `conversationId` a conversation is created; with one, its history is loaded and only the messages after the last assistant message of the request are new. Headers `X-Credits-Consumed`, `X-Credits-Remaining`, `X-Conversation-Id`; streams carry the final credits as an SSE comment and trailers before `data: [DONE]`. A usage limit answers the agent's `limitReachedMessage` with no model call and no charge.",
         params: AgentParams,
         body: AgentChatRequest,
-        response: { 200: z.unknown() },
+        response: { 200: AgentChatCompletion },
       },
       config: {
         ...read,

@@ -158,6 +158,32 @@ export const AgentChatRequest = z
   .meta({ id: 'AgentChatRequest' });
 export type AgentChatRequest = z.infer<typeof AgentChatRequest>;
 
+/** An agent's answer without `stream`: an OpenAI chat.completion of one choice, the agent's final text. */
+export const AgentChatCompletion = z
+  .object({
+    id: z.string().meta({ examples: ['chatcmpl_5kY0bq9xTnq1y8Wv3mDgZA'] }),
+    object: z.literal('chat.completion'),
+    created: z
+      .number()
+      .int()
+      .meta({ examples: [1767225600] }),
+    model: z.string().meta({ examples: ['gpt-4o-mini'] }),
+    choices: z.array(
+      z.object({
+        index: z.number().int(),
+        message: z.object({
+          role: z.literal('assistant'),
+          content: z.string().meta({ examples: ['Order 1042 left the warehouse on Monday.'] }),
+        }),
+        finish_reason: z.literal('stop'),
+      }),
+    ),
+    // Counts as the upstream reported them: not checked for being whole, so no upstream's figure fails the answer.
+    usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }),
+  })
+  .meta({ id: 'AgentChatCompletion' });
+export type AgentChatCompletion = z.infer<typeof AgentChatCompletion>;
+
 export const Conversation = z
   .object({
     id: z.string().meta({ examples: ['conv_Qm3v0bq9xTnq1y8Wv3mDgZ'] }),

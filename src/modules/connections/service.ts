@@ -17,9 +17,9 @@ import {
   providerCredentials,
   providerCredentialVariables,
 } from '../providers/catalog.ts';
+import { fillBaseUrl } from '../providers/request.ts';
 import type { AuthType, FinalizeField, OAuthProviderDefinition, ProviderDefinition } from '../providers/schema.ts';
 import { hasOAuth, URL_PLACEHOLDER } from '../providers/schema.ts';
-import { fillBaseUrl } from '../providers/request.ts';
 import { logoPath } from '../providers/service.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
 import { checkApiKey, TokenRefusedError } from './api-key.ts';
@@ -93,7 +93,9 @@ export function toConnection(row: ConnectionRow, config: Pick<Config, 'providers
  */
 function hostOf(def: ProviderDefinition, row: ConnectionRow): Pick<Connection, 'fields' | 'apiBaseUrl'> {
   const typed = row.authType === 'api_key' && def.apiKey ? def.apiKey.fields : def.finalizeFields;
-  const fields = Object.fromEntries(typed.filter((f) => row.vars[f.name]).map((f) => [f.name, row.vars[f.name] as string]));
+  const fields = Object.fromEntries(
+    typed.filter((f) => row.vars[f.name]).map((f) => [f.name, row.vars[f.name] as string]),
+  );
   const template = row.authType === 'api_key' ? (def.apiKey?.baseUrl ?? def.api.baseUrl) : def.api.baseUrl;
   const out: Pick<Connection, 'fields' | 'apiBaseUrl'> = Object.keys(fields).length ? { fields } : {};
   if (urlVarNames(template).length === 0) return out;
@@ -234,6 +236,8 @@ function checkFields(
   const fields = opts.fields ?? def.finalizeFields;
   for (const [name, value] of Object.entries(given)) {
     const field = fields.find((f) => f.name === name);
+    // Left empty (a form's blank input): an optional field stays unset, one with a default takes it.
+    if (field && value === '' && (field.optional || field.default !== undefined)) continue;
     if (!field) {
       if (opts.allowOthers?.includes(name)) continue;
       const known = [...fields.map((f) => f.name), ...(opts.allowOthers ?? [])];
@@ -241,8 +245,6 @@ function checkFields(
         field: `${at}.${name}`,
         message: `is not a parameter of ${def.label}${known.length ? ` (allowed: ${known.join(', ')})` : ''}`,
       });
-    } else if (value === '' && (field.optional || field.default !== undefined)) {
-      continue;
     } else if (typeof value !== 'string' || !anchored(field.pattern).test(value)) {
       problems.push({ field: `${at}.${name}`, message: `must match ${field.pattern}` });
     } else {

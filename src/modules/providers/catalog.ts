@@ -292,7 +292,10 @@ function checkFieldRules(def: ProviderDefinition): string[] {
     ['oauth.userInfo.url', o.userInfo.url],
     ['oauth.discovery.url', o.discovery?.url],
     ['api.baseUrl', def.api.baseUrl],
-    ...def.tools.map((t, i): [string, string | undefined] => [`tools[${i}] (${t.name}).request.baseUrl`, t.request.baseUrl]),
+    ...def.tools.map((t, i): [string, string | undefined] => [
+      `tools[${i}] (${t.name}).request.baseUrl`,
+      t.request.baseUrl,
+    ]),
   ];
   for (const [field, url] of urls) {
     if (!url) continue;

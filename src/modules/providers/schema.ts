@@ -519,7 +519,9 @@ export const Provider = z
         label: z.string(),
         help: z.string(),
         docsUrl: z.string().describe("the provider's page where the user creates the token"),
-        fields: z.array(ProviderField).describe('values POST /connections/from-catalog takes in `fields` with the token'),
+        fields: z
+          .array(ProviderField)
+          .describe('values POST /connections/from-catalog takes in `fields` with the token'),
       })
       .optional()
       .describe('Extension, for providers taking a token: what to paste, where to get it, what else to give'),

@@ -10,7 +10,7 @@ import {
   startFakeOAuthProvider,
 } from '../../../test/fakes/oauth-provider.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
-import { oauthStates } from '../../db/schema/index.ts';
+import { connections, oauthStates } from '../../db/schema/index.ts';
 import { SHIPPED_PROVIDERS_DIR } from '../providers/catalog.ts';
 import { APP_REDIRECT, authorize, execute, openAuthorizationUrl } from './test-support.ts';
 
@@ -179,6 +179,15 @@ describe('per-connection hosts', () => {
     expect(hosts('/api/items/item-1')).toEqual([instance]);
     const got = await call(h.app, 'GET', `/api/v1/connections/${id}`, { token: user.sessionToken });
     expect(got.json()).toMatchObject({ fields: { loginDomain: 'login' }, apiBaseUrl: `http://${instance}/api` });
+
+    // A connection made before the field existed keeps refreshing at the default login host.
+    await h.database.db
+      .update(connections)
+      .set({ vars: { instanceUrl: `http://${instance}` } })
+      .where(eq(connections.id, id));
+    const refreshed = await call(h.app, 'PUT', `/api/v1/connections/${id}/refresh`, { token: user.sessionToken });
+    expect(refreshed.json()).toMatchObject({ status: 'active' });
+    expect(hosts('/token')).toEqual([login, login]);
   });
 
   it('a sandbox or My Domain logs in on its own host; an instance_url off the provider domain is never used', async () => {

@@ -16,6 +16,7 @@ import {
   providerCatalog,
   providerCredentials,
   providerCredentialVariables,
+  withFieldDefaults,
 } from '../providers/catalog.ts';
 import { fillBaseUrl } from '../providers/request.ts';
 import type { AuthType, FinalizeField, OAuthProviderDefinition, ProviderDefinition } from '../providers/schema.ts';
@@ -742,7 +743,7 @@ export async function deleteConnection(ctx: ServiceContext, connectionId: string
           def,
           providerCredentials(deps.config, def.id),
           { accessToken: openAccessToken(deps, row), refreshToken: openRefreshToken(deps, row) },
-          row.vars,
+          withFieldDefaults(def, row.vars),
           connectionSettings(deps.config),
         );
         log.info({ connectionId, providerId: def.id }, 'provider token revoked');

@@ -103,6 +103,18 @@ export function connectFields(def: ProviderDefinition): FinalizeField[] {
   return def.finalizeFields.filter((f) => names.has(f.name) || f.optional || f.default !== undefined);
 }
 
+/**
+ * A connection's variables with the defaults of the fields it lacks: a connection made before a field was
+ * added (Salesforce's login domain) keeps refreshing on the host it always used.
+ */
+export function withFieldDefaults(
+  def: Pick<ProviderDefinition, 'finalizeFields'>,
+  vars: Readonly<Record<string, string>>,
+): Record<string, string> {
+  const defaults = def.finalizeFields.filter((f) => f.default !== undefined).map((f) => [f.name, f.default]);
+  return { ...Object.fromEntries(defaults), ...vars };
+}
+
 /** Cross-field rules zod cannot see field by field; answers `field: message` lines. */
 export function checkProviderRules(def: ProviderDefinition): string[] {
   const problems: string[] = [];

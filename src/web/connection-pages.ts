@@ -79,12 +79,24 @@ function connectForm(csrf: string, b: ConnectButton): Html {
     ${b.fields.map((f) => {
       const id = `${b.idPrefix}-${f.name}`;
       return html`<label for="${id}">${f.label}</label>
-        <input id="${id}" name="param.${f.name}" type="text" required autocomplete="off"${
+        <input id="${id}" name="param.${f.name}" type="text"${
+          f.optional || f.default !== undefined ? html`` : html` required`
+        } autocomplete="off"${f.default !== undefined ? html` value="${f.default}"` : html``}${
           f.placeholder ? html` placeholder="${f.placeholder}"` : html``
         }${f.description ? html` aria-describedby="${id}-help"` : html``}>
         ${f.description ? html`<p class="muted small" id="${id}-help">${f.description}</p>` : html``}`;
     })}
     ${b.fields.length ? html`<div class="actions compact">${button}</div>` : button}</form>`;
+}
+
+/** The values given when connecting and where the API calls go, when the connection has its own. */
+function hostLine(c: Connection): Html {
+  const parts = [
+    ...Object.entries(c.fields ?? {}).map(([k, v]) => html`${k} <code>${v}</code>`),
+    ...(c.apiBaseUrl ? [html`API <code>${c.apiBaseUrl}</code>`] : []),
+  ];
+  if (!parts.length) return html``;
+  return html`<div class="muted small" data-connection-host>${parts.map((p, i) => (i ? html` · ${p}` : p))}</div>`;
 }
 
 function connectionRow(item: ConnectionItem, csrf: string): Html {
@@ -97,6 +109,7 @@ function connectionRow(item: ConnectionItem, csrf: string): Html {
     <div class="grow">
       <strong>${c.metadata.providerName}</strong> ${badge(c.status)}
       <div>${c.metadata.displayName}${who}</div>
+      ${hostLine(c)}
       <div class="muted">${STATUS_TEXT[c.status]}${c.lastError ? html` <span class="reason">${c.lastError}</span>` : html``}</div>
       <div class="muted small">Connected <time datetime="${c.createdAt}">${c.createdAt.slice(0, 10)}</time>${c.authType === 'api_key' ? ' with a token' : ''}${
         c.expiresAt && c.status === 'active'

@@ -439,6 +439,12 @@ describe('connections page', () => {
       status: 'active',
       vars: { workspace: 'north' },
     });
+    // The connection shows the value given (its API base is the same for every connection).
+    const listed = await browser.get(PAGE);
+    const mine = new RegExp(`<li class="item" data-connection-id="${connectionId}">[\\s\\S]*?</li>`).exec(
+      listed.body,
+    )?.[0];
+    expect(mine).toContain('<div class="muted small" data-connection-host>workspace <code>north</code></div>');
     // Reconnect of a revoked one asks again.
     await h.database.db.update(connections).set({ status: 'revoked' }).where(eq(connections.id, connectionId));
     const revoked = await browser.get(PAGE);

@@ -18,7 +18,11 @@ const TWO_LABEL_SUFFIXES = new Set(['co.uk', 'com.au', 'co.jp', 'com.br', 'co.nz
  * variable (Salesforce's instance, DocuSign's account server), of its token URL.
  */
 function vendorOf(def: ProviderDefinition): string {
-  const fixedHost = (url: string) => (/^https:\/\/[^/{]+(\/|$)/.test(url) ? new URL(url).hostname : undefined);
+  // A field with a default stands for its usual value (Zoho's `accounts.zoho.{region}`: com).
+  const usual = (url: string) =>
+    url.replace(/\{([^}]+)\}/g, (m, name) => def.finalizeFields.find((f) => f.name === name)?.default ?? m);
+  const fixedHost = (url: string) =>
+    /^https:\/\/[^/{]+(\/|$)/.test(usual(url)) ? new URL(usual(url)).hostname : undefined;
   const host =
     fixedHost(def.api.baseUrl.replace(/\{[^}]+\}\./, '')) ??
     fixedHost((def.oauth?.tokenUrl ?? '').replace(/\{[^}]+\}\./, ''));

@@ -62,6 +62,12 @@ export interface FakeOAuthProvider {
   apiRequests: FakeApiRequest[];
   /** Tokens revoked through /revoke. */
   revokedTokens: string[];
+  /** Every request, with the host it was sent to (the Host header): per-connection hosts are checked by it. */
+  requests: Array<{ host: string; method: string; path: string }>;
+  /** Fields added to every token answer (Salesforce's `instance_url`). */
+  tokenExtras: Record<string, unknown>;
+  /** What `GET /api/sites` lists: the sites a grant reaches (Atlassian's accessible resources). */
+  sites: Array<{ id: string; url: string }>;
   /** The user the next authorization signs in as. */
   user: FakeUser;
   /** `expires_in` of issued access tokens (seconds). */
@@ -122,6 +128,9 @@ export async function startFakeOAuthProvider(
     apiPaths: [],
     apiRequests: [],
     revokedTokens: [],
+    requests: [],
+    tokenExtras: {},
+    sites: [],
     user: {
       id: 'u-1001',
       login: 'ada',
@@ -150,6 +159,9 @@ export async function startFakeOAuthProvider(
       fake.apiPaths.length = 0;
       fake.apiRequests.length = 0;
       fake.revokedTokens.length = 0;
+      fake.requests.length = 0;
+      fake.tokenExtras = {};
+      fake.sites = [];
       fake.expiresIn = 3600;
       fake.rotateRefreshTokens = true;
       fake.omitRefreshToken = false;
@@ -190,6 +202,7 @@ export async function startFakeOAuthProvider(
     const access = fresh('at');
     accessTokens.set(access, { user, expiresAt: Date.now() + fake.expiresIn * 1000, revoked: false, scope });
     const body: Record<string, unknown> = {
+      ...fake.tokenExtras,
       access_token: access,
       token_type: 'Bearer',
       expires_in: fake.expiresIn,
@@ -234,6 +247,7 @@ export async function startFakeOAuthProvider(
     if (await faulted('api', res)) return;
     if (!auth) return json(res, 401, { message: 'Bad credentials' });
     if (req.method === 'GET' && path === '/me') return json(res, 200, { ...auth.info.user, plan: 'pro' });
+    if (req.method === 'GET' && path === '/sites') return json(res, 200, fake.sites);
     if (req.method === 'GET' && path === '/items') {
       const start = Number(url.searchParams.get('cursor') ?? '0');
       const limit = Math.min(Number(url.searchParams.get('limit') ?? PAGE_SIZE), PAGE_SIZE);
@@ -260,6 +274,7 @@ export async function startFakeOAuthProvider(
   const server: Server = createServer(async (req, res) => {
     try {
       const url = new URL(req.url ?? '/', 'http://fake');
+      fake.requests.push({ host: req.headers.host ?? '', method: req.method ?? '', path: url.pathname });
       // `/w/<workspace>/...` serves the same endpoints for the provider with a finalize field.
       const path = url.pathname.replace(/^\/w\/[a-z0-9-]+/, '');
 

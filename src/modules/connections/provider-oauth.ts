@@ -4,6 +4,7 @@ import type { ClientCredentials } from '../providers/catalog.ts';
 import { getPath } from '../providers/json-path.ts';
 import { type BuiltRequest, fillUrl } from '../providers/request.ts';
 import type { OAuthProviderDefinition, OAuthSettings, ProviderDefinition } from '../providers/schema.ts';
+import { URL_PLACEHOLDER } from '../providers/schema.ts';
 import { type ProviderAnswer, providerMessage, sendOnce } from './http.ts';
 import type { ConnectionSettings } from './settings.ts';
 
@@ -126,6 +127,7 @@ async function tokenRequest(
   vars: Record<string, string>,
   fields: Record<string, string>,
   settings: Settings,
+  endpoint: string = def.oauth.tokenUrl,
 ): Promise<Record<string, unknown>> {
   const o = def.oauth;
   const all: Record<string, string> = { ...o.tokenParams, ...fields };
@@ -137,7 +139,7 @@ async function tokenRequest(
   headers['content-type'] = type;
   let url: string;
   try {
-    url = fillUrl(o.tokenUrl, vars);
+    url = fillUrl(endpoint, vars);
   } catch (err) {
     throw new TokenEndpointError('refused', (err as Error).message);
   }
@@ -161,12 +163,13 @@ async function tokenRequest(
   throw new TokenEndpointError('refused', message, code);
 }
 
+/** Granted scopes: split on the provider's separator and on white space (some answer spaces, ask commas). */
 function splitScopes(v: unknown, separator: string): string[] | undefined {
   if (Array.isArray(v)) return v.filter((s): s is string => typeof s === 'string' && s !== '');
   if (typeof v !== 'string') return undefined;
   return v
-    .split(separator === ' ' ? /\s+/ : separator)
-    .map((s) => s.trim())
+    .split(/\s+/)
+    .flatMap((s) => s.split(separator))
     .filter(Boolean);
 }
 
@@ -176,11 +179,7 @@ export function readTokenSet(def: OAuthProviderDefinition, body: Record<string, 
   const accessToken = stringAt(body, tr.accessToken);
   if (!accessToken) throw new TokenEndpointError('refused', `${def.label} token answer holds no access token`);
   const expiresIn = Number(getPath(body, tr.expiresIn));
-  const vars: Record<string, string> = {};
-  for (const [name, source] of Object.entries(tr.vars)) {
-    const v = stringAt(body, source.path);
-    if (v !== undefined && (!source.pattern || new RegExp(`^(?:${source.pattern})$`, 'u').test(v))) vars[name] = v;
-  }
+  const vars = readVars(body, tr.vars);
   return {
     accessToken,
     refreshToken: stringAt(body, tr.refreshToken),
@@ -206,7 +205,10 @@ export async function exchangeCode(
   return readTokenSet(def, await tokenRequest(def, creds, input.vars, fields, settings));
 }
 
-/** A refresh; the old refresh token is kept when the provider sends none (not every provider rotates). */
+/**
+ * A refresh, at `refreshUrl` when the provider has one; the old refresh token is kept when the provider sends
+ * none (not every provider rotates).
+ */
 export async function refreshTokens(
   def: OAuthProviderDefinition,
   creds: ClientCredentials,
@@ -219,6 +221,7 @@ export async function refreshTokens(
     input.vars,
     { grant_type: 'refresh_token', refresh_token: input.refreshToken },
     settings,
+    def.oauth.refreshUrl,
   );
   const set = readTokenSet(def, body);
   return { ...set, refreshToken: set.refreshToken ?? input.refreshToken };
@@ -292,12 +295,26 @@ export async function discoverVars(
     settings,
     'discovery',
   );
-  const out: Record<string, string> = {};
-  for (const [name, source] of Object.entries(d.vars)) {
-    const v = stringAt(body, source.path);
-    if (v !== undefined && (!source.pattern || new RegExp(`^(?:${source.pattern})$`, 'u').test(v))) out[name] = v;
-  }
-  return out;
+  return readVars(d.select ? selectItem(def, body, d.select, vars) : body, d.vars);
+}
+
+/** The item of a discovery answer the connection means (see `discovery.select`); a 502 naming the choices. */
+function selectItem(
+  def: OAuthProviderDefinition,
+  body: unknown,
+  select: { path: string; equals: string },
+  vars: Record<string, string>,
+): unknown {
+  const items = Array.isArray(body) ? body : [];
+  const names = [...select.equals.matchAll(URL_PLACEHOLDER)].map((m) => m[2] as string);
+  if (names.some((n) => !vars[n])) return items[0];
+  const wanted = select.equals.replace(URL_PLACEHOLDER, (_m, _plus: string, n: string) => vars[n] as string);
+  const found = items.find((item) => stringAt(item, select.path) === wanted);
+  if (found !== undefined) return found;
+  const offered = items.map((item) => stringAt(item, select.path)).filter(Boolean);
+  throw new BadGatewayError(
+    `${def.label} did not grant access to ${wanted}${offered.length ? ` (granted: ${offered.join(', ')})` : ''}; connect again and choose it on the consent screen`,
+  );
 }
 
 /** Who the user is at the provider: from its user-info endpoint, or from the token answer when it has none. */

@@ -28,6 +28,18 @@ export const Connection = z
       providerIcon: z.string().describe('path of the provider logo'),
     }),
     lastError: z.string().nullable().describe('Extension: why the last refresh or call failed, while not active'),
+    fields: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe(
+        "Extension: the values given when connecting, by the provider's field names (a subdomain, a shop, a region, a Salesforce login domain); absent when none",
+      ),
+    apiBaseUrl: z
+      .string()
+      .optional()
+      .describe(
+        "Extension: where this connection's API calls go, when it is built from connection values (Salesforce: the instance URL from the token answer; Zendesk: the subdomain)",
+      ),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })
@@ -66,7 +78,7 @@ export const InitiateConnection = z
       .record(z.string().max(64), z.union([z.string().max(500), z.array(z.string().max(200)).max(50)]))
       .optional()
       .describe(
-        "values of the provider's connection fields (e.g. subdomain), `scopes` (extra provider scopes), `login_hint`, `prompt`",
+        "values of the provider's connection fields (`connectFields` in GET /providers: a subdomain, shop, region or site, each checked against its pattern: 422 naming it otherwise), `scopes` (extra provider scopes), `login_hint`, `prompt`",
       ),
   })
   .meta({ id: 'InitiateConnection' });

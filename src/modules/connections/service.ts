@@ -10,11 +10,15 @@ import { type Page, toPage } from '../../lib/pagination.ts';
 import { redactSecrets } from '../../lib/redact.ts';
 import { recordConnectionEvent } from '../activity/service.ts';
 import {
+  beforeAuthorization,
   type CatalogProvider,
+  connectFields,
   providerCatalog,
   providerCredentials,
   providerCredentialVariables,
+  withFieldDefaults,
 } from '../providers/catalog.ts';
+import { fillBaseUrl } from '../providers/request.ts';
 import type { AuthType, FinalizeField, OAuthProviderDefinition, ProviderDefinition } from '../providers/schema.ts';
 import { hasOAuth, URL_PLACEHOLDER } from '../providers/schema.ts';
 import { logoPath } from '../providers/service.ts';
@@ -78,9 +82,29 @@ export function toConnection(row: ConnectionRow, config: Pick<Config, 'providers
       providerIcon: def?.logoUrl ?? logoPath(row.providerId),
     },
     lastError: row.status === 'active' ? null : row.lastError,
+    ...(def ? hostOf(def, row) : {}),
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };
+}
+
+/**
+ * What the user gave when connecting (a subdomain, a shop, a region) and, when the API's base URL
+ * is built from connection values, where its calls go (Salesforce's instance URL). Absent when there is none.
+ */
+function hostOf(def: ProviderDefinition, row: ConnectionRow): Pick<Connection, 'fields' | 'apiBaseUrl'> {
+  const typed = row.authType === 'api_key' && def.apiKey ? def.apiKey.fields : def.finalizeFields;
+  const fields = Object.fromEntries(
+    typed.filter((f) => row.vars[f.name]).map((f) => [f.name, row.vars[f.name] as string]),
+  );
+  const template = row.authType === 'api_key' ? (def.apiKey?.baseUrl ?? def.api.baseUrl) : def.api.baseUrl;
+  const out: Pick<Connection, 'fields' | 'apiBaseUrl'> = Object.keys(fields).length ? { fields } : {};
+  if (urlVarNames(template).length === 0) return out;
+  try {
+    return { ...out, apiBaseUrl: fillBaseUrl(template, row.vars) };
+  } catch {
+    return out;
+  }
 }
 
 function providerMetadata(entry: CatalogProvider, config: Pick<Config, 'baseUrl'>) {
@@ -198,7 +222,10 @@ function requireCredentials(config: Pick<Config, 'providers'>, def: ProviderDefi
 
 const anchored = (pattern: string) => new RegExp(`^(?:${pattern})$`, 'u');
 
-/** Connection-field values checked against the provider's patterns; unknown names are refused. */
+/**
+ * Connection-field values checked against the provider's patterns; unknown names are refused. A field with a
+ * default takes it when not given; an empty value leaves an optional field (or one with a default) unset.
+ */
 function checkFields(
   def: ProviderDefinition,
   given: Record<string, unknown>,
@@ -210,6 +237,8 @@ function checkFields(
   const fields = opts.fields ?? def.finalizeFields;
   for (const [name, value] of Object.entries(given)) {
     const field = fields.find((f) => f.name === name);
+    // Left empty (a form's blank input): an optional field stays unset, one with a default takes it.
+    if (field && value === '' && (field.optional || field.default !== undefined)) continue;
     if (!field) {
       if (opts.allowOthers?.includes(name)) continue;
       const known = [...fields.map((f) => f.name), ...(opts.allowOthers ?? [])];
@@ -223,24 +252,34 @@ function checkFields(
       vars[name] = value;
     }
   }
+  for (const f of fields) {
+    if (f.default !== undefined && vars[f.name] === undefined && !problems.some((p) => p.field === `${at}.${f.name}`)) {
+      vars[f.name] = f.default;
+    }
+  }
   return { vars, problems };
+}
+
+/** A problem for each field the user must give and did not. */
+function requireFields(
+  fields: readonly FinalizeField[],
+  vars: Record<string, string>,
+  problems: ValidationDetail[],
+  at: string,
+  message: string,
+): void {
+  for (const f of fields) {
+    if (!f.optional && !vars[f.name] && !problems.some((p) => p.field === `${at}.${f.name}`)) {
+      problems.push({ field: `${at}.${f.name}`, message });
+    }
+  }
 }
 
 const urlVarNames = (template: string) => [...template.matchAll(URL_PLACEHOLDER)].map((m) => m[2] as string);
 
-/** Connection variables the authorization or token URL is built from: they must be known before OAuth. */
-const beforeAuthorization = (def: ProviderDefinition) =>
-  new Set(def.oauth ? [...urlVarNames(def.oauth.authorizationUrl), ...urlVarNames(def.oauth.tokenUrl)] : []);
-
-/**
- * The provider's connection fields a user gives before authorization (a subdomain its authorization URL
- * is built from): `initiateConnection` requires them in `providerParams`. Other fields are asked after
- * OAuth (the pending connection).
- */
+/** The fields the connect page asks before authorization (see `connectFields`). */
 export function authorizationFields(ctx: Pick<PublicContext, 'deps'>, providerId: string): FinalizeField[] {
-  const def = catalogProvider(ctx.deps.config, providerId).definition;
-  const names = beforeAuthorization(def);
-  return def.finalizeFields.filter((f) => names.has(f.name));
+  return connectFields(catalogProvider(ctx.deps.config, providerId).definition);
 }
 
 interface StateParams {
@@ -266,14 +305,14 @@ function readProviderParams(def: ProviderDefinition, params: Record<string, stri
   if (more.some((s) => !/^[\x21-\x7e]{1,200}$/.test(s))) {
     problems.push({ field: 'body.providerParams.scopes', message: 'must be provider scope names' });
   }
-  for (const name of beforeAuthorization(def)) {
-    if (!vars[name] && !problems.some((p) => p.field === `body.providerParams.${name}`)) {
-      problems.push({
-        field: `body.providerParams.${name}`,
-        message: `is required by ${def.label} before authorization`,
-      });
-    }
-  }
+  const before = beforeAuthorization(def);
+  requireFields(
+    def.finalizeFields.filter((f) => before.has(f.name)),
+    vars,
+    problems,
+    'body.providerParams',
+    `is required by ${def.label} before authorization`,
+  );
   if (problems.length) invalid(problems);
   return { vars, scopes, extra };
 }
@@ -491,7 +530,7 @@ export async function completeAuthorization(
       connectionSettings(deps.config),
     );
     const vars = { ...params.vars, ...tokens.vars };
-    if (def.finalizeFields.some((f) => !vars[f.name])) {
+    if (def.finalizeFields.some((f) => !f.optional && !vars[f.name])) {
       const pendingId = newId('pendingConnection');
       const idHash = sha256Hex(pendingId);
       const payload: PendingPayload = {
@@ -546,7 +585,7 @@ export async function getPendingFields(ctx: PublicContext, pendingId: string): P
     providerId: def.id,
     providerMetadata: providerMetadata(entry, ctx.deps.config),
     fields: def.finalizeFields
-      .filter((f) => !payload.vars[f.name])
+      .filter((f) => !f.optional && !payload.vars[f.name])
       .map((f) => ({
         name: f.name,
         label: f.label,
@@ -571,11 +610,7 @@ export async function finalizePending(
   const { idHash, def, payload } = await openPending(ctx, pendingId);
   const { vars: given, problems } = checkFields(def, body.fields, 'body.fields');
   const vars = { ...given, ...payload.vars };
-  for (const f of def.finalizeFields) {
-    if (!vars[f.name] && !problems.some((p) => p.field === `body.fields.${f.name}`)) {
-      problems.push({ field: `body.fields.${f.name}`, message: 'is required' });
-    }
-  }
+  requireFields(def.finalizeFields, vars, problems, 'body.fields', 'is required');
   if (problems.length) invalid(problems);
   const tokens = {
     accessToken: payload.tokens.accessToken,
@@ -613,11 +648,7 @@ export async function createFromCatalog(ctx: ServiceContext, input: FromCatalogC
   const apiKey = def.apiKey;
   const fields = apiKey?.fields ?? def.finalizeFields;
   const { vars, problems } = checkFields(def, input.fields ?? {}, 'body.fields', { fields });
-  for (const f of fields) {
-    if (!vars[f.name] && !problems.some((p) => p.field === `body.fields.${f.name}`)) {
-      problems.push({ field: `body.fields.${f.name}`, message: `is required by ${def.label}` });
-    }
-  }
+  requireFields(fields, vars, problems, 'body.fields', `is required by ${def.label}`);
   const token = input.bearerToken.trim();
   if (!/^[\x21-\x7e]+$/.test(token)) {
     problems.push({ field: 'body.bearerToken', message: 'must be printable ASCII without spaces' });
@@ -711,7 +742,7 @@ export async function deleteConnection(ctx: ServiceContext, connectionId: string
           def,
           providerCredentials(deps.config, def.id),
           { accessToken: openAccessToken(deps, row), refreshToken: openRefreshToken(deps, row) },
-          row.vars,
+          withFieldDefaults(def, row.vars),
           connectionSettings(deps.config),
         );
         log.info({ connectionId, providerId: def.id }, 'provider token revoked');

@@ -2,7 +2,7 @@ import type { Executor } from '../../db/client.ts';
 import type { ConnectionRow } from '../../db/schema/index.ts';
 import type { Deps } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, NotFoundError } from '../../lib/errors.ts';
-import { type CatalogProvider, providerCatalog, providerCredentials } from '../providers/catalog.ts';
+import { type CatalogProvider, providerCatalog, providerCredentials, withFieldDefaults } from '../providers/catalog.ts';
 import { hasOAuth, type ProviderDefinition } from '../providers/schema.ts';
 import { connectionsChanged } from './active-cache.ts';
 import { connectionEvent } from './events.ts';
@@ -161,7 +161,7 @@ async function refreshRow(
     if (!creds || !hasOAuth(def)) {
       throw new TokenEndpointError('refused', `${def.label} is not configured on this server`);
     }
-    const set = await refreshTokens(def, creds, { refreshToken, vars: row.vars }, settings);
+    const set = await refreshTokens(def, creds, { refreshToken, vars: withFieldDefaults(def, row.vars) }, settings);
     const updated = await write({
       accessTokenEnc: seal(deps, row.id, set.accessToken),
       refreshTokenEnc: set.refreshToken ? seal(deps, row.id, set.refreshToken) : row.refreshTokenEnc,

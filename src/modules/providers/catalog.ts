@@ -5,6 +5,7 @@ import { PACKAGE_ROOT } from '../../lib/paths.ts';
 import { DEFAULT_CATALOG_CACHE, openCatalogCache } from './catalog-cache.ts';
 import { getPath } from './json-path.ts';
 import {
+  type FinalizeField,
   type ProviderDefinition,
   ProviderDefinition as ProviderDefinitionSchema,
   type ToolDefinition,
@@ -86,6 +87,34 @@ export function connectionVarNames(def: ProviderDefinition): Set<string> {
   ]);
 }
 
+/** Connection variables the authorization or token URL is built from: they must be known before OAuth. */
+export function beforeAuthorization(def: ProviderDefinition): Set<string> {
+  return new Set(def.oauth ? [...urlNames(def.oauth.authorizationUrl), ...urlNames(def.oauth.tokenUrl)] : []);
+}
+
+/**
+ * The provider's connection fields a user gives before authorization: those its authorization or token URL
+ * is built from (a subdomain; required in `providerParams` unless they have a default), and those with a
+ * default or optional (a Salesforce login domain, an Atlassian site). Other fields are asked after OAuth
+ * (the pending connection).
+ */
+export function connectFields(def: ProviderDefinition): FinalizeField[] {
+  const names = beforeAuthorization(def);
+  return def.finalizeFields.filter((f) => names.has(f.name) || f.optional || f.default !== undefined);
+}
+
+/**
+ * A connection's variables with the defaults of the fields it lacks: a connection made before a field was
+ * added (Salesforce's login domain) keeps refreshing on the host it always used.
+ */
+export function withFieldDefaults(
+  def: Pick<ProviderDefinition, 'finalizeFields'>,
+  vars: Readonly<Record<string, string>>,
+): Record<string, string> {
+  const defaults = def.finalizeFields.filter((f) => f.default !== undefined).map((f) => [f.name, f.default]);
+  return { ...Object.fromEntries(defaults), ...vars };
+}
+
 /** Cross-field rules zod cannot see field by field; answers `field: message` lines. */
 export function checkProviderRules(def: ProviderDefinition): string[] {
   const problems: string[] = [];
@@ -107,9 +136,11 @@ export function checkProviderRules(def: ProviderDefinition): string[] {
   }
   checkVarsIn('oauth.authorizationUrl', def.oauth?.authorizationUrl);
   checkVarsIn('oauth.tokenUrl', def.oauth?.tokenUrl);
+  checkVarsIn('oauth.refreshUrl', def.oauth?.refreshUrl);
   checkVarsIn('oauth.revocationUrl', def.oauth?.revocationUrl, ['clientId']);
   checkVarsIn('oauth.userInfo.url', def.oauth?.userInfo.url, ['accessToken']);
   checkVarsIn('oauth.discovery.url', def.oauth?.discovery?.url);
+  checkVarsIn('oauth.discovery.select.equals', def.oauth?.discovery?.select?.equals);
   // A token-only provider's API base is checked against its fields below.
   if (def.oauth) checkVarsIn('api.baseUrl', def.api.baseUrl);
   for (const [name, value] of Object.entries(def.api.headers)) {
@@ -118,6 +149,7 @@ export function checkProviderRules(def: ProviderDefinition): string[] {
   }
 
   problems.push(...checkApiKeyRules(def));
+  problems.push(...checkFieldRules(def));
 
   const seen = new Set<string>();
   def.tools.forEach((tool, i) => {
@@ -231,6 +263,69 @@ function checkApiKeyRules(def: ProviderDefinition): string[] {
     if (f.name === 'token') problems.push('apiKey.fields: "token" is the token itself; name the field otherwise');
     if (def.finalizeFields.some((o) => o.name === f.name && o.pattern !== f.pattern)) {
       problems.push(`apiKey.fields: "${f.name}" is also a finalize field with another pattern`);
+    }
+  }
+  return problems;
+}
+
+/** A pattern that is a list of literal values (`com|eu|com\\.au`): whatever matches is one of them. */
+const LITERAL_ALTERNATIVES = /^\^?(?:[A-Za-z0-9-]|\\\.)+(?:\|(?:[A-Za-z0-9-]|\\\.)+)*\$?$/;
+
+/**
+ * Fields the user types: a default must match its field's pattern, and a field in the host of a URL the
+ * OAuth side or the API calls must keep the host on the provider's domain: followed by it
+ * (`https://{subdomain}.zendesk.com`), or a pattern listing the only values (Zoho's `accounts.zoho.{region}`).
+ * A whole origin (`{instanceUrl}`) comes only from the provider's answers (`tokenResponse.vars`, `discovery`).
+ */
+function checkFieldRules(def: ProviderDefinition): string[] {
+  const problems: string[] = [];
+  const lists: Array<[string, readonly FinalizeField[]]> = [
+    ['finalizeFields', def.finalizeFields],
+    ['apiKey.fields', def.apiKey?.fields ?? []],
+  ];
+  for (const [at, fields] of lists) {
+    fields.forEach((f, i) => {
+      if (f.default !== undefined && !new RegExp(`^(?:${f.pattern})$`, 'u').test(f.default)) {
+        problems.push(`${at}[${i}].default: "${f.default}" does not match the field's pattern`);
+      }
+      if (f.default !== undefined && f.optional) {
+        problems.push(`${at}[${i}].optional: a field with a default is never missing`);
+      }
+    });
+  }
+  const o = def.oauth;
+  if (!o) return problems;
+  const typed = new Map(def.finalizeFields.map((f) => [f.name, f]));
+  const urls: Array<[string, string | undefined]> = [
+    ['oauth.authorizationUrl', o.authorizationUrl],
+    ['oauth.tokenUrl', o.tokenUrl],
+    ['oauth.refreshUrl', o.refreshUrl],
+    ['oauth.revocationUrl', o.revocationUrl],
+    ['oauth.userInfo.url', o.userInfo.url],
+    ['oauth.discovery.url', o.discovery?.url],
+    ['api.baseUrl', def.api.baseUrl],
+    ...def.tools.map((t, i): [string, string | undefined] => [
+      `tools[${i}] (${t.name}).request.baseUrl`,
+      t.request.baseUrl,
+    ]),
+  ];
+  for (const [field, url] of urls) {
+    if (!url) continue;
+    const lead = /^\{([A-Za-z_][A-Za-z0-9_]*)\}/.exec(url)?.[1];
+    if (lead && typed.has(lead)) {
+      problems.push(`${field}: {${lead}} is typed by the user and cannot be a whole origin (a host label only)`);
+      continue;
+    }
+    const host = /^https?:\/\/([^/]*)/.exec(url)?.[1] ?? '';
+    const inHost = urlNames(host).filter((n) => typed.has(n));
+    if (inHost.length && !HOST_WITH_FIELD.test(host)) {
+      for (const name of inHost) {
+        if (!LITERAL_ALTERNATIVES.test(typed.get(name)?.pattern ?? '')) {
+          problems.push(
+            `${field}: {${name}} must be followed by the provider's domain ({${name}}.example.com) or its pattern list the only values (com|eu)`,
+          );
+        }
+      }
     }
   }
   return problems;

@@ -87,6 +87,9 @@ const SAMPLE_VARS: Record<string, string> = {
   baseUri: 'https://na3.docusign.net',
   apiEndpoint: 'https://us6.api.mailchimp.com',
   apiDomain: 'https://acme.pipedrive.com',
+  loginDomain: 'login',
+  region: 'com',
+  site: 'acme',
   teamId: 'T123',
   hubId: '42',
 };
@@ -153,6 +156,10 @@ describe('shipped provider catalog', () => {
         }
         expect(req.method).toBe(tool.request.method);
       }
+    });
+
+    it.runIf(def.oauth !== undefined)('names the vendor documentation its OAuth facts were checked against', () => {
+      expect(def.sources?.oauth, `${def.id}: sources.oauth`).toMatch(/^https:\/\/[a-z0-9.-]+\//);
     });
 
     it('has OAuth endpoints on https and, when hand-written, a hand-made logo served by the app', () => {
@@ -367,5 +374,50 @@ describe('apiKey rules', () => {
     const keyed = catalog.providers.filter((p) => p.definition.apiKey);
     expect(keyed.length).toBeGreaterThanOrEqual(15);
     for (const p of keyed) expect(p.definition.apiKey?.docsUrl).toMatch(/^https:\/\/[a-z0-9.-]+\//);
+  });
+});
+
+describe('connection fields in OAuth URLs', () => {
+  const zendesk = catalog.get('zendesk')?.definition;
+  const withOAuth = (oauth: Record<string, unknown>, finalizeFields?: unknown[]) => {
+    if (!zendesk?.oauth) throw new Error('zendesk has OAuth');
+    return ProviderDefinitionSchema.parse({
+      ...zendesk,
+      oauth: { ...zendesk.oauth, ...oauth },
+      ...(finalizeFields ? { finalizeFields } : {}),
+    });
+  };
+  const region = (pattern: string, extra: Record<string, unknown> = {}) => [
+    { name: 'region', label: 'Region', pattern, ...extra },
+    ...(zendesk?.finalizeFields ?? []),
+  ];
+
+  it('the shipped hosts pass: a label before the domain (Zendesk, Salesforce) or a list of values (Zoho)', () => {
+    for (const id of ['zendesk', 'salesforce', 'zoho-crm', 'shopify', 'jira', 'confluence', 'okta']) {
+      const def = catalog.get(id)?.definition;
+      expect(def && checkProviderRules(def), id).toEqual([]);
+    }
+  });
+
+  it('a typed field may not pick the domain or the whole origin', () => {
+    expect(checkProviderRules(withOAuth({ tokenUrl: 'https://{subdomain}/oauth/tokens' }))).toEqual([
+      "oauth.tokenUrl: {subdomain} must be followed by the provider's domain ({subdomain}.example.com) or its pattern list the only values (com|eu)",
+    ]);
+    expect(checkProviderRules(withOAuth({ authorizationUrl: '{subdomain}/oauth/authorize' }))).toEqual([
+      'oauth.authorizationUrl: {subdomain} is typed by the user and cannot be a whole origin (a host label only)',
+    ]);
+    // A top-level domain from a list of values keeps the host on the vendor's domains; a free pattern does not.
+    const tld = { authorizationUrl: 'https://accounts.example.{region}/auth' };
+    expect(checkProviderRules(withOAuth(tld, region('com|eu|com\\.au')))).toEqual([]);
+    expect(checkProviderRules(withOAuth(tld, region('[a-z.]+')))).toHaveLength(1);
+  });
+
+  it("a default must match its field's pattern, and refresh and selection URLs use connection variables", () => {
+    expect(checkProviderRules(withOAuth({}, region('com|eu', { default: 'evil.com' })))).toEqual([
+      'finalizeFields[0].default: "evil.com" does not match the field\'s pattern',
+    ]);
+    expect(checkProviderRules(withOAuth({ refreshUrl: 'https://{tenant}.zendesk.com/oauth/refresh' }))).toEqual([
+      'oauth.refreshUrl: {tenant} is not a connection variable (finalizeFields, tokenResponse.vars, discovery)',
+    ]);
   });
 });

@@ -62,6 +62,10 @@ export const FinalizeField = z.strictObject({
   placeholder: z.string().optional(),
   /** Anchored regular expression the value must match; it keeps URLs built from the value safe. */
   pattern: RegexSource,
+  /** The value when the user gives none (Salesforce's `login`, Zoho's `com`); it must match `pattern`. */
+  default: z.string().min(1).max(200).optional(),
+  /** The user may leave it out (Atlassian's site: without it, the first site the user granted). */
+  optional: z.boolean().default(false),
 });
 export type FinalizeField = z.infer<typeof FinalizeField>;
 
@@ -88,6 +92,8 @@ const HeaderAuth = z.strictObject({
 export const OAuthSettings = z.strictObject({
   authorizationUrl: TemplateUrl,
   tokenUrl: TemplateUrl,
+  /** Where refresh_token grants go when not to `tokenUrl` (Figma's `/v1/oauth/refresh`). */
+  refreshUrl: TemplateUrl.optional(),
   revocationUrl: TemplateUrl.optional(),
   /** How the revocation call is made (defaults: RFC 7009, form field `token`, client authentication). */
   revocation: z
@@ -147,6 +153,12 @@ export const OAuthSettings = z.strictObject({
     .strictObject({
       url: TemplateUrl,
       headers: Headers.default({}),
+      /**
+       * For an answer listing several (Atlassian's sites): the item whose `path` equals `equals` (`{name}`
+       * filled from the connection), or the first item when a name in it has no value; `vars` paths are then
+       * read in that item.
+       */
+      select: z.strictObject({ path: JsonPath, equals: z.string().min(1).max(300) }).optional(),
       vars: z.record(z.string().regex(VAR_NAME), VarSource),
     })
     .optional(),
@@ -455,6 +467,30 @@ export const hasOAuth = (def: ProviderDefinition): def is OAuthProviderDefinitio
 export const AUTH_TYPES = ['oauth', 'api_key'] as const;
 export type AuthType = (typeof AUTH_TYPES)[number];
 
+/** A value the user gives when connecting, as the API shows it. */
+const ProviderField = z.object({
+  name: z.string(),
+  label: z.string(),
+  description: z.string().optional(),
+  placeholder: z.string().optional(),
+  pattern: z.string().describe('the value must match this (anchored) regular expression'),
+  default: z.string().optional().describe('the value taken when none is given'),
+  optional: z.boolean().optional().describe('true when the value may be left out'),
+});
+
+/** A field as the API shows it. */
+export function providerField(f: FinalizeField): z.infer<typeof ProviderField> {
+  return {
+    name: f.name,
+    label: f.label,
+    ...(f.description ? { description: f.description } : {}),
+    ...(f.placeholder ? { placeholder: f.placeholder } : {}),
+    pattern: f.pattern,
+    ...(f.default !== undefined ? { default: f.default } : {}),
+    ...(f.optional ? { optional: true } : {}),
+  };
+}
+
 export const Provider = z
   .object({
     id: z.string(),
@@ -475,21 +511,20 @@ export const Provider = z
           'a token the user holds) when the provider takes one',
       ),
     configured: z.boolean().describe('Extension: whether users can connect now (authTypes is not empty)'),
+    connectFields: z
+      .array(ProviderField)
+      .optional()
+      .describe(
+        'Extension: values POST /connections/initiate takes in `providerParams` for an OAuth connection (a ' +
+          'subdomain, a shop, a region, a site); required unless `default` or `optional` says otherwise',
+      ),
     apiKey: z
       .object({
         label: z.string(),
         help: z.string(),
         docsUrl: z.string().describe("the provider's page where the user creates the token"),
         fields: z
-          .array(
-            z.object({
-              name: z.string(),
-              label: z.string(),
-              description: z.string().optional(),
-              placeholder: z.string().optional(),
-              pattern: z.string().describe('the value must match this (anchored) regular expression'),
-            }),
-          )
+          .array(ProviderField)
           .describe('values POST /connections/from-catalog takes in `fields` with the token'),
       })
       .optional()

@@ -80,8 +80,21 @@ describe('providers API', () => {
         authTypes: ['api_key'],
         configured: true,
       });
+      // What a user types before authorization (per-connection hosts); absent when there is nothing to type.
+      expect(body.find((p) => p.id === 'zendesk')?.connectFields).toEqual([
+        expect.objectContaining({ name: 'subdomain', pattern: '^[a-z0-9][a-z0-9-]{0,62}$' }),
+      ]);
+      expect(body.find((p) => p.id === 'salesforce')?.connectFields).toEqual([
+        expect.objectContaining({ name: 'loginDomain', default: 'login' }),
+      ]);
+      expect(body.find((p) => p.id === 'jira')?.connectFields).toEqual([
+        expect.objectContaining({ name: 'site', optional: true }),
+      ]);
       for (const p of body) {
-        const keys = Object.keys(githubProvider).filter((k) => k !== 'apiKey' || p.apiKey !== undefined);
+        const keys = [
+          ...Object.keys(githubProvider).filter((k) => k !== 'apiKey' || p.apiKey !== undefined),
+          ...(p.connectFields ? ['connectFields'] : []),
+        ];
         expect(Object.keys(p).sort()).toEqual(keys.sort());
         // `api_key` only for a vendor without OAuth (Trello, SendGrid), whose only way in is the token.
         const def = shipped.get(p.id as string)?.definition;

@@ -1,8 +1,8 @@
 import type { Config } from '../../config.ts';
 import type { PublicContext, ServiceContext } from '../../lib/context.ts';
 import { NotFoundError } from '../../lib/errors.ts';
-import { type CatalogProvider, isProviderConfigured, providerCatalog } from './catalog.ts';
-import type { AuthType, Provider, ProviderDefinition, ProviderTool } from './schema.ts';
+import { type CatalogProvider, connectFields, isProviderConfigured, providerCatalog } from './catalog.ts';
+import { type AuthType, type Provider, type ProviderDefinition, type ProviderTool, providerField } from './schema.ts';
 
 /** The path (under the origin) where the service serves a provider's logo. */
 export function logoPath(providerId: string): string {
@@ -12,6 +12,7 @@ export function logoPath(providerId: string): string {
 export function toProvider(entry: CatalogProvider, config: Pick<Config, 'baseUrl' | 'providers'>): Provider {
   const d = entry.definition;
   const authTypes = connectableAuthTypes(config, d);
+  const fields = d.oauth ? connectFields(d) : [];
   return {
     id: d.id,
     label: d.label,
@@ -23,19 +24,14 @@ export function toProvider(entry: CatalogProvider, config: Pick<Config, 'baseUrl
     allowMultipleConnections: d.allowMultipleConnections,
     authTypes,
     configured: authTypes.length > 0,
+    ...(fields.length ? { connectFields: fields.map(providerField) } : {}),
     ...(d.apiKey
       ? {
           apiKey: {
             label: d.apiKey.label,
             help: d.apiKey.help,
             docsUrl: d.apiKey.docsUrl,
-            fields: d.apiKey.fields.map((f) => ({
-              name: f.name,
-              label: f.label,
-              ...(f.description ? { description: f.description } : {}),
-              ...(f.placeholder ? { placeholder: f.placeholder } : {}),
-              pattern: f.pattern,
-            })),
+            fields: d.apiKey.fields.map(providerField),
           },
         }
       : {}),

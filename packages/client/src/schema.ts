@@ -3271,6 +3271,15 @@ export interface components {
              * @example invalid_grant: the refresh token was revoked
              */
             lastError: string | null;
+            /** @description Extension: the values given when connecting, by the provider's field names (a subdomain, a shop, a region, a Salesforce login domain); absent when none */
+            fields?: {
+                [key: string]: string;
+            };
+            /**
+             * @description Extension: where this connection's API calls go, when it is built from connection values (Salesforce: the instance URL from the token answer; Zendesk: the subdomain)
+             * @example https://acme.my.salesforce.com/services/data/v62.0
+             */
+            apiBaseUrl?: string;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -3317,6 +3326,15 @@ export interface components {
              * @example invalid_grant: the refresh token was revoked
              */
             lastError: string | null;
+            /** @description Extension: the values given when connecting, by the provider's field names (a subdomain, a shop, a region, a Salesforce login domain); absent when none */
+            fields?: {
+                [key: string]: string;
+            };
+            /**
+             * @description Extension: where this connection's API calls go, when it is built from connection values (Salesforce: the instance URL from the token answer; Zendesk: the subdomain)
+             * @example https://acme.my.salesforce.com/services/data/v62.0
+             */
+            apiBaseUrl?: string;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -4016,7 +4034,7 @@ export interface components {
              * @description where the user returns: APP_URL's origin or a redirect URI of your auth clients
              */
             redirectUrl: string;
-            /** @description values of the provider's connection fields (e.g. subdomain), `scopes` (extra provider scopes), `login_hint`, `prompt` */
+            /** @description values of the provider's connection fields (`connectFields` in GET /providers: a subdomain, shop, region or site, each checked against its pattern: 422 naming it otherwise), `scopes` (extra provider scopes), `login_hint`, `prompt` */
             providerParams?: {
                 [key: string]: string | string[];
             };
@@ -4029,7 +4047,7 @@ export interface components {
              * @description where the user returns: APP_URL's origin or a redirect URI of your auth clients
              */
             redirectUrl: string;
-            /** @description values of the provider's connection fields (e.g. subdomain), `scopes` (extra provider scopes), `login_hint`, `prompt` */
+            /** @description values of the provider's connection fields (`connectFields` in GET /providers: a subdomain, shop, region or site, each checked against its pattern: 422 naming it otherwise), `scopes` (extra provider scopes), `login_hint`, `prompt` */
             providerParams?: {
                 [key: string]: string | string[];
             };
@@ -5021,6 +5039,29 @@ export interface components {
             authTypes: ("oauth" | "api_key")[];
             /** @description Extension: whether users can connect now (authTypes is not empty) */
             configured: boolean;
+            /** @description Extension: values POST /connections/initiate takes in `providerParams` for an OAuth connection (a subdomain, a shop, a region, a site); required unless `default` or `optional` says otherwise */
+            connectFields?: {
+                /** @example loginDomain */
+                name: string;
+                /** @example Salesforce login domain */
+                label: string;
+                /** @example login for production, test for a sandbox, or your My Domain: acme.my */
+                description?: string;
+                /** @example login */
+                placeholder?: string;
+                /**
+                 * @description the value must match this (anchored) regular expression
+                 * @example login|test|[A-Za-z0-9][A-Za-z0-9-]{0,39}\.my
+                 */
+                pattern: string;
+                /**
+                 * @description the value taken when none is given
+                 * @example login
+                 */
+                default?: string;
+                /** @description true when the value may be left out */
+                optional?: boolean;
+            }[];
             /** @description Extension, for providers taking a token: what to paste, where to get it, what else to give */
             apiKey?: {
                 /** @example API token */
@@ -5047,6 +5088,13 @@ export interface components {
                      * @example [a-z0-9][a-z0-9-]{0,62}
                      */
                     pattern: string;
+                    /**
+                     * @description the value taken when none is given
+                     * @example acme
+                     */
+                    default?: string;
+                    /** @description true when the value may be left out */
+                    optional?: boolean;
                 }[];
             };
         };
@@ -5075,6 +5123,29 @@ export interface components {
             authTypes: ("oauth" | "api_key")[];
             /** @description Extension: whether users can connect now (authTypes is not empty) */
             configured: boolean;
+            /** @description Extension: values POST /connections/initiate takes in `providerParams` for an OAuth connection (a subdomain, a shop, a region, a site); required unless `default` or `optional` says otherwise */
+            connectFields?: {
+                /** @example loginDomain */
+                name: string;
+                /** @example Salesforce login domain */
+                label: string;
+                /** @example login for production, test for a sandbox, or your My Domain: acme.my */
+                description?: string;
+                /** @example login */
+                placeholder?: string;
+                /**
+                 * @description the value must match this (anchored) regular expression
+                 * @example login|test|[A-Za-z0-9][A-Za-z0-9-]{0,39}\.my
+                 */
+                pattern: string;
+                /**
+                 * @description the value taken when none is given
+                 * @example login
+                 */
+                default?: string;
+                /** @description true when the value may be left out */
+                optional?: boolean;
+            }[];
             /** @description Extension, for providers taking a token: what to paste, where to get it, what else to give */
             apiKey?: {
                 /** @example API token */
@@ -5101,6 +5172,13 @@ export interface components {
                      * @example [a-z0-9][a-z0-9-]{0,62}
                      */
                     pattern: string;
+                    /**
+                     * @description the value taken when none is given
+                     * @example acme
+                     */
+                    default?: string;
+                    /** @description true when the value may be left out */
+                    optional?: boolean;
                 }[];
             };
         };

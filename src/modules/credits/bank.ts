@@ -22,7 +22,7 @@ import * as repo from './repo.ts';
 /**
  * Group commit: charges wait at most this long for others to share their write, and batches start at least this
  * far apart (WriteSchedule). Longer than the conversation writes' window: no one reads a charge at once, and fewer
- * statements cost the database less CPU (docs/benchmarks.md, "Credit batches"). A crash loses at most this
+ * statements cost the database less CPU (docs/benchmarks.md, "Figures behind the code"). A crash loses at most this
  * window's charges and the batch being written, never credits...
  */
 export const BATCH_WINDOW_MS = 20;

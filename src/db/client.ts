@@ -113,8 +113,8 @@ async function openPglite(dir: string): Promise<Database> {
   const unlock = lockDataDir(dirname(dir));
   // The thread is started before anything is awaited: PGlite starts on it (about half a second) while this
   // thread loads drizzle's modules and the caller goes on with its own start-up (main validates the catalog).
-  // PostgreSQL's 128 MB default of shared buffers is resident memory here (WASM); the embedded default
-  // serves one process, and the OS page cache still holds the files. Idle RSS drops by about 100 MB.
+  // PostgreSQL's 128 MB default of shared buffers is resident memory here (WASM); one process needs far less,
+  // and the OS page cache still holds the files (docs/benchmarks.md, "Figures behind the code").
   const opening = RemotePglite.open(dir, ['-c', 'shared_buffers=16MB']);
   let client: RemotePglite;
   let drizzlePglite: typeof import('drizzle-orm/pglite').drizzle;

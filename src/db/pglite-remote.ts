@@ -2,19 +2,11 @@ import { Worker } from 'node:worker_threads';
 import { sourceFile } from '../lib/paths.ts';
 
 /**
- * The embedded database on a thread of its own. PGlite is PostgreSQL compiled to WebAssembly: in the service's
- * thread, every statement (parsing, planning, running, and turning the answer into rows) held the event loop,
- * so a batch of credit charges or a search of a knowledge base stalled every request in flight. Here PGlite
- * runs in a worker thread (`pglite-worker.mjs`) and this class speaks to it by messages: statements, results and
- * errors travel by structured clone, which costs the service's thread a few microseconds a statement instead
- * of the whole statement, and the machine's second core does the database's work.
- *
- * It offers what drizzle's PGlite driver and `client.ts` use of PGlite, with PGlite's behaviour: one statement
- * at a time in order, one transaction at a time (a statement outside it waits until it ends), `query`'s
- * `rowMode` and `parsers` (a caller's parsers run here: the thread leaves those types as text), errors with
- * PostgreSQL's fields (`code`, `constraint`, `detail`...). The thread does not keep the process alive while no
- * statement is pending, as PGlite in the process did not. One difference: the types of `TEXT_TYPES` always come
- * back as text, as drizzle reads them, where PGlite without parsers would make Dates of dates and timestamps.
+ * The embedded database on a thread of its own (`pglite-worker.mjs`), spoken to by messages: in the service's
+ * thread every PGlite statement held the event loop, stalling every request in flight (docs/benchmarks.md,
+ * "Start-up and the embedded database"). It offers what drizzle's PGlite driver and `client.ts` use, with PGlite's
+ * behaviour (one statement and one transaction at a time, PostgreSQL's error fields, no keeping the process
+ * alive when idle); unlike PGlite, the types of `TEXT_TYPES` always come back as text, as drizzle reads them.
  */
 
 export interface RemoteResults {
@@ -33,8 +25,7 @@ interface QueryOptions {
  * `(value) => value` parsers for them): date, timestamp, timestamptz, interval, their arrays, and numeric[].
  * The thread's PGlite leaves them as text from the start, for every statement: a statement naming parsers
  * makes PGlite copy its whole table of parsers (over 300, one per type and array type) to merge them in, at
- * every one of drizzle's statements (`SELECT 1` through drizzle: 276 and 335 µs without, 406 and 477 with;
- * README, "Start-up").
+ * every one of drizzle's statements (docs/benchmarks.md, "Start-up and the embedded database").
  */
 const TEXT_TYPES: ReadonlySet<number> = new Set([1082, 1114, 1184, 1186, 1182, 1115, 1185, 1187, 1231]);
 

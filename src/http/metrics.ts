@@ -118,10 +118,9 @@ interface Series {
 
 /**
  * `http_requests_total` and `http_request_duration_seconds` by method, route pattern and status, kept as plain
- * numbers on the request's path and turned into Prometheus values when /metrics is read. prom-client's own Counter
- * and Histogram check and hash a request's labels on every `inc` and `observe`, even through a labelled child:
- * about 11 µs a request of the gateway's 585 on a slow machine (perf, 27 November), more than the request's
- * validation by its schema.
+ * numbers on the request's path and turned into Prometheus values when /metrics is read: prom-client's own Counter
+ * and Histogram check and hash a request's labels on every `inc` and `observe`, which showed in the gateway's CPU
+ * profile (docs/gateway-speed.md).
  */
 export class RequestMetrics {
   private readonly all: Series[] = [];

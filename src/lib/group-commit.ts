@@ -10,12 +10,11 @@ export const GROUP_COMMIT_WINDOW_MS = { pg: 5, pglite: 20 } as const;
 /**
  * When a group commit writes (GroupCommit's, and the credit bank's, which batches its own kind of write): the
  * first item queued waits up to `windowMs` for others, and while items keep coming one batch is written a window.
- * A steady stream thus costs the database one statement a window, not one each time the last one committed (at
- * 900 gateway requests a second on PostgreSQL that was a credit batch every 7 ms, and its planning and writing on
- * the same two cores showed in every request's latency). `flush` writes at once, everything, what arrives
- * meanwhile included (a full batch, tests, shutdown). `writeOne` writes one batch, or nothing when nothing is
- * due (a flush may have written it already: the window's timer still calls it); `more` says whether anything is
- * left to write.
+ * A steady stream thus costs the database one statement a window, not one each time the last one committed (under
+ * load a batch every few milliseconds, whose CPU showed in every request's latency: docs/gateway-speed.md).
+ * `flush` writes everything at once, what arrives meanwhile included (a full batch, tests, shutdown). `writeOne`
+ * writes one batch, or nothing when nothing is due (a flush may have written it already); `more` says whether
+ * anything is left to write.
  */
 export class WriteSchedule {
   private timer: NodeJS.Timeout | undefined;

@@ -11,8 +11,8 @@ export interface Logger
 
 /**
  * A request's logger (fastify's `childLoggerFactory`): the child bound to the request id is made on the first line
- * the request writes, not for every request. At `LOG_LEVEL=warn` a request writes none unless it fails, and making
- * pino's child cost about 7 µs of the gateway's 585 a request (perf, 27 November). Until then the level read is the
+ * the request writes, not for every request: at `LOG_LEVEL=warn` a request writes none unless it fails, and making
+ * pino's child showed in the gateway's CPU profile (docs/gateway-speed.md). Until then the level read is the
  * one the child would have.
  */
 export class RequestLogger implements Logger {

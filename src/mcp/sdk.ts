@@ -20,8 +20,8 @@ export interface McpSdk {
 let loading: Promise<McpSdk> | undefined;
 
 /**
- * The SDK is imported on the first /mcp request, not at start: it and its dependencies cost about 200 ms of
- * start-up and 10 MB of memory that a process serving no MCP client never needs.
+ * The SDK is imported on the first /mcp request, not at start: it and its dependencies cost start-up time and
+ * memory that a process serving no MCP client never needs (docs/benchmarks.md, "Figures behind the code").
  */
 export function loadMcpSdk(): Promise<McpSdk> {
   loading ??= Promise.all([

@@ -72,7 +72,7 @@ export interface ProviderHooks {
 /**
  * Builds the oidc-provider instance over our database, keys and sign-in pages. oidc-provider (and koa under
  * it) is imported here, on the first OAuth request, not at start: a deployment that only uses PATs never
- * loads it (about 200 ms of start-up and 15 MB of memory).
+ * pays its start-up time and memory (docs/benchmarks.md, "Figures behind the code").
  */
 export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHooks): Promise<Provider> {
   routeOidcConsole(deps.log);

@@ -17,10 +17,8 @@ export const bytea = customType<{ data: Buffer; driverData: Uint8Array }>({
 /**
  * The storage setting of every GIN index searches read. GIN gathers new entries in an unsorted pending list
  * (up to `gin_pending_list_limit`, 4 MB by default) that every search scans whole until vacuum merges it into the
- * index, and PGlite runs no autovacuum. With the 10,000 knowledge pages of `npm run bench -- knowledge` (PGlite),
- * the default list left 328 pages pending and its searches took p95 24.4 ms; with 128 kB, 15.2 ms. In a throwaway
- * harness on the same pages, writing them took 12.6 s against 9.3, and `fastupdate = off` (no list at all) searched
- * as fast as 128 kB but wrote them in 28.6 s.
+ * index, and PGlite runs no autovacuum: a small list keeps searches fast for a little slower writes, and no list
+ * (`fastupdate = off`) writes far slower (docs/benchmarks.md, "Knowledge search").
  */
 export const GIN_SEARCHED = { gin_pending_list_limit: 128 };
 

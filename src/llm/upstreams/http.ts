@@ -13,9 +13,8 @@ import { UpstreamError } from '../types.ts';
  *
  * Calls go through undici's dispatcher with a handler of our own, which takes the answer's bytes as they come:
  * a JSON answer is gathered and parsed, a stream parsed into events as it arrives. undici's `request` wraps
- * every answer in a Node stream, read back through its async iterator: on the gateway's route (PostgreSQL, the
- * 200 ± 20 ms upstream, 200 concurrent) that cost about 50 µs of CPU a request and half of its garbage
- * collection pauses, which made most of its p99 (README, "Speed").
+ * every answer in a Node stream read back through its async iterator, whose CPU and garbage-collection pauses
+ * made most of the gateway's added p99 (docs/gateway-speed.md).
  */
 const agent = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connections: 256 });
 

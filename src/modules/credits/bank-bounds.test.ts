@@ -4,7 +4,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
-import { BATCH_MAX, type BankCharge, type BankHold, CreditBank, LEASE_MAX_CREDITS } from './bank.ts';
+import { BATCH_MAX, type BankCharge, type BankHold, CreditBank } from './bank.ts';
+import { LEASE_MAX_CREDITS } from './lease.ts';
 import { adjustBalance } from './repo.ts';
 
 const charge = (cost: number, n: number): BankCharge => ({

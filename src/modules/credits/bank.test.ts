@@ -4,7 +4,8 @@ import { createHarness, createUser, type TestHarness } from '../../../test/harne
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
 import { BackgroundTasks } from '../../lib/background.ts';
 import { CreditsExhaustedError } from '../../lib/errors.ts';
-import { BATCH_MAX, type BankCharge, CreditBank, LEASE_BUSY_RATE, LEASE_TTL_MS } from './bank.ts';
+import { BATCH_MAX, type BankCharge, CreditBank } from './bank.ts';
+import { LEASE_BUSY_RATE, LEASE_TTL_MS } from './lease.ts';
 
 const charge = (cost: number, n: number): BankCharge => ({
   type: 'llm',

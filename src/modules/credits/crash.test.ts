@@ -4,7 +4,7 @@ import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts'
 import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from '../../../test/harness.ts';
 import { type ServerProcess, startServer } from '../../../test/server-process.ts';
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
-import { LEASE_TTL_MS } from './bank.ts';
+import { LEASE_TTL_MS } from './lease.ts';
 import { releaseExpiredHolds } from './repo.ts';
 
 /**

@@ -7,8 +7,9 @@ import { createHarness, createUser, type TestHarness } from '../../../test/harne
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
 import { ServiceUnavailableError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { type BankCharge, CreditBank, LEASE_TTL_MS } from './bank.ts';
+import { type BankCharge, CreditBank } from './bank.ts';
 import { ChargeJournal, JOURNAL_DIR } from './journal.ts';
+import { LEASE_TTL_MS } from './lease.ts';
 import * as repo from './repo.ts';
 
 const bankCharge = (cost: number): BankCharge => ({

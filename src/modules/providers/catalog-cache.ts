@@ -7,15 +7,12 @@ import { writeAtomically } from '../../lib/write-atomically.js';
 import type { ProviderDefinition } from './schema.ts';
 
 /**
- * Validating the catalog is most of the service's start-up work: the shipped files (about a hundred, 2 MB)
- * took 0.4 to 0.5 s of CPU through zod and the cross-field rules on a cold process, at every start of the
- * server, of each CLI command and of each test harness. What validation answers depends only on a file's
- * name and text and on the code that validates it, so the definitions it answered are kept in
- * `dist/provider-catalog.json` (beside the bundle `npm start` builds, and as trusted as it), each under the
- * SHA-256 of its file's name and text, the whole under a fingerprint of that code. A file whose name and text
- * are not exactly as when its entry was written is validated again; a changed validator, Node or zod upgraded,
- * or a cache file that cannot be read or parsed discards the cache. Only valid files are kept: a bad one is
- * reported at every start. The cache holds the entries of the last load, written aside and renamed into place.
+ * Validating the catalog is most of the start-up work of the server, each CLI command and each test harness
+ * (docs/benchmarks.md, "Start-up with the catalog"), and its answer depends only on a file's name and text and on
+ * the validating code. So valid definitions are kept in `dist/provider-catalog.json` (beside the bundle, as
+ * trusted as it), each under the SHA-256 of its file's name and text, the whole under a fingerprint of that code:
+ * a changed file is validated again, and a changed validator (Node or zod too) or an unreadable cache discards it.
+ * Only valid files are kept, so a bad one is reported at every start.
  */
 
 export const DEFAULT_CATALOG_CACHE = join(PACKAGE_ROOT, 'dist', 'provider-catalog.json');

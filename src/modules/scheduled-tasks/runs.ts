@@ -19,22 +19,10 @@ import { enqueueTaskJob, TASK_RUN_RETRY } from './jobs.ts';
 import * as repo from './repo.ts';
 
 /**
- * How scheduled tasks run. Every minute the dispatcher (a recurring job any instance may take) claims the
- * enabled tasks whose `next_run_at` has come, with SKIP LOCKED, and for each records one run for the
- * occurrence (unique per task and time) with its `tasks.run` job, and moves `next_run_at` to the first
- * occurrence after now, all in one transaction. Occurrences missed while no instance ran collapse into one run
- * at the next dispatch (within a minute of start-up), not one per missed slot.
- *
- * A run sends the task's prompt to its agent in a conversation of its own, as the owner, billed to the
- * account under the agent's usage limits, with the restriction set of whoever last wrote the task. Retry policy (`TASK_RUN_RETRY` in jobs.ts): a run that failed before anything
- * was charged, on a fault that may pass (the model upstream answering 429, 502, 503 or 504, or timing out), is
- * tried again after 1, then 2 minutes, at most 3 attempts in all; any other failure, or one after credits were
- * consumed, is final, so a run is never charged twice. A run interrupted by a crash is recorded as failed and
- * not run again, for the same reason.
- *
- * Results: a run's answer is stored in its conversation and on the run (`output`), and in the same transaction
- * pushed to the people linked on the agent's messaging channels (Telegram, WhatsApp), keyed by the run so a
- * repeated job pushes once.
+ * How scheduled tasks run (docs/scheduled-tasks.md): a dispatcher each minute claims the due tasks (SKIP LOCKED)
+ * and records one run per occurrence with its job, missed occurrences collapsing into one. A run is tried again
+ * only on a passing fault before anything was charged (TASK_RUN_RETRY), so it is never charged twice; its answer
+ * is stored and pushed to the agent's linked channels once, keyed by the run.
  */
 
 /** Tasks claimed per dispatch transaction; the dispatcher loops until none are due. */

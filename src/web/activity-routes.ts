@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { serviceContextOf } from '../auth/guard.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { listActivity } from '../modules/activity/service.ts';
 import { type ActivityFilter, activityPage, EMPTY_ACTIVITY_FILTER } from './activity-pages.ts';
-import { type Form, formIssues, one, pageHelpers, send } from './common.ts';
+import { formIssues, send } from './common.ts';
+import { text as field, pageRouter } from './page-route.ts';
 
 const PAGE_SIZE = 25;
 const DAY_MS = 86_400_000;
@@ -25,24 +25,22 @@ const PageQuery = z.object({
   page: z.union([z.literal(''), z.coerce.number().int().min(1).max(100_000)]),
 });
 
+/** The page's query as the form sends it (one text value a field). */
+const FormQuery = z.object({
+  connectionId: field,
+  agentId: field,
+  tool: field,
+  status: field,
+  from: field,
+  to: field,
+  page: field,
+});
+
 /** `/account/activity`: the activity log, pre-filtered by a connection's or an agent's page links. */
 export async function activityPageRoutes(app: App, oauth: OAuthServer): Promise<void> {
-  const { csrf, signedIn } = pageHelpers(app, oauth);
-  const page = { schema: { hide: true }, config: { auth: 'public' as const } };
-  app.get('/account/activity', page, async (req, reply) => {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    const ctx = serviceContextOf(req, current.actor);
-    const form = req.query as Form;
-    const parsed = PageQuery.safeParse({
-      connectionId: one(form, 'connectionId'),
-      agentId: one(form, 'agentId'),
-      tool: one(form, 'tool'),
-      status: one(form, 'status'),
-      from: one(form, 'from'),
-      to: one(form, 'to'),
-      page: one(form, 'page'),
-    });
+  const pages = pageRouter(app, oauth);
+  pages.get('/account/activity', { query: FormQuery }, async ({ reply, current, ctx, csrf, query }) => {
+    const parsed = PageQuery.safeParse(query);
     const q = parsed.success ? parsed.data : { ...EMPTY_ACTIVITY_FILTER, status: '' as const, page: '' as const };
     const filter: ActivityFilter = {
       connectionId: q.connectionId,
@@ -68,7 +66,7 @@ export async function activityPageRoutes(app: App, oauth: OAuthServer): Promise<
       reply,
       activityPage({
         user: current.user,
-        csrf: csrf(req, reply),
+        csrf: csrf(),
         filter,
         activity,
         retentionDays: app.deps.config.jobs.activityRetentionDays,

@@ -1,5 +1,5 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { serviceContextOf } from '../auth/guard.ts';
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import { toAppError } from '../http/error-handler.ts';
 import { startSse } from '../http/sse.ts';
@@ -9,7 +9,6 @@ import {
   AppError,
   CreditsExhaustedError,
   ForbiddenError,
-  NotFoundError,
   ServiceUnavailableError,
   UnauthorizedError,
   ValidationError,
@@ -28,12 +27,12 @@ import { createAgent, getAgent, listAgents, updateAgent } from '../modules/agent
 import { availableCredits } from '../modules/credits/service.ts';
 import { clientGone } from '../modules/llm/routes.ts';
 import { listModels } from '../modules/llm/service.ts';
-import { AGENT_CHAT_JS, AGENT_CHAT_JS_PATH } from './agent-chat-script.ts';
 import { AGENTS_PATH, agentPath, agentsPage, chatPage } from './agent-pages.ts';
 import { type AgentSettingsDraft, agentSettingsCards } from './agent-settings-pages.ts';
-import { COPY_SCRIPT } from './assets.ts';
-import { type Form, formIssues, many, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { AGENT_CHAT_SCRIPT, COPY_SCRIPT } from './assets.ts';
+import { formIssues, send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';
+import { formOf, idParam, list, type PageBase, pageRouter, text } from './page-route.ts';
 
 type SettingsState = { notice?: string; error?: string; draft?: AgentSettingsDraft };
 
@@ -63,35 +62,58 @@ function updateOf(d: AgentSettingsDraft, current: Agent): Record<string, unknown
 const AGENT_ID = /^agt_[A-Za-z0-9_-]{1,96}$/;
 const CONVERSATION_ID = /^conv_[A-Za-z0-9_-]{1,96}$/;
 
+const agentId = idParam(AGENT_ID, (id) => `Agent ${id.slice(0, 40)} not found`);
+const AgentParams = z.object({ agentId });
+const ConversationParams = z.object({
+  agentId,
+  conversationId: idParam(CONVERSATION_ID, () => 'No such conversation'),
+});
+/** `?c=<conversation>`: the conversation shown (another value shows none). */
+const ChatQuery = z.object({ c: text });
+const CreateForm = formOf({ name: text, personality: text, llm: text, tools: list });
+const MessageForm = formOf({ message: text, conversationId: text });
+const SettingsForm = formOf({
+  name: text,
+  description: text,
+  llm: text,
+  personality: text,
+  firstPrompt: text,
+  temperature: text,
+  tools: list,
+  dailyMessagesPerUser: text,
+  monthlyCreditsCap: text,
+  limitReachedMessage: text,
+});
+
+/** A conversation id the form gave, when it is one. */
+const conversationOf = (given: string) => (CONVERSATION_ID.test(given) ? given : undefined);
+
 /** The agents and chat pages (`/account/agents`), over the agents services. */
 export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<void> {
-  const { csrf, csrfOk, signedIn, csrfFailed, currentUser } = pageHelpers(app, oauth);
+  const pages = pageRouter(app, oauth);
+  const { currentUser } = pages.helpers;
   const { config } = app.deps;
-  const page = { schema: { hide: true }, config: { auth: 'public' as const } };
-  const modelsOf = (req: FastifyRequest, current: SignedIn) => {
+  const modelsOf = (ctx: PageBase['ctx']) => {
     try {
-      return listModels(serviceContextOf(req, current.actor)).map((m) => m.id);
+      return listModels(ctx).map((m) => m.id);
     } catch {
       return [];
     }
   };
 
   async function renderList(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    current: SignedIn,
+    { reply, current, ctx, csrf }: PageBase,
     opts: { error?: string; draft?: { name: string; personality: string } } = {},
     status = 200,
   ) {
-    const ctx = serviceContextOf(req, current.actor);
     const agents = await listAgents(ctx, { page: 1, limit: 100, sortBy: 'createdAt', sortOrder: 'asc' });
     return send(
       reply,
       agentsPage({
         user: current.user,
-        csrf: csrf(req, reply),
+        csrf: csrf(),
         agents: agents.data,
-        models: modelsOf(req, current),
+        models: modelsOf(ctx),
         groups: [...AVAILABLE_GROUPS],
         ...opts,
       }),
@@ -100,16 +122,13 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
   }
 
   async function renderChat(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    current: SignedIn,
+    { reply, current, ctx, csrf }: PageBase,
     agentId: string,
     conversationId: string | undefined,
     opts: { error?: string; draft?: string; settings?: SettingsState } = {},
     status = 200,
   ) {
     const { settings = {}, ...chatOpts } = opts;
-    const ctx = serviceContextOf(req, current.actor);
     const agent = await getAgent(ctx, agentId);
     const conversations = await listConversations(ctx, agentId, { page: 1, limit: 50 });
     const currentConversation = conversationId ? await ownedConversation(ctx, agentId, conversationId) : undefined;
@@ -120,15 +139,15 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
       reply,
       chatPage({
         user: current.user,
-        csrf: csrf(req, reply),
+        csrf: csrf(),
         agent,
         conversations: conversations.data,
         current: currentConversation ? toConversation(currentConversation) : undefined,
         messages,
-        script: AGENT_CHAT_JS_PATH,
+        script: AGENT_CHAT_SCRIPT.path,
         settings: {
-          body: agentSettingsCards(agent, csrf(req, reply), {
-            models: modelsOf(req, current),
+          body: agentSettingsCards(agent, csrf(), {
+            models: modelsOf(ctx),
             baseUrl: config.baseUrl,
             ...settings,
           }),
@@ -141,159 +160,107 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
     );
   }
 
-  /** The agent (and conversation) of the URL, or the list page with a 404. */
-  async function withAgent(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    then: (current: SignedIn, agentId: string) => Promise<FastifyReply>,
-  ): Promise<FastifyReply> {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    const { agentId } = req.params as { agentId: string };
-    try {
-      if (!AGENT_ID.test(agentId)) throw new NotFoundError(`Agent ${agentId.slice(0, 40)} not found`);
-      return await then(current, agentId);
-    } catch (err) {
-      if (!(err instanceof AppError) || err.statusCode >= 500 || err.statusCode === 422) throw err;
-      return renderList(req, reply, current, { error: err.message }, err.statusCode);
-    }
-  }
+  /** The agent (or conversation) of the URL is not the account's, or the form did not parse: the list says so. */
+  const refused = (page: PageBase, err: AppError) =>
+    err.statusCode >= 500 || err.statusCode === 422
+      ? undefined
+      : renderList(page, { error: err.message }, err.statusCode);
+  const onAgent = { params: AgentParams, refused };
 
-  app.get(AGENTS_PATH, page, async (req, reply) => {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    return renderList(req, reply, current);
-  });
+  pages.get(AGENTS_PATH, {}, (page) => renderList(page));
 
-  app.post(AGENTS_PATH, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    const current = await signedIn(req, reply, AGENTS_PATH);
-    if (!current) return reply;
-    const draft = { name: one(form, 'name'), personality: one(form, 'personality') };
+  pages.post(AGENTS_PATH, { form: CreateForm, refused }, async (page) => {
+    const { form } = page;
+    const draft = { name: form.name, personality: form.personality };
     const parsed = CreateAgent.safeParse({
       name: draft.name,
       personality: draft.personality,
-      ...(one(form, 'llm') ? { llm: one(form, 'llm') } : {}),
-      enabledBuiltInTools: many(form, 'tools'),
+      ...(form.llm ? { llm: form.llm } : {}),
+      enabledBuiltInTools: form.tools,
     });
     if (!parsed.success) {
-      return renderList(
-        req,
-        reply,
-        current,
-        { error: parsed.error.issues.map((i) => i.message).join('; '), draft },
-        422,
-      );
+      return renderList(page, { error: parsed.error.issues.map((i) => i.message).join('; '), draft }, 422);
     }
     try {
-      const agent = await createAgent(serviceContextOf(req, current.actor), parsed.data);
-      return reply.redirect(agentPath(agent.id), 303);
+      const agent = await createAgent(page.ctx, parsed.data);
+      return page.reply.redirect(agentPath(agent.id), 303);
     } catch (err) {
       if (err instanceof AppError && err.statusCode < 500) {
-        return renderList(req, reply, current, { error: err.message, draft }, err.statusCode);
+        return renderList(page, { error: err.message, draft }, err.statusCode);
       }
       // A server with no model at all (no LLM upstream configured): the form cannot be accepted as it is, and it
       // says why, with the draft kept (the API answers 503 for the same).
       if (err instanceof ServiceUnavailableError) {
-        return renderList(req, reply, current, { error: err.message, draft }, 422);
+        return renderList(page, { error: err.message, draft }, 422);
       }
       throw err;
     }
   });
 
-  app.get(`${AGENTS_PATH}/:agentId`, page, (req, reply) =>
-    withAgent(req, reply, (current, agentId) => {
-      const c = (req.query as Record<string, unknown>).c;
-      const conversationId = typeof c === 'string' && CONVERSATION_ID.test(c) ? c : undefined;
-      const { notice } = takeFlash(req, reply);
-      return renderChat(req, reply, current, agentId, conversationId, notice ? { settings: { notice } } : {});
-    }),
-  );
+  pages.get(`${AGENTS_PATH}/:agentId`, { ...onAgent, query: ChatQuery }, (page) => {
+    const { notice } = takeFlash(page.req, page.reply);
+    const conversationId = conversationOf(page.query.c);
+    return renderChat(page, page.params.agentId, conversationId, notice ? { settings: { notice } } : {});
+  });
 
-  app.post(`${AGENTS_PATH}/:agentId/chat`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withAgent(req, reply, async (current, agentId) => {
-      const message = one(form, 'message').trim();
-      const given = one(form, 'conversationId');
-      const conversationId = CONVERSATION_ID.test(given) ? given : undefined;
-      if (!message)
-        return renderChat(req, reply, current, agentId, conversationId, { error: 'Write a message first.' }, 422);
-      try {
-        const outcome = await chatWithAgent(
-          serviceContextOf(req, current.actor),
-          agentId,
-          { messages: [{ role: 'user', content: message }], ...(conversationId ? { conversationId } : {}) },
-          { signal: AbortSignal.timeout(180_000) },
-        );
-        return reply.redirect(agentPath(agentId, outcome.conversationId), 303);
-      } catch (err) {
-        if (err instanceof AppError && err.statusCode < 500 && err.statusCode !== 404) {
-          return renderChat(
-            req,
-            reply,
-            current,
-            agentId,
-            conversationId,
-            { error: err.message, draft: message },
-            err.statusCode,
-          );
-        }
-        throw err;
+  pages.post(`${AGENTS_PATH}/:agentId/chat`, { ...onAgent, form: MessageForm }, async (page) => {
+    const { agentId } = page.params;
+    const message = page.form.message.trim();
+    const conversationId = conversationOf(page.form.conversationId);
+    if (!message) return renderChat(page, agentId, conversationId, { error: 'Write a message first.' }, 422);
+    try {
+      const outcome = await chatWithAgent(
+        page.ctx,
+        agentId,
+        { messages: [{ role: 'user', content: message }], ...(conversationId ? { conversationId } : {}) },
+        { signal: AbortSignal.timeout(180_000) },
+      );
+      return page.reply.redirect(agentPath(agentId, outcome.conversationId), 303);
+    } catch (err) {
+      if (err instanceof AppError && err.statusCode < 500 && err.statusCode !== 404) {
+        return renderChat(page, agentId, conversationId, { error: err.message, draft: message }, err.statusCode);
       }
-    });
+      throw err;
+    }
   });
 
   /**
    * The agent page's settings form (agent-settings-pages.ts): saved through `updateAgent`, as `PUT
    * /agents/:id`, then back to the page's settings card; a refusal shows the form again with what was typed.
+   * Signed out, sign-in comes back to the agent's page (this path answers POSTs only).
    */
-  app.post(`${AGENTS_PATH}/:agentId/settings`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    // Signed out: sign-in comes back to the agent's page (this path answers POSTs only).
-    if (!(await currentUser(req))) {
-      await signedIn(req, reply, agentPath((req.params as { agentId: string }).agentId));
-      return reply;
-    }
-    return withAgent(req, reply, async (current, agentId) => {
-      const ctx = serviceContextOf(req, current.actor);
-      const agent = await getAgent(ctx, agentId);
+  pages.post(
+    `${AGENTS_PATH}/:agentId/settings`,
+    { ...onAgent, form: SettingsForm, returnTo: (param) => agentPath(param('agentId')) },
+    async (page) => {
+      const { form } = page;
+      const agent = await getAgent(page.ctx, page.params.agentId);
       const draft: AgentSettingsDraft = {
-        name: one(form, 'name'),
-        description: one(form, 'description'),
-        llm: one(form, 'llm'),
-        personality: one(form, 'personality'),
-        firstPrompt: one(form, 'firstPrompt'),
-        temperature: one(form, 'temperature'),
-        tools: many(form, 'tools'),
-        dailyMessagesPerUser: one(form, 'dailyMessagesPerUser'),
-        monthlyCreditsCap: one(form, 'monthlyCreditsCap'),
-        limitReachedMessage: one(form, 'limitReachedMessage'),
+        name: form.name,
+        description: form.description,
+        llm: form.llm,
+        personality: form.personality,
+        firstPrompt: form.firstPrompt,
+        temperature: form.temperature,
+        tools: form.tools,
+        dailyMessagesPerUser: form.dailyMessagesPerUser,
+        monthlyCreditsCap: form.monthlyCreditsCap,
+        limitReachedMessage: form.limitReachedMessage,
       };
-      const refused = (error: string, status: number) =>
-        renderChat(req, reply, current, agentId, undefined, { settings: { error, draft } }, status);
+      const refusedForm = (error: string, status: number) =>
+        renderChat(page, agent.id, undefined, { settings: { error, draft } }, status);
       const parsed = UpdateAgent.safeParse(updateOf(draft, agent));
-      if (!parsed.success) return refused(formIssues(parsed.error), 422);
+      if (!parsed.success) return refusedForm(formIssues(parsed.error), 422);
       try {
-        await updateAgent(ctx, agent.id, parsed.data);
+        await updateAgent(page.ctx, agent.id, parsed.data);
       } catch (err) {
         if (err instanceof AppError && err.statusCode < 500 && err.statusCode !== 404) {
-          return refused(err.message, err.statusCode);
+          return refusedForm(err.message, err.statusCode);
         }
         throw err;
       }
-      return redirectWithFlash(req, reply, `${agentPath(agent.id)}#settings`, { notice: 'Settings saved.' });
-    });
-  });
-
-  app.get(AGENT_CHAT_JS_PATH.split('?')[0] ?? '', page, async (_req, reply) =>
-    reply
-      .type('application/javascript; charset=utf-8')
-      .header('cache-control', 'public, max-age=86400')
-      .header('x-content-type-options', 'nosniff')
-      .send(AGENT_CHAT_JS),
+      return redirectWithFlash(page.req, page.reply, `${agentPath(agent.id)}#settings`, { notice: 'Settings saved.' });
+    },
   );
 
   /**
@@ -303,34 +270,31 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
    * agent chat's limits (RATE_LIMIT_LLM a window per account, as the API's agent chat; 402 at a zero balance).
    * Refusals before the stream are §7 JSON bodies the script shows.
    */
-  app.post(
+  pages.post(
     `${AGENTS_PATH}/:agentId/chat/stream`,
     {
-      ...page,
-      config: {
-        ...page.config,
-        rateLimit: {
-          max: config.rateLimits.llm,
-          timeWindow: config.rateLimits.windowMs,
-          keyGenerator: async (req: FastifyRequest) => {
-            const user = await currentUser(req);
-            return user ? `acct:${user.actor.accountId}` : `ip:${req.ip}`;
-          },
+      params: AgentParams,
+      form: MessageForm,
+      csrfFailed: () => {
+        throw new ForbiddenError('The form was out of date: reload the page and try again.');
+      },
+      signedOut: () => {
+        throw new UnauthorizedError('You are signed out: reload the page and sign in again.');
+      },
+      rateLimit: {
+        max: config.rateLimits.llm,
+        timeWindow: config.rateLimits.windowMs,
+        keyGenerator: async (req: FastifyRequest) => {
+          const user = await currentUser(req);
+          return user ? `acct:${user.actor.accountId}` : `ip:${req.ip}`;
         },
       },
     },
-    async (req, reply) => {
-      const form = (req.body ?? {}) as Form;
-      if (!csrfOk(req, form)) throw new ForbiddenError('The form was out of date: reload the page and try again.');
-      const current = await currentUser(req);
-      if (!current) throw new UnauthorizedError('You are signed out: reload the page and sign in again.');
-      const { agentId } = req.params as { agentId: string };
-      if (!AGENT_ID.test(agentId)) throw new NotFoundError(`Agent ${agentId.slice(0, 40)} not found`);
-      const message = one(form, 'message').trim();
-      const given = one(form, 'conversationId');
-      const conversationId = CONVERSATION_ID.test(given) ? given : undefined;
+    async ({ req, reply, ctx, params, form }) => {
+      const { agentId } = params;
+      const message = form.message.trim();
+      const conversationId = conversationOf(form.conversationId);
       if (!message) throw new ValidationError('Write a message first.', [{ field: 'message', message: 'required' }]);
-      const ctx = serviceContextOf(req, current.actor);
       if (((await availableCredits(ctx.deps, ctx.accountId)) ?? 0) <= 0) {
         throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
       }
@@ -374,14 +338,12 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
     },
   );
 
-  app.post(`${AGENTS_PATH}/:agentId/conversations/:conversationId/delete`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withAgent(req, reply, async (current, agentId) => {
-      const { conversationId } = req.params as { conversationId: string };
-      if (!CONVERSATION_ID.test(conversationId)) throw new NotFoundError('No such conversation');
-      await deleteConversation(serviceContextOf(req, current.actor), agentId, conversationId);
-      return reply.redirect(agentPath(agentId), 303);
-    });
-  });
+  pages.post(
+    `${AGENTS_PATH}/:agentId/conversations/:conversationId/delete`,
+    { params: ConversationParams, refused },
+    async ({ reply, ctx, params }) => {
+      await deleteConversation(ctx, params.agentId, params.conversationId);
+      return reply.redirect(agentPath(params.agentId), 303);
+    },
+  );
 }

@@ -1,5 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { serviceContextOf } from '../auth/guard.ts';
+import { z } from 'zod';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import type { ServiceContext } from '../lib/context.ts';
@@ -17,7 +16,7 @@ import {
 } from '../modules/connections/service.ts';
 import { providerCredentialVariables } from '../modules/providers/catalog.ts';
 import { filterCatalog, getProvider, listProviders, logoPath } from '../modules/providers/service.ts';
-import { type Form, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { send } from './common.ts';
 import {
   type CatalogItem,
   type ConnectionItem,
@@ -28,6 +27,7 @@ import {
   tokenPagePath,
 } from './connection-pages.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';
+import { FormError, formOf, idParam, type PageBase, pageRouter, text } from './page-route.ts';
 
 const PAGE_PATH = '/account/connections';
 /** A connection or pending-connection id as the services issue them; anything else is not looked up. */
@@ -44,6 +44,31 @@ export function callbackMessage(error: string, description: string): string {
     return `The authorization was declined, so nothing was connected${why ? ` (${why})` : ''}.`;
   }
   return `The connection was not completed: ${why || 'the provider reported a problem'} (${code}).`;
+}
+
+const PageQuery = z.object({
+  pendingId: text,
+  error: text,
+  error_description: text,
+  q: text,
+  category: text,
+  connectionId: text,
+});
+const ConnectionParams = z.object({ connectionId: idParam(CONNECTION_ID, () => 'No such connection') });
+const ProviderParams = z.object({ providerId: z.string() });
+const PendingParams = z.object({ pendingId: idParam(PENDING_ID, () => 'No such pending connection') });
+/** Connect's form; fields the provider needs before authorization come as `param.<name>`. */
+const ConnectForm = formOf({ providerId: text });
+/** The token form; the provider's fields come as `field.<name>`. */
+const TokenForm = formOf({ token: text });
+
+/** The form's fields named `<prefix><name>`, by name, trimmed. */
+function prefixed(form: Record<string, string>, prefix: string): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const [key, value] of Object.entries(form)) {
+    if (key.startsWith(prefix)) fields[key.slice(prefix.length)] = value.trim();
+  }
+  return fields;
 }
 
 const PARAM = 'param.';
@@ -68,22 +93,18 @@ function failure(err: unknown): { message: string; status: number } {
  */
 export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promise<void> {
   const { config } = app.deps;
-  const { csrf, csrfOk, signedIn, csrfFailed } = pageHelpers(app, oauth);
-  const page = { schema: { hide: true }, config: { auth: 'public' as const } };
+  const pages = pageRouter(app, oauth);
   // Logos come from the service itself: the pages' CSP allows images under that path and nowhere else.
   const imgSrc = [`${config.baseUrl}/providers/logos/`];
   const logoOf = (providerId: string) => `${config.baseUrl}${logoPath(providerId)}`;
-  const show = (reply: FastifyReply, html: string, status = 200) => send(reply, html, status, { imgSrc });
+  const show = (reply: PageBase['reply'], html: string, status = 200) => send(reply, html, status, { imgSrc });
   const returnUrl = `${config.appUrl}${PAGE_PATH}`;
 
   async function render(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    current: SignedIn,
+    { reply, current, ctx, csrf }: PageBase,
     opts: { q?: string; category?: string; notice?: string; error?: string; connectedId?: string } = {},
     status = 200,
   ) {
-    const ctx = serviceContextOf(req, current.actor);
     const providers = listProviders(ctx);
     const byId = new Map(providers.map((p) => [p.id, p]));
     const list = await listConnections(ctx, { page: 1, limit: MAX_LISTED, sortBy: 'createdAt', sortOrder: 'desc' });
@@ -119,7 +140,7 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
       reply,
       connectionsPage({
         user: current.user,
-        csrf: csrf(req, reply),
+        csrf: csrf(),
         connections,
         catalog,
         catalogTotal: providers.length,
@@ -134,135 +155,86 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
   }
 
   /** The page after an action on one connection that does not exist for this account: 404, never 403. */
-  function notFound(req: FastifyRequest, reply: FastifyReply, current: SignedIn) {
-    return render(
-      req,
-      reply,
-      current,
-      { error: 'That connection does not exist: it may have been disconnected already.' },
-      404,
-    );
-  }
+  const notFound = (page: PageBase) =>
+    render(page, { error: 'That connection does not exist: it may have been disconnected already.' }, 404);
 
-  app.get(PAGE_PATH, page, async (req, reply) => {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    const query = req.query as Form;
+  /** A refused action's message on the page, with its status. */
+  const connectRefused = (page: PageBase, err: AppError) => {
+    const { message, status } = failure(err);
+    return render(page, { error: message }, status);
+  };
+  /** Another account's connection, or one already gone, is the not-found page; other refusals show on the page. */
+  const refused = (page: PageBase, err: AppError) => {
+    if (err instanceof NotFoundError) return notFound(page);
+    return connectRefused(page, err);
+  };
+  // An action's sign-in comes back to the list; a page's to itself.
+  const onConnection = { params: ConnectionParams, refused };
+  const onConnectionAction = { ...onConnection, returnTo: PAGE_PATH };
+
+  pages.get(PAGE_PATH, { query: PageQuery }, (page) => {
+    const { query } = page;
     // Back from the provider with fields still to give: the form for them.
-    const pendingId = one(query, 'pendingId');
-    if (PENDING_ID.test(pendingId)) return reply.redirect(`${PAGE_PATH}/pending/${pendingId}`, 303);
-    const error = one(query, 'error');
-    const flash = takeFlash(req, reply);
-    return render(req, reply, current, {
-      q: one(query, 'q'),
-      category: one(query, 'category'),
-      connectedId: one(query, 'connectionId'),
+    if (PENDING_ID.test(query.pendingId)) return page.reply.redirect(`${PAGE_PATH}/pending/${query.pendingId}`, 303);
+    const flash = takeFlash(page.req, page.reply);
+    return render(page, {
+      q: query.q,
+      category: query.category,
+      connectedId: query.connectionId,
       notice: flash.notice,
-      error: error ? callbackMessage(error, one(query, 'error_description')) : flash.error,
+      error: query.error ? callbackMessage(query.error, query.error_description) : flash.error,
     });
   });
 
   /** Connect and Reconnect: a new authorization for the provider, coming back to this page. */
-  app.post(`${PAGE_PATH}/connect`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    const current = await signedIn(req, reply, PAGE_PATH);
-    if (!current) return reply;
-    // Fields the provider needs before authorization come as `param.<name>`.
-    const providerParams: Record<string, string> = {};
-    for (const key of Object.keys(form)) {
-      if (key.startsWith(PARAM)) providerParams[key.slice(PARAM.length)] = one(form, key).trim();
-    }
-    try {
-      const { authorizationUrl } = await initiateConnection(serviceContextOf(req, current.actor), {
-        providerId: one(form, 'providerId'),
+  pages.post(
+    `${PAGE_PATH}/connect`,
+    { returnTo: PAGE_PATH, form: ConnectForm, refused: connectRefused },
+    async (page) => {
+      const providerParams = prefixed(page.form, PARAM);
+      const { authorizationUrl } = await initiateConnection(page.ctx, {
+        providerId: page.form.providerId,
         redirectUrl: returnUrl,
         ...(Object.keys(providerParams).length ? { providerParams } : {}),
       });
       // The provider's own authorization URL, from the catalog: never a URL the form chose.
-      return reply.redirect(authorizationUrl, 303);
-    } catch (err) {
-      const { message, status } = failure(err);
-      return render(req, reply, current, { error: message }, status);
+      return page.reply.redirect(authorizationUrl, 303);
+    },
+  );
+
+  pages.post(`${PAGE_PATH}/:connectionId/refresh`, onConnectionAction, async ({ req, reply, ctx, params }) => {
+    const c = await refreshConnection(ctx, params.connectionId);
+    const name = `${c.metadata.providerName} (${c.metadata.displayName})`;
+    if (c.status === 'active') {
+      const until = c.expiresAt
+        ? `; the new token is valid until ${c.expiresAt.slice(0, 16).replace('T', ' ')} UTC`
+        : '';
+      return redirectWithFlash(req, reply, PAGE_PATH, { notice: `Refreshed ${name}: active${until}.` });
     }
+    return redirectWithFlash(req, reply, PAGE_PATH, {
+      error: `Refreshing ${name} failed: the connection is ${c.status}${c.lastError ? ` (${c.lastError})` : ''}.`,
+    });
   });
 
-  /**
-   * A route on one connection: a signed-in user (an action proves its CSRF token first), a well-formed id, and
-   * then `act`. Another account's connection, or one already gone, is the not-found page; any other refusal is
-   * shown on the page with its status.
-   */
-  function onConnection(
-    kind: 'view' | 'action',
-    act: (
-      ctx: ServiceContext,
-      connectionId: string,
-      current: SignedIn,
-      req: FastifyRequest,
-      reply: FastifyReply,
-    ) => unknown,
-  ) {
-    return async (req: FastifyRequest, reply: FastifyReply) => {
-      if (kind === 'action' && !csrfOk(req, (req.body ?? {}) as Form)) return csrfFailed(reply);
-      const current = await signedIn(req, reply, kind === 'action' ? PAGE_PATH : undefined);
-      if (!current) return reply;
-      const { connectionId } = req.params as { connectionId: string };
-      if (!CONNECTION_ID.test(connectionId)) return notFound(req, reply, current);
-      try {
-        return await act(serviceContextOf(req, current.actor), connectionId, current, req, reply);
-      } catch (err) {
-        if (err instanceof NotFoundError) return notFound(req, reply, current);
-        const { message, status } = failure(err);
-        return render(req, reply, current, { error: message }, status);
-      }
-    };
-  }
+  pages.get(`${PAGE_PATH}/:connectionId/disconnect`, onConnection, async ({ reply, current, ctx, csrf, params }) => {
+    const connection = await getConnection(ctx, params.connectionId);
+    return show(
+      reply,
+      disconnectPage({
+        user: current.user,
+        csrf: csrf(),
+        item: { connection, logo: logoOf(connection.providerId), connectable: true, fields: [] },
+      }),
+    );
+  });
 
-  app.post(
-    `${PAGE_PATH}/:connectionId/refresh`,
-    page,
-    onConnection('action', async (ctx, connectionId, _current, req, reply) => {
-      const c = await refreshConnection(ctx, connectionId);
-      const name = `${c.metadata.providerName} (${c.metadata.displayName})`;
-      if (c.status === 'active') {
-        const until = c.expiresAt
-          ? `; the new token is valid until ${c.expiresAt.slice(0, 16).replace('T', ' ')} UTC`
-          : '';
-        return redirectWithFlash(req, reply, PAGE_PATH, { notice: `Refreshed ${name}: active${until}.` });
-      }
-      return redirectWithFlash(req, reply, PAGE_PATH, {
-        error: `Refreshing ${name} failed: the connection is ${c.status}${c.lastError ? ` (${c.lastError})` : ''}.`,
-      });
-    }),
-  );
-
-  app.get(
-    `${PAGE_PATH}/:connectionId/disconnect`,
-    page,
-    onConnection('view', async (ctx, connectionId, current, req, reply) => {
-      const connection = await getConnection(ctx, connectionId);
-      return show(
-        reply,
-        disconnectPage({
-          user: current.user,
-          csrf: csrf(req, reply),
-          item: { connection, logo: logoOf(connection.providerId), connectable: true, fields: [] },
-        }),
-      );
-    }),
-  );
-
-  app.post(
-    `${PAGE_PATH}/:connectionId/disconnect`,
-    page,
-    onConnection('action', async (ctx, connectionId, _current, req, reply) => {
-      const c = await getConnection(ctx, connectionId);
-      await deleteConnection(ctx, connectionId);
-      return redirectWithFlash(req, reply, PAGE_PATH, {
-        notice: `Disconnected ${c.metadata.providerName} (${c.metadata.displayName}).`,
-      });
-    }),
-  );
+  pages.post(`${PAGE_PATH}/:connectionId/disconnect`, onConnectionAction, async ({ req, reply, ctx, params }) => {
+    const c = await getConnection(ctx, params.connectionId);
+    await deleteConnection(ctx, params.connectionId);
+    return redirectWithFlash(req, reply, PAGE_PATH, {
+      notice: `Disconnected ${c.metadata.providerName} (${c.metadata.displayName}).`,
+    });
+  });
 
   // ---- a token the user holds (api_key) ----
 
@@ -280,18 +252,16 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
     }
   }
 
-  const noTokenProvider = (req: FastifyRequest, reply: FastifyReply, current: SignedIn) =>
-    render(req, reply, current, { error: 'That service does not connect with a token.' }, 404);
+  const noTokenProvider = (page: PageBase) =>
+    render(page, { error: 'That service does not connect with a token.' }, 404);
 
-  app.get(`${PAGE_PATH}/token/:providerId`, page, async (req, reply) => {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    const provider = tokenProvider(
-      serviceContextOf(req, current.actor),
-      (req.params as { providerId: string }).providerId,
+  pages.get(`${PAGE_PATH}/token/:providerId`, { params: ProviderParams }, (page) => {
+    const provider = tokenProvider(page.ctx, page.params.providerId);
+    if (!provider) return noTokenProvider(page);
+    return show(
+      page.reply,
+      tokenPage({ user: page.current.user, csrf: page.csrf(), provider, logo: logoOf(provider.id) }),
     );
-    if (!provider) return noTokenProvider(req, reply, current);
-    return show(reply, tokenPage({ user: current.user, csrf: csrf(req, reply), provider, logo: logoOf(provider.id) }));
   });
 
   /**
@@ -299,124 +269,114 @@ export async function connectionPageRoutes(app: App, oauth: OAuthServer): Promis
    * ("Connected X as Y"); a refused token or field shows the form again with the provider's answer (422), a
    * provider that cannot be reached says so (502, 504).
    */
-  app.post(`${PAGE_PATH}/token/:providerId`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    const { providerId } = req.params as { providerId: string };
-    const current = await signedIn(req, reply, PROVIDER_ID.test(providerId) ? tokenPagePath(providerId) : PAGE_PATH);
-    if (!current) return reply;
-    const ctx = serviceContextOf(req, current.actor);
-    const provider = tokenProvider(ctx, providerId);
-    if (!provider) return noTokenProvider(req, reply, current);
-    const fields: Record<string, string> = {};
-    for (const key of Object.keys(form)) {
-      if (key.startsWith('field.')) fields[key.slice('field.'.length)] = one(form, key).trim();
-    }
-    const again = (problems: Record<string, string>, status: number) =>
-      show(
-        reply,
-        tokenPage({
-          user: current.user,
-          csrf: csrf(req, reply),
-          provider,
-          logo: logoOf(provider.id),
-          values: fields,
-          problems,
-        }),
-        status,
-      );
-    const token = one(form, 'token').trim();
-    if (!token) return again({ token: `Paste your ${provider.apiKey?.label ?? 'token'}.` }, 422);
-    try {
-      const c = await createFromCatalog(ctx, { catalogEntryId: provider.id, bearerToken: token, fields });
-      return reply.redirect(`${PAGE_PATH}?connectionId=${encodeURIComponent(c.id)}`, 303);
-    } catch (err) {
-      if (err instanceof ValidationError) {
-        const problems: Record<string, string> = {};
-        for (const d of err.details) {
-          const name = d.field === 'body.bearerToken' ? 'token' : d.field.replace(/^body\.fields\./, '');
-          const label = provider.apiKey?.fields.find((f) => f.name === name)?.label;
-          if (name === 'token') problems.token = `The token ${d.message}.`;
-          else if (label) problems[name] = `${label} ${d.message}.`;
-          else problems[''] = `${problems[''] ? `${problems['']} ` : ''}${name}: ${d.message}.`;
+  pages.post(
+    `${PAGE_PATH}/token/:providerId`,
+    {
+      params: ProviderParams,
+      form: TokenForm,
+      returnTo: (param) => (PROVIDER_ID.test(param('providerId')) ? tokenPagePath(param('providerId')) : PAGE_PATH),
+      refused: (page, err) => (err instanceof FormError ? render(page, { error: err.message }, 400) : undefined),
+    },
+    async (page) => {
+      const { ctx, current, reply } = page;
+      const provider = tokenProvider(ctx, page.params.providerId);
+      if (!provider) return noTokenProvider(page);
+      const fields = prefixed(page.form, 'field.');
+      const again = (problems: Record<string, string>, status: number) =>
+        show(
+          reply,
+          tokenPage({
+            user: current.user,
+            csrf: page.csrf(),
+            provider,
+            logo: logoOf(provider.id),
+            values: fields,
+            problems,
+          }),
+          status,
+        );
+      const token = page.form.token.trim();
+      if (!token) return again({ token: `Paste your ${provider.apiKey?.label ?? 'token'}.` }, 422);
+      try {
+        const c = await createFromCatalog(ctx, { catalogEntryId: provider.id, bearerToken: token, fields });
+        return reply.redirect(`${PAGE_PATH}?connectionId=${encodeURIComponent(c.id)}`, 303);
+      } catch (err) {
+        if (err instanceof ValidationError) {
+          const problems: Record<string, string> = {};
+          for (const d of err.details) {
+            const name = d.field === 'body.bearerToken' ? 'token' : d.field.replace(/^body\.fields\./, '');
+            const label = provider.apiKey?.fields.find((f) => f.name === name)?.label;
+            if (name === 'token') problems.token = `The token ${d.message}.`;
+            else if (label) problems[name] = `${label} ${d.message}.`;
+            else problems[''] = `${problems[''] ? `${problems['']} ` : ''}${name}: ${d.message}.`;
+          }
+          return again(problems, err.statusCode);
         }
-        return again(problems, err.statusCode);
+        if (err instanceof BadGatewayError || err instanceof GatewayTimeoutError) {
+          return again({ '': `${err.message}. Nothing was connected; try again in a moment.` }, err.statusCode);
+        }
+        if (err instanceof AppError) return again({ '': err.message }, err.statusCode);
+        throw err;
       }
-      if (err instanceof BadGatewayError || err instanceof GatewayTimeoutError) {
-        return again({ '': `${err.message}. Nothing was connected; try again in a moment.` }, err.statusCode);
-      }
-      if (err instanceof AppError) return again({ '': err.message }, err.statusCode);
-      throw err;
-    }
-  });
+    },
+  );
 
   // ---- fields a provider needs after OAuth (the pending connection) ----
 
-  function pendingGone(req: FastifyRequest, reply: FastifyReply, current: SignedIn) {
-    return render(
-      req,
-      reply,
-      current,
-      { error: 'This connection step expired or was already finished. Connect the service again.' },
-      404,
-    );
-  }
-
-  app.get(`${PAGE_PATH}/pending/:pendingId`, page, async (req, reply) => {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    const { pendingId } = req.params as { pendingId: string };
-    if (!PENDING_ID.test(pendingId)) return pendingGone(req, reply, current);
-    try {
-      const pending = await getPendingFields(serviceContextOf(req, current.actor), pendingId);
-      return show(
-        reply,
-        pendingPage({ user: current.user, csrf: csrf(req, reply), pending, logo: logoOf(pending.providerId) }),
-      );
-    } catch (err) {
-      if (err instanceof NotFoundError) return pendingGone(req, reply, current);
-      throw err;
+  /** A pending connection that is not there (expired, finished, another account's): the list says so. */
+  const pendingRefused = (page: PageBase, err: AppError) => {
+    if (err instanceof NotFoundError) {
+      const error = 'This connection step expired or was already finished. Connect the service again.';
+      return render(page, { error }, 404);
     }
-  });
+    return err instanceof FormError ? render(page, { error: err.message }, 400) : undefined;
+  };
 
-  app.post(`${PAGE_PATH}/pending/:pendingId`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    const { pendingId } = req.params as { pendingId: string };
-    const current = await signedIn(req, reply, `${PAGE_PATH}/pending/${PENDING_ID.test(pendingId) ? pendingId : ''}`);
-    if (!current) return reply;
-    if (!PENDING_ID.test(pendingId)) return pendingGone(req, reply, current);
-    const ctx = serviceContextOf(req, current.actor);
-    const fields: Record<string, string> = {};
-    for (const key of Object.keys(form)) {
-      if (key.startsWith('field.')) fields[key.slice('field.'.length)] = one(form, key).trim();
-    }
-    try {
-      const done = await finalizePending(ctx, pendingId, { fields });
-      // Where the authorization was started for: this page (or the app that started it), with connectionId.
-      return reply.redirect(done.redirectUrl, 303);
-    } catch (err) {
-      if (err instanceof NotFoundError) return pendingGone(req, reply, current);
-      if (!(err instanceof ValidationError)) throw err;
-      const pending = await getPendingFields(ctx, pendingId);
-      const problems: Record<string, string> = {};
-      for (const d of err.details) {
-        const name = d.field.replace(/^body\.fields\./, '');
-        if (pending.fields.some((f) => f.name === name)) problems[name] = d.message;
-        else problems[''] = `${problems[''] ? `${problems['']} ` : ''}${name}: ${d.message}.`;
+  pages.get(
+    `${PAGE_PATH}/pending/:pendingId`,
+    { params: PendingParams, refused: pendingRefused },
+    async ({ reply, current, ctx, csrf, params }) => {
+      const pending = await getPendingFields(ctx, params.pendingId);
+      return show(reply, pendingPage({ user: current.user, csrf: csrf(), pending, logo: logoOf(pending.providerId) }));
+    },
+  );
+
+  pages.post(
+    `${PAGE_PATH}/pending/:pendingId`,
+    {
+      params: PendingParams,
+      form: formOf({}),
+      returnTo: (param) => `${PAGE_PATH}/pending/${PENDING_ID.test(param('pendingId')) ? param('pendingId') : ''}`,
+      refused: pendingRefused,
+    },
+    async ({ reply, current, ctx, csrf, params, form }) => {
+      const fields = prefixed(form, 'field.');
+      try {
+        const done = await finalizePending(ctx, params.pendingId, { fields });
+        // Where the authorization was started for: this page (or the app that started it), with connectionId.
+        return reply.redirect(done.redirectUrl, 303);
+      } catch (err) {
+        if (!(err instanceof ValidationError)) throw err;
+        const pending = await getPendingFields(ctx, params.pendingId);
+        const problems: Record<string, string> = {};
+        for (const d of err.details) {
+          const name = d.field.replace(/^body\.fields\./, '');
+          if (pending.fields.some((f) => f.name === name)) problems[name] = d.message;
+          else problems[''] = `${problems[''] ? `${problems['']} ` : ''}${name}: ${d.message}.`;
+        }
+        return show(
+          reply,
+          pendingPage({
+            user: current.user,
+            csrf: csrf(),
+            pending,
+            logo: logoOf(pending.providerId),
+            values: fields,
+            problems,
+          }),
+          400,
+        );
       }
-      return show(
-        reply,
-        pendingPage({
-          user: current.user,
-          csrf: csrf(req, reply),
-          pending,
-          logo: logoOf(pending.providerId),
-          values: fields,
-          problems,
-        }),
-        400,
-      );
-    }
-  });
+    },
+  );
 }

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { serviceContextOf } from '../auth/guard.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { getAccount } from '../modules/accounts/service.ts';
@@ -9,9 +8,10 @@ import { listConnections } from '../modules/connections/service.ts';
 import { CREDIT_TRANSACTION_TYPES } from '../modules/credits/kinds.ts';
 import { creditUsage, listCreditTransactions } from '../modules/credits/service.ts';
 import { setupNotices } from '../modules/system/setup.ts';
-import { type Form, formIssues, one, pageHelpers, send } from './common.ts';
+import { formIssues, send } from './common.ts';
 import { creditsPage, type HistoryFilter } from './credits-pages.ts';
 import { accountPage, homePage } from './home-pages.ts';
+import { pageRouter, text } from './page-route.ts';
 
 const USAGE_DAYS = 30;
 const HISTORY_PAGE_SIZE = 25;
@@ -30,22 +30,21 @@ const HistoryQuery = z.object({
   page: z.union([z.literal(''), z.coerce.number().int().min(1).max(100_000)]),
 });
 
+/** The history form's query as sent (one text value a field). */
+const FormQuery = z.object({ kind: text, from: text, to: text, page: text });
+
 /** `/` (what the service is, or on to the dashboard when signed in) and `/account`, the dashboard: what to do next, the balance and recent credit history. */
 export async function homePageRoutes(app: App, oauth: OAuthServer): Promise<void> {
-  const { csrf, currentUser, signedIn } = pageHelpers(app, oauth);
-  const page = { schema: { hide: true }, config: { auth: 'public' as const } };
+  const pages = pageRouter(app, oauth);
   // Settings are read once at start: what is missing stays missing until a restart.
   const notices = setupNotices(app.deps.config);
 
-  app.get('/', page, async (req, reply) => {
-    if (await currentUser(req)) return reply.redirect('/account', 303);
+  pages.publicGet('/', {}, async ({ req, reply }) => {
+    if (await pages.helpers.currentUser(req)) return reply.redirect('/account', 303);
     return send(reply, homePage(notices));
   });
 
-  app.get('/account', page, async (req, reply) => {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    const ctx = serviceContextOf(req, current.actor);
+  pages.get('/account', {}, async ({ reply, current, ctx, csrf }) => {
     const first = { page: 1, limit: 1, sortOrder: 'desc' as const };
     const [account, history, usage, connections, tokens, agents] = await Promise.all([
       getAccount(ctx, current.actor.accountId),
@@ -64,7 +63,7 @@ export async function homePageRoutes(app: App, oauth: OAuthServer): Promise<void
       reply,
       accountPage({
         user: current.user,
-        csrf: csrf(req, reply),
+        csrf: csrf(),
         account,
         history: history.data,
         usage,
@@ -74,13 +73,8 @@ export async function homePageRoutes(app: App, oauth: OAuthServer): Promise<void
     );
   });
   /** The credits page: the usage chart and the whole history, filtered by kind and UTC days, a page at a time. */
-  app.get('/account/credits', page, async (req, reply) => {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    const ctx = serviceContextOf(req, current.actor);
-    const form = req.query as Form;
-    const raw = { kind: one(form, 'kind'), from: one(form, 'from'), to: one(form, 'to'), page: one(form, 'page') };
-    const parsed = HistoryQuery.safeParse(raw);
+  pages.get('/account/credits', { query: FormQuery }, async ({ reply, current, ctx, csrf, query }) => {
+    const parsed = HistoryQuery.safeParse(query);
     const q = parsed.success ? parsed.data : { kind: '' as const, from: '', to: '', page: '' as const };
     const filter: HistoryFilter = { kind: q.kind, from: q.from, to: q.to };
     const [account, usage, history] = await Promise.all([
@@ -102,7 +96,7 @@ export async function homePageRoutes(app: App, oauth: OAuthServer): Promise<void
       reply,
       creditsPage({
         user: current.user,
-        csrf: csrf(req, reply),
+        csrf: csrf(),
         balance: account.creditBalance,
         usage,
         filter: parsed.success ? filter : { kind: '', from: '', to: '' },

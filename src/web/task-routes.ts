@@ -1,8 +1,7 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { serviceContextOf } from '../auth/guard.ts';
+import { z } from 'zod';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
-import { AppError, NotFoundError } from '../lib/errors.ts';
+import { AppError } from '../lib/errors.ts';
 import { listAgents } from '../modules/agents/service.ts';
 import { CreateTask, UpdateTask } from '../modules/scheduled-tasks/schema.ts';
 import {
@@ -16,8 +15,9 @@ import {
   updateTask,
 } from '../modules/scheduled-tasks/service.ts';
 import { TIMEZONE_SCRIPT } from './assets.ts';
-import { type Form, formIssues, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { formIssues, send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';
+import { formOf, idParam, type PageBase, pageRouter, text } from './page-route.ts';
 import { type PreviewView, TASKS_PATH, type TaskDraft, taskPath, taskRunsPage, tasksPage } from './task-pages.ts';
 
 const TASK_ID = /^task_[A-Za-z0-9_-]{1,96}$/;
@@ -39,19 +39,29 @@ const ZONES: string[] = (() => {
 })();
 const RUNS_SHOWN = 50;
 
+const TaskParams = z.object({
+  taskId: idParam(TASK_ID, (id) => `Scheduled task ${id.slice(0, 40)} not found`),
+});
+const TaskForm = formOf({ agentId: text, name: text, prompt: text, cronExpression: text, timezone: text });
+const EnabledForm = formOf({ enabled: text });
+
+const draftOf = (form: z.infer<typeof TaskForm>): TaskDraft => ({
+  agentId: form.agentId,
+  name: form.name,
+  prompt: form.prompt,
+  cronExpression: form.cronExpression,
+  timezone: form.timezone || 'UTC',
+});
+
 /** The scheduled tasks in the account pages (`/account/tasks`), over the scheduled-tasks services. */
 export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void> {
-  const { csrf, csrfOk, signedIn, csrfFailed } = pageHelpers(app, oauth);
-  const page = { schema: { hide: true }, config: { auth: 'public' as const } };
+  const pages = pageRouter(app, oauth);
 
   async function renderList(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    current: SignedIn,
+    { reply, current, ctx, csrf }: PageBase,
     opts: { error?: string; notice?: string; draft?: TaskDraft; preview?: PreviewView } = {},
     status = 200,
   ) {
-    const ctx = serviceContextOf(req, current.actor);
     const [tasks, agents] = await Promise.all([
       listAccountTasks(ctx, { page: 1, limit: 500, sortBy: 'createdAt', sortOrder: 'asc' }),
       listAgents(ctx, { page: 1, limit: 100, sortBy: 'createdAt', sortOrder: 'asc' }),
@@ -60,7 +70,7 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
       reply,
       tasksPage({
         user: current.user,
-        csrf: csrf(req, reply),
+        csrf: csrf(),
         tasks: tasks.data,
         agents: agents.data,
         zones: ZONES,
@@ -72,62 +82,31 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
     );
   }
 
-  /** The task of the URL, or the list with the refusal (404, or 409 for a task that cannot do it). */
-  async function withTask(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    then: (current: SignedIn, taskId: string) => Promise<FastifyReply>,
-  ): Promise<FastifyReply> {
-    const current = await signedIn(req, reply, TASKS_PATH);
-    if (!current) return reply;
-    const { taskId } = req.params as { taskId: string };
-    try {
-      if (!TASK_ID.test(taskId)) throw new NotFoundError(`Scheduled task ${taskId.slice(0, 40)} not found`);
-      return await then(current, taskId);
-    } catch (err) {
-      if (!(err instanceof AppError) || err.statusCode >= 500) throw err;
-      return renderList(req, reply, current, { error: err.message }, err.statusCode);
-    }
-  }
+  /** A refusal on the list (404, or 409 for a task that cannot do it); faults of ours stay 500s. */
+  const refused = (page: PageBase, err: AppError) =>
+    err.statusCode < 500 ? renderList(page, { error: err.message }, err.statusCode) : undefined;
+  // Sign-in comes back to the list: a task's page or form may be gone by then.
+  const onList = { returnTo: TASKS_PATH, refused };
+  const onTask = { ...onList, params: TaskParams };
 
-  const draftOf = (form: Form): TaskDraft => ({
-    agentId: one(form, 'agentId'),
-    name: one(form, 'name'),
-    prompt: one(form, 'prompt'),
-    cronExpression: one(form, 'cronExpression'),
-    timezone: one(form, 'timezone') || 'UTC',
-  });
-
-  app.get(TASKS_PATH, page, async (req, reply) => {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    return renderList(req, reply, current, takeFlash(req, reply));
-  });
+  pages.get(TASKS_PATH, {}, (page) => renderList(page, takeFlash(page.req, page.reply)));
 
   /** The form again with the schedule in words and its next five runs (nothing is saved). */
-  app.post(`${TASKS_PATH}/preview`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    const current = await signedIn(req, reply, TASKS_PATH);
-    if (!current) return reply;
-    const draft = draftOf(form);
+  pages.post(`${TASKS_PATH}/preview`, { ...onList, form: TaskForm }, async (page) => {
+    const draft = draftOf(page.form);
     try {
       const preview = previewSchedule(draft.cronExpression, draft.timezone);
-      return renderList(req, reply, current, { draft, preview });
+      return renderList(page, { draft, preview });
     } catch (err) {
       if (err instanceof AppError && err.statusCode < 500) {
-        return renderList(req, reply, current, { error: err.message, draft }, err.statusCode);
+        return renderList(page, { error: err.message, draft }, err.statusCode);
       }
       throw err;
     }
   });
 
-  app.post(TASKS_PATH, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    const current = await signedIn(req, reply, TASKS_PATH);
-    if (!current) return reply;
-    const draft = draftOf(form);
+  pages.post(TASKS_PATH, { ...onList, form: TaskForm }, async (page) => {
+    const draft = draftOf(page.form);
     const parsed = CreateTask.safeParse({
       name: draft.name,
       prompt: draft.prompt,
@@ -135,14 +114,14 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
       timezone: draft.timezone,
     });
     if (!parsed.success) {
-      return renderList(req, reply, current, { error: formIssues(parsed.error), draft }, 422);
+      return renderList(page, { error: formIssues(parsed.error), draft }, 422);
     }
     try {
-      await createTask(serviceContextOf(req, current.actor), draft.agentId || 'default', parsed.data);
-      return redirectWithFlash(req, reply, TASKS_PATH, { notice: NOTICES.created });
+      await createTask(page.ctx, draft.agentId || 'default', parsed.data);
+      return redirectWithFlash(page.req, page.reply, TASKS_PATH, { notice: NOTICES.created });
     } catch (err) {
       if (err instanceof AppError && err.statusCode < 500) {
-        return renderList(req, reply, current, { error: err.message, draft }, err.statusCode);
+        return renderList(page, { error: err.message, draft }, err.statusCode);
       }
       throw err;
     }
@@ -150,14 +129,11 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
 
   /** A task's page: the task, the form that edits it, its run history. */
   async function renderTask(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    current: SignedIn,
+    { reply, current, ctx, csrf }: PageBase,
     taskId: string,
     opts: { notice?: string; error?: string; draft?: Omit<TaskDraft, 'agentId'> } = {},
     status = 200,
   ) {
-    const ctx = serviceContextOf(req, current.actor);
     const task = await getAccountTask(ctx, taskId);
     const [runs, agents] = await Promise.all([
       listRuns(ctx, task.agentId, task.id, { page: 1, limit: RUNS_SHOWN }),
@@ -167,7 +143,7 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
       reply,
       taskRunsPage({
         user: current.user,
-        csrf: csrf(req, reply),
+        csrf: csrf(),
         task,
         agent: agents.data.find((a) => a.id === task.agentId),
         runs: runs.data,
@@ -179,65 +155,50 @@ export async function taskPageRoutes(app: App, oauth: OAuthServer): Promise<void
     );
   }
 
-  app.get(`${TASKS_PATH}/:taskId`, page, (req, reply) =>
-    withTask(req, reply, (current, taskId) => renderTask(req, reply, current, taskId, takeFlash(req, reply))),
+  pages.get(`${TASKS_PATH}/:taskId`, onTask, (page) =>
+    renderTask(page, page.params.taskId, takeFlash(page.req, page.reply)),
   );
 
   /** Saves the edit form: name, prompt, schedule and zone; a refusal shows the form again with what it held. */
-  app.post(`${TASKS_PATH}/:taskId`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withTask(req, reply, async (current, taskId) => {
-      const { agentId: _, ...draft } = draftOf(form);
-      const parsed = UpdateTask.safeParse(draft);
-      if (!parsed.success) {
-        return renderTask(req, reply, current, taskId, { error: formIssues(parsed.error), draft }, 422);
+  pages.post(`${TASKS_PATH}/:taskId`, { ...onTask, form: TaskForm }, async (page) => {
+    const { taskId } = page.params;
+    const { agentId: _, ...draft } = draftOf(page.form);
+    const parsed = UpdateTask.safeParse(draft);
+    if (!parsed.success) {
+      return renderTask(page, taskId, { error: formIssues(parsed.error), draft }, 422);
+    }
+    const task = await getAccountTask(page.ctx, taskId);
+    try {
+      await updateTask(page.ctx, task.agentId, task.id, parsed.data);
+    } catch (err) {
+      if (err instanceof AppError && err.statusCode < 500 && err.statusCode !== 404) {
+        return renderTask(page, taskId, { error: err.message, draft }, err.statusCode);
       }
-      const ctx = serviceContextOf(req, current.actor);
-      const task = await getAccountTask(ctx, taskId);
-      try {
-        await updateTask(ctx, task.agentId, task.id, parsed.data);
-      } catch (err) {
-        if (err instanceof AppError && err.statusCode < 500 && err.statusCode !== 404) {
-          return renderTask(req, reply, current, taskId, { error: err.message, draft }, err.statusCode);
-        }
-        throw err;
-      }
-      return redirectWithFlash(req, reply, taskPath(task.id), { notice: NOTICES.saved });
-    });
+      throw err;
+    }
+    return redirectWithFlash(page.req, page.reply, taskPath(task.id), { notice: NOTICES.saved });
   });
 
-  app.post(`${TASKS_PATH}/:taskId/enabled`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withTask(req, reply, async (current, taskId) => {
-      const ctx = serviceContextOf(req, current.actor);
-      const task = await getAccountTask(ctx, taskId);
-      const enabled = one(form, 'enabled') === 'true';
+  pages.post(
+    `${TASKS_PATH}/:taskId/enabled`,
+    { ...onTask, form: EnabledForm },
+    async ({ req, reply, ctx, params, form }) => {
+      const task = await getAccountTask(ctx, params.taskId);
+      const enabled = form.enabled === 'true';
       await updateTask(ctx, task.agentId, task.id, { enabled });
       return redirectWithFlash(req, reply, TASKS_PATH, { notice: NOTICES[enabled ? 'enabled' : 'paused'] });
-    });
+    },
+  );
+
+  pages.post(`${TASKS_PATH}/:taskId/run`, onTask, async ({ req, reply, ctx, params }) => {
+    const task = await getAccountTask(ctx, params.taskId);
+    await runTaskNow(ctx, task.agentId, task.id);
+    return redirectWithFlash(req, reply, taskPath(task.id), { notice: NOTICES.queued });
   });
 
-  app.post(`${TASKS_PATH}/:taskId/run`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withTask(req, reply, async (current, taskId) => {
-      const ctx = serviceContextOf(req, current.actor);
-      const task = await getAccountTask(ctx, taskId);
-      await runTaskNow(ctx, task.agentId, task.id);
-      return redirectWithFlash(req, reply, taskPath(task.id), { notice: NOTICES.queued });
-    });
-  });
-
-  app.post(`${TASKS_PATH}/:taskId/delete`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withTask(req, reply, async (current, taskId) => {
-      const ctx = serviceContextOf(req, current.actor);
-      const task = await getAccountTask(ctx, taskId);
-      await deleteTask(ctx, task.agentId, task.id);
-      return redirectWithFlash(req, reply, TASKS_PATH, { notice: NOTICES.deleted });
-    });
+  pages.post(`${TASKS_PATH}/:taskId/delete`, onTask, async ({ req, reply, ctx, params }) => {
+    const task = await getAccountTask(ctx, params.taskId);
+    await deleteTask(ctx, task.agentId, task.id);
+    return redirectWithFlash(req, reply, TASKS_PATH, { notice: NOTICES.deleted });
   });
 }

@@ -1,5 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { serviceContextOf } from '../auth/guard.ts';
+import { z } from 'zod';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError, NotFoundError } from '../lib/errors.ts';
@@ -21,8 +20,9 @@ import { CreateTool, UpdateTool } from '../modules/tools/schema.ts';
 import { createTool, deleteTool, getTool, listTools, testTool, updateTool } from '../modules/tools/service.ts';
 import { findTestRun, keepTestRun } from '../modules/tools/test-runs.service.ts';
 import { BUSY_SCRIPT } from './assets.ts';
-import { type Form, formIssues, one, pageHelpers, type SignedIn, send } from './common.ts';
+import { formIssues, send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';
+import { FormError, formOf, idParam, type Page, type PageBase, pageRouter, text } from './page-route.ts';
 import {
   SKILLS_PATH,
   type SkillDraft,
@@ -50,16 +50,36 @@ const NOTICES = {
   unlinked: 'Unlinked from the agent.',
 } as const;
 
+const ToolParams = z.object({ toolId: idParam(TOOL_ID, (id) => `Tool ${id.slice(0, 40)} not found`) });
+/** A link action's agent comes from the path (`/links/:agentId`) or the form; checked on the tool's page. */
+const ToolLinkParams = ToolParams.extend({ agentId: z.string().optional() });
+const SkillParams = z.object({ skillId: idParam(SKILL_ID, (id) => `Skill ${id.slice(0, 40)} not found`) });
+const SkillLinkParams = SkillParams.extend({ agentId: z.string().optional() });
+const ToolForm = formOf({
+  name: text,
+  description: text,
+  language: text,
+  parameters: text,
+  requiredSecrets: text,
+  timeoutMs: text,
+  code: text,
+});
+type ToolForm = z.infer<typeof ToolForm>;
+const TestForm = formOf({ arguments: text });
+const LinkForm = formOf({ agentId: text });
+const SkillForm = formOf({ name: text, description: text, prompt: text });
+const RunQuery = z.object({ run: z.unknown().optional() });
+
 /** The tool form as the API takes it: `parameters` parsed from JSON (else a message), secrets split. */
-function toolInput(form: Form): { draft: ToolDraft; input?: Record<string, unknown>; error?: string } {
+function toolInput(form: ToolForm): { draft: ToolDraft; input?: Record<string, unknown>; error?: string } {
   const draft: ToolDraft = {
-    name: one(form, 'name').trim(),
-    description: one(form, 'description'),
-    language: one(form, 'language'),
-    parameters: one(form, 'parameters'),
-    requiredSecrets: one(form, 'requiredSecrets'),
-    timeoutMs: one(form, 'timeoutMs').trim(),
-    code: one(form, 'code'),
+    name: form.name.trim(),
+    description: form.description,
+    language: form.language,
+    parameters: form.parameters,
+    requiredSecrets: form.requiredSecrets,
+    timeoutMs: form.timeoutMs.trim(),
+    code: form.code,
   };
   let parameters: unknown;
   try {
@@ -82,13 +102,12 @@ function toolInput(form: Form): { draft: ToolDraft; input?: Record<string, unkno
 }
 
 /** The form's `secret_<NAME>` fields that hold a value (a blank field changes nothing). */
-function secretsOf(form: Form): Record<string, string> {
+function secretsOf(form: Record<string, string>): Record<string, string> {
   return Object.fromEntries(
-    Object.entries(form).flatMap(([k, v]) => {
-      const value = Array.isArray(v) ? v[0] : v;
-      return k.startsWith('secret_') && value ? [[k.slice('secret_'.length), value]] : [];
-    }),
-  ) as Record<string, string>;
+    Object.entries(form).flatMap(([k, value]) =>
+      k.startsWith('secret_') && value ? [[k.slice('secret_'.length), value]] : [],
+    ),
+  );
 }
 
 /** The account's agents for the link forms (the first 100, by name). */
@@ -96,54 +115,41 @@ async function agentsFor(ctx: Parameters<typeof listAgents>[0]) {
   return (await listAgents(ctx, { page: 1, limit: 100, sortBy: 'name', sortOrder: 'asc' })).data;
 }
 
+/** Faults a form shows (a refused value, a missing tool, no sandbox); anything else is a real 500. */
+const shown = (err: unknown): err is AppError => err instanceof AppError && err.statusCode !== 500;
+
 /** The account's custom tools and skills in the account pages (`/account/tools`, `/account/skills`). */
 export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void> {
-  const { csrf, csrfOk, signedIn, csrfFailed } = pageHelpers(app, oauth);
-  const page = { schema: { hide: true }, config: { auth: 'public' as const } };
-
-  /** Faults a form shows (a refused value, a missing tool, no sandbox); anything else is a real 500. */
-  const shown = (err: unknown): err is AppError => err instanceof AppError && err.statusCode !== 500;
+  const pages = pageRouter(app, oauth);
 
   async function renderTools(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    current: SignedIn,
+    { req, reply, current, ctx, csrf }: PageBase,
     opts: { error?: string; draft?: ToolDraft } = {},
     status = 200,
   ) {
-    const ctx = serviceContextOf(req, current.actor);
     const tools = await listTools(ctx, { page: 1, limit: 100, sortBy: 'name', sortOrder: 'asc' });
     return send(
       reply,
-      toolsPage({
-        user: current.user,
-        csrf: csrf(req, reply),
-        tools: tools.data,
-        ...takeFlash(req, reply),
-        ...opts,
-      }),
+      toolsPage({ user: current.user, csrf: csrf(), tools: tools.data, ...takeFlash(req, reply), ...opts }),
       status,
     );
   }
 
   async function renderTool(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    current: SignedIn,
+    { req, reply, current, ctx, csrf }: PageBase,
     toolId: string,
     opts: { error?: string; testError?: string; draft?: ToolDraft; args?: string } = {},
     status = 200,
   ) {
-    const ctx = serviceContextOf(req, current.actor);
     const [tool, agents, links] = await Promise.all([getTool(ctx, toolId), agentsFor(ctx), linksOfTool(ctx, toolId)]);
-    const runKey = (req.query as Record<string, unknown>).run;
+    const runKey = RunQuery.parse(req.query ?? {}).run;
     const run =
       typeof runKey === 'string' && RUN_KEY.test(runKey) ? await findTestRun(ctx, tool.id, runKey) : undefined;
     return send(
       reply,
       toolPage({
         user: current.user,
-        csrf: csrf(req, reply),
+        csrf: csrf(),
         tool,
         ...takeFlash(req, reply),
         ...opts,
@@ -159,254 +165,175 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     );
   }
 
-  /** The tool of the URL, or the list with a 404. */
-  async function withTool(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    then: (current: SignedIn, toolId: string) => Promise<FastifyReply>,
-  ): Promise<FastifyReply> {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    const { toolId } = req.params as { toolId: string };
-    try {
-      if (!TOOL_ID.test(toolId)) throw new NotFoundError(`Tool ${toolId.slice(0, 40)} not found`);
-      return await then(current, toolId);
-    } catch (err) {
-      if (!(err instanceof NotFoundError)) throw err;
-      return renderTools(req, reply, current, { error: err.message }, 404);
-    }
-  }
+  /** A tool that is not there (or not the account's), or a form that does not parse: the list says so. */
+  const onTool = {
+    params: ToolParams,
+    refused: (page: PageBase, err: AppError) =>
+      err instanceof NotFoundError || err instanceof FormError
+        ? renderTools(page, { error: err.message }, err.statusCode)
+        : undefined,
+  };
 
-  app.get(TOOLS_PATH, page, async (req, reply) => {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    return renderTools(req, reply, current);
-  });
+  pages.get(TOOLS_PATH, {}, (page) => renderTools(page));
 
-  app.post(TOOLS_PATH, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    const current = await signedIn(req, reply, TOOLS_PATH);
-    if (!current) return reply;
-    const { draft, input, error } = toolInput(form);
+  pages.post(TOOLS_PATH, { form: ToolForm, refused: onTool.refused }, async (page) => {
+    const { draft, input, error } = toolInput(page.form);
     const parsed = CreateTool.safeParse(input);
     if (error || !parsed.success) {
       const why = error ?? (parsed.success ? '' : formIssues(parsed.error));
-      return renderTools(req, reply, current, { error: `The tool was not created: ${why}`, draft }, 422);
+      return renderTools(page, { error: `The tool was not created: ${why}`, draft }, 422);
     }
     try {
-      const tool = await createTool(serviceContextOf(req, current.actor), parsed.data);
-      return redirectWithFlash(req, reply, toolPath(tool.id), { notice: NOTICES.created });
+      const tool = await createTool(page.ctx, parsed.data);
+      return redirectWithFlash(page.req, page.reply, toolPath(tool.id), { notice: NOTICES.created });
     } catch (err) {
       if (!shown(err)) throw err;
-      return renderTools(
-        req,
-        reply,
-        current,
-        { error: `The tool was not created: ${err.message}`, draft },
-        err.statusCode,
-      );
+      return renderTools(page, { error: `The tool was not created: ${err.message}`, draft }, err.statusCode);
     }
   });
 
-  app.get(`${TOOLS_PATH}/:toolId`, page, (req, reply) =>
-    withTool(req, reply, (current, toolId) => renderTool(req, reply, current, toolId)),
-  );
+  pages.get(`${TOOLS_PATH}/:toolId`, onTool, (page) => renderTool(page, page.params.toolId));
 
-  app.post(`${TOOLS_PATH}/:toolId`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withTool(req, reply, async (current, toolId) => {
-      const { draft, input, error } = toolInput(form);
-      const parsed = UpdateTool.safeParse({ ...input, timeoutMs: input?.timeoutMs ?? null });
-      if (error || !parsed.success) {
-        const why = error ?? (parsed.success ? '' : formIssues(parsed.error));
-        return renderTool(req, reply, current, toolId, { error: `Not saved: ${why}`, draft }, 422);
-      }
-      try {
-        await updateTool(serviceContextOf(req, current.actor), toolId, parsed.data);
-      } catch (err) {
-        if (!shown(err) || err instanceof NotFoundError) throw err;
-        return renderTool(req, reply, current, toolId, { error: `Not saved: ${err.message}`, draft }, err.statusCode);
-      }
-      return redirectWithFlash(req, reply, toolPath(toolId), { notice: NOTICES.saved });
-    });
+  pages.post(`${TOOLS_PATH}/:toolId`, { ...onTool, form: ToolForm }, async (page) => {
+    const { toolId } = page.params;
+    const { draft, input, error } = toolInput(page.form);
+    const parsed = UpdateTool.safeParse({ ...input, timeoutMs: input?.timeoutMs ?? null });
+    if (error || !parsed.success) {
+      const why = error ?? (parsed.success ? '' : formIssues(parsed.error));
+      return renderTool(page, toolId, { error: `Not saved: ${why}`, draft }, 422);
+    }
+    try {
+      await updateTool(page.ctx, toolId, parsed.data);
+    } catch (err) {
+      if (!shown(err) || err instanceof NotFoundError) throw err;
+      return renderTool(page, toolId, { error: `Not saved: ${err.message}`, draft }, err.statusCode);
+    }
+    return redirectWithFlash(page.req, page.reply, toolPath(toolId), { notice: NOTICES.saved });
   });
 
-  app.post(`${TOOLS_PATH}/:toolId/test`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withTool(req, reply, async (current, toolId) => {
-      const args = one(form, 'arguments');
-      let parsed: unknown;
-      try {
-        parsed = args.trim() ? JSON.parse(args) : {};
-      } catch {
-        parsed = undefined;
-      }
-      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
-        return renderTool(req, reply, current, toolId, { testError: 'Arguments must be a JSON object.', args }, 422);
-      }
-      if (nestedDeeperThan(parsed)) {
-        return renderTool(req, reply, current, toolId, { testError: `Arguments: ${JSON_DEPTH_MESSAGE}`, args }, 422);
-      }
-      const secrets = secretsOf(form);
-      try {
-        const ctx = serviceContextOf(req, current.actor);
-        const run = await testTool(ctx, toolId, { arguments: parsed as Record<string, unknown>, secrets });
-        const key = await keepTestRun(ctx, toolId, { run, args });
-        return reply.redirect(`${toolPath(toolId)}?run=${key}#result`, 303);
-      } catch (err) {
-        if (!shown(err) || err instanceof NotFoundError) throw err;
-        return renderTool(req, reply, current, toolId, { testError: err.message, args }, err.statusCode);
-      }
-    });
+  pages.post(`${TOOLS_PATH}/:toolId/test`, { ...onTool, form: TestForm }, async (page) => {
+    const { toolId } = page.params;
+    const args = page.form.arguments;
+    let parsed: unknown;
+    try {
+      parsed = args.trim() ? JSON.parse(args) : {};
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      return renderTool(page, toolId, { testError: 'Arguments must be a JSON object.', args }, 422);
+    }
+    if (nestedDeeperThan(parsed)) {
+      return renderTool(page, toolId, { testError: `Arguments: ${JSON_DEPTH_MESSAGE}`, args }, 422);
+    }
+    const secrets = secretsOf(page.form);
+    try {
+      const run = await testTool(page.ctx, toolId, { arguments: parsed as Record<string, unknown>, secrets });
+      const key = await keepTestRun(page.ctx, toolId, { run, args });
+      return page.reply.redirect(`${toolPath(toolId)}?run=${key}#result`, 303);
+    } catch (err) {
+      if (!shown(err) || err instanceof NotFoundError) throw err;
+      return renderTool(page, toolId, { testError: err.message, args }, err.statusCode);
+    }
   });
 
+  type LinkPage = Page<z.infer<typeof ToolLinkParams>, undefined, z.infer<typeof LinkForm>>;
   /** A link action: its faults (an unknown agent, an undeclared secret) shown on the tool's page. */
-  const linkAction = (
-    req: FastifyRequest,
-    reply: FastifyReply,
-    act: (ctx: ReturnType<typeof serviceContextOf>, toolId: string, agentId: string) => Promise<unknown>,
-    noticeKey: keyof typeof NOTICES,
-  ) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withTool(req, reply, async (current, toolId) => {
-      const agentId = (req.params as { agentId?: string }).agentId ?? one(form, 'agentId');
+  const linkAction =
+    (act: (page: LinkPage, toolId: string, agentId: string) => Promise<unknown>, noticeKey: keyof typeof NOTICES) =>
+    async (page: LinkPage) => {
+      const { toolId } = page.params;
+      const agentId = page.params.agentId ?? page.form.agentId;
       try {
         if (!AGENT_ID.test(agentId)) throw new NotFoundError(`Agent ${agentId.slice(0, 40)} not found`);
-        await act(serviceContextOf(req, current.actor), toolId, agentId);
+        await act(page, toolId, agentId);
       } catch (err) {
         if (!shown(err)) throw err;
-        return renderTool(req, reply, current, toolId, { error: err.message }, err.statusCode);
+        return renderTool(page, toolId, { error: err.message }, err.statusCode);
       }
-      return redirectWithFlash(req, reply, `${toolPath(toolId)}#agents-h`, { notice: NOTICES[noticeKey] });
-    });
-  };
+      return redirectWithFlash(page.req, page.reply, `${toolPath(toolId)}#agents-h`, { notice: NOTICES[noticeKey] });
+    };
+  const onLink = { ...onTool, params: ToolLinkParams, form: LinkForm };
 
-  app.post(`${TOOLS_PATH}/:toolId/links`, page, (req, reply) =>
+  pages.post(
+    `${TOOLS_PATH}/:toolId/links`,
+    onLink,
     linkAction(
-      req,
-      reply,
-      (ctx, toolId, agentId) => linkTool(ctx, agentId, { toolId, secrets: secretsOf((req.body ?? {}) as Form) }),
+      (page, toolId, agentId) => linkTool(page.ctx, agentId, { toolId, secrets: secretsOf(page.form) }),
       'linked',
     ),
   );
-  app.post(`${TOOLS_PATH}/:toolId/links/:agentId`, page, (req, reply) =>
+  pages.post(
+    `${TOOLS_PATH}/:toolId/links/:agentId`,
+    onLink,
     linkAction(
-      req,
-      reply,
-      (ctx, toolId, agentId) => updateToolSecrets(ctx, agentId, toolId, secretsOf((req.body ?? {}) as Form)),
+      (page, toolId, agentId) => updateToolSecrets(page.ctx, agentId, toolId, secretsOf(page.form)),
       'secrets',
     ),
   );
-  app.post(`${TOOLS_PATH}/:toolId/links/:agentId/unlink`, page, (req, reply) =>
-    linkAction(req, reply, (ctx, toolId, agentId) => unlinkTool(ctx, agentId, toolId), 'unlinked'),
+  pages.post(
+    `${TOOLS_PATH}/:toolId/links/:agentId/unlink`,
+    onLink,
+    linkAction((page, toolId, agentId) => unlinkTool(page.ctx, agentId, toolId), 'unlinked'),
   );
 
-  app.post(`${TOOLS_PATH}/:toolId/delete`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withTool(req, reply, async (current, toolId) => {
-      await deleteTool(serviceContextOf(req, current.actor), toolId);
-      return redirectWithFlash(req, reply, TOOLS_PATH, { notice: NOTICES.deleted });
-    });
+  pages.post(`${TOOLS_PATH}/:toolId/delete`, onTool, async ({ req, reply, ctx, params }) => {
+    await deleteTool(ctx, params.toolId);
+    return redirectWithFlash(req, reply, TOOLS_PATH, { notice: NOTICES.deleted });
   });
 
   // ---- Skills ---------------------------------------------------------------------------------------------
 
   async function renderSkills(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    current: SignedIn,
+    { req, reply, current, ctx, csrf }: PageBase,
     opts: { error?: string; draft?: SkillDraft } = {},
     status = 200,
   ) {
-    const ctx = serviceContextOf(req, current.actor);
     const skills = await listSkills(ctx, { page: 1, limit: 100, sortBy: 'name', sortOrder: 'asc' });
     return send(
       reply,
-      skillsPage({
-        user: current.user,
-        csrf: csrf(req, reply),
-        skills: skills.data,
-        ...takeFlash(req, reply),
-        ...opts,
-      }),
+      skillsPage({ user: current.user, csrf: csrf(), skills: skills.data, ...takeFlash(req, reply), ...opts }),
       status,
     );
   }
 
-  async function withSkill(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    then: (current: SignedIn, skillId: string) => Promise<FastifyReply>,
-  ): Promise<FastifyReply> {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    const { skillId } = req.params as { skillId: string };
-    try {
-      if (!SKILL_ID.test(skillId)) throw new NotFoundError(`Skill ${skillId.slice(0, 40)} not found`);
-      return await then(current, skillId);
-    } catch (err) {
-      if (!(err instanceof NotFoundError)) throw err;
-      return renderSkills(req, reply, current, { error: err.message }, 404);
-    }
-  }
+  const onSkill = {
+    params: SkillParams,
+    refused: (page: PageBase, err: AppError) =>
+      err instanceof NotFoundError || err instanceof FormError
+        ? renderSkills(page, { error: err.message }, err.statusCode)
+        : undefined,
+  };
 
-  const skillDraft = (form: Form): SkillDraft => ({
-    name: one(form, 'name'),
-    description: one(form, 'description'),
-    prompt: one(form, 'prompt'),
+  const skillDraft = (form: z.infer<typeof SkillForm>): SkillDraft => ({
+    name: form.name,
+    description: form.description,
+    prompt: form.prompt,
   });
 
-  app.get(SKILLS_PATH, page, async (req, reply) => {
-    const current = await signedIn(req, reply);
-    if (!current) return reply;
-    return renderSkills(req, reply, current);
-  });
+  pages.get(SKILLS_PATH, {}, (page) => renderSkills(page));
 
-  app.post(SKILLS_PATH, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    const current = await signedIn(req, reply, SKILLS_PATH);
-    if (!current) return reply;
-    const draft = skillDraft(form);
+  pages.post(SKILLS_PATH, { form: SkillForm, refused: onSkill.refused }, async (page) => {
+    const draft = skillDraft(page.form);
     const parsed = CreateSkill.safeParse(draft);
     if (!parsed.success) {
-      return renderSkills(
-        req,
-        reply,
-        current,
-        { error: `The skill was not created: ${formIssues(parsed.error)}`, draft },
-        422,
-      );
+      return renderSkills(page, { error: `The skill was not created: ${formIssues(parsed.error)}`, draft }, 422);
     }
     try {
-      const skill = await createSkill(serviceContextOf(req, current.actor), parsed.data);
-      return redirectWithFlash(req, reply, skillPath(skill.id), { notice: NOTICES.created });
+      const skill = await createSkill(page.ctx, parsed.data);
+      return redirectWithFlash(page.req, page.reply, skillPath(skill.id), { notice: NOTICES.created });
     } catch (err) {
       if (!shown(err)) throw err;
-      return renderSkills(
-        req,
-        reply,
-        current,
-        { error: `The skill was not created: ${err.message}`, draft },
-        err.statusCode,
-      );
+      return renderSkills(page, { error: `The skill was not created: ${err.message}`, draft }, err.statusCode);
     }
   });
 
   async function renderSkill(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    current: SignedIn,
+    { req, reply, current, ctx, csrf }: PageBase,
     skillId: string,
     opts: { error?: string; draft?: SkillDraft } = {},
     status = 200,
   ) {
-    const ctx = serviceContextOf(req, current.actor);
     const [skill, agents, linkedAgentIds] = await Promise.all([
       getSkill(ctx, skillId),
       agentsFor(ctx),
@@ -416,7 +343,7 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
       reply,
       skillPage({
         user: current.user,
-        csrf: csrf(req, reply),
+        csrf: csrf(),
         skill,
         agents,
         linkedAgentIds,
@@ -427,63 +354,56 @@ export async function toolPageRoutes(app: App, oauth: OAuthServer): Promise<void
     );
   }
 
-  app.get(`${SKILLS_PATH}/:skillId`, page, (req, reply) =>
-    withSkill(req, reply, (current, skillId) => renderSkill(req, reply, current, skillId)),
-  );
+  pages.get(`${SKILLS_PATH}/:skillId`, onSkill, (page) => renderSkill(page, page.params.skillId));
 
-  const skillLinkAction = (
-    req: FastifyRequest,
-    reply: FastifyReply,
-    act: (ctx: ReturnType<typeof serviceContextOf>, skillId: string, agentId: string) => Promise<unknown>,
-    noticeKey: keyof typeof NOTICES,
-  ) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withSkill(req, reply, async (current, skillId) => {
-      const agentId = (req.params as { agentId?: string }).agentId ?? one(form, 'agentId');
+  type SkillLinkPage = Page<z.infer<typeof SkillLinkParams>, undefined, z.infer<typeof LinkForm>>;
+  const skillLinkAction =
+    (
+      act: (ctx: SkillLinkPage['ctx'], skillId: string, agentId: string) => Promise<unknown>,
+      noticeKey: keyof typeof NOTICES,
+    ) =>
+    async (page: SkillLinkPage) => {
+      const { skillId } = page.params;
+      const agentId = page.params.agentId ?? page.form.agentId;
       try {
         if (!AGENT_ID.test(agentId)) throw new NotFoundError(`Agent ${agentId.slice(0, 40)} not found`);
-        await act(serviceContextOf(req, current.actor), skillId, agentId);
+        await act(page.ctx, skillId, agentId);
       } catch (err) {
         if (!shown(err)) throw err;
-        return renderSkill(req, reply, current, skillId, { error: err.message }, err.statusCode);
+        return renderSkill(page, skillId, { error: err.message }, err.statusCode);
       }
-      return redirectWithFlash(req, reply, `${skillPath(skillId)}#agents-h`, { notice: NOTICES[noticeKey] });
-    });
-  };
-  app.post(`${SKILLS_PATH}/:skillId/links`, page, (req, reply) =>
-    skillLinkAction(req, reply, (ctx, skillId, agentId) => linkSkill(ctx, agentId, skillId), 'linked'),
+      return redirectWithFlash(page.req, page.reply, `${skillPath(skillId)}#agents-h`, { notice: NOTICES[noticeKey] });
+    };
+  const onSkillLink = { ...onSkill, params: SkillLinkParams, form: LinkForm };
+  pages.post(
+    `${SKILLS_PATH}/:skillId/links`,
+    onSkillLink,
+    skillLinkAction((ctx, skillId, agentId) => linkSkill(ctx, agentId, skillId), 'linked'),
   );
-  app.post(`${SKILLS_PATH}/:skillId/links/:agentId/unlink`, page, (req, reply) =>
-    skillLinkAction(req, reply, (ctx, skillId, agentId) => unlinkSkill(ctx, agentId, skillId), 'unlinked'),
+  pages.post(
+    `${SKILLS_PATH}/:skillId/links/:agentId/unlink`,
+    onSkillLink,
+    skillLinkAction((ctx, skillId, agentId) => unlinkSkill(ctx, agentId, skillId), 'unlinked'),
   );
 
-  app.post(`${SKILLS_PATH}/:skillId`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withSkill(req, reply, async (current, skillId) => {
-      const ctx = serviceContextOf(req, current.actor);
-      const draft = skillDraft(form);
-      const parsed = UpdateSkill.safeParse(draft);
-      const refuse = (why: string, status: number) =>
-        renderSkill(req, reply, current, skillId, { draft, error: `Not saved: ${why}` }, status);
-      if (!parsed.success) return refuse(formIssues(parsed.error), 422);
-      try {
-        await updateSkill(ctx, skillId, parsed.data);
-      } catch (err) {
-        if (!shown(err) || err instanceof NotFoundError) throw err;
-        return refuse(err.message, err.statusCode);
-      }
-      return redirectWithFlash(req, reply, skillPath(skillId), { notice: NOTICES.saved });
-    });
+  pages.post(`${SKILLS_PATH}/:skillId`, { ...onSkill, form: SkillForm }, async (page) => {
+    const { skillId } = page.params;
+    const draft = skillDraft(page.form);
+    const parsed = UpdateSkill.safeParse(draft);
+    const refuse = (why: string, status: number) =>
+      renderSkill(page, skillId, { draft, error: `Not saved: ${why}` }, status);
+    if (!parsed.success) return refuse(formIssues(parsed.error), 422);
+    try {
+      await updateSkill(page.ctx, skillId, parsed.data);
+    } catch (err) {
+      if (!shown(err) || err instanceof NotFoundError) throw err;
+      return refuse(err.message, err.statusCode);
+    }
+    return redirectWithFlash(page.req, page.reply, skillPath(skillId), { notice: NOTICES.saved });
   });
 
-  app.post(`${SKILLS_PATH}/:skillId/delete`, page, async (req, reply) => {
-    const form = (req.body ?? {}) as Form;
-    if (!csrfOk(req, form)) return csrfFailed(reply);
-    return withSkill(req, reply, async (current, skillId) => {
-      await deleteSkill(serviceContextOf(req, current.actor), skillId);
-      return redirectWithFlash(req, reply, SKILLS_PATH, { notice: NOTICES.deleted });
-    });
+  pages.post(`${SKILLS_PATH}/:skillId/delete`, onSkill, async ({ req, reply, ctx, params }) => {
+    await deleteSkill(ctx, params.skillId);
+    return redirectWithFlash(req, reply, SKILLS_PATH, { notice: NOTICES.deleted });
   });
 }

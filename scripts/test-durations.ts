@@ -34,11 +34,18 @@ interface Row {
   tests: number;
 }
 
+/**
+ * A file's seconds. vitest's JSON report ends a file at its last test, before its `afterAll` hooks (closing apps
+ * and databases); with one worker (the default on two cores) the files run one after another, so a file is
+ * given the time until the next one starts, hooks included. With several workers, start to last test.
+ */
 function rowsOf(report: JsonReport): Row[] {
-  return report.testResults
-    .map((r) => ({
+  const files = [...report.testResults].sort((a, b) => a.startTime - b.startTime);
+  const sequential = files.every((f, i) => i === 0 || (files[i - 1]?.endTime ?? 0) <= f.startTime);
+  return files
+    .map((r, i) => ({
       file: relative(process.cwd(), r.name),
-      seconds: Math.max(0, r.endTime - r.startTime) / 1000,
+      seconds: Math.max(0, (sequential ? (files[i + 1]?.startTime ?? r.endTime) : r.endTime) - r.startTime) / 1000,
       tests: r.assertionResults.length,
     }))
     .sort((a, b) => b.seconds - a.seconds);

@@ -1,11 +1,12 @@
 import { configDefaults, defineConfig } from 'vitest/config';
-import { DATABASE_FREE_GLOBS } from './test/database-free.ts';
+import { leftOutOfRun } from './test/run-once.ts';
 import { testTmpDir } from './test/tmp-dir.ts';
 
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-    exclude: [...configDefaults.exclude, ...(process.env.TEST_SKIP_DATABASE_FREE === '1' ? DATABASE_FREE_GLOBS : [])],
+    // CI runs some files on one database only (test/run-once.ts).
+    exclude: [...configDefaults.exclude, ...leftOutOfRun(process.env)],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,

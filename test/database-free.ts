@@ -1,9 +1,7 @@
 /**
  * The test files that never open a database: the sandbox engine's, the provider catalog's checks, and pure logic
- * (`*.unit.test.ts`). Where both suites run side by side (`.ci/run`), these run once, in the PostgreSQL run
- * (`TEST_SKIP_DATABASE_FREE=1` leaves them out of the PGlite run): a second run on the other database tests
- * nothing new, and the PGlite run is CI's longest. `test/database-free.unit.test.ts` fails when one of them
- * opens a database.
+ * (`*.unit.test.ts`). CI runs them once, in the PostgreSQL run (test/run-once.ts): a second run on the other
+ * database would test nothing new. `test/database-free.unit.test.ts` fails when one of them opens a database.
  */
 const FOLDERS = ['src/sandbox/', 'test/catalog/'];
 const SUFFIX = '.unit.test.ts';

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -34,8 +34,8 @@ export function databaseUrl(url: string, name: string): string {
 
 /**
  * Prepares the database every test file starts from, once per run:
- * - PGlite (default): a migrated data directory used as a template; each test file copies it (initdb is
- *   ~3 s, a copy and reopen well under one). The template is cached by a hash of the migrations.
+ * - PGlite (default): a migrated data directory used as a template, cached by a hash of the migrations; each
+ *   worker's shared database, and each database a file asks of its own, is a copy of it (test/harness.ts).
  * - PostgreSQL (`TEST_DB=pg`): a migrated template database on the server of `TEST_DATABASE_URL`, and the
  *   run's database cloned from it (`CREATE DATABASE … TEMPLATE`); a file that needs a database of its own
  *   clones the template too, instead of migrating one (seconds each). Both are dropped afterwards.
@@ -78,12 +78,16 @@ export async function setup(project: TestProject): Promise<() => Promise<void>> 
       cpSync(building, template, { recursive: true });
     }
   }
-  project.provide('testDatabase', { kind: 'pglite', template });
-  return async () => {};
+  // The workers' shared databases (test/harness.ts), removed with the run.
+  const runDir = mkdtempSync(join(testTmpDir(), 'sb-test-run-'));
+  project.provide('testDatabase', { kind: 'pglite', template, runDir });
+  return async () => {
+    rmSync(runDir, { recursive: true, force: true });
+  };
 }
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    testDatabase: { kind: 'pg'; url: string; template: string } | { kind: 'pglite'; template: string };
+    testDatabase: { kind: 'pg'; url: string; template: string } | { kind: 'pglite'; template: string; runDir: string };
   }
 }

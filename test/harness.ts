@@ -24,8 +24,8 @@ import { adminQuery, databaseUrl, PG_TEST_DATABASE_SETTINGS } from './global-set
 import { testTmpDir } from './tmp-dir.ts';
 
 /**
- * One database per test file (a copy of the migrated PGlite template, or the run's PostgreSQL database),
- * any number of apps over it, and factories that give each test a fresh account.
+ * The test file's database (the worker's PGlite database or the run's PostgreSQL database, both shared with the
+ * other files; or one of its own), any number of apps over it, and factories that give each test a fresh account.
  */
 export interface TestHarness {
   app: App;
@@ -86,16 +86,53 @@ export interface TestDatabase {
 }
 
 /**
- * The test file's database: a copy of the migrated PGlite template, or the run's PostgreSQL database. With
- * `privateDatabase`, on PostgreSQL a fresh migrated database of its own (a clone of the run's template), for tests
- * whose work spans every account (recurring jobs) and must not meet other files' rows.
+ * The PGlite database the test files of this worker share, as on PostgreSQL they share the run's database: a copy
+ * of the template, opened by the first harness and left open for the next file (opening one costs a second or
+ * more of CPU: a thread, PGlite's WebAssembly, its start). In the run's directory, which the global set-up removes.
  */
-export async function openTestDatabase(opts: { privateDatabase?: boolean } = {}): Promise<TestDatabase> {
+let workerPglite: Promise<Database> | undefined;
+
+function sharedPglite(target: { template: string; runDir: string }): Promise<Database> {
+  workerPglite ??= (async () => {
+    const dir = mkdtempSync(join(target.runDir, `worker-${process.pid}-`));
+    cpSync(target.template, dir, { recursive: true });
+    return openDatabase({ dataDir: dir });
+  })();
+  return workerPglite;
+}
+
+/**
+ * A database for a test file: by default a copy of the migrated PGlite template, or the run's PostgreSQL database.
+ * With `privateDatabase`, on PostgreSQL a fresh migrated database of its own (a clone of the run's template), for
+ * tests whose work spans every account (recurring jobs) and must not meet other files' rows. With `shared` (what
+ * `createHarness` asks for), on PGlite the worker's shared database (above) instead of a copy: closing it leaves it
+ * open, and it cannot be handed over.
+ */
+export async function openTestDatabase(
+  opts: { privateDatabase?: boolean; shared?: boolean } = {},
+): Promise<TestDatabase> {
   const target = inject('testDatabase');
   const dataDir = mkdtempSync(join(testTmpDir(), 'sb-test-'));
   let dropDatabase: (() => Promise<void>) | undefined;
   let env: Record<string, string> = { DATA_DIR: dataDir };
   let database: Database;
+  if (target.kind === 'pglite' && opts.shared && !opts.privateDatabase) {
+    const shared = await sharedPglite(target);
+    return {
+      database: shared,
+      dataDir,
+      env,
+      async handOver() {
+        throw new Error('The shared test database cannot be handed over: openTestDatabase({ privateDatabase: true })');
+      },
+      async open() {
+        return shared;
+      },
+      async close() {
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  }
   if (target.kind === 'pg') {
     let url = target.url;
     if (opts.privateDatabase) {
@@ -142,7 +179,7 @@ export async function createHarness(
   env: Record<string, string> = {},
   opts: { privateDatabase?: boolean; jobCatalog?: JobCatalog } = {},
 ): Promise<TestHarness> {
-  const testDb = await openTestDatabase(opts);
+  const testDb = await openTestDatabase({ ...opts, shared: true });
   const { database, dataDir } = testDb;
   if (testDb.env.DATABASE_URL) env = { DATABASE_URL: testDb.env.DATABASE_URL, ...env };
   const keyRing = createKeyRing(parseKeys(KEYS));

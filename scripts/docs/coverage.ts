@@ -18,7 +18,7 @@ export const NOT_SETTINGS: Record<string, string> = {
   TEST_DATABASE_URL: 'the PostgreSQL server of the test suite',
   TEST_DB: 'which database the test suite runs on',
   TEST_LOG_LEVEL: "the app's log level in tests",
-  TEST_SKIP_DATABASE_FREE: 'leaves the database-free tests out of a run (CI)',
+  TEST_RUN_ONCE: "CI's split: a file tested on one database runs in that database's run only",
   BENCH_DATABASE_URL: 'runs the benchmarks on PostgreSQL',
   BENCH_ROUNDS: 'rounds of a benchmark',
   BENCH_BASE_DIR: 'the other checkout of the gateway-ab and agent-chat benchmarks',

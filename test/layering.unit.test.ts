@@ -1,153 +1,235 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { cruise, type ICruiseOptions, type IViolation } from 'dependency-cruiser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
- * ARCHITECTURE.md "Layout": layers only call downward (routes -> service -> repo -> db). This reads every
- * source file's imports and fails, naming the file and the import, when
- * - a transport (HTTP routes, web pages, the MCP endpoint, the auth guard) reaches the database: a repo, the
- *   schema, a migration helper or drizzle itself (a type-only import of the `Database` handle is allowed,
- *   since a transport may pass it along without querying);
- * - anything below the transport (services, repos, jobs, the agent, lib) imports fastify or a transport;
- * - a repo imports a service, or lib (the shared helpers) imports a feature area.
- * The composition roots (app, main, cli, runtime) wire every layer together and are exempt.
+ * The layering rules of `.dependency-cruiser.cjs` (run by `npm run lint`), each broken on purpose in a small tree
+ * of files and expected reported. The rules come from the config itself and nothing is filtered, so a rule that
+ * stops matching fails here.
  */
 
 const ROOT = resolve(import.meta.dirname, '..');
-const SRC = join(ROOT, 'src');
-const COMPOSITION_ROOTS = new Set(['src/app.ts', 'src/main.ts', 'src/cli.ts', 'src/runtime.ts']);
-// Besides routes, http/ and web/: the bearer guard and the MCP endpoint.
-const TRANSPORT_FILES = new Set(['src/auth/guard.ts', 'src/mcp/endpoint.ts']);
-/** HTML templates and their markdown renderer: plain functions from values to markup (the OAuth server renders them too). */
-const isView = (file: string) =>
-  file.startsWith('src/web/') && /(^|-)(pages|html|markdown)\.ts$/.test(file.split('/').pop() ?? '');
-const FASTIFY = /^(fastify|@fastify\/.*|fastify-.*)$/;
+const config = createRequire(import.meta.url)(join(ROOT, '.dependency-cruiser.cjs')) as {
+  forbidden: NonNullable<ICruiseOptions['ruleSet']>['forbidden'];
+  options: ICruiseOptions;
+};
 
-function isTransport(file: string): boolean {
-  return (
-    TRANSPORT_FILES.has(file) ||
-    file.startsWith('src/http/') ||
-    (file.startsWith('src/web/') && !isView(file)) ||
-    /(^|[./-])routes\.ts$/.test(file.split('/').pop() ?? '')
-  );
-}
+let dir = '';
 
-const isRepo = (file: string) => /(^|[./-])repo\.ts$/.test(file.split('/').pop() ?? '');
-const isService = (file: string) => /(^|[./-])service\.ts$/.test(file.split('/').pop() ?? '');
-const reachesDatabase = (target: string) => target.startsWith('src/db/') || isRepo(target);
-
-interface Import {
-  specifier: string;
-  /** The project file it names (relative to the repo), for relative specifiers. */
-  target?: string;
-  typeOnly: boolean;
-}
-
-function importsOf(file: string, text: string): Import[] {
-  const found: Import[] = [];
-  const statement = /^\s*(import|export)\s+(type\s+)?([^;]*?)\s+from\s+'([^']+)'/gms;
-  for (const m of text.matchAll(statement)) {
-    const names = m[3] ?? '';
-    // `import { type A, type B } from` is type-only too.
-    const typeOnly = Boolean(m[2]) || /^\{\s*(type\s+\w+\s*,?\s*)+\}$/.test(names.trim());
-    found.push(toImport(file, m[4] ?? '', typeOnly));
+/** Writes `files` (path from the tree's root to source) into a fresh tree and returns every reported violation. */
+async function violations(files: Record<string, string>): Promise<string[]> {
+  rmSync(join(dir, 'src'), { recursive: true, force: true });
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
   }
-  for (const m of text.matchAll(/^\s*import\s+'([^']+)'/gm)) found.push(toImport(file, m[1] ?? '', false));
-  for (const m of text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)) {
-    // `typeof import('x')` in a type position is type-only.
-    const before = text.slice(Math.max(0, (m.index ?? 0) - 7), m.index ?? 0);
-    found.push(toImport(file, m[1] ?? '', before.endsWith('typeof ')));
-  }
-  return found;
-}
-
-function toImport(file: string, specifier: string, typeOnly: boolean): Import {
-  if (!specifier.startsWith('.')) return { specifier, typeOnly };
-  const target = relative(ROOT, resolve(ROOT, dirname(file), specifier))
-    .split('\\')
-    .join('/');
-  return { specifier, target, typeOnly };
-}
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) return e.name === 'migrations' ? [] : sourceFiles(path);
-    // Tests and their support files are not layers of the service.
-    const source = e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') && !e.name.endsWith('test-support.ts');
-    return source ? [relative(ROOT, path)] : [];
+  const { tsConfig: _tsConfig, ...options } = config.options;
+  const result = await cruise(['src'], {
+    ...options,
+    baseDir: dir,
+    validate: true,
+    ruleSet: { forbidden: config.forbidden },
   });
+  if (typeof result.output === 'string') throw new Error('expected a cruise result');
+  return result.output.summary.violations.map(describeViolation).sort();
 }
 
-/** Every broken rule, as `file: import (why)`, over files given as path (from the repo root) to source. */
-function layeringViolations(files: ReadonlyMap<string, string>): string[] {
-  const out: string[] = [];
-  for (const [file, text] of files) {
-    if (COMPOSITION_ROOTS.has(file)) continue;
-    for (const imp of importsOf(file, text)) {
-      const t = imp.target;
-      const say = (why: string) => out.push(`${file}: '${imp.specifier}' (${why})`);
-      if (isTransport(file)) {
-        if (imp.specifier === 'drizzle-orm' || imp.specifier.startsWith('drizzle-orm/')) {
-          say('a transport builds no queries: call a service');
-        } else if (t && reachesDatabase(t) && !imp.typeOnly) {
-          say('a transport never reaches the database: call a service');
-        }
-        continue;
-      }
-      if (FASTIFY.test(imp.specifier)) say('only transports import fastify: take plain values and Logger');
-      else if (t && COMPOSITION_ROOTS.has(t) && !imp.typeOnly) say('layers below the wiring never import it');
-      else if (t && isTransport(t)) say('layers only call downward: this imports a transport');
-      else if (isRepo(file) && t && isService(t)) say('a repo never calls a service');
-      else if (
-        file.startsWith('src/lib/') &&
-        t &&
-        /^src\/(modules|agent|mcp|web|http|jobs)\//.test(t) &&
-        !imp.typeOnly
-      ) {
-        say('lib holds shared helpers and imports no feature area');
-      }
-    }
-  }
-  return out;
+function describeViolation(v: IViolation): string {
+  const to = v.to.replace(/^.*node_modules\//, 'node_modules/');
+  return `${v.rule.name}: ${v.from} -> ${to}`;
 }
 
-describe('layering', () => {
-  it('every layer only calls downward', () => {
-    const files = new Map(sourceFiles(SRC).map((f) => [f, readFileSync(join(ROOT, f), 'utf8')]));
-    expect(files.size).toBeGreaterThan(100);
-    expect(layeringViolations(files)).toEqual([]);
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'layering-'));
+  // Packages (drizzle-orm, fastify) resolve as they do in the project.
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+});
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A well-layered area: routes -> service -> repo -> db, reached from outside through its index. */
+const AREA = {
+  'src/db/client.ts': 'export type Db = { query(sql: string): unknown };\n',
+  'src/db/schema/things.ts':
+    "import { pgTable, text } from 'drizzle-orm/pg-core';\nexport const things = pgTable('things', { id: text('id') });\n",
+  'src/db/values.ts': "export const THING_KINDS = ['a', 'b'] as const;\n",
+  'src/lib/errors.ts': 'export class AppError extends Error {}\n',
+  'src/modules/things/repo.ts':
+    "import { eq } from 'drizzle-orm';\nimport type { Db } from '../../db/client.ts';\nimport { things } from '../../db/schema/things.ts';\nexport const find = (db: Db, id: string) => [db, eq(things.id, id)];\n",
+  'src/modules/things/service.ts':
+    "import type { Db } from '../../db/client.ts';\nimport { AppError } from '../../lib/errors.ts';\nimport * as repo from './repo.ts';\nexport const getThing = (db: Db, id: string) => repo.find(db, id) ?? new AppError();\n",
+  'src/modules/things/schema.ts':
+    "import { THING_KINDS } from '../../db/values.ts';\nexport const kinds = THING_KINDS;\n",
+  'src/modules/things/routes.ts':
+    "import type { FastifyInstance } from 'fastify';\nimport { getThing } from './service.ts';\nexport const routes = (app: FastifyInstance) => [app, getThing];\n",
+  'src/modules/things/index.ts':
+    "export { routes as thingRoutes } from './routes.ts';\nexport { getThing } from './service.ts';\n",
+  'src/modules/others/service.ts': "import { getThing } from '../things/index.ts';\nexport const other = getThing;\n",
+  'src/modules/others/index.ts': "export { other } from './service.ts';\n",
+  'src/app.ts':
+    "import Fastify from 'fastify';\nimport { thingRoutes } from './modules/things/index.ts';\nexport const app = thingRoutes(Fastify());\n",
+  'src/web/things-routes.ts': "import { getThing } from '../modules/things/index.ts';\nexport const page = getThing;\n",
+};
+
+describe('layering rules', () => {
+  it('pass a well-layered tree', async () => {
+    expect(await violations(AREA)).toEqual([]);
   });
 
-  it('names each kind of breach, and lets type-only handles pass', () => {
-    const files = new Map([
-      ['src/modules/things/routes.ts', "import * as repo from './repo.ts';\nimport { eq } from 'drizzle-orm';"],
-      [
-        'src/web/things.ts',
-        "import type { Database } from '../db/client.ts';\nimport { things } from '../db/schema/index.ts';",
-      ],
-      [
-        'src/modules/things/service.ts',
-        "import type { FastifyRequest } from 'fastify';\nimport { thingRoutes } from './routes.ts';",
-      ],
-      ['src/modules/things/repo.ts', "import { createThing } from './service.ts';"],
-      ['src/lib/helper.ts', "import { createThing } from '../modules/things/service.ts';"],
-      ['src/agent/runner.ts', "const { app } = await import('../app.ts');"],
-      [
-        'src/modules/things/jobs.ts',
-        "import {\n  type Thing,\n  type Other,\n} from './schema.ts';\nimport * as service from './service.ts';",
-      ],
-      ['src/app.ts', "import Fastify from 'fastify';\nimport * as repo from './modules/things/repo.ts';"],
+  it('refuse a route reaching the database, directly or through a file that is not a repo', async () => {
+    expect(
+      await violations({
+        ...AREA,
+        'src/modules/things/routes.ts':
+          "import { eq } from 'drizzle-orm';\nimport { find } from './repo.ts';\nimport { query } from './query.ts';\nexport const r = [eq, find, query];\n",
+        'src/modules/things/query.ts': "import { sql } from 'drizzle-orm';\nexport const query = sql`select 1`;\n",
+      }),
+    ).toEqual([
+      'database-only-in-repos: src/modules/things/query.ts -> node_modules/drizzle-orm/index.js',
+      'database-only-in-repos: src/modules/things/routes.ts -> node_modules/drizzle-orm/index.js',
+      'transport-never-reaches-database: src/modules/things/routes.ts -> node_modules/drizzle-orm/index.js',
+      'transport-never-reaches-database: src/modules/things/routes.ts -> src/modules/things/repo.ts',
     ]);
-    expect(layeringViolations(files)).toEqual([
-      "src/modules/things/routes.ts: './repo.ts' (a transport never reaches the database: call a service)",
-      "src/modules/things/routes.ts: 'drizzle-orm' (a transport builds no queries: call a service)",
-      "src/web/things.ts: '../db/schema/index.ts' (a transport never reaches the database: call a service)",
-      "src/modules/things/service.ts: 'fastify' (only transports import fastify: take plain values and Logger)",
-      "src/modules/things/service.ts: './routes.ts' (layers only call downward: this imports a transport)",
-      "src/modules/things/repo.ts: './service.ts' (a repo never calls a service)",
-      "src/lib/helper.ts: '../modules/things/service.ts' (lib holds shared helpers and imports no feature area)",
-      "src/agent/runner.ts: '../app.ts' (layers below the wiring never import it)",
+  });
+
+  it('refuse a page or the MCP server importing a repo or the schema', async () => {
+    expect(
+      await violations({
+        ...AREA,
+        'src/web/things-routes.ts':
+          "import { find } from '../modules/things/repo.ts';\nimport { things } from '../db/schema/things.ts';\nexport const page = [find, things];\n",
+        'src/mcp/server.ts': "import * as repo from '../modules/things/repo.ts';\nexport const server = repo;\n",
+      }),
+    ).toEqual([
+      'database-only-in-repos: src/web/things-routes.ts -> src/db/schema/things.ts',
+      'front-door-from-outside: src/mcp/server.ts -> src/modules/things/repo.ts',
+      'front-door-from-outside: src/web/things-routes.ts -> src/modules/things/repo.ts',
+      'transport-never-reaches-database: src/mcp/server.ts -> src/modules/things/repo.ts',
+      'transport-never-reaches-database: src/web/things-routes.ts -> src/db/schema/things.ts',
+      'transport-never-reaches-database: src/web/things-routes.ts -> src/modules/things/repo.ts',
     ]);
+  });
+
+  it('let a transport hold a type-only handle on the database', async () => {
+    expect(
+      await violations({
+        ...AREA,
+        'src/web/things-routes.ts':
+          "import type { Db } from '../db/client.ts';\nimport { getThing } from '../modules/things/index.ts';\nexport const page = (db: Db) => getThing(db, 'x');\n",
+      }),
+    ).toEqual([]);
+  });
+
+  it('refuse a service importing drizzle or fastify', async () => {
+    expect(
+      await violations({
+        ...AREA,
+        'src/modules/things/service.ts':
+          "import { eq } from 'drizzle-orm';\nimport type { FastifyRequest } from 'fastify';\nexport const getThing = (req: FastifyRequest) => eq;\n",
+      }),
+    ).toEqual([
+      'database-only-in-repos: src/modules/things/service.ts -> node_modules/drizzle-orm/index.js',
+      'service-never-imports-fastify: src/modules/things/service.ts -> node_modules/fastify/fastify.js',
+    ]);
+  });
+
+  it('refuse lib, agent, llm, db, jobs, http and sandbox importing an area, even through its front door', async () => {
+    const breach = "import { getThing } from '../modules/things/index.ts';\nexport const x = getThing;\n";
+    expect(
+      await violations({
+        ...AREA,
+        'src/lib/helper.ts': breach,
+        'src/agent/runtime.ts': breach,
+        'src/llm/gateway.ts': breach,
+        'src/db/seed.ts': breach,
+        'src/jobs/catalog.ts': breach,
+        'src/http/metrics.ts': breach,
+        'src/sandbox/bridge.ts': breach,
+      }),
+    ).toEqual([
+      'infrastructure-imports-no-area: src/agent/runtime.ts -> src/modules/things/index.ts',
+      'infrastructure-imports-no-area: src/db/seed.ts -> src/modules/things/index.ts',
+      'infrastructure-imports-no-area: src/http/metrics.ts -> src/modules/things/index.ts',
+      'infrastructure-imports-no-area: src/jobs/catalog.ts -> src/modules/things/index.ts',
+      'infrastructure-imports-no-area: src/lib/helper.ts -> src/modules/things/index.ts',
+      'infrastructure-imports-no-area: src/llm/gateway.ts -> src/modules/things/index.ts',
+      'infrastructure-imports-no-area: src/sandbox/bridge.ts -> src/modules/things/index.ts',
+      'lib-imports-only-lib: src/lib/helper.ts -> src/modules/things/index.ts',
+    ]);
+  });
+
+  it('refuse lib importing anything of the project outside lib, types included', async () => {
+    expect(
+      await violations({
+        ...AREA,
+        'src/config.ts': 'export type Config = { port: number };\n',
+        'src/lib/context.ts':
+          "import type { Config } from '../config.ts';\nimport type { Db } from '../db/client.ts';\nexport type Deps = { config: Config; db: Db };\n",
+      }),
+    ).toEqual([
+      'lib-imports-only-lib: src/lib/context.ts -> src/config.ts',
+      'lib-imports-only-lib: src/lib/context.ts -> src/db/client.ts',
+    ]);
+  });
+
+  it("refuse reaching past another area's front door, from an area or from outside", async () => {
+    expect(
+      await violations({
+        ...AREA,
+        'src/modules/others/service.ts':
+          "import { getThing } from '../things/service.ts';\nimport { kinds } from '../things/schema.ts';\nexport const other = [getThing, kinds];\n",
+        'src/web/things-routes.ts':
+          "import { getThing } from '../modules/things/service.ts';\nexport const page = getThing;\n",
+        'src/app.ts': "import { routes } from './modules/things/routes.ts';\nexport const app = routes;\n",
+      }),
+    ).toEqual([
+      'front-door-between-areas: src/modules/others/service.ts -> src/modules/things/schema.ts',
+      'front-door-between-areas: src/modules/others/service.ts -> src/modules/things/service.ts',
+      'front-door-from-outside: src/app.ts -> src/modules/things/routes.ts',
+      'front-door-from-outside: src/web/things-routes.ts -> src/modules/things/service.ts',
+    ]);
+  });
+
+  it('refuse a cycle between two areas, but not one within an area', async () => {
+    const found = await violations({
+      ...AREA,
+      'src/modules/things/service.ts':
+        "import { other } from '../others/index.ts';\nimport { helper } from './helper.ts';\nexport const getThing = () => [other, helper];\n",
+      'src/modules/things/helper.ts':
+        "import { getThing } from './service.ts';\nexport const helper = () => getThing;\n",
+    });
+    // dependency-cruiser names each cycle once, from whichever of its modules it reached first.
+    expect(found.length).toBeGreaterThan(0);
+    expect(found.every((v) => v.startsWith('no-cycle-between-areas: '))).toBe(true);
+    expect(found.some((v) => v.includes('helper.ts'))).toBe(false);
+    const within = await violations({
+      ...AREA,
+      'src/modules/things/service.ts': "import { helper } from './helper.ts';\nexport const getThing = () => helper;\n",
+      'src/modules/things/helper.ts':
+        "import { getThing } from './service.ts';\nexport const helper = () => getThing;\n",
+    });
+    expect(within).toEqual([]);
+  });
+
+  it('refuse importing a transport or the composition root from below, and a repo calling a service', async () => {
+    expect(
+      await violations({
+        ...AREA,
+        'src/modules/things/service.ts': "import { routes } from './routes.ts';\nexport const getThing = routes;\n",
+        'src/modules/things/repo.ts':
+          "import { getThing } from './service.ts';\nimport { app } from '../../app.ts';\nexport const find = [getThing, app];\n",
+      }),
+    ).toEqual(
+      expect.arrayContaining([
+        'layers-call-downward: src/modules/things/repo.ts -> src/app.ts',
+        'layers-call-downward: src/modules/things/service.ts -> src/modules/things/routes.ts',
+        'repo-never-calls-service: src/modules/things/repo.ts -> src/modules/things/service.ts',
+      ]),
+    );
   });
 });

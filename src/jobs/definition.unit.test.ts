@@ -40,7 +40,7 @@ describe('job definitions', () => {
     expect(gap.nextRun(new Date('2026-03-28T12:00:00Z'))?.toISOString()).toBe('2026-03-29T01:00:00.000Z');
   });
 
-  it('the service catalog: recurring jobs every 5 minutes, every minute (holds, due tasks, orphaned chat turns), every 10 minutes (expired OAuth artifacts, sign-in windows, test runs) and hourly (job clean-up, activity purge) and daily (webhook deliveries), all valid', () => {
+  it('the service catalog: recurring jobs every 5 minutes (connection refresh, conversation ingest, MCP task clean-up), every minute (holds, due tasks, orphaned chat turns), every 10 minutes (expired OAuth artifacts, sign-in windows, test runs) and hourly (job clean-up, activity purge) and daily (webhook deliveries), all valid', () => {
     expect(() => validateCatalog(JOB_CATALOG)).not.toThrow();
     expect(Object.fromEntries(Object.entries(JOB_CATALOG).map(([type, def]) => [type, def.schedule?.cron]))).toEqual({
       'activity.purge': '41 * * * *',
@@ -51,6 +51,7 @@ describe('job definitions', () => {
       'oauth.sweep-expired': '*/10 * * * *',
       'jobs.cleanup': '17 * * * *',
       'knowledge.ingest-conversations': '*/5 * * * *',
+      'mcp.tasks-cleanup': '*/5 * * * *',
       'tasks.dispatch-due': '* * * * *',
       'tools.sweep-test-runs': '*/10 * * * *',
       'webhooks.cleanup': '41 3 * * *',

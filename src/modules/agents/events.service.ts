@@ -130,8 +130,8 @@ export async function writeFailedTurns(
  * writes. On PostgreSQL, which other instances share, a chat answers only once what its answer names is
  * committed (`commitNow`: the conversation, its messages), so every instance behind the load balancer reads it,
  * and continues it, as soon as the answer arrives (issue 39); the rest (events, the conversation's activity, the
- * turn's lease) is written within the window, when its SSE subscribers are notified. PGlite serves one process
- * (its data directory is locked): there is no other instance, and its writes keep their window. Shutdown writes
+ * turn's lease) is written within the window, when its SSE subscribers are notified. PGlite serves one process,
+ * but commits the same way, so that a crash right after an answer loses nothing it named. Shutdown writes
  * everything queued (background work is drained before the database closes). Text the database cannot store
  * (NUL, unpaired surrogates) is stored as U+FFFD.
  */
@@ -139,12 +139,9 @@ export class ConversationLog {
   private readonly commit: GroupCommit<LogOp>;
   /** Each conversation's last queued write, while it is not written yet. */
   private readonly last = new Map<string, Promise<boolean>>();
-  /** Other instances may read this database (PostgreSQL): what an answer names is committed before it leaves. */
-  private readonly shared: boolean;
 
   constructor(deps: Deps) {
-    const { db, asyncCommitDb, driver } = deps.database;
-    this.shared = driver === 'pg';
+    const { db, asyncCommitDb } = deps.database;
     this.commit = new GroupCommit<LogOp>({
       what: 'conversation writes',
       write: (ops) => {
@@ -216,7 +213,7 @@ export class ConversationLog {
     });
     const [stored, created] = ops;
     const mine = this.commitNow(this.add(conversationId, stored as LogOp));
-    const committed = this.shared ? turn.written.then(async (ok) => ok && (await mine)) : mine;
+    const committed = turn.written.then(async (ok) => ok && (await mine));
     void this.add(conversationId, eventOp(conversationId, 'message.delta', { content }));
     void this.add(conversationId, created as LogOp);
     void this.touch(conversationId);
@@ -266,11 +263,10 @@ export class ConversationLog {
   /**
    * Commits `written` (a write queued here, and so all queued before it) before an answer that names it leaves:
    * on PostgreSQL writes what is queued now rather than at the window's end, and answers whether it was
-   * committed (false: given up, the database is down); later writes keep their window. On PGlite answers true
-   * at once: no other instance reads its database, and reads here wait for what is queued (`settled`).
+   * committed (false: given up, the database is down); later writes keep their window. On both databases: on
+   * PostgreSQL other instances read what the answer names; on PGlite a crash right after the answer must not lose it.
    */
   commitNow(written: Promise<boolean>): Promise<boolean> {
-    if (!this.shared) return Promise.resolve(true);
     void this.commit.writeQueued();
     return written;
   }

@@ -15,7 +15,9 @@ describe('the typed TypeScript client (@switchboard/client)', () => {
   let server: ServerProcess | undefined;
   beforeAll(async () => {
     llm = await startFakeLlm();
-    testDb = await openTestDatabase();
+    // A database of its own: the server process runs background jobs, and would take other files' jobs (memory
+    // extraction, compiles) to this test's fake model.
+    testDb = await openTestDatabase({ privateDatabase: true });
     await testDb.handOver(); // PGlite: the server process owns the data directory
     server = await startServer({
       ...testDb.env,

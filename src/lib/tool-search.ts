@@ -68,7 +68,7 @@ const SYNONYMS: Record<string, string[]> = {
   file: ['file'],
   log: ['create', 'note'],
   schedule: ['create', 'meeting', 'event'],
-  scheduled: ['event', 'meeting'],
+  scheduled: ['event', 'meeting', 'calendar'],
   book: ['create', 'event'],
   set: ['update'],
   setup: ['create'],
@@ -79,6 +79,20 @@ const SYNONYMS: Record<string, string[]> = {
   edit: ['update'],
   modify: ['update'],
   rename: ['update', 'move'],
+  assign: ['assign', 'assignee'],
+  reassign: ['assign', 'assignee'],
+  duplicate: ['copy'],
+  clone: ['copy', 'fork'],
+  charge: ['payment', 'charge'],
+  pass: ['run', 'status', 'check'],
+  passed: ['run', 'status', 'check'],
+  passing: ['run', 'status', 'check'],
+  fail: ['run', 'status', 'check'],
+  failed: ['run', 'status', 'check'],
+  failing: ['run', 'status', 'check'],
+  fields: ['describe', 'field'],
+  columns: ['describe', 'column'],
+  schema: ['describe', 'schema'],
   reschedule: ['update', 'event'],
   move: ['move', 'update', 'transition'],
   mark: ['update', 'modify'],
@@ -109,24 +123,24 @@ const SYNONYMS: Record<string, string[]> = {
   star: ['label', 'star'],
   starred: ['label'],
   draft: ['draft'],
-  meeting: ['meeting', 'event'],
+  meeting: ['meeting', 'event', 'calendar'],
   call: ['meeting'],
   appointment: ['event'],
   calendar: ['event', 'calendar'],
-  agenda: ['event'],
+  agenda: ['event', 'calendar'],
   invite: ['event', 'invitation'],
   time: ['event', 'time'],
-  today: ['event'],
-  tomorrow: ['event'],
-  tonight: ['event'],
-  week: ['event'],
-  monday: ['event'],
-  tuesday: ['event'],
-  wednesday: ['event'],
-  thursday: ['event'],
-  friday: ['event'],
-  saturday: ['event'],
-  sunday: ['event'],
+  today: ['event', 'calendar'],
+  tomorrow: ['event', 'calendar'],
+  tonight: ['event', 'calendar'],
+  week: ['event', 'calendar'],
+  monday: ['event', 'calendar'],
+  tuesday: ['event', 'calendar'],
+  wednesday: ['event', 'calendar'],
+  thursday: ['event', 'calendar'],
+  friday: ['event', 'calendar'],
+  saturday: ['event', 'calendar'],
+  sunday: ['event', 'calendar'],
   free: ['busy', 'free'],
   busy: ['free'],
   push: ['update', 'move'],
@@ -142,7 +156,7 @@ const SYNONYMS: Record<string, string[]> = {
   cell: ['range'],
   cells: ['range'],
   column: ['range'],
-  row: ['append', 'row', 'record'],
+  row: ['row', 'record'],
   spreadsheet: ['spreadsheet', 'sheet'],
   server: ['guild'],
   servers: ['guild'],
@@ -218,7 +232,7 @@ const READ_VERBS = new Set(
   ),
 );
 const WRITE_VERBS = new Set(
-  'add create new make put post send reply draft write update edit change set rename move mark close complete delete remove trash archive cancel assign share schedule book invite log file comment merge approve star like follow bookmark retweet tweet upload append clear pause skip play accept decline redeploy rerun subscribe refund transition label react message dm ping push email mail text answer reschedule'.split(
+  'add create new make put post send reply draft write update edit change set rename move mark close complete delete remove trash archive cancel assign reassign share schedule book invite log file comment merge approve star like follow bookmark retweet tweet upload append clear pause skip play accept decline redeploy rerun subscribe refund charge request duplicate clone transition label react message dm ping push email mail text answer reschedule'.split(
     ' ',
   ),
 );
@@ -370,6 +384,8 @@ function actionOf(all: string[]): { intent: 'read' | 'write'; verbs: Set<string>
   for (const [i, w] of all.entries()) {
     // After "the", "a", "my" ... a word is a noun: "open the latest email" does not send one.
     if (DETERMINERS.has(all[i - 1] ?? '')) continue;
+    // A noun used as a verb ("email the team") is one only before any other word that says something.
+    if (NOUN_VERBS.has(w) && all.slice(0, i).some((x) => !STOPWORDS.has(x) && !POLITE.has(x))) continue;
     const intent = WRITE_VERBS.has(w) ? 'write' : READ_VERBS.has(w) ? 'read' : undefined;
     if (!intent) continue;
     const means = QUESTION_WORDS.has(w) ? ['list', 'get', 'search'] : (VERB_MEANS[w] ?? SYNONYMS[w] ?? []);
@@ -380,6 +396,13 @@ function actionOf(all: string[]): { intent: 'read' | 'write'; verbs: Set<string>
 
 /** Nouns used as verbs ("email the team"): what they mean as the request's action. */
 const VERB_MEANS: Record<string, string[]> = {
+  // An action many APIs name create_<thing> (create_refund, create_payment_intent).
+  refund: ['refund', 'create'],
+  assign: ['assign', 'add', 'update'],
+  reassign: ['assign', 'add', 'update'],
+  tweet: ['create', 'post'],
+  charge: ['create', 'charge'],
+  request: ['request'],
   email: ['send'],
   mail: ['send'],
   message: ['send'],
@@ -388,10 +411,24 @@ const VERB_MEANS: Record<string, string[]> = {
   ping: ['send'],
 };
 
+/** Nouns that are verbs only when they open the request. */
+const NOUN_VERBS = new Set(['email', 'mail', 'message', 'text', 'dm', 'ping', 'request', 'charge']);
+const POLITE = new Set(['please', 'pls', 'kindly', 'go', 'ahead', 'quickly', 'also', 'now', 'then', 'let', 'lets']);
+
 const DETERMINERS = new Set('the a an my this that these those your our his her their its every each'.split(' '));
 
 /** Interrogatives: a question reads (lists, gets or searches). */
 const QUESTION_WORDS = new Set('what whats which who when where how any did have'.split(' '));
+
+/** Quoted text is what to write or send ("tweet 'we just launched!'"), not which tool: left out, unless it is all. */
+function withoutQuotes(q: string): string {
+  const rest = q.replace(/(^|\s)(["'\u201c\u2018])[^"'\u201c\u201d\u2018\u2019]*["'\u201d\u2019](?=\s|[.,!?]|$)/g, ' ');
+  return rest.trim() ? rest : q;
+}
+
+/** A weekday after these is a day ("on monday"), not a provider's name (monday.com). */
+const BEFORE_DAY = new Set(['on', 'for', 'this', 'next', 'last', 'until', 'by', 'every', 'till', 'before', 'after']);
+const WEEKDAYS = new Set(['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday']);
 
 /**
  * Ranks tools for a request, best first, at most `limit`; tools that share no word with it are left out.
@@ -400,8 +437,7 @@ const QUESTION_WORDS = new Set('what whats which who when where how any did have
 export function rankTools<T extends SearchableTool>(tools: readonly T[], query: string, limit = 8): RankedTool<T>[] {
   if (limit <= 0 || tools.length === 0) return [];
   const index = indexOf(tools);
-  const text = query
-    .slice(0, MAX_QUERY_CHARS)
+  const text = withoutQuotes(query.slice(0, MAX_QUERY_CHARS))
     // "to do" is one word to people and a provider (Microsoft To Do) to us.
     .replace(/\bto[\s-]?dos?\b/gi, 'todo')
     .replace(/\bset\s+up\b/gi, 'setup')
@@ -456,7 +492,7 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
   // A request names a provider when it holds its id or its label: a one-word name as written ("slack",
   // "outlook", "teams" but not "team"), a longer one word for word ("cloud run", "outlook contacts"), the
   // suite's name aside. The longest name named wins ("outlook contacts" over "outlook").
-  const asked = new Set(raw);
+  const asked = new Set(raw.filter((w) => !(WEEKDAYS.has(w) && BEFORE_DAY.has(all[all.indexOf(w) - 1] ?? ''))));
   const askedStems = new Set(raw.map(stem));
   const namedBy = new Map<string, number>();
   const named = (source: string): number => {
@@ -491,6 +527,7 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     });
   }
 
+  const aboutMe = all.some((w) => w === 'my' || w === 'me' || w === 'i' || w === 'mine');
   const ranked: RankedTool<T>[] = [];
   tools.forEach((tool, i) => {
     const score = scores[i] ?? 0;
@@ -501,6 +538,8 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     if (action && doc.mode === action.intent) bonus += 0.6;
     if (action && doc.verb && action.verbs.has(doc.verb)) bonus += 2.5;
     if (action?.intent !== 'write' && doc.verb === 'list' && doc.nameWords.some((w) => plurals.has(w))) bonus += 0.8;
+    // "my", "I", "me": the user's own things (list_my_teams, get_my_profile).
+    if (aboutMe && doc.nameWords.some((w) => w === 'my' || w === 'me')) bonus += 0.8;
     const words = named(tool.source);
     if (words > 0) bonus += 100 + 5 * words;
     ranked.push({ tool, score: score + bonus });

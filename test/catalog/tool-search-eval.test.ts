@@ -28,10 +28,10 @@ describe('tool search quality over the whole catalog (top-3)', () => {
     }
   });
 
-  // The tuning set now holds the first held-out set too (looked at, so no longer unseen): 94.2% before the
-  // search was tuned on it.
-  it('and for at least 94% of the tuning requests', () => {
+  // The tuning set holds the first held-out set too (looked at, so no longer unseen): 94.2% before the search
+  // was tuned on it, 96.9% after (180 providers).
+  it('and for at least 96% of the tuning requests', () => {
     const r = evaluateToolSearch(tuning);
-    expect(r.top3 / r.total, r.misses.join('\n')).toBeGreaterThanOrEqual(0.94);
+    expect(r.top3 / r.total, r.misses.join('\n')).toBeGreaterThanOrEqual(0.96);
   });
 });

@@ -28,6 +28,14 @@ describe('tool search quality over the whole catalog (top-3)', () => {
     }
   });
 
+  // Measured once, after the tuning (180 providers): 107 of 145 (73.8%). Requests in users' own words ("shoot my
+  // landlord an email", "catch me up on the channel") are harder than the earlier sets; the goal was 95%.
+  it('puts an acceptable tool in the top 3 for at least 107 of the 145 held-out requests (73.8%)', () => {
+    const r = evaluateToolSearch(heldOut);
+    // No misses printed: the held-out set must not steer changes to the search.
+    expect(r.top3).toBeGreaterThanOrEqual(107);
+  });
+
   // The tuning set holds the first held-out set too (looked at, so no longer unseen): 94.2% before the search
   // was tuned on it, 96.9% after (180 providers).
   it('and for at least 96% of the tuning requests', () => {

@@ -80,6 +80,39 @@ const SYNONYMS: Record<string, string[]> = {
   modify: ['update'],
   rename: ['update', 'move'],
   assign: ['assign', 'assignee'],
+  // Everyday verbs: "fire off a note", "bin the spam", "bump the standup", "ack the alert", "kill the run".
+  fire: ['send'],
+  crank: ['set', 'update'],
+  give: ['share', 'add'],
+  shoot: ['send'],
+  bin: ['trash', 'delete'],
+  drop: ['delete', 'remove'],
+  bump: ['update', 'move'],
+  ack: ['acknowledge'],
+  kill: ['cancel', 'stop', 'delete'],
+  chuck: ['add', 'create'],
+  stick: ['add', 'append', 'create'],
+  throw: ['add', 'create'],
+  jot: ['create', 'note'],
+  dig: ['search'],
+  access: ['share', 'permission'],
+  owe: ['invoice'],
+  owes: ['invoice'],
+  paged: ['incident', 'alert'],
+  blocking: ['issue'],
+  blocker: ['issue'],
+  spam: ['message', 'trash'],
+  sound: ['speech', 'voice', 'audio'],
+  speak: ['speech', 'voice'],
+  aloud: ['speech', 'voice'],
+  spanish: ['translate', 'language'],
+  french: ['translate', 'language'],
+  german: ['translate', 'language'],
+  italian: ['translate', 'language'],
+  portuguese: ['translate', 'language'],
+  japanese: ['translate', 'language'],
+  chinese: ['translate', 'language'],
+  english: ['translate', 'language'],
   reassign: ['assign', 'assignee'],
   duplicate: ['copy'],
   clone: ['copy', 'fork'],
@@ -227,12 +260,12 @@ const SUITE_WORDS = new Set(['google', 'microsoft']);
 
 /** Request words that ask to read, and words that ask to change something; the first one found decides. */
 const READ_VERBS = new Set(
-  'what whats which who when where how any list show find search read see check view get look lookup display count did have'.split(
+  'what whats which who when where how any list show find search read see check view get look lookup display count did have dig'.split(
     ' ',
   ),
 );
 const WRITE_VERBS = new Set(
-  'add create new make put post send reply draft write update edit change set rename move mark close complete delete remove trash archive cancel assign reassign share schedule book invite log file comment merge approve star like follow bookmark retweet tweet upload append clear pause skip play accept decline redeploy rerun subscribe refund charge request duplicate clone transition label react message dm ping push email mail text answer reschedule'.split(
+  'add create new make put post send reply draft write update edit change set rename move mark close complete delete remove trash archive cancel assign reassign fire shoot bin drop bump ack kill chuck stick throw jot start stop crank give share schedule book invite log file comment merge approve star like follow bookmark retweet tweet upload append clear pause skip play accept decline redeploy rerun subscribe refund charge request duplicate clone transition label react message dm ping push email mail text answer reschedule'.split(
     ' ',
   ),
 );
@@ -412,10 +445,12 @@ const VERB_MEANS: Record<string, string[]> = {
 };
 
 /** Nouns that are verbs only when they open the request. */
-const NOUN_VERBS = new Set(['email', 'mail', 'message', 'text', 'dm', 'ping', 'request', 'charge']);
+const NOUN_VERBS = new Set(['email', 'mail', 'message', 'text', 'dm', 'ping', 'request', 'charge', 'new']);
 const POLITE = new Set(['please', 'pls', 'kindly', 'go', 'ahead', 'quickly', 'also', 'now', 'then', 'let', 'lets']);
 
-const DETERMINERS = new Set('the a an my this that these those your our his her their its every each'.split(' '));
+const DETERMINERS = new Set(
+  'the a an my this that these those your our his her their its every each anything something nothing'.split(' '),
+);
 
 /** Interrogatives: a question reads (lists, gets or searches). */
 const QUESTION_WORDS = new Set('what whats which who when where how any did have'.split(' '));
@@ -441,6 +476,12 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     // "to do" is one word to people and a provider (Microsoft To Do) to us.
     .replace(/\bto[\s-]?dos?\b/gi, 'todo')
     .replace(/\bset\s+up\b/gi, 'setup')
+    // Phrasal verbs people use for what tools call create, start, send, reply, refund.
+    .replace(/\bspin\s+up\b/gi, 'create')
+    .replace(/\bkick\s+off\b/gi, 'start')
+    .replace(/\bfire\s+off\b/gi, 'send')
+    .replace(/\bget\s+back\s+to\b/gi, 'reply')
+    .replace(/\bmoney\s+back\b/gi, 'refund')
     .replace(/\bthumbs?\s+up\b/gi, 'like')
     .replace(/\bassigned\s+to\s+me\b/gi, 'mine assignee')
     // A time of day ("2pm", "10:30") says calendar.

@@ -42,4 +42,16 @@ describe('tool search over the whole catalog', () => {
     expect(searchTools(tools, 'assign the asana task to Lee', 3)[0]?.name).toBe('asana_update_task');
     expect(searchTools(tools, 'duplicate the sheet tab', 3)[0]?.name).toBe('google_sheets_copy_sheet_to');
   });
+
+  it('knows everyday verbs and phrasal verbs (spin up, ack, kill)', () => {
+    expect(searchTools(tools, 'spin up a droplet in frankfurt', 3).map((t) => t.name)).toContain(
+      'digitalocean_create_droplet',
+    );
+    expect(searchTools(tools, 'ack the opsgenie alert about disk space', 3).map((t) => t.name)).toContain(
+      'opsgenie_acknowledge_alert',
+    );
+    expect(searchTools(tools, 'kill the running github workflow', 3).map((t) => t.name)).toContain(
+      'github_cancel_workflow_run',
+    );
+  });
 });

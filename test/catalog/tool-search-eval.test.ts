@@ -28,12 +28,13 @@ describe('tool search quality over the whole catalog (top-3)', () => {
     }
   });
 
-  // Measured once, after the tuning (180 providers): 107 of 145 (73.8%). Requests in users' own words ("shoot my
-  // landlord an email", "catch me up on the channel") are harder than the earlier sets; the goal was 95%.
-  it('puts an acceptable tool in the top 3 for at least 107 of the 145 held-out requests (73.8%)', () => {
+  // Measured after the first round of tuning (180 providers): 107 of 145 (73.8%); after the one further round,
+  // driven by the tuning set only: 109 (75.2%). Requests in users' own words ("shoot my landlord an email",
+  // "catch me up on the channel") are harder than the earlier sets; the goal was 95%.
+  it('puts an acceptable tool in the top 3 for at least 109 of the 145 held-out requests (75.2%)', () => {
     const r = evaluateToolSearch(heldOut);
     // No misses printed: the held-out set must not steer changes to the search.
-    expect(r.top3).toBeGreaterThanOrEqual(107);
+    expect(r.top3).toBeGreaterThanOrEqual(109);
   });
 
   // The tuning set holds the first held-out set too (looked at, so no longer unseen): 94.2% of 414 before the

@@ -56,9 +56,26 @@ function refsIn(value: unknown, out: Set<string>): void {
 function pointer(doc: unknown, ref: string): unknown {
   let node = doc;
   for (const seg of ref.slice(2).split('/')) {
-    node = (node as Record<string, unknown> | undefined)?.[seg.replace(/~1/g, '/').replace(/~0/g, '~')];
+    node = (node as Record<string, unknown> | undefined)?.[
+      decodeURIComponent(seg).replace(/~1/g, '/').replace(/~0/g, '~')
+    ];
   }
   return node;
+}
+
+/**
+ * References into another operation (DigitalOcean's `#/paths/~1v2~1droplets~1%7Bdroplet_id%7D/get/parameters/0`)
+ * are replaced by what they point at: the extract may not keep that operation.
+ */
+function inlinePathRefs(doc: OpenApiDocument, value: unknown, depth = 0): void {
+  if (depth > 50 || !value || typeof value !== 'object') return;
+  for (const [k, v] of Object.entries(value)) {
+    const ref = (v as { $ref?: unknown } | null)?.$ref;
+    if (typeof ref === 'string' && ref.startsWith('#/paths/')) {
+      (value as Record<string, unknown>)[k] = structuredClone(pointer(doc, ref));
+    }
+    inlinePathRefs(doc, (value as Record<string, unknown>)[k], depth + 1);
+  }
 }
 
 /** The description reduced to some operations and every component they reach. */
@@ -79,6 +96,7 @@ export function extract(doc: OpenApiDocument, operations: string[]): OpenApiDocu
   }
   const components: Record<string, Record<string, unknown>> = {};
   const pending = new Set<string>();
+  inlinePathRefs(doc, paths);
   refsIn(paths, pending);
   const done = new Set<string>();
   for (const ref of pending) {

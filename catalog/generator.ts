@@ -134,7 +134,10 @@ export function deref<T>(doc: OpenApiDocument, value: T & { $ref?: string }, dep
   if (depth > 20 || !value.$ref.startsWith('#/')) throw new Error(`cannot follow reference ${value.$ref}`);
   let node: unknown = doc;
   for (const seg of value.$ref.slice(2).split('/')) {
-    node = (node as Record<string, unknown> | undefined)?.[seg.replace(/~1/g, '/').replace(/~0/g, '~')];
+    // A pointer in a URI fragment may be percent-encoded (`%7Bdroplet_id%7D`).
+    node = (node as Record<string, unknown> | undefined)?.[
+      decodeURIComponent(seg).replace(/~1/g, '/').replace(/~0/g, '~')
+    ];
   }
   if (node === undefined) throw new Error(`reference ${value.$ref} not found`);
   return deref(doc, node as T & { $ref?: string }, depth + 1);

@@ -68,7 +68,7 @@ const SYNONYMS: Record<string, string[]> = {
   file: ['file'],
   log: ['create', 'note'],
   schedule: ['create', 'meeting', 'event'],
-  scheduled: ['event', 'meeting'],
+  scheduled: ['event', 'meeting', 'calendar'],
   book: ['create', 'event'],
   set: ['update'],
   setup: ['create'],
@@ -79,6 +79,53 @@ const SYNONYMS: Record<string, string[]> = {
   edit: ['update'],
   modify: ['update'],
   rename: ['update', 'move'],
+  assign: ['assign', 'assignee'],
+  // Everyday verbs: "fire off a note", "bin the spam", "bump the standup", "ack the alert", "kill the run".
+  fire: ['send'],
+  crank: ['set', 'update'],
+  give: ['share', 'add'],
+  shoot: ['send'],
+  bin: ['trash', 'delete'],
+  drop: ['delete', 'remove'],
+  bump: ['update', 'move'],
+  ack: ['acknowledge'],
+  kill: ['cancel', 'stop', 'delete'],
+  chuck: ['add', 'create'],
+  stick: ['add', 'append', 'create'],
+  throw: ['add', 'create'],
+  jot: ['create', 'note'],
+  dig: ['search'],
+  access: ['share', 'permission'],
+  owe: ['invoice'],
+  owes: ['invoice'],
+  paged: ['incident', 'alert'],
+  blocking: ['issue'],
+  blocker: ['issue'],
+  spam: ['message', 'trash'],
+  sound: ['speech', 'voice', 'audio'],
+  speak: ['speech', 'voice'],
+  aloud: ['speech', 'voice'],
+  spanish: ['translate', 'language'],
+  french: ['translate', 'language'],
+  german: ['translate', 'language'],
+  italian: ['translate', 'language'],
+  portuguese: ['translate', 'language'],
+  japanese: ['translate', 'language'],
+  chinese: ['translate', 'language'],
+  english: ['translate', 'language'],
+  reassign: ['assign', 'assignee'],
+  duplicate: ['copy'],
+  clone: ['copy', 'fork'],
+  charge: ['payment', 'charge'],
+  pass: ['run', 'status', 'check'],
+  passed: ['run', 'status', 'check'],
+  passing: ['run', 'status', 'check'],
+  fail: ['run', 'status', 'check'],
+  failed: ['run', 'status', 'check'],
+  failing: ['run', 'status', 'check'],
+  fields: ['describe', 'field'],
+  columns: ['describe', 'column'],
+  schema: ['describe', 'schema'],
   reschedule: ['update', 'event'],
   move: ['move', 'update', 'transition'],
   mark: ['update', 'modify'],
@@ -109,24 +156,24 @@ const SYNONYMS: Record<string, string[]> = {
   star: ['label', 'star'],
   starred: ['label'],
   draft: ['draft'],
-  meeting: ['meeting', 'event'],
+  meeting: ['meeting', 'event', 'calendar'],
   call: ['meeting'],
   appointment: ['event'],
   calendar: ['event', 'calendar'],
-  agenda: ['event'],
+  agenda: ['event', 'calendar'],
   invite: ['event', 'invitation'],
   time: ['event', 'time'],
-  today: ['event'],
-  tomorrow: ['event'],
-  tonight: ['event'],
-  week: ['event'],
-  monday: ['event'],
-  tuesday: ['event'],
-  wednesday: ['event'],
-  thursday: ['event'],
-  friday: ['event'],
-  saturday: ['event'],
-  sunday: ['event'],
+  today: ['event', 'calendar'],
+  tomorrow: ['event', 'calendar'],
+  tonight: ['event', 'calendar'],
+  week: ['event', 'calendar'],
+  monday: ['event', 'calendar'],
+  tuesday: ['event', 'calendar'],
+  wednesday: ['event', 'calendar'],
+  thursday: ['event', 'calendar'],
+  friday: ['event', 'calendar'],
+  saturday: ['event', 'calendar'],
+  sunday: ['event', 'calendar'],
   free: ['busy', 'free'],
   busy: ['free'],
   push: ['update', 'move'],
@@ -142,7 +189,7 @@ const SYNONYMS: Record<string, string[]> = {
   cell: ['range'],
   cells: ['range'],
   column: ['range'],
-  row: ['append', 'row', 'record'],
+  row: ['row', 'record'],
   spreadsheet: ['spreadsheet', 'sheet'],
   server: ['guild'],
   servers: ['guild'],
@@ -213,12 +260,12 @@ const SUITE_WORDS = new Set(['google', 'microsoft']);
 
 /** Request words that ask to read, and words that ask to change something; the first one found decides. */
 const READ_VERBS = new Set(
-  'what whats which who when where how any list show find search read see check view get look lookup display count did have'.split(
+  'what whats which who when where how any list show find search read see check view get look lookup display count did have dig'.split(
     ' ',
   ),
 );
 const WRITE_VERBS = new Set(
-  'add create new make put post send reply draft write update edit change set rename move mark close complete delete remove trash archive cancel assign share schedule book invite log file comment merge approve star like follow bookmark retweet tweet upload append clear pause skip play accept decline redeploy rerun subscribe refund transition label react message dm ping push email mail text answer reschedule'.split(
+  'add create new make put post send reply draft write update edit change set rename move mark close complete delete remove trash archive cancel assign reassign fire shoot bin drop bump ack kill chuck stick throw jot start stop crank give share schedule book invite log file comment merge approve star like follow bookmark retweet tweet upload append clear pause skip play accept decline redeploy rerun subscribe refund charge request duplicate clone transition label react message dm ping push email mail text answer reschedule'.split(
     ' ',
   ),
 );
@@ -370,6 +417,8 @@ function actionOf(all: string[]): { intent: 'read' | 'write'; verbs: Set<string>
   for (const [i, w] of all.entries()) {
     // After "the", "a", "my" ... a word is a noun: "open the latest email" does not send one.
     if (DETERMINERS.has(all[i - 1] ?? '')) continue;
+    // A noun used as a verb ("email the team") is one only before any other word that says something.
+    if (NOUN_VERBS.has(w) && all.slice(0, i).some((x) => !STOPWORDS.has(x) && !POLITE.has(x))) continue;
     const intent = WRITE_VERBS.has(w) ? 'write' : READ_VERBS.has(w) ? 'read' : undefined;
     if (!intent) continue;
     const means = QUESTION_WORDS.has(w) ? ['list', 'get', 'search'] : (VERB_MEANS[w] ?? SYNONYMS[w] ?? []);
@@ -380,6 +429,13 @@ function actionOf(all: string[]): { intent: 'read' | 'write'; verbs: Set<string>
 
 /** Nouns used as verbs ("email the team"): what they mean as the request's action. */
 const VERB_MEANS: Record<string, string[]> = {
+  // An action many APIs name create_<thing> (create_refund, create_payment_intent).
+  refund: ['refund', 'create'],
+  assign: ['assign', 'add', 'update'],
+  reassign: ['assign', 'add', 'update'],
+  tweet: ['create', 'post'],
+  charge: ['create', 'charge'],
+  request: ['request'],
   email: ['send'],
   mail: ['send'],
   message: ['send'],
@@ -388,10 +444,26 @@ const VERB_MEANS: Record<string, string[]> = {
   ping: ['send'],
 };
 
-const DETERMINERS = new Set('the a an my this that these those your our his her their its every each'.split(' '));
+/** Nouns that are verbs only when they open the request. */
+const NOUN_VERBS = new Set(['email', 'mail', 'message', 'text', 'dm', 'ping', 'request', 'charge', 'new']);
+const POLITE = new Set(['please', 'pls', 'kindly', 'go', 'ahead', 'quickly', 'also', 'now', 'then', 'let', 'lets']);
+
+const DETERMINERS = new Set(
+  'the a an my this that these those your our his her their its every each anything something nothing'.split(' '),
+);
 
 /** Interrogatives: a question reads (lists, gets or searches). */
 const QUESTION_WORDS = new Set('what whats which who when where how any did have'.split(' '));
+
+/** Quoted text is what to write or send ("tweet 'we just launched!'"), not which tool: left out, unless it is all. */
+function withoutQuotes(q: string): string {
+  const rest = q.replace(/(^|\s)(["'\u201c\u2018])[^"'\u201c\u201d\u2018\u2019]*["'\u201d\u2019](?=\s|[.,!?]|$)/g, ' ');
+  return rest.trim() ? rest : q;
+}
+
+/** A weekday after these is a day ("on monday"), not a provider's name (monday.com). */
+const BEFORE_DAY = new Set(['on', 'for', 'this', 'next', 'last', 'until', 'by', 'every', 'till', 'before', 'after']);
+const WEEKDAYS = new Set(['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday']);
 
 /**
  * Ranks tools for a request, best first, at most `limit`; tools that share no word with it are left out.
@@ -400,11 +472,16 @@ const QUESTION_WORDS = new Set('what whats which who when where how any did have
 export function rankTools<T extends SearchableTool>(tools: readonly T[], query: string, limit = 8): RankedTool<T>[] {
   if (limit <= 0 || tools.length === 0) return [];
   const index = indexOf(tools);
-  const text = query
-    .slice(0, MAX_QUERY_CHARS)
+  const text = withoutQuotes(query.slice(0, MAX_QUERY_CHARS))
     // "to do" is one word to people and a provider (Microsoft To Do) to us.
     .replace(/\bto[\s-]?dos?\b/gi, 'todo')
     .replace(/\bset\s+up\b/gi, 'setup')
+    // Phrasal verbs people use for what tools call create, start, send, reply, refund.
+    .replace(/\bspin\s+up\b/gi, 'create')
+    .replace(/\bkick\s+off\b/gi, 'start')
+    .replace(/\bfire\s+off\b/gi, 'send')
+    .replace(/\bget\s+back\s+to\b/gi, 'reply')
+    .replace(/\bmoney\s+back\b/gi, 'refund')
     .replace(/\bthumbs?\s+up\b/gi, 'like')
     .replace(/\bassigned\s+to\s+me\b/gi, 'mine assignee')
     // A time of day ("2pm", "10:30") says calendar.
@@ -456,7 +533,7 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
   // A request names a provider when it holds its id or its label: a one-word name as written ("slack",
   // "outlook", "teams" but not "team"), a longer one word for word ("cloud run", "outlook contacts"), the
   // suite's name aside. The longest name named wins ("outlook contacts" over "outlook").
-  const asked = new Set(raw);
+  const asked = new Set(raw.filter((w) => !(WEEKDAYS.has(w) && BEFORE_DAY.has(all[all.indexOf(w) - 1] ?? ''))));
   const askedStems = new Set(raw.map(stem));
   const namedBy = new Map<string, number>();
   const named = (source: string): number => {
@@ -491,6 +568,7 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     });
   }
 
+  const aboutMe = all.some((w) => w === 'my' || w === 'me' || w === 'i' || w === 'mine');
   const ranked: RankedTool<T>[] = [];
   tools.forEach((tool, i) => {
     const score = scores[i] ?? 0;
@@ -501,6 +579,8 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     if (action && doc.mode === action.intent) bonus += 0.6;
     if (action && doc.verb && action.verbs.has(doc.verb)) bonus += 2.5;
     if (action?.intent !== 'write' && doc.verb === 'list' && doc.nameWords.some((w) => plurals.has(w))) bonus += 0.8;
+    // "my", "I", "me": the user's own things (list_my_teams, get_my_profile).
+    if (aboutMe && doc.nameWords.some((w) => w === 'my' || w === 'me')) bonus += 0.8;
     const words = named(tool.source);
     if (words > 0) bonus += 100 + 5 * words;
     ranked.push({ tool, score: score + bonus });

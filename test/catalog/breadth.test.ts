@@ -129,4 +129,26 @@ describe('catalog breadth', () => {
       expect(def.authType === 'api_key' ? def.sources?.apiKey : def.sources?.oauth, def.id).toMatch(/^https:\/\//);
     }
   });
+
+  it('connects Intercom workspaces in the EU and Australia, DocuSign developer accounts and the Square sandbox', () => {
+    const def = (id: string) => catalog.get(id)?.definition as ProviderDefinition;
+    const field = (id: string) => def(id).finalizeFields[0];
+    expect(field('intercom')).toMatchObject({ name: 'apiHost', default: 'api' });
+    expect(def('intercom').api.baseUrl).toBe('https://{apiHost}.intercom.io');
+    expect(def('intercom').oauth?.tokenUrl).toBe('https://{apiHost}.intercom.io/auth/eagle/token');
+    expect(def('intercom').apiKey?.fields.map((f) => f.name)).toEqual(['apiHost']);
+    expect(field('docusign')).toMatchObject({ name: 'accountServer', default: 'account' });
+    expect(def('docusign').oauth?.authorizationUrl).toBe('https://{accountServer}.docusign.com/oauth/auth');
+    expect(field('square')).toMatchObject({ name: 'squareHost', default: 'squareup' });
+    expect(def('square').api.baseUrl).toBe('https://connect.{squareHost}.com');
+    for (const [id, values] of [
+      ['intercom', ['api', 'api.eu', 'api.au']],
+      ['docusign', ['account', 'account-d']],
+      ['square', ['squareup', 'squareupsandbox']],
+    ] as const) {
+      const re = new RegExp(`^(?:${field(id)?.pattern})$`);
+      for (const v of values) expect(re.test(v), `${id} ${v}`).toBe(true);
+      expect(re.test('evil.com'), id).toBe(false);
+    }
+  });
 });

@@ -32,4 +32,26 @@ describe('tool search over the whole catalog', () => {
     expect(searchTools(tools, 'create a task in google tasks', 3)[0]?.name).toBe('google_tasks_create_task');
     expect(searchTools(tools, 'list meetings', 5).map((t) => t.source)).toContain('zoom');
   });
+
+  it('reads quoted text as what to write, a weekday after "on" or "for" as a day, and more verbs', () => {
+    // The quoted words would otherwise find LaunchDarkly ("launched").
+    expect(searchTools(tools, "tweet 'we just launched!'", 3)[0]?.name).toBe('x_create_post');
+    // "for monday" is a day, not monday.com; "the monday board" names it.
+    expect(searchTools(tools, "what's on my agenda for monday", 3).map((t) => t.source)).not.toContain('monday');
+    expect(searchTools(tools, 'add an item to the monday board', 3)[0]?.name).toBe('monday_create_item');
+    expect(searchTools(tools, 'assign the asana task to Lee', 3)[0]?.name).toBe('asana_update_task');
+    expect(searchTools(tools, 'duplicate the sheet tab', 3)[0]?.name).toBe('google_sheets_copy_sheet_to');
+  });
+
+  it('knows everyday verbs and phrasal verbs (spin up, ack, kill)', () => {
+    expect(searchTools(tools, 'spin up a droplet in frankfurt', 3).map((t) => t.name)).toContain(
+      'digitalocean_create_droplet',
+    );
+    expect(searchTools(tools, 'ack the opsgenie alert about disk space', 3).map((t) => t.name)).toContain(
+      'opsgenie_acknowledge_alert',
+    );
+    expect(searchTools(tools, 'kill the running github workflow', 3).map((t) => t.name)).toContain(
+      'github_cancel_workflow_run',
+    );
+  });
 });

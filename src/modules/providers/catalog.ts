@@ -233,7 +233,12 @@ function checkApiKeyRules(def: ProviderDefinition): string[] {
       return;
     }
     const host = /^https?:\/\/([^/]*)/.exec(url)?.[1] ?? '';
-    if (host.includes('{') && !HOST_WITH_FIELD.test(host)) {
+    // As for OAuth hosts: a field whose pattern lists its only values (Square's squareup|squareupsandbox) may
+    // stand anywhere in the host.
+    const listed = urlNames(host).every((n) =>
+      LITERAL_ALTERNATIVES.test(k.fields.find((f) => f.name === n)?.pattern ?? ''),
+    );
+    if (host.includes('{') && !HOST_WITH_FIELD.test(host) && !listed) {
       problems.push(`${field}: a field in the host must be followed by the provider's domain ({site}.example.com)`);
     }
   };

@@ -352,6 +352,12 @@ describe('apiKey rules', () => {
     // api.{site}.com would let the user pick the domain: two fixed labels at least.
     expect(checkProviderRules(withKey({ baseUrl: 'https://api.{site}.com/rest' }))).toHaveLength(1);
     expect(checkProviderRules(withKey({ baseUrl: 'https://api.{site}.example.com/rest' }))).toEqual([]);
+    // A field listing its only values may stand anywhere in the host (Square's sandbox: connect.{env}.com).
+    const env = { name: 'env', label: 'Environment', pattern: 'squareup|squareupsandbox', default: 'squareup' };
+    const listed = { fields: [...(jira?.apiKey?.fields ?? []), env], baseUrl: 'https://connect.{env}.com/rest' };
+    expect(checkProviderRules(withKey(listed))).toEqual([]);
+    const open = { ...env, pattern: '[a-z]+' };
+    expect(checkProviderRules(withKey({ ...listed, fields: [...(jira?.apiKey?.fields ?? []), open] }))).toHaveLength(1);
     const whoami = { url: 'https://{site}.net/myself', fields: { providerUserId: 'accountId' } };
     expect(checkProviderRules(withKey({ whoami }))).toContain(
       "apiKey.whoami.url: a field in the host must be followed by the provider's domain ({site}.example.com)",
@@ -393,7 +399,8 @@ describe('connection fields in OAuth URLs', () => {
   ];
 
   it('the shipped hosts pass: a label before the domain (Zendesk, Salesforce) or a list of values (Zoho)', () => {
-    for (const id of ['zendesk', 'salesforce', 'zoho-crm', 'shopify', 'jira', 'confluence', 'okta']) {
+    const ids = ['zendesk', 'salesforce', 'zoho-crm', 'shopify', 'jira', 'confluence', 'okta'];
+    for (const id of [...ids, 'intercom', 'docusign', 'square', 'opsgenie']) {
       const def = catalog.get(id)?.definition;
       expect(def && checkProviderRules(def), id).toEqual([]);
     }

@@ -37,6 +37,7 @@ const PROBE = resolve('bench/probe.mjs');
 
 interface Probe {
   sendWait: { p50: number; p99: number; n: number };
+  sendQueue: { p50: number; p99: number };
   loopDelay: { p99: number; max: number };
   gc: { count: number; total: number; longest: number };
   young: { scavenges: number; survived: number; promoted: number };
@@ -173,6 +174,7 @@ export async function gatewayTailBenchmark(): Promise<BenchResult> {
       ],
       notes: [
         `direct: p50 ${median(rounds.map((r) => r.direct.p50)).toFixed(1)} ms, p99 ${median(rounds.map((r) => r.direct.p99)).toFixed(1)} ms`,
+        `the gateway's upstream requests created while one waited to be written: p50 ${of('gateway', (s) => s.probe.sendQueue.p50)}, p99 ${of('gateway', (s) => s.probe.sendQueue.p99)} (the relay's node:http agent writes each on the next tick)`,
         `throughput: direct ${median(rounds.map((r) => r.direct.rps)).toFixed(0)}, relay ${of('bare', (s) => s.result.rps).toFixed(0)}, gateway ${of('gateway', (s) => s.result.rps).toFixed(0)} rps`,
         ...(process.env.BENCH_DATABASE_URL
           ? [`PostgreSQL's CPU per gateway request: ${of('gateway', (s) => s.dbCpu).toFixed(0)} µs`]

@@ -6,7 +6,7 @@ import { BENCH_ENCRYPTION_KEYS, cpuMs, signupWithPat, sleep, startBenchServer, s
  * LLM gateway against its upstream called directly, in one run: on each database (the embedded PGlite, and
  * PostgreSQL when BENCH_DATABASE_URL is set), with an upstream that answers at once and one that answers after
  * 200 ms, at 1, 50 and 200 concurrent requests, JSON and streamed (time to first byte): throughput, p50 and
- * p99, and what the gateway adds to them. `bare` is a fastify route relaying to the same upstream with no
+ * p99, and what the gateway adds to them. `relay` (bench/bare-proxy.ts) is a bare `node:http` server relaying to the same upstream with no
  * auth or billing: the floor of any gateway here. Budgets (issue 17, with the 200 ms upstream at 200
  * concurrent): PostgreSQL adds at most 2 ms at p50 and 15 ms at p99 and keeps 97% of direct throughput;
  * PGlite keeps 90% and adds at most 5 ms at p50; with the instant upstream PostgreSQL serves 3,000 a second.
@@ -40,9 +40,13 @@ const PROMPT = PROMPT_KB
       'The meeting moved the launch to Thursday; Dana owns the release notes and Lee the rollback plan. ',
     )
   : 'Say ok.';
-/** The gateway's settings in these benchmarks: the bench upstream's two models, limits and credits out of the way. */
+/**
+ * The gateway's settings in these benchmarks: the bench upstream's two models, limits and credits out of the way,
+ * and its one log line a request written (BENCH_LOG_LEVEL, default `info`; `warn` leaves it out).
+ */
 export function gatewayEnv(upstreamUrl: string): Record<string, string> {
   return {
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
     LLM_BASE_URL: upstreamUrl,
     LLM_MODELS: 'bench-instant=1000/1000,bench-slow=1000/1000',
     RATE_LIMIT_LLM: '1000000000',
@@ -210,7 +214,7 @@ export async function benchLlmGateway(): Promise<void> {
           `\n## LLM gateway on ${database.name}: ${DURATION_MS / 1000} s a measurement (latencies in ms)${PROMPT_KB ? `, ${PROMPT_KB} KB prompts` : ''}${JITTER_MS ? `, the 200 ms upstream ±${JITTER_MS} ms` : ''}`,
         );
         console.log(
-          'upstream mode   conc | direct rps   bare rps ratio    gw rps ratio | direct p50 bare+p50 gw+p50 | direct p99 bare+p99 gw+p99 |   writes/100 req   | cpu µs/req up bare gw client | load',
+          'upstream mode   conc | direct rps  relay rps ratio    gw rps ratio | direct p50 relay+ gw+  gw-relay | direct p99 relay+ gw+  gw-relay |   writes/100 req   | cpu µs/req up relay gw client | load',
         );
         for (const { model, label } of MODELS) {
           for (const stream of [false, true].filter((s) => MODES.includes(s ? 'stream' : 'json'))) {
@@ -259,7 +263,7 @@ export async function benchLlmGateway(): Promise<void> {
                 ((100 * writes[k]) / Math.max(1, writes.requests)).toFixed(1);
               const perRequest = `${per100('takes')} t ${per100('batches')} b ${per100('waits')} w`;
               console.log(
-                `${label.padEnd(8)} ${(stream ? 'ttfb' : 'json').padEnd(4)} ${String(c).padStart(5)} |${num(direct.rps, 0)}   ${num(floor.rps, 0)} ${(floor.rps / direct.rps).toFixed(2)}   ${num(gw.rps, 0)}  ${(gw.rps / direct.rps).toFixed(2)} |${num(direct.p50)}${num(floor.p50 - direct.p50)}${num(gw.p50 - direct.p50)} |${num(direct.p99)}${num(floor.p99 - direct.p99)}${num(gw.p99 - direct.p99)} | ${perRequest.padStart(18)} | ${[direct.cpu, floor.cpu, gw.cpu, gw.clientCpu].map((x) => x.toFixed(0).padStart(5)).join(' ')} | ${loadavg()[0]?.toFixed(1)}${errors ? ` (${errors} errors)` : ''}`,
+                `${label.padEnd(8)} ${(stream ? 'ttfb' : 'json').padEnd(4)} ${String(c).padStart(5)} |${num(direct.rps, 0)}   ${num(floor.rps, 0)} ${(floor.rps / direct.rps).toFixed(2)}   ${num(gw.rps, 0)}  ${(gw.rps / direct.rps).toFixed(2)} |${num(direct.p50)}${num(floor.p50 - direct.p50)}${num(gw.p50 - direct.p50)}${num(gw.p50 - floor.p50)} |${num(direct.p99)}${num(floor.p99 - direct.p99)}${num(gw.p99 - direct.p99)}${num(gw.p99 - floor.p99)} | ${perRequest.padStart(18)} | ${[direct.cpu, floor.cpu, gw.cpu, gw.clientCpu].map((x) => x.toFixed(0).padStart(5)).join(' ')} | ${loadavg()[0]?.toFixed(1)}${errors ? ` (${errors} errors)` : ''}`,
               );
             }
           }

@@ -9,6 +9,8 @@ import { GCProfiler } from 'node:v8';
  * to BENCH_PROBE_FILE with what it saw since the last one, and starts again:
  * - `sendWait`: from undici creating an upstream request to writing its headers (ms, p50 and p99): undici sends a
  *   request on an idle kept-alive connection only in the event loop's check phase, after the turn's other work;
+ * - `sendQueue`: how many other upstream requests were created while one waited to be written (p50, p99): the
+ *   requests of the same clump whose admission it waited for (a `node:http` relay writes each on the next tick);
  * - `loopDelay`: how late a 1 ms timer ran (ms, p99 and max);
  * - `gc`: pauses (count, total and longest, ms);
  * - `young`: young-generation collections (scavenges): how many, the bytes they kept in the young generation
@@ -27,10 +29,14 @@ let gcProfiler = new GCProfiler();
 gcProfiler.start();
 const created = new WeakMap();
 let waits = [];
-dc.subscribe('undici:request:create', ({ request }) => created.set(request, performance.now()));
+let ahead = [];
+let creates = 0;
+dc.subscribe('undici:request:create', ({ request }) => created.set(request, { at: performance.now(), n: creates++ }));
 dc.subscribe('undici:client:sendHeaders', ({ request }) => {
-  const at = created.get(request);
-  if (at !== undefined) waits.push(performance.now() - at);
+  const made = created.get(request);
+  if (made === undefined) return;
+  waits.push(performance.now() - made.at);
+  ahead.push(creates - made.n - 1);
 });
 
 /** A space's bytes in use in a GCProfiler reading. */
@@ -51,8 +57,10 @@ function young(profiler) {
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 process.on('SIGUSR2', () => {
   waits.sort((a, b) => a - b);
+  ahead.sort((a, b) => a - b);
   const line = {
     sendWait: { p50: pct(waits, 50), p99: pct(waits, 99), n: waits.length },
+    sendQueue: { p50: pct(ahead, 50), p99: pct(ahead, 99) },
     loopDelay: { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 },
     gc: { count: pauses.length, total: pauses.reduce((a, b) => a + b, 0), longest: Math.max(0, ...pauses) },
     young: young(gcProfiler),
@@ -61,6 +69,7 @@ process.on('SIGUSR2', () => {
   gcProfiler.start();
   if (out) appendFileSync(out, `${JSON.stringify(line)}\n`);
   waits = [];
+  ahead = [];
   pauses = [];
   delay.reset();
 });

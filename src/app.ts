@@ -183,11 +183,18 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
     if (outage.down && !OPERATIONS_ROUTES.has(req.routeOptions.url ?? '')) return done(databaseUnavailable());
     done();
   });
+  // The request's line goes through one child of the service's logger made here, with no redaction of its own:
+  // the line's fields are primitives made below (the URL already redacted), which no redact path (two levels deep
+  // or more) can match, while pino runs every value of a line through its redaction, strings included, and the
+  // request's own child logger would be made for this line alone: both showed per request at LOG_LEVEL=info
+  // (docs/gateway-speed.md). The line is the same: the request id first, then the fields.
+  const requestLines = app.log.child({}, { redact: [] });
   app.addHook('onResponse', (req, reply, done) => {
     // Nothing to build when the line would not be written.
     if (INFO_LEVELS.has(req.log.level)) {
-      req.log.info(
+      requestLines.info(
         {
+          reqId: req.id,
           method: req.method,
           url: redactUrl(req.url),
           statusCode: reply.statusCode,

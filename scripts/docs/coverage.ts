@@ -25,6 +25,7 @@ export const NOT_SETTINGS: Record<string, string> = {
   BENCH_BASE_DATABASE_URL: "the other checkout's PostgreSQL database in the agent-chat benchmark",
   BENCH_PROFILE: 'CPU profiles of the gateway-tail benchmark',
   BENCH_TRACING: 'gateway-ab with tracing on for this checkout alone',
+  BENCH_LOG_LEVEL: "the gateway's LOG_LEVEL in the gateway benchmarks",
   NODE_OPTIONS: "Node.js's own",
   ANTHROPIC_AUTH_TOKEN: "Claude Code's own setting, in an example",
   ANTHROPIC_MODEL: "Claude Code's own setting, in an example",

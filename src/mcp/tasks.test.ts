@@ -57,6 +57,29 @@ describe('MCP tasks (task-augmented use-agent)', () => {
       await new Promise((r) => setTimeout(r, 10));
     }
   };
+  /**
+   * use-agent through the SDK's task stream: the statuses the client saw (each once), the progress messages and
+   * the result. `onStatus` is told of each status message as it comes.
+   */
+  const streamUseAgent = async (client: Client, prompt: string, onStatus = () => {}) => {
+    const seen: string[] = [];
+    const progress: Array<string | undefined> = [];
+    let result: unknown;
+    for await (const message of client.experimental.tasks.callToolStream(
+      { name: 'use-agent', arguments: { prompt } },
+      undefined,
+      { onprogress: (p) => progress.push(p.message) },
+    )) {
+      if (message.type === 'taskCreated') seen.push(`created ${message.task.status}`);
+      if (message.type === 'taskStatus') {
+        if (seen.at(-1) !== `status ${message.task.status}`) seen.push(`status ${message.task.status}`);
+        onStatus();
+      }
+      if (message.type === 'result') result = message.result;
+      if (message.type === 'error') throw message.error;
+    }
+    return { seen, progress, result };
+  };
   const rpcError = (p: Promise<unknown>) =>
     p.then(
       () => undefined,
@@ -87,22 +110,8 @@ describe('MCP tasks (task-augmented use-agent)', () => {
       { toolCalls: [{ name: 'slack_post_message', arguments: { text: 'hello' } }], until: held.opened },
       { content: 'Posted hello to Slack.' },
     );
-    const seen: string[] = [];
-    const progress: Array<string | undefined> = [];
-    let result: unknown;
-    for await (const message of client.experimental.tasks.callToolStream(
-      { name: 'use-agent', arguments: { prompt: 'Post hello to Slack' } },
-      undefined,
-      { onprogress: (p) => progress.push(p.message) },
-    )) {
-      if (message.type === 'taskCreated') seen.push(`created ${message.task.status}`);
-      if (message.type === 'taskStatus') {
-        if (seen.at(-1) !== `status ${message.task.status}`) seen.push(`status ${message.task.status}`);
-        held.open(); // the model answers only once the client saw the task working
-      }
-      if (message.type === 'result') result = message.result;
-      if (message.type === 'error') throw message.error;
-    }
+    // The model answers only once the client saw the task working.
+    const { seen, progress, result } = await streamUseAgent(client, 'Post hello to Slack', held.open);
     expect(seen).toEqual(['created working', 'status working', 'status completed']);
     expect(result).toMatchObject({
       content: [{ type: 'text', text: 'Posted hello to Slack.' }],
@@ -171,16 +180,7 @@ describe('MCP tasks (task-augmented use-agent)', () => {
       { toolCalls: [{ name: 'slack_post_message', arguments: { text: 'from afar' } }] },
       { content: 'Posted it.' },
     );
-    const progress: Array<string | undefined> = [];
-    let result: unknown;
-    for await (const message of client.experimental.tasks.callToolStream(
-      { name: 'use-agent', arguments: { prompt: 'Post to Slack' } },
-      undefined,
-      { onprogress: (p) => progress.push(p.message) },
-    )) {
-      if (message.type === 'result') result = message.result;
-      if (message.type === 'error') throw message.error;
-    }
+    const { progress, result } = await streamUseAgent(client, 'Post to Slack');
     expect(result).toMatchObject({ content: [{ type: 'text', text: 'Posted it.' }] });
     expect(polled).toContain('tasks/result');
     expect(progress).toEqual(['Calling slack slack_post_message', 'Answer ready']);

@@ -18,7 +18,7 @@ import type { Account } from '../src/modules/accounts/schema.ts';
 import type { CreatePat } from '../src/modules/auth/schema.ts';
 import { createPat, signup } from '../src/modules/auth/service.ts';
 import { returnIdleLeases } from '../src/modules/credits/service.ts';
-import { type FakeAnthropic, startFakeAnthropic } from './fakes/anthropic.ts';
+import { FAKE_ANTHROPIC_KEY, type FakeAnthropic, startFakeAnthropic } from './fakes/anthropic.ts';
 import { type FakeLlm, startFakeLlm } from './fakes/llm-upstream.ts';
 import { adminQuery, databaseUrl, PG_TEST_DATABASE_SETTINGS } from './global-setup.ts';
 import { testTmpDir } from './tmp-dir.ts';
@@ -339,6 +339,37 @@ export function fakeAnthropicSuite(bind: (anthropic: FakeAnthropic) => void): vo
   beforeEach(() => {
     if (anthropic) anthropic.requests.length = 0;
     anthropic?.reset();
+  });
+}
+
+/** What `gatewaySuite` gives each test: the suite's fakes and app, and a fresh user with an `llm-all` token. */
+export interface GatewaySuite {
+  h: TestHarness;
+  llm: FakeLlm;
+  anthropic: FakeAnthropic;
+  base: string;
+  user: TestUser;
+  pat: string;
+}
+
+/**
+ * A suite for the gateway's real clients: the fake OpenAI-compatible upstream (`models`) and the fake Anthropic
+ * API, an app listening on loopback that uses both, and before each test a fresh user and its `llm-all` token.
+ * `bind` receives them before each test, ahead of the file's own `beforeEach`.
+ */
+export function gatewaySuite(models: string, bind: (suite: GatewaySuite) => void): void {
+  let anthropic: FakeAnthropic | undefined;
+  let started: { h: TestHarness; llm: FakeLlm; base: string } | undefined;
+  fakeAnthropicSuite((a) => (anthropic = a));
+  fakeLlmSuite(
+    (s) => (started = s),
+    () => ({ LLM_MODELS: models, ANTHROPIC_API_KEY: FAKE_ANTHROPIC_KEY, ANTHROPIC_BASE_URL: anthropic?.url ?? '' }),
+    { listen: true },
+  );
+  beforeEach(async () => {
+    if (!started || !anthropic) throw new Error('the gateway suite did not start');
+    const user = await createUser(started.h.app);
+    bind({ ...started, anthropic, user, pat: await user.pat(['llm-all']) });
   });
 }
 

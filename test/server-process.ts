@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from './harness.ts';
 
 /**
  * The service as its own process, started the way `npm start` starts it (package.json's command), for tests and benchmarks that need
@@ -154,5 +155,72 @@ export async function startServer(
       return exited;
     },
     exited,
+  };
+}
+
+/** A test's service process over a database of its own, as `startTestServer` gives it. */
+export interface TestServer {
+  /** The process started last. */
+  readonly server: ServerProcess;
+  /** Its URL. */
+  readonly url: string;
+  /** The database; on PGlite `open()` it only once the processes stopped (one process at a time). */
+  readonly testDb: TestDatabase;
+  /** Starts another process on the same database and settings (a restart, once the test stopped the last). */
+  start(): Promise<ServerProcess>;
+  /** Kills every process it started, then closes and removes the database. */
+  close(): Promise<void>;
+}
+
+/**
+ * The service as its own process for a test, over a private database (a PostgreSQL clone of the run's template,
+ * or a PGlite data directory): a process runs background jobs, and on a shared database it would take other
+ * files' jobs to its own fakes. Started with test keys, warnings-only logs and limits far above a test's load,
+ * then `env`; resolves once it is ready.
+ */
+export async function startTestServer(
+  opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<TestServer> {
+  const testDb = await openTestDatabase({ privateDatabase: true });
+  const env = {
+    ...testDb.env,
+    ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_GLOBAL: '100000',
+    RATE_LIMIT_LLM: '100000',
+    ...opts.env,
+  };
+  const started: ServerProcess[] = [];
+  const latest = () => {
+    const server = started.at(-1);
+    if (!server) throw new Error('no server process started');
+    return server;
+  };
+  const start = async () => {
+    const server = await startServer(env, opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {});
+    started.push(server);
+    return server;
+  };
+  const close = async () => {
+    for (const server of started) await server.stop('SIGKILL');
+    await testDb.close();
+  };
+  try {
+    await testDb.handOver(); // PGlite: the server process owns the data directory
+    await start();
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return {
+    get server() {
+      return latest();
+    },
+    get url() {
+      return latest().url;
+    },
+    testDb,
+    start,
+    close,
   };
 }

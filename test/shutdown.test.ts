@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { TEST_ENCRYPTION_KEYS } from './harness.ts';
-import { type ServerProcess, startServer } from './server-process.ts';
+import { type ServerProcess, startServer, startTestServer, type TestServer } from './server-process.ts';
 
 async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -75,22 +75,18 @@ async function holdSignup(port: number, email: string) {
  */
 describe('process lifecycle', () => {
   const target = inject('testDatabase');
-  const dataDir = mkdtempSync(join(tmpdir(), 'sb-shutdown-'));
   const servers: ServerProcess[] = [];
+  const testServers: TestServer[] = [];
   afterAll(async () => {
     for (const s of servers) await s.stop('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
+    for (const t of testServers) await t.close();
   });
 
   it('SIGTERM finishes the in-flight request, refuses new connections, closes the database and exits 0', async () => {
-    if (target.kind === 'pglite') cpSync(target.template, dataDir, { recursive: true });
-    const env = {
-      DATA_DIR: dataDir,
-      ...(target.kind === 'pg' ? { DATABASE_URL: target.url, ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS } : {}),
-      SHUTDOWN_DRAIN_MS: '0', // the drain has its own test below
-    };
-    const server = await startServer(env);
-    servers.push(server);
+    // The drain has its own test below.
+    const t = await startTestServer({ env: { LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0' } });
+    testServers.push(t);
+    const server = t.server;
 
     const email = `shutdown-${Date.now()}@example.test`;
     const held = await holdSignup(server.port, email);
@@ -114,8 +110,7 @@ describe('process lifecycle', () => {
     expect(stopped).toBeGreaterThan(signalled);
 
     // The same data directory (or database) starts again with the account the in-flight request created.
-    const again = await startServer(env);
-    servers.push(again);
+    const again = await t.start();
     const signin = await fetch(`${again.url}/api/v1/auth/authenticate`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -140,48 +135,39 @@ describe('process lifecycle', () => {
   }, 180_000);
 
   it('SIGTERM drains first: /readyz answers 503 at once, the in-flight request finishes and new ones are served', async () => {
-    const own = mkdtempSync(join(tmpdir(), 'sb-drain-'));
-    try {
-      if (target.kind === 'pglite') cpSync(target.template, own, { recursive: true });
-      const server = await startServer({
-        DATA_DIR: own,
-        ...(target.kind === 'pg' ? { DATABASE_URL: target.url, ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS } : {}),
-        // The window in which the checks below run; each takes milliseconds.
-        SHUTDOWN_DRAIN_MS: '8000',
-      });
-      servers.push(server);
-      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
-      const held = await holdSignup(server.port, `drain-held-${Date.now()}@example.test`);
+    // The window in which the checks below run; each takes milliseconds.
+    const t = await startTestServer({ env: { LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '8000' } });
+    testServers.push(t);
+    const server = t.server;
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    const held = await holdSignup(server.port, `drain-held-${Date.now()}@example.test`);
 
-      server.child.kill('SIGTERM');
-      await waitFor(async () => (await fetch(`${server.url}/readyz`)).status === 503, '/readyz to turn 503');
-      const ready = await fetch(`${server.url}/readyz`);
-      expect(ready.status).toBe(503);
-      expect(ready.headers.get('retry-after')).toBe('1');
-      expect(await ready.json()).toEqual({
-        error: 'ServiceUnavailableError',
-        message: 'Draining: shutting down',
-        statusCode: 503,
-      });
-      // Still serving while the balancer notices: new connections and requests that use the database.
-      expect(await probe(server.port)).toBe('accepted');
-      const signup = await fetch(`${server.url}/api/v1/auth/signup`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', connection: 'close' },
-        body: JSON.stringify({ email: `drain-new-${Date.now()}@example.test`, password: 'drain-password', name: 'D' }),
-      });
-      expect(signup.status).toBe(201);
-      expect((await held.finish()).status).toBe(201);
+    server.child.kill('SIGTERM');
+    await waitFor(async () => (await fetch(`${server.url}/readyz`)).status === 503, '/readyz to turn 503');
+    const ready = await fetch(`${server.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(ready.headers.get('retry-after')).toBe('1');
+    expect(await ready.json()).toEqual({
+      error: 'ServiceUnavailableError',
+      message: 'Draining: shutting down',
+      statusCode: 503,
+    });
+    // Still serving while the balancer notices: new connections and requests that use the database.
+    expect(await probe(server.port)).toBe('accepted');
+    const signup = await fetch(`${server.url}/api/v1/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', connection: 'close' },
+      body: JSON.stringify({ email: `drain-new-${Date.now()}@example.test`, password: 'drain-password', name: 'D' }),
+    });
+    expect(signup.status).toBe(201);
+    expect((await held.finish()).status).toBe(201);
 
-      expect(await server.exited).toEqual({ code: 0, signal: null });
-      const messages = server.logs.map((l) => l.msg);
-      const draining = messages.findIndex((m) => String(m).startsWith('draining:'));
-      expect(draining).toBeGreaterThanOrEqual(0);
-      expect(messages.indexOf('shutting down: finishing in-flight requests')).toBeGreaterThan(draining);
-      expect(messages).toContain('Switchboard stopped: in-flight requests finished, database closed');
-    } finally {
-      rmSync(own, { recursive: true, force: true });
-    }
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    const messages = server.logs.map((l) => l.msg);
+    const draining = messages.findIndex((m) => String(m).startsWith('draining:'));
+    expect(draining).toBeGreaterThanOrEqual(0);
+    expect(messages.indexOf('shutting down: finishing in-flight requests')).toBeGreaterThan(draining);
+    expect(messages).toContain('Switchboard stopped: in-flight requests finished, database closed');
   }, 120_000);
 
   it('a bad provider file stops start-up, read while the database opens, and the next start takes the data directory', async () => {

@@ -1,5 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { App } from '../src/http/types.ts';
+import { createHarness, createUser, type TestHarness, type TestUser } from './harness.ts';
 
 /**
  * A browser without JavaScript over `app.inject`, for the page tests: keeps cookies, submits forms
@@ -78,3 +80,28 @@ export class PageClient {
 
 /** The CSRF token of the first form on a page. */
 export const csrfOf = (page: string): string => /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
+
+/**
+ * A suite of page tests: a harness with `env` for the suite (`bind` receives it once started), and `signedIn`,
+ * a fresh user's browser signed in (the sign-in answered 303), with the CSRF token of `csrfPage` when given.
+ */
+export function pageSuite(
+  env: Record<string, string>,
+  bind: (h: TestHarness) => void,
+): { signedIn(csrfPage?: string): Promise<{ u: TestUser; browser: PageClient; csrf: string }> } {
+  let h: TestHarness | undefined;
+  beforeAll(async () => {
+    h = await createHarness(env);
+    bind(h);
+  });
+  afterAll(() => h?.close());
+  return {
+    async signedIn(csrfPage) {
+      if (!h) throw new Error('the page suite did not start');
+      const u = await createUser(h.app);
+      const browser = new PageClient(h.app);
+      expect((await browser.signIn(u.account.email, u.password)).statusCode).toBe(303);
+      return { u, browser, csrf: csrfPage ? csrfOf((await browser.get(csrfPage)).body) : '' };
+    },
+  };
+}

@@ -8,6 +8,7 @@ import {
   creditHolds,
   jobs,
   oauthArtifacts,
+  sessions,
   signInAttempts,
   toolTestRuns,
 } from '../db/schema/index.ts';
@@ -118,7 +119,7 @@ describe('service jobs', () => {
     expect(left.map((r) => r.idHash).sort()).toEqual([`${tag}-just-expired`, `${tag}-live`]);
   });
 
-  it('auth.sweep-sign-in-attempts and tools.sweep-test-runs delete the windows and runs that ended, and keep the others', async () => {
+  it('auth.sweep-sign-in-attempts and tools.sweep-test-runs delete the windows, sessions and runs that ended, and keep the others', async () => {
     const tag = `sweep-${Date.now()}`;
     await db()
       .insert(signInAttempts)
@@ -141,6 +142,15 @@ describe('service jobs', () => {
     await db()
       .insert(toolTestRuns)
       .values([run('expired', new Date(Date.now() - 1000)), run('live', new Date(Date.now() + 60_000))]);
+    const session = (id: string, expiresAt: Date) => ({
+      id: `${tag}-${id}`,
+      accountId: u.account.id,
+      tokenHash: `${tag}-${id}`,
+      expiresAt,
+    });
+    await db()
+      .insert(sessions)
+      .values([session('expired', new Date(Date.now() - 1000)), session('live', new Date(Date.now() + 60_000))]);
     for (const type of ['auth.sweep-sign-in-attempts', 'tools.sweep-test-runs'] as const) {
       const id = await enqueueJob(db(), type, {});
       expect(await worker.runOnce()).toBe(1);
@@ -156,6 +166,9 @@ describe('service jobs', () => {
       .from(toolTestRuns)
       .where(sql`${toolTestRuns.id} LIKE ${`${tag}-%`}`);
     expect(runs.map((r) => r.id)).toEqual([`${tag}-live`]);
+    const left = await db().select({ id: sessions.id }).from(sessions).where(eq(sessions.accountId, u.account.id));
+    // The user's own sign-in session (createUser's) is live too.
+    expect(left.map((r) => r.id).filter((id) => id.startsWith(tag))).toEqual([`${tag}-live`]);
   });
 
   it('jobs.cleanup deletes succeeded jobs after JOBS_RETENTION_DAYS and dead ones after JOBS_DEAD_RETENTION_DAYS', async () => {

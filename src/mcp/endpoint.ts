@@ -10,7 +10,7 @@ import { balanceAfter } from '../modules/credits/service.ts';
 import { clientGone } from '../modules/llm/routes.ts';
 import { resolveModel } from '../modules/llm/service.ts';
 import { loadMcpSdk } from './sdk.ts';
-import { createMcpServer, type McpSources } from './server.ts';
+import { createMcpServer, type McpSources, taskCallRefusal } from './server.ts';
 
 class MethodNotAllowedError extends AppError {
   constructor(message: string) {
@@ -123,6 +123,9 @@ export async function mcpRoutes(app: App, config: Config, sources: McpSources): 
               `Bad Request: Unsupported protocol version: ${version} (supported versions: ${sdk.SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
             ),
           );
+
+      const taskRefused = method === 'tools/call' && params?.task !== undefined && taskCallRefusal(params.name);
+      if (taskRefused) return reply.send(rpcError(id, -32601, taskRefused));
 
       const signal = abortSignalOf(clientGone(reply));
       // The balance before the call, as the account shows it (a stream's opening headers, a call that bills nothing).

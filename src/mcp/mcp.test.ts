@@ -6,56 +6,9 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../test/fakes/llm-upstream.ts';
 import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
-import type { AgentTool } from '../agent/tools.ts';
 import { accounts } from '../db/schema/index.ts';
 import type { App } from '../http/types.ts';
-import type { McpSources } from './server.ts';
-
-const writes: unknown[] = [];
-/** Two services as the agent sees them: one read tool here, one write tool there. */
-const testSources: McpSources = {
-  async activeConnections() {
-    return [
-      {
-        serviceId: 'github',
-        serviceLabel: 'GitHub',
-        connectedUserAccount: { email: 'ada@example.test', displayName: 'Ada' },
-      },
-      { serviceId: 'slack', serviceLabel: 'Slack', connectedUserAccount: { email: null, displayName: 'ada' } },
-    ];
-  },
-  async agentTools(ctx, { connector }) {
-    const all: AgentTool[] = [
-      {
-        name: 'github_get_issue',
-        description: 'Read a GitHub issue',
-        parameters: { type: 'object', properties: { number: { type: 'integer' } } },
-        mode: 'read',
-        source: 'github',
-        run: async (args) => ({
-          number: args.number,
-          title: 'Login broken',
-          token: 'ghp_0123456789abcdefghijABCDEFGHIJ',
-        }),
-      },
-      {
-        name: 'slack_post_message',
-        description: 'Post to Slack',
-        parameters: { type: 'object', properties: { text: { type: 'string' } } },
-        mode: 'write',
-        source: 'slack',
-        run: async (args) => {
-          writes.push(args);
-          return { ok: true };
-        },
-      },
-    ];
-    const perm = (p: string) => ctx.actor.providerPermissions[p] ?? ctx.actor.defaultProviderPermission;
-    return all.filter(
-      (t) => (!connector || t.source === connector) && (t.mode === 'read' || perm(t.source) === 'read-write'),
-    );
-  },
-};
+import { connectMcp, listenMcpApp, testMcpSources as testSources, mcpWrites as writes } from './test-support.ts';
 
 describe('MCP endpoint', () => {
   let fake: FakeLlm;
@@ -66,11 +19,7 @@ describe('MCP endpoint', () => {
   beforeAll(async () => {
     fake = await startFakeLlm();
     h = await createHarness({ LLM_BASE_URL: fake.url, LLM_MODELS: 'fake-model=1000000/2000000,other-model' });
-    const { buildApp } = await import('../app.ts');
-    app = await buildApp({ config: h.config, database: h.database, keyRing: h.keyRing, mcpSources: testSources });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const addr = app.server.address();
-    url = new URL(`http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/mcp`);
+    ({ app, url } = await listenMcpApp(h));
   });
   afterAll(async () => {
     await app.close();
@@ -80,20 +29,15 @@ describe('MCP endpoint', () => {
 
   /** Response headers of every POST the SDK client made, as a client's own fetch sees them. */
   const seen: Array<{ status: number; headers: Headers }> = [];
-  const connect = async (token: string, headers: Record<string, string> = {}) => {
-    const client = new Client({ name: 'test-client', version: '1.0.0' });
-    await client.connect(
-      new StreamableHTTPClientTransport(url, {
-        requestInit: { headers: { authorization: `Bearer ${token}`, ...headers } },
-        fetch: async (input, init) => {
-          const res = await fetch(input, init);
-          if (init?.method === 'POST') seen.push({ status: res.status, headers: res.headers });
-          return res;
-        },
-      }),
-    );
-    return client;
-  };
+  const connect = (token: string, headers: Record<string, string> = {}) =>
+    connectMcp(url, token, {
+      headers,
+      fetch: async (input, init) => {
+        const res = await fetch(input, init);
+        if (init?.method === 'POST') seen.push({ status: res.status, headers: res.headers });
+        return res;
+      },
+    });
   const setBalance = (accountId: string, creditBalance: number) =>
     h.database.db.update(accounts).set({ creditBalance }).where(eq(accounts.id, accountId));
 

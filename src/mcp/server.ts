@@ -61,6 +61,18 @@ const LIST_CONNECTIONS_DESCRIPTION =
   'List the services the user has connected and can be used by use-agent, with the account connected at each ' +
   '(`_meta.active`: serviceId, serviceLabel, connectedUserAccount).';
 
+/** Tools that answer at once and never run as a task (`execution.taskSupport: "forbidden"`). */
+const TASK_FORBIDDEN = new Set(['list-connections']);
+
+/**
+ * Why a task-augmented `tools/call` of `name` is refused (JSON-RPC -32601, as the tasks spec says), or undefined
+ * when the tool may run as a task. The SDK would run such a tool and then fail its answer with -32602.
+ */
+export function taskCallRefusal(name: unknown): string | undefined {
+  if (typeof name !== 'string' || !TASK_FORBIDDEN.has(name)) return undefined;
+  return `Tool ${name} does not run as a task (taskSupport: "forbidden"): call it without \`task\``;
+}
+
 /** A fresh MCP server for one request (the endpoint is stateless): the two tools of SPEC §4. */
 export function createMcpServer(sdk: McpSdk, opts: McpCallOptions): McpServer {
   const { ctx, sources } = opts;

@@ -1,39 +1,13 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError, type Task } from '@modelcontextprotocol/sdk/types.js';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../test/fakes/llm-upstream.ts';
 import { createHarness, createUser, type TestHarness } from '../../test/harness.ts';
-import type { AgentTool } from '../agent/tools.ts';
 import { mcpTasks } from '../db/schema/index.ts';
 import type { App } from '../http/types.ts';
-import type { McpSources } from './server.ts';
 import { sweepMcpTasks, TASK_STALE_MS } from './tasks.service.ts';
-
-const writes: unknown[] = [];
-const sources: McpSources = {
-  async activeConnections() {
-    return [];
-  },
-  async agentTools(ctx) {
-    const tools: AgentTool[] = [
-      {
-        name: 'slack_post_message',
-        description: 'Post to Slack',
-        parameters: { type: 'object', properties: { text: { type: 'string' } } },
-        mode: 'write',
-        source: 'slack',
-        run: async (args) => {
-          writes.push(args);
-          return { ok: true };
-        },
-      },
-    ];
-    const perm = ctx.actor.providerPermissions.slack ?? ctx.actor.defaultProviderPermission;
-    return perm === 'read-write' ? tools : [];
-  },
-};
+import { connectMcp, listenMcpApp, mcpWrites as writes } from './test-support.ts';
 
 /** A promise and its resolver: the fake model holds an answer until the test lets it go. */
 function gate() {
@@ -55,14 +29,11 @@ describe('MCP tasks (task-augmented use-agent)', () => {
   beforeAll(async () => {
     fake = await startFakeLlm();
     h = await createHarness({ LLM_BASE_URL: fake.url, LLM_MODELS: 'fake-model', MCP_TASK_POLL_INTERVAL_MS: '20' });
-    const { buildApp } = await import('../app.ts');
     for (let i = 0; i < 2; i++) {
-      const a = await buildApp({ config: h.config, database: h.database, keyRing: h.keyRing, mcpSources: sources });
-      await a.listen({ port: 0, host: '127.0.0.1' });
-      const addr = a.server.address();
-      urls.push(new URL(`http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/mcp`));
-      if (i === 0) app = a;
-      else other = a;
+      const listening = await listenMcpApp(h);
+      urls.push(listening.url);
+      if (i === 0) app = listening.app;
+      else other = listening.app;
     }
   });
   afterAll(async () => {
@@ -72,15 +43,7 @@ describe('MCP tasks (task-augmented use-agent)', () => {
     await fake.close();
   });
 
-  const connect = async (token: string, instance = 0) => {
-    const client = new Client({ name: 'test-client', version: '1.0.0' });
-    await client.connect(
-      new StreamableHTTPClientTransport(urls[instance] as URL, {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
-    return client;
-  };
+  const connect = (token: string, instance = 0) => connectMcp(urls[instance] as URL, token);
   /** A task-augmented tools/call as a client sends it by hand (JSON-RPC through the client's request method). */
   const createTask = (client: Client, prompt: string, ttl?: number) =>
     client.request(
@@ -93,6 +56,29 @@ describe('MCP tasks (task-augmented use-agent)', () => {
       if (done(task)) return task;
       await new Promise((r) => setTimeout(r, 10));
     }
+  };
+  /**
+   * use-agent through the SDK's task stream: the statuses the client saw (each once), the progress messages and
+   * the result. `onStatus` is told of each status message as it comes.
+   */
+  const streamUseAgent = async (client: Client, prompt: string, onStatus = () => {}) => {
+    const seen: string[] = [];
+    const progress: Array<string | undefined> = [];
+    let result: unknown;
+    for await (const message of client.experimental.tasks.callToolStream(
+      { name: 'use-agent', arguments: { prompt } },
+      undefined,
+      { onprogress: (p) => progress.push(p.message) },
+    )) {
+      if (message.type === 'taskCreated') seen.push(`created ${message.task.status}`);
+      if (message.type === 'taskStatus') {
+        if (seen.at(-1) !== `status ${message.task.status}`) seen.push(`status ${message.task.status}`);
+        onStatus();
+      }
+      if (message.type === 'result') result = message.result;
+      if (message.type === 'error') throw message.error;
+    }
+    return { seen, progress, result };
   };
   const rpcError = (p: Promise<unknown>) =>
     p.then(
@@ -124,22 +110,8 @@ describe('MCP tasks (task-augmented use-agent)', () => {
       { toolCalls: [{ name: 'slack_post_message', arguments: { text: 'hello' } }], until: held.opened },
       { content: 'Posted hello to Slack.' },
     );
-    const seen: string[] = [];
-    const progress: Array<string | undefined> = [];
-    let result: unknown;
-    for await (const message of client.experimental.tasks.callToolStream(
-      { name: 'use-agent', arguments: { prompt: 'Post hello to Slack' } },
-      undefined,
-      { onprogress: (p) => progress.push(p.message) },
-    )) {
-      if (message.type === 'taskCreated') seen.push(`created ${message.task.status}`);
-      if (message.type === 'taskStatus') {
-        if (seen.at(-1) !== `status ${message.task.status}`) seen.push(`status ${message.task.status}`);
-        held.open(); // the model answers only once the client saw the task working
-      }
-      if (message.type === 'result') result = message.result;
-      if (message.type === 'error') throw message.error;
-    }
+    // The model answers only once the client saw the task working.
+    const { seen, progress, result } = await streamUseAgent(client, 'Post hello to Slack', held.open);
     expect(seen).toEqual(['created working', 'status working', 'status completed']);
     expect(result).toMatchObject({
       content: [{ type: 'text', text: 'Posted hello to Slack.' }],
@@ -190,6 +162,77 @@ describe('MCP tasks (task-augmented use-agent)', () => {
     }
     await creator.close();
     await poller.close();
+  });
+
+  it('progress made on the running instance comes on the tasks/result stream another instance answers', async () => {
+    const u = await createUser(app);
+    // One client: the call goes to the first instance, every tasks/* request to the second.
+    const polled: string[] = [];
+    const client = await connectMcp(urls[0] as URL, await u.pat(['universal-mcp-read-write']), {
+      fetch: (input, init) => {
+        const method = /"method":"(tasks\/[a-z]+)"/.exec(String(init?.body))?.[1];
+        if (method) polled.push(method);
+        return fetch(method ? (urls[1] as URL) : input, init);
+      },
+    });
+    await client.listTools();
+    fake.enqueue(
+      { toolCalls: [{ name: 'slack_post_message', arguments: { text: 'from afar' } }] },
+      { content: 'Posted it.' },
+    );
+    const { progress, result } = await streamUseAgent(client, 'Post to Slack');
+    expect(result).toMatchObject({ content: [{ type: 'text', text: 'Posted it.' }] });
+    expect(polled).toContain('tasks/result');
+    expect(progress).toEqual(['Calling slack slack_post_message', 'Answer ready']);
+    await client.close();
+  });
+
+  it('a read-only token is refused on every tasks/* method and on a task-augmented call, as on a direct call', async () => {
+    const u = await createUser(app);
+    const writer = await connect(await u.pat(['universal-mcp-read-write']));
+    const held = gate();
+    fake.enqueue({ content: 'Still here.', until: held.opened });
+    const { task } = await createTask(writer, 'Wait');
+    const reader = await connect(await u.pat(['universal-mcp-read']));
+    const refused = { code: 403, message: expect.stringContaining('Missing required scope: universal-mcp-read-write') };
+    const failure = (p: Promise<unknown>) =>
+      p.then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    expect(await failure(reader.callTool({ name: 'use-agent', arguments: { prompt: 'Wait' } }))).toMatchObject(refused);
+    for (const [method, send] of [
+      ['tools/call with task', () => createTask(reader, 'Wait')],
+      ['tasks/get', () => reader.experimental.tasks.getTask(task.taskId)],
+      ['tasks/result', () => reader.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema)],
+      ['tasks/list', () => reader.experimental.tasks.listTasks()],
+      ['tasks/cancel', () => reader.experimental.tasks.cancelTask(task.taskId)],
+    ] as const) {
+      expect(await failure(send()), method).toMatchObject(refused);
+    }
+    // The refused cancel changed nothing: the task runs on and ends with its answer.
+    held.open();
+    expect(await until(writer, task.taskId, (t) => t.status !== 'working')).toMatchObject({ status: 'completed' });
+    expect((await writer.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toEqual([task.taskId]);
+    await reader.close();
+    await writer.close();
+  });
+
+  it('a task-augmented call to list-connections (taskSupport "forbidden") is -32601, and runs nothing', async () => {
+    const u = await createUser(app);
+    const client = await connect(await u.pat(['universal-mcp-read-write']));
+    const direct = await client.callTool({ name: 'list-connections', arguments: {} });
+    expect(direct.isError).toBeUndefined();
+    expect(
+      await rpcError(
+        client.request(
+          { method: 'tools/call', params: { name: 'list-connections', arguments: {}, task: {} } },
+          CreateTaskResultSchema,
+        ),
+      ),
+    ).toEqual({ code: -32601, message: expect.stringContaining('list-connections') });
+    expect((await client.experimental.tasks.listTasks()).tasks).toEqual([]);
+    await client.close();
   });
 
   it('a cancel, at either instance, stops the run: the write it was about to make never happens', async () => {

@@ -1,21 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
-import { csrfOf, PageClient } from '../../test/web-client.ts';
+import { describe, expect, it } from 'vitest';
+import { call, type TestHarness } from '../../test/harness.ts';
+import { PageClient, pageSuite } from '../../test/web-client.ts';
 
 /** The messaging channels pages without a browser: another account's channel is a 404 on every form. */
 describe('messaging channel pages', () => {
   let h: TestHarness;
-  beforeAll(async () => {
-    h = await createHarness({ LLM_BASE_URL: 'http://127.0.0.1:9/v1', LLM_MODELS: 'fake-model=1000/2000' });
-  });
-  afterAll(() => h.close());
-
-  const signedIn = async () => {
-    const u = await createUser(h.app);
-    const browser = new PageClient(h.app);
-    expect((await browser.signIn(u.account.email, u.password)).statusCode).toBe(303);
-    return { u, browser, csrf: csrfOf((await browser.get('/account/channels')).body) };
-  };
+  const suite = pageSuite(
+    { LLM_BASE_URL: 'http://127.0.0.1:9/v1', LLM_MODELS: 'fake-model=1000/2000' },
+    (started) => (h = started),
+  );
+  const signedIn = () => suite.signedIn('/account/channels');
 
   it("answers 404 for another account's channel on its page and every form, with or without a user id", async () => {
     const owner = await signedIn();

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
-import { csrfOf, PageClient } from '../../test/web-client.ts';
+import { describe, expect, it } from 'vitest';
+import { call, type TestHarness } from '../../test/harness.ts';
+import { csrfOf, PageClient, pageSuite } from '../../test/web-client.ts';
 
 /**
  * What every page route gets from page-route.ts, seen through real pages: sign-in first, the CSRF token of
@@ -9,17 +9,8 @@ import { csrfOf, PageClient } from '../../test/web-client.ts';
  */
 describe('the page route wrapper', () => {
   let h: TestHarness;
-  beforeAll(async () => {
-    h = await createHarness({ SSRF_ALLOW_HOSTS: '127.0.0.1:9' });
-  });
-  afterAll(() => h.close());
-
-  const signedIn = async () => {
-    const u = await createUser(h.app);
-    const browser = new PageClient(h.app);
-    expect((await browser.signIn(u.account.email, u.password)).statusCode).toBe(303);
-    return { u, browser };
-  };
+  const suite = pageSuite({ SSRF_ALLOW_HOSTS: '127.0.0.1:9' }, (started) => (h = started));
+  const signedIn = () => suite.signedIn();
 
   /** A form sent as JSON: the only way a field can be something other than text. */
   const postJson = (browser: PageClient, url: string, body: unknown) =>

@@ -44,31 +44,27 @@ export class FormError extends AppError {
   }
 }
 
-/** What a handler has once the request passed: the signed-in user, the service context and the parsed parts. */
-export interface PageBase {
+/** What every page handler has: the request, the reply, and the CSRF token for the page's forms. */
+export interface PublicBase {
   req: FastifyRequest;
   reply: FastifyReply;
-  current: SignedIn;
-  ctx: ServiceContext;
   /** The CSRF token for the forms of the page answered (sets its cookie on first use). */
   csrf(): string;
 }
 
-export interface Page<P, Q, F> extends PageBase {
-  params: P;
-  query: Q;
-  form: F;
+/** A signed-in page's base: the user and the service context besides. */
+export interface PageBase extends PublicBase {
+  current: SignedIn;
+  ctx: ServiceContext;
 }
 
+/** The parts a handler gets beside its base: the parsed params, query and form. */
+type Parts<P, Q, F> = { params: P; query: Q; form: F };
+
+export type Page<P, Q, F> = PageBase & Parts<P, Q, F>;
+
 /** The public pages' counterpart (sign-in, the OAuth interaction): no session is required. */
-export interface PublicPage<P, Q, F> {
-  req: FastifyRequest;
-  reply: FastifyReply;
-  params: P;
-  query: Q;
-  form: F;
-  csrf(): string;
-}
+export type PublicPage<P, Q, F> = PublicBase & Parts<P, Q, F>;
 
 /**
  * A route's answer to a refusal (an id that does not fit, a form that does not parse, an AppError the handler
@@ -104,7 +100,6 @@ export interface SignedInSpec<P, Q, F> extends Spec<P, Q, F, PageBase> {
 }
 
 export type PublicSpec<P, Q, F> = Spec<P, Q, F, PublicBase>;
-export type PublicBase = Omit<PublicPage<unknown, unknown, unknown>, 'params' | 'query' | 'form'>;
 
 const PAGE_OPTIONS = { schema: { hide: true }, config: { auth: 'public' as const } };
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -185,13 +180,24 @@ export interface PageRouter {
   ): void;
 }
 
+/**
+ * The step between the CSRF check and parsing: who is signed in (the page's base), or `{ answered }` when the
+ * browser was answered instead (sent to sign in).
+ */
+type Gate<B> = (req: FastifyRequest, reply: FastifyReply, open: PublicBase) => Promise<B | { answered: unknown }>;
+
+/** Public pages ask no one: their base is the request's. */
+const publicGate: Gate<PublicBase> = async (_req, _reply, open) => open;
+
 /** The page routes of `app` (or of a child instance of it, such as one reading multipart forms). */
 export function pageRouter(app: App, oauth: OAuthServer, helpers: PageHelpers = pageHelpers(app, oauth)): PageRouter {
-  function signedIn<P, Q, F>(
+  /** One page route: CSRF on forms, then the gate, then params, query and form through their schemas. */
+  function route<P, Q, F, B extends PublicBase>(
     method: 'GET' | 'POST',
     path: string,
-    spec: SignedInSpec<P, Q, F>,
-    handler: (page: Page<P, Q, F>) => unknown,
+    spec: Spec<P, Q, F, B> & { unreadable?: (page: B & Parts<P, Q, undefined>, err: unknown) => unknown },
+    gate: Gate<B>,
+    handler: (page: B & Parts<P, Q, F>) => unknown,
   ) {
     app.route({
       method,
@@ -200,15 +206,9 @@ export function pageRouter(app: App, oauth: OAuthServer, helpers: PageHelpers = 
       handler: async (req, reply) => {
         const read = await bodyOf(req, reply, helpers, spec);
         if ('answered' in read) return read.answered;
-        const current = spec.signedOut ? await helpers.currentUser(req) : await signInFor(req, reply, spec);
-        if (!current) return spec.signedOut ? spec.signedOut(req, reply) : reply;
-        const base: PageBase = {
-          req,
-          reply,
-          current,
-          ctx: serviceContextOf(req, current.actor),
-          csrf: () => helpers.csrf(req, reply),
-        };
+        const open: PublicBase = { req, reply, csrf: () => helpers.csrf(req, reply) };
+        const base = await gate(req, reply, open);
+        if ('answered' in base) return base.answered;
         try {
           const params = parse(spec.params, req.params, paramFault);
           const query = parse(spec.query, req.query ?? {}, queryFault);
@@ -225,44 +225,26 @@ export function pageRouter(app: App, oauth: OAuthServer, helpers: PageHelpers = 
     });
   }
 
+  /** The signed-in pages' gate: the browser's user, or the sign-in redirect (or the route's `signedOut`). */
+  function signedInGate<P, Q, F>(spec: SignedInSpec<P, Q, F>): Gate<PageBase> {
+    return async (req, reply, open) => {
+      const current = spec.signedOut ? await helpers.currentUser(req) : await signInFor(req, reply, spec);
+      if (!current) return { answered: spec.signedOut ? await spec.signedOut(req, reply) : reply };
+      return { ...open, current, ctx: serviceContextOf(req, current.actor) };
+    };
+  }
+
   async function signInFor<P, Q, F>(req: FastifyRequest, reply: FastifyReply, spec: SignedInSpec<P, Q, F>) {
     const param = (name: string) => RawParams.parse(req.params)[name] ?? '';
     const returnTo = typeof spec.returnTo === 'function' ? spec.returnTo(param) : spec.returnTo;
     return helpers.signedIn(req, reply, returnTo);
   }
 
-  function open<P, Q, F>(
-    method: 'GET' | 'POST',
-    path: string,
-    spec: PublicSpec<P, Q, F>,
-    handler: (page: PublicPage<P, Q, F>) => unknown,
-  ) {
-    app.route({
-      method,
-      url: path,
-      ...optionsOf(spec),
-      handler: async (req, reply) => {
-        const read = await bodyOf(req, reply, helpers, spec);
-        if ('answered' in read) return read.answered;
-        const base: PublicBase = { req, reply, csrf: () => helpers.csrf(req, reply) };
-        try {
-          if ('unreadable' in read) throw read.unreadable;
-          const params = parse(spec.params, req.params, paramFault);
-          const query = parse(spec.query, req.query ?? {}, queryFault);
-          const form = parse(spec.form, read.body, formFault);
-          return await handler({ ...base, params, query, form });
-        } catch (err) {
-          return refuse(spec.refused, base, err);
-        }
-      },
-    });
-  }
-
   return {
     helpers,
-    get: (path, spec, handler) => signedIn('GET', path, spec, handler),
-    post: (path, spec, handler) => signedIn('POST', path, spec, handler),
-    publicGet: (path, spec, handler) => open('GET', path, spec, handler),
-    publicPost: (path, spec, handler) => open('POST', path, spec, handler),
+    get: (path, spec, handler) => route('GET', path, spec, signedInGate(spec), handler),
+    post: (path, spec, handler) => route('POST', path, spec, signedInGate(spec), handler),
+    publicGet: (path, spec, handler) => route('GET', path, spec, publicGate, handler),
+    publicPost: (path, spec, handler) => route('POST', path, spec, publicGate, handler),
   };
 }

@@ -1,23 +1,14 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
-import { csrfOf, PageClient } from '../../test/web-client.ts';
+import { csrfOf, PageClient, pageSuite } from '../../test/web-client.ts';
 import { toolTestRuns } from '../db/schema/index.ts';
 
 /** The tools and skills pages without a browser: sign-in, CSRF, other accounts' resources, the PRG answers. */
 describe('tools and skills pages', () => {
   let h: TestHarness;
-  beforeAll(async () => {
-    h = await createHarness();
-  });
-  afterAll(() => h.close());
-
-  const signedIn = async () => {
-    const u = await createUser(h.app);
-    const browser = new PageClient(h.app);
-    expect((await browser.signIn(u.account.email, u.password)).statusCode).toBe(303);
-    return { u, browser };
-  };
+  const suite = pageSuite({}, (started) => (h = started));
+  const signedIn = () => suite.signedIn();
 
   it('send a signed-out browser to sign in and back', async () => {
     for (const path of ['/account/tools', '/account/skills', '/account/tools/tool_x', '/account/skills/skl_x']) {

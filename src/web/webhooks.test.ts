@@ -1,23 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
-import { csrfOf, PageClient } from '../../test/web-client.ts';
+import { describe, expect, it } from 'vitest';
+import { call, type TestHarness } from '../../test/harness.ts';
+import { PageClient, pageSuite } from '../../test/web-client.ts';
 import { webhookDeliveries } from '../db/schema/index.ts';
 import { newId } from '../lib/ids.ts';
 
 /** The webhooks page without a browser: register (secret shown once), list, deliveries, disable, delete, 404s. */
 describe('/account/webhooks', () => {
   let h: TestHarness;
-  beforeAll(async () => {
-    h = await createHarness({ SSRF_ALLOW_HOSTS: '127.0.0.1:9' });
-  });
-  afterAll(() => h.close());
-
-  const signedIn = async () => {
-    const u = await createUser(h.app);
-    const browser = new PageClient(h.app);
-    expect((await browser.signIn(u.account.email, u.password)).statusCode).toBe(303);
-    return { u, browser, csrf: csrfOf((await browser.get('/account/webhooks')).body) };
-  };
+  const suite = pageSuite({ SSRF_ALLOW_HOSTS: '127.0.0.1:9' }, (started) => (h = started));
+  const signedIn = () => suite.signedIn('/account/webhooks');
 
   it('registers an endpoint, shows its secret once, lists it with its last delivery, shows its deliveries', async () => {
     const anon = new PageClient(h.app);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../packages/client/src/index.ts';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
-import { FAKE_MODELS, openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from '../harness.ts';
-import { type ServerProcess, startServer } from '../server-process.ts';
+import { FAKE_MODELS } from '../harness.ts';
+import { startTestServer, type TestServer } from '../server-process.ts';
 
 /**
  * The typed client (packages/client) against the service as its own process, its model a scripted fake upstream
@@ -11,29 +11,16 @@ import { type ServerProcess, startServer } from '../server-process.ts';
  */
 describe('the typed TypeScript client (@switchboard/client)', () => {
   let llm: FakeLlm | undefined;
-  let testDb: TestDatabase | undefined;
-  let server: ServerProcess | undefined;
+  let server: TestServer | undefined;
   beforeAll(async () => {
     llm = await startFakeLlm();
-    // A database of its own: the server process runs background jobs, and would take other files' jobs (memory
-    // extraction, compiles) to this test's fake model.
-    testDb = await openTestDatabase({ privateDatabase: true });
-    await testDb.handOver(); // PGlite: the server process owns the data directory
-    server = await startServer({
-      ...testDb.env,
-      ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
-      LOG_LEVEL: 'warn',
-      LLM_BASE_URL: llm.url,
-      LLM_MODELS: FAKE_MODELS,
-      RATE_LIMIT_GLOBAL: '100000',
-      RATE_LIMIT_LLM: '100000',
-      JOBS_POLL_INTERVAL_MS: '50',
+    server = await startTestServer({
+      env: { LLM_BASE_URL: llm.url, LLM_MODELS: FAKE_MODELS, JOBS_POLL_INTERVAL_MS: '50' },
     });
   });
   afterAll(async () => {
-    await server?.stop('SIGKILL');
+    await server?.close();
     await llm?.close();
-    await testDb?.close();
   });
 
   it('signs up, makes a token, chats with an agent and searches a knowledge base it filled', async () => {

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { launchBrowser, runBrowser, type TestBrowser } from '../../../test/e2e/browser.ts';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
-import { FAKE_MODELS, openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from '../../../test/harness.ts';
-import { type ServerProcess, startServer } from '../../../test/server-process.ts';
+import { FAKE_MODELS } from '../../../test/harness.ts';
+import { startTestServer, type TestServer } from '../../../test/server-process.ts';
 import { readConversationEvents } from '../../../test/sse.ts';
 import { INTERRUPTED_RUN_ERROR } from './runs.service.ts';
 import { failedTurnMessages } from './test-support.ts';
@@ -17,34 +17,21 @@ const LEASE_MS = 1000;
  */
 describe('an agent chat turn interrupted by a crash', () => {
   let llm: FakeLlm | undefined;
-  let testDb: TestDatabase | undefined;
-  let server: ServerProcess | undefined;
+  let t: TestServer | undefined;
   let browser: TestBrowser | undefined;
   afterAll(async () => {
     await browser?.close();
-    await server?.stop('SIGKILL');
+    await t?.close();
     await llm?.close();
-    await testDb?.close();
   });
 
   it('is marked failed after a restart, with run.failed on its events and the failure on the chat page', async () => {
     llm = await startFakeLlm();
-    // A database of its own: the sweep acts on every account's turns.
-    testDb = await openTestDatabase({ privateDatabase: true });
-    await testDb.handOver(); // PGlite: the server process owns the data directory
-    const env = {
-      ...testDb.env,
-      ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
-      LOG_LEVEL: 'warn',
-      LLM_BASE_URL: llm.url,
-      LLM_MODELS: FAKE_MODELS,
-      RATE_LIMIT_GLOBAL: '100000',
-      RATE_LIMIT_LLM: '100000',
-      RATE_LIMIT_AUTH: '100000',
-      AGENT_RUN_LEASE_MS: String(LEASE_MS),
-    };
-    server = await startServer(env);
-    const first = server.url;
+    // A database of its own (startTestServer's): the sweep acts on every account's turns.
+    t = await startTestServer({
+      env: { LLM_BASE_URL: llm.url, LLM_MODELS: FAKE_MODELS, AGENT_RUN_LEASE_MS: String(LEASE_MS) },
+    });
+    const first = t.url;
     const email = `orphan-${Date.now()}@example.test`;
     const password = 'orphan-password';
     const signup = await fetch(`${first}/api/v1/auth/signup`, {
@@ -81,12 +68,11 @@ describe('an agent chat turn interrupted by a crash', () => {
     const before = (await (await api(first, messagesPath)).json()) as { data: Array<Record<string, unknown>> };
     expect(before.data.map((m) => [m.role, m.content])).toEqual([['user', 'Are you there?']]);
 
-    expect((await server.stop('SIGKILL')).signal).toBe('SIGKILL');
+    expect((await t.server.stop('SIGKILL')).signal).toBe('SIGKILL');
     streaming.abort();
     // Its lease runs out (no instance renews it any more); then an instance starts again on the database.
     await new Promise((r) => setTimeout(r, LEASE_MS + 250));
-    server = await startServer(env);
-    const second = server.url;
+    const second = (await t.start()).url;
 
     let messages: Array<Record<string, unknown>> = [];
     await expect

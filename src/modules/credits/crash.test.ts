@@ -1,8 +1,7 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
-import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from '../../../test/harness.ts';
-import { type ServerProcess, startServer } from '../../../test/server-process.ts';
+import { startTestServer, type TestServer } from '../../../test/server-process.ts';
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
 import { LEASE_TTL_MS } from './lease.ts';
 import { releaseExpiredHolds } from './repo.ts';
@@ -13,30 +12,18 @@ import { releaseExpiredHolds } from './repo.ts';
  */
 describe('credit leases across a crash', () => {
   let fake: FakeLlm | undefined;
-  let testDb: TestDatabase | undefined;
-  let server: ServerProcess | undefined;
+  let t: TestServer | undefined;
   afterAll(async () => {
-    await server?.stop('SIGKILL');
+    await t?.close();
     await fake?.close();
-    await testDb?.close();
   });
 
   it('SIGKILL with leases out loses no credits: expired leases go back and the balance equals the ledger', async () => {
     fake = await startFakeLlm();
-    testDb = await openTestDatabase({ privateDatabase: true });
-    await testDb.handOver(); // PGlite: the server process owns the data directory
-    server = await startServer({
-      ...testDb.env,
-      ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
-      LOG_LEVEL: 'warn',
-      LLM_BASE_URL: fake.url,
-      LLM_MODELS: 'fake-model=1000000/2000000',
-      RATE_LIMIT_GLOBAL: '100000',
-      RATE_LIMIT_LLM: '100000',
-      RATE_LIMIT_AUTH: '100000',
-      JOBS_ENABLED: 'false',
+    t = await startTestServer({
+      env: { LLM_BASE_URL: fake.url, LLM_MODELS: 'fake-model=1000000/2000000', JOBS_ENABLED: 'false' },
     });
-    const base = server.url;
+    const base = t.url;
     const signup = await fetch(`${base}/api/v1/auth/signup`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -66,11 +53,11 @@ describe('credit leases across a crash', () => {
     while (fake.requests.length < stuck + 10 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(fake.requests.length).toBe(stuck + 10);
 
-    const ended = await server.stop('SIGKILL');
+    const ended = await t.server.stop('SIGKILL');
     expect(ended.signal).toBe('SIGKILL');
     await Promise.all(inFlight);
 
-    const db = (await testDb.open()).db;
+    const db = (await t.testDb.open()).db;
     const [account] = await db.select().from(accounts);
     if (!account) throw new Error('no account');
     const leases = await db.select().from(creditHolds).where(eq(creditHolds.accountId, account.id));

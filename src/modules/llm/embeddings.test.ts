@@ -1,18 +1,10 @@
 import { eq } from 'drizzle-orm';
 import OpenAI from 'openai';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { FAKE_ANTHROPIC_KEY, type FakeAnthropic } from '../../../test/fakes/anthropic.ts';
+import type { FakeAnthropic } from '../../../test/fakes/anthropic.ts';
 import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { guardTests } from '../../../test/guards.ts';
-import {
-  call,
-  createUser,
-  fakeAnthropicSuite,
-  fakeLlmSuite,
-  settledBalance,
-  type TestHarness,
-  type TestUser,
-} from '../../../test/harness.ts';
+import { call, gatewaySuite, settledBalance, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { accounts } from '../../db/schema/index.ts';
 import { MAX_EMBEDDING_INPUTS } from './schema.ts';
 
@@ -28,15 +20,8 @@ describe('Embeddings (/api/v1/embeddings) through the real openai client', () =>
   let client: OpenAI;
 
   let anthropic: FakeAnthropic;
-  fakeAnthropicSuite((a) => (anthropic = a));
-  fakeLlmSuite(
-    (s) => ({ h, llm: fake, base } = s),
-    () => ({ LLM_MODELS: MODELS, ANTHROPIC_API_KEY: FAKE_ANTHROPIC_KEY, ANTHROPIC_BASE_URL: anthropic.url }),
-    { listen: true },
-  );
-  beforeEach(async () => {
-    user = await createUser(h.app);
-    pat = await user.pat(['llm-all']);
+  gatewaySuite(MODELS, (s) => ({ h, llm: fake, anthropic, base, user, pat } = s));
+  beforeEach(() => {
     client = new OpenAI({ baseURL: `${base}/api/v1`, apiKey: pat, maxRetries: 0 });
   });
   const balance = () => settledBalance(h, user.account.id);

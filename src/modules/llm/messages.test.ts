@@ -2,18 +2,10 @@ import Anthropic from '@anthropic-ai/sdk';
 import { eq } from 'drizzle-orm';
 import fc from 'fast-check';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { FAKE_ANTHROPIC_KEY, type FakeAnthropic } from '../../../test/fakes/anthropic.ts';
+import type { FakeAnthropic } from '../../../test/fakes/anthropic.ts';
 import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { guardTests } from '../../../test/guards.ts';
-import {
-  call,
-  createUser,
-  fakeAnthropicSuite,
-  fakeLlmSuite,
-  settledBalance,
-  type TestHarness,
-  type TestUser,
-} from '../../../test/harness.ts';
+import { call, gatewaySuite, settledBalance, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { creditsComment, sseEvents } from '../../../test/sse.ts';
 import { accounts } from '../../db/schema/index.ts';
 
@@ -36,15 +28,8 @@ describe('Anthropic Messages API (/api/v1/messages) through the real @anthropic-
   let pat: string;
   let client: Anthropic;
 
-  fakeAnthropicSuite((a) => (anthropic = a));
-  fakeLlmSuite(
-    (s) => ({ h, llm: openai, base } = s),
-    () => ({ LLM_MODELS: MODELS, ANTHROPIC_API_KEY: FAKE_ANTHROPIC_KEY, ANTHROPIC_BASE_URL: anthropic.url }),
-    { listen: true },
-  );
-  beforeEach(async () => {
-    user = await createUser(h.app);
-    pat = await user.pat(['llm-all']);
+  gatewaySuite(MODELS, (s) => ({ h, llm: openai, anthropic, base, user, pat } = s));
+  beforeEach(() => {
     // The SDK appends /v1/messages to its base URL and sends the key as x-api-key.
     client = new Anthropic({ baseURL: `${base}/api`, apiKey: pat, maxRetries: 0 });
   });

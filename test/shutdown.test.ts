@@ -1,10 +1,10 @@
 import { once } from 'node:events';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { TEST_ENCRYPTION_KEYS } from './harness.ts';
+import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from './harness.ts';
 import { type ServerProcess, startServer } from './server-process.ts';
 
 async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
@@ -75,18 +75,26 @@ async function holdSignup(port: number, email: string) {
  */
 describe('process lifecycle', () => {
   const target = inject('testDatabase');
-  const dataDir = mkdtempSync(join(tmpdir(), 'sb-shutdown-'));
   const servers: ServerProcess[] = [];
+  const databases: TestDatabase[] = [];
   afterAll(async () => {
     for (const s of servers) await s.stop('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
+    for (const d of databases) await d.close();
   });
+  /**
+   * A database of its own, handed over to the server processes: on PostgreSQL their background jobs would
+   * otherwise work on the rows of the test files running beside this one.
+   */
+  const ownDatabase = async (): Promise<Record<string, string>> => {
+    const testDb = await openTestDatabase({ privateDatabase: true });
+    databases.push(testDb);
+    await testDb.handOver();
+    return { ...testDb.env, ...(target.kind === 'pg' ? { ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS } : {}) };
+  };
 
   it('SIGTERM finishes the in-flight request, refuses new connections, closes the database and exits 0', async () => {
-    if (target.kind === 'pglite') cpSync(target.template, dataDir, { recursive: true });
     const env = {
-      DATA_DIR: dataDir,
-      ...(target.kind === 'pg' ? { DATABASE_URL: target.url, ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS } : {}),
+      ...(await ownDatabase()),
       SHUTDOWN_DRAIN_MS: '0', // the drain has its own test below
     };
     const server = await startServer(env);
@@ -140,48 +148,41 @@ describe('process lifecycle', () => {
   }, 180_000);
 
   it('SIGTERM drains first: /readyz answers 503 at once, the in-flight request finishes and new ones are served', async () => {
-    const own = mkdtempSync(join(tmpdir(), 'sb-drain-'));
-    try {
-      if (target.kind === 'pglite') cpSync(target.template, own, { recursive: true });
-      const server = await startServer({
-        DATA_DIR: own,
-        ...(target.kind === 'pg' ? { DATABASE_URL: target.url, ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS } : {}),
-        // The window in which the checks below run; each takes milliseconds.
-        SHUTDOWN_DRAIN_MS: '8000',
-      });
-      servers.push(server);
-      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
-      const held = await holdSignup(server.port, `drain-held-${Date.now()}@example.test`);
+    const server = await startServer({
+      ...(await ownDatabase()),
+      // The window in which the checks below run; each takes milliseconds.
+      SHUTDOWN_DRAIN_MS: '8000',
+    });
+    servers.push(server);
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    const held = await holdSignup(server.port, `drain-held-${Date.now()}@example.test`);
 
-      server.child.kill('SIGTERM');
-      await waitFor(async () => (await fetch(`${server.url}/readyz`)).status === 503, '/readyz to turn 503');
-      const ready = await fetch(`${server.url}/readyz`);
-      expect(ready.status).toBe(503);
-      expect(ready.headers.get('retry-after')).toBe('1');
-      expect(await ready.json()).toEqual({
-        error: 'ServiceUnavailableError',
-        message: 'Draining: shutting down',
-        statusCode: 503,
-      });
-      // Still serving while the balancer notices: new connections and requests that use the database.
-      expect(await probe(server.port)).toBe('accepted');
-      const signup = await fetch(`${server.url}/api/v1/auth/signup`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', connection: 'close' },
-        body: JSON.stringify({ email: `drain-new-${Date.now()}@example.test`, password: 'drain-password', name: 'D' }),
-      });
-      expect(signup.status).toBe(201);
-      expect((await held.finish()).status).toBe(201);
+    server.child.kill('SIGTERM');
+    await waitFor(async () => (await fetch(`${server.url}/readyz`)).status === 503, '/readyz to turn 503');
+    const ready = await fetch(`${server.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(ready.headers.get('retry-after')).toBe('1');
+    expect(await ready.json()).toEqual({
+      error: 'ServiceUnavailableError',
+      message: 'Draining: shutting down',
+      statusCode: 503,
+    });
+    // Still serving while the balancer notices: new connections and requests that use the database.
+    expect(await probe(server.port)).toBe('accepted');
+    const signup = await fetch(`${server.url}/api/v1/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', connection: 'close' },
+      body: JSON.stringify({ email: `drain-new-${Date.now()}@example.test`, password: 'drain-password', name: 'D' }),
+    });
+    expect(signup.status).toBe(201);
+    expect((await held.finish()).status).toBe(201);
 
-      expect(await server.exited).toEqual({ code: 0, signal: null });
-      const messages = server.logs.map((l) => l.msg);
-      const draining = messages.findIndex((m) => String(m).startsWith('draining:'));
-      expect(draining).toBeGreaterThanOrEqual(0);
-      expect(messages.indexOf('shutting down: finishing in-flight requests')).toBeGreaterThan(draining);
-      expect(messages).toContain('Switchboard stopped: in-flight requests finished, database closed');
-    } finally {
-      rmSync(own, { recursive: true, force: true });
-    }
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    const messages = server.logs.map((l) => l.msg);
+    const draining = messages.findIndex((m) => String(m).startsWith('draining:'));
+    expect(draining).toBeGreaterThanOrEqual(0);
+    expect(messages.indexOf('shutting down: finishing in-flight requests')).toBeGreaterThan(draining);
+    expect(messages).toContain('Switchboard stopped: in-flight requests finished, database closed');
   }, 120_000);
 
   it('a bad provider file stops start-up, read while the database opens, and the next start takes the data directory', async () => {
@@ -190,11 +191,7 @@ describe('process lifecycle', () => {
     mkdirSync(providers);
     writeFileSync(join(providers, 'broken.json'), '{ "id": "broken", ');
     try {
-      if (target.kind === 'pglite') cpSync(target.template, join(own, 'data'), { recursive: true });
-      const env = {
-        DATA_DIR: join(own, 'data'),
-        ...(target.kind === 'pg' ? { DATABASE_URL: target.url, ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS } : {}),
-      };
+      const env = await ownDatabase();
       const failed = startServer({ ...env, PROVIDERS_DIR: providers });
       await expect(failed).rejects.toThrow(/server exited \(1\) before it was ready/);
       await expect(failed).rejects.toThrow(/broken\.json: not valid JSON/);

@@ -1,10 +1,10 @@
 import { once } from 'node:events';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { TEST_ENCRYPTION_KEYS } from './harness.ts';
+import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from './harness.ts';
 import { type ServerProcess, startServer, startTestServer, type TestServer } from './server-process.ts';
 
 async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
@@ -77,10 +77,22 @@ describe('process lifecycle', () => {
   const target = inject('testDatabase');
   const servers: ServerProcess[] = [];
   const testServers: TestServer[] = [];
+  const databases: TestDatabase[] = [];
   afterAll(async () => {
     for (const s of servers) await s.stop('SIGKILL');
     for (const t of testServers) await t.close();
+    for (const d of databases) await d.close();
   });
+  /**
+   * A database of its own, handed over to the server processes: on PostgreSQL their background jobs would
+   * otherwise work on the rows of the test files running beside this one.
+   */
+  const ownDatabase = async (): Promise<Record<string, string>> => {
+    const testDb = await openTestDatabase({ privateDatabase: true });
+    databases.push(testDb);
+    await testDb.handOver();
+    return { ...testDb.env, ...(target.kind === 'pg' ? { ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS } : {}) };
+  };
 
   it('SIGTERM finishes the in-flight request, refuses new connections, closes the database and exits 0', async () => {
     // The drain has its own test below.
@@ -176,11 +188,7 @@ describe('process lifecycle', () => {
     mkdirSync(providers);
     writeFileSync(join(providers, 'broken.json'), '{ "id": "broken", ');
     try {
-      if (target.kind === 'pglite') cpSync(target.template, join(own, 'data'), { recursive: true });
-      const env = {
-        DATA_DIR: join(own, 'data'),
-        ...(target.kind === 'pg' ? { DATABASE_URL: target.url, ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS } : {}),
-      };
+      const env = await ownDatabase();
       const failed = startServer({ ...env, PROVIDERS_DIR: providers });
       await expect(failed).rejects.toThrow(/server exited \(1\) before it was ready/);
       await expect(failed).rejects.toThrow(/broken\.json: not valid JSON/);

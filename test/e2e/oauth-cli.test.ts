@@ -1,34 +1,31 @@
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { eq, inArray } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { openDatabase } from '../../src/db/client.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accounts, oauthKeys } from '../../src/db/schema/index.ts';
-import { TEST_ENCRYPTION_KEYS } from '../harness.ts';
+import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from '../harness.ts';
 
 const run = promisify(execFile);
 
-/** `switchboard keys rotate` and `switchboard client allow-whitelabel`, run as an operator runs them. */
+/**
+ * `switchboard keys rotate` and `switchboard client allow-whitelabel`, run as an operator runs them, on a
+ * database of their own: rotating retires the instance's signing key, which other test files use meanwhile.
+ */
 describe('OAuth operator commands', () => {
-  const target = inject('testDatabase');
-  let dataDir: string;
-  beforeAll(() => {
-    dataDir = mkdtempSync(join(tmpdir(), 'sb-oauth-cli-'));
-    if (target.kind === 'pglite') cpSync(target.template, dataDir, { recursive: true });
+  let testDb: TestDatabase;
+  beforeAll(async () => {
+    testDb = await openTestDatabase({ privateDatabase: true });
+    await testDb.handOver(); // PGlite: the commands open the data directory themselves
   });
-  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  afterAll(() => testDb.close());
 
   const cli = async (...args: string[]) => {
     const env = {
       ...process.env,
-      DATA_DIR: dataDir,
+      ...testDb.env,
       ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
       BASE_URL: 'http://localhost:8080',
       LOG_LEVEL: 'error',
-      ...(target.kind === 'pg' ? { DATABASE_URL: target.url } : {}),
     };
     try {
       const { stdout, stderr } = await run(process.execPath, ['bin/switchboard.js', ...args], { env });
@@ -54,19 +51,15 @@ describe('OAuth operator commands', () => {
     expect((await cli('client', 'allow-whitelabel')).code).toBe(2);
     expect((await cli('client', 'allow-whitelabel', '--email', 'nobody@example.test')).code).toBe(1);
 
-    const database =
-      target.kind === 'pg' ? await openDatabase({ databaseUrl: target.url, dataDir }) : await openDatabase({ dataDir });
-    try {
-      const rows = await database.db.select().from(oauthKeys).where(inArray(oauthKeys.id, kids));
-      const byId = new Map(rows.map((r) => [r.id, r]));
-      expect(byId.get(kids[0] ?? '')?.retiredAt).toBeInstanceOf(Date);
-      expect(byId.get(kids[1] ?? '')?.retiredAt).toBeNull();
-      // Sealed at rest: the private key is not readable without the key ring.
-      expect(byId.get(kids[1] ?? '')?.secretCiphertext).toMatch(/^v1\./);
-      const [account] = await database.db.select().from(accounts).where(eq(accounts.email, email));
-      expect(account?.allowWhitelabel).toBe(true);
-    } finally {
-      await database.close();
-    }
+    // Closed with the test database.
+    const database = await testDb.open();
+    const rows = await database.db.select().from(oauthKeys).where(inArray(oauthKeys.id, kids));
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    expect(byId.get(kids[0] ?? '')?.retiredAt).toBeInstanceOf(Date);
+    expect(byId.get(kids[1] ?? '')?.retiredAt).toBeNull();
+    // Sealed at rest: the private key is not readable without the key ring.
+    expect(byId.get(kids[1] ?? '')?.secretCiphertext).toMatch(/^v1\./);
+    const [account] = await database.db.select().from(accounts).where(eq(accounts.email, email));
+    expect(account?.allowWhitelabel).toBe(true);
   }, 120_000);
 });

@@ -7,8 +7,8 @@ import type {
 import type { CallToolResult, Request, Task } from '@modelcontextprotocol/sdk/types.js';
 import { DEFAULT_AGENT_TIMEOUT_MS } from '../agent/runtime.ts';
 import { coversDelegation, delegationOf, readDelegation } from '../auth/delegation.ts';
+import type { Deps, ServiceContext } from '../context.ts';
 import type { McpTaskRow, McpTaskStatus } from '../db/schema/index.ts';
-import type { Deps, ServiceContext } from '../lib/context.ts';
 import { newId } from '../lib/ids.ts';
 import * as repo from './tasks.repo.ts';
 

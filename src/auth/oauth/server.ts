@@ -1,8 +1,8 @@
 import { and, eq, gt, isNull, or } from 'drizzle-orm';
 import { createLocalJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import type Provider from 'oidc-provider';
+import type { Actor, Deps } from '../../context.ts';
 import { accounts, authClients, oauthArtifacts } from '../../db/schema/index.ts';
-import type { Actor, Deps } from '../../lib/context.ts';
 import { TokenExpiredError, UnauthorizedError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import type { Scope } from '../scopes.ts';

@@ -5,7 +5,6 @@ import { oauthJobs } from './auth/oauth/jobs.ts';
 import type { Executor } from './db/client.ts';
 import { defineJob, type JobCatalog } from './jobs/definition.ts';
 import { deleteOldJobs, type EnqueueOptions, enqueue } from './jobs/queue.ts';
-import { mcpJobs } from './mcp/jobs.ts';
 import { activityJobs, recordActivity } from './modules/activity/index.ts';
 import { type AgentDeletionHook, agentJobs, memoryToolGroup } from './modules/agents/index.ts';
 import { authJobs } from './modules/auth/index.ts';
@@ -14,6 +13,7 @@ import { connectionJobs, providerToolGroup } from './modules/connections/index.t
 import { creditJobs } from './modules/credits/index.ts';
 import { knowledgeJobs, knowledgeToolGroup } from './modules/knowledge/index.ts';
 import { runCompletion } from './modules/llm/index.ts';
+import { mcpJobs } from './modules/mcp-tasks/index.ts';
 import { executeCodeToolGroup } from './modules/sandbox/index.ts';
 import { taskAgentDeletion, taskJobs, taskToolGroup } from './modules/scheduled-tasks/index.ts';
 import { skillToolGroup } from './modules/skills/index.ts';

@@ -11,8 +11,8 @@ import { AppError, CreditsExhaustedError } from '../lib/errors.ts';
 import { redactSecrets } from '../lib/redact.ts';
 import { recordActivity } from '../modules/activity/index.ts';
 import type { Credits } from '../modules/llm/index.ts';
+import { callerTaskStore, runTask } from '../modules/mcp-tasks/index.ts';
 import type { McpSdk } from './sdk.ts';
-import { callerTaskStore, runTask } from './tasks.service.ts';
 
 /** What list-connections reports of one active connection (SPEC §4 `_meta.active`). */
 export interface ActiveConnection {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CONNECTION_STATUSES } from '../../db/schema/connections.ts';
+import { CONNECTION_STATUSES } from '../../db/values.ts';
 import { listQuery } from '../../lib/pagination.ts';
 import { AUTH_TYPES } from '../providers/index.ts';
 

@@ -9,7 +9,7 @@ import type {
   PageType,
   Relationship,
 } from '../../db/schema/index.ts';
-import { PAGE_TYPES, RELATIONSHIP_TYPES } from '../../db/schema/index.ts';
+import { PAGE_TYPES, RELATIONSHIP_TYPES } from '../../db/values.ts';
 import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../../lib/json.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { ChatMessage } from '../../llm/types.ts';

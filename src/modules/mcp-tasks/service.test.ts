@@ -3,13 +3,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema, McpError, type Task } from '@modelcontextprotocol/sdk/types.js';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeLlm, startFakeLlm } from '../../test/fakes/llm-upstream.ts';
-import { createHarness, createUser, type TestHarness } from '../../test/harness.ts';
-import type { AgentTool } from '../agent/tools.ts';
-import { mcpTasks } from '../db/schema/index.ts';
-import type { App } from '../http/types.ts';
-import type { McpSources } from './server.ts';
-import { sweepMcpTasks, TASK_STALE_MS } from './tasks.service.ts';
+import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
+import type { AgentTool } from '../../agent/tools.ts';
+import { mcpTasks } from '../../db/schema/index.ts';
+import type { App } from '../../http/types.ts';
+import type { McpSources } from '../../mcp/server.ts';
+import { sweepMcpTasks, TASK_STALE_MS } from './service.ts';
 
 const writes: unknown[] = [];
 const sources: McpSources = {
@@ -55,7 +55,7 @@ describe('MCP tasks (task-augmented use-agent)', () => {
   beforeAll(async () => {
     fake = await startFakeLlm();
     h = await createHarness({ LLM_BASE_URL: fake.url, LLM_MODELS: 'fake-model', MCP_TASK_POLL_INTERVAL_MS: '20' });
-    const { buildApp } = await import('../app.ts');
+    const { buildApp } = await import('../../app.ts');
     for (let i = 0; i < 2; i++) {
       const a = await buildApp({ config: h.config, database: h.database, keyRing: h.keyRing, mcpSources: sources });
       await a.listen({ port: 0, host: '127.0.0.1' });

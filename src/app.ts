@@ -198,7 +198,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   });
   registerErrorHandler(app, () => outage.report());
   // The authorization server's JWT access tokens are one more kind of bearer the guard accepts.
-  const oauth = new OAuthServer(deps);
+  const oauth = new OAuthServer(deps, errorPage);
   app.decorate('oauth', oauth);
   registerAuthGuard(app, [...(opts.verifiers ?? []), oauth.verifyBearer], leasedCredits);
   await registerRateLimit(app, config, redis);

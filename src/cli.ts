@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import type { z } from 'zod';
 import { ALL_SCOPES, isScope, SCOPES, type Scope } from './auth/scopes.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import type { Actor, PublicContext, ServiceContext } from './lib/context.ts';
+import type { Actor, PublicContext, ServiceContext } from './context.ts';
 import { generateKeySpec, parseKeys } from './lib/crypto.ts';
 import { AppError, ValidationError } from './lib/errors.ts';
 import type { Logger } from './lib/logger.ts';
@@ -91,8 +91,8 @@ const COMMANDS: Record<string, Command> = {
     },
     database: true,
     async run(args, { ctx, out }) {
-      const { Signup } = await import('./modules/auth/schema.ts');
-      const { createAccount, hashPassword } = await import('./modules/auth/service.ts');
+      const { Signup } = await import('./modules/auth/index.ts');
+      const { createAccount, hashPassword } = await import('./modules/auth/index.ts');
       const email = str(args.email) ?? '';
       const input = parseWith(Signup, {
         email,
@@ -121,9 +121,9 @@ const COMMANDS: Record<string, Command> = {
     },
     database: true,
     async run(args, { ctx, out, note }) {
-      const { CreatePat } = await import('./modules/auth/schema.ts');
-      const { createPat } = await import('./modules/auth/service.ts');
-      const { findAccountByEmail } = await import('./modules/accounts/repo.ts');
+      const { CreatePat } = await import('./modules/auth/index.ts');
+      const { createPat } = await import('./modules/auth/index.ts');
+      const { findAccountByEmail } = await import('./modules/accounts/index.ts');
       const expiresIn = str(args['expires-in']);
       const scopes = (str(args.scopes) ?? '')
         .split(',')
@@ -155,7 +155,7 @@ const COMMANDS: Record<string, Command> = {
     },
     database: true,
     async run(args, { ctx, out }) {
-      const { addCredits } = await import('./modules/credits/service.ts');
+      const { addCredits } = await import('./modules/credits/index.ts');
       const amount = Number(args.amount);
       if (!Number.isSafeInteger(amount) || amount <= 0) throw new UsageError('--amount must be a positive integer');
       const description = str(args.description);
@@ -255,7 +255,7 @@ const COMMANDS: Record<string, Command> = {
     positionals: [{ name: 'ID', help: 'the job (job_...), as `jobs list --status dead` shows it' }],
     database: true,
     async run(_args, { ctx, out }, [id = '']) {
-      const { JOB_CATALOG } = await import('./jobs/catalog.ts');
+      const { JOB_CATALOG } = await import('./composition.ts');
       const { retryJob } = await import('./jobs/queue.ts');
       const job = await retryJob(ctx.db, JOB_CATALOG, id);
       out(`Queued ${job.type} job ${job.id} again; a running instance picks it up within JOBS_POLL_INTERVAL_MS.`);
@@ -456,7 +456,7 @@ async function openContext(config: Config, io: CliIo): Promise<{ ctx: PublicCont
   return {
     ctx: { deps, db: deps.database.db, log, requestId: newId('request'), ip: 'cli' },
     async close() {
-      await (await import('./modules/credits/service.ts')).closeCredits(deps); // drains background work too
+      await (await import('./modules/credits/index.ts')).closeCredits(deps); // drains background work too
       await deps.background.drain();
       await deps.sandbox.close();
       await runtime.database.close();

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import pkg from '../package.json' with { type: 'json' };
 import { parseKeys } from './lib/crypto.ts';
+import type { DocumentLimits } from './lib/documents.ts';
 import type { TracingConfig } from './lib/tracing.ts';
 
 /**
@@ -273,23 +274,6 @@ export interface ChannelsConfig {
   /** Web chat messages per visitor, and per channel, per UTC day. */
   webchatDailyPerVisitor: number;
   webchatDailyPerChannel: number;
-}
-
-/**
- * Bounds on reading an uploaded document (chat files, knowledge file sources; see lib/documents): past one the
- * upload is refused with 413 naming the setting.
- */
-export interface DocumentLimits {
-  /** Bytes a document's compressed parts (a DOCX's ZIP entries, a PDF's Flate streams) may inflate to together, counted as inflated; `DOCUMENT_MAX_EXPANDED_BYTES`, 50 MB. */
-  maxExpandedBytes: number;
-  /** Entries a DOCX's (ZIP's) central directory may hold; `DOCUMENT_MAX_ENTRIES`, 1,000. */
-  maxEntries: number;
-  /** Pages of a PDF; `DOCUMENT_MAX_PDF_PAGES`, 500. */
-  maxPdfPages: number;
-  /** Characters of the text made of a PDF, DOCX or CSV; `DOCUMENT_MAX_TEXT_CHARS`, 5,000,000. */
-  maxTextChars: number;
-  /** Rows of a CSV (empty lines not counted); `DOCUMENT_MAX_CSV_ROWS`, 100,000. */
-  maxCsvRows: number;
 }
 
 /** The code sandbox (src/sandbox) and its billing (SPEC §8). */

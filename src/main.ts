@@ -1,8 +1,8 @@
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirInUseError } from './db/client.ts';
-import { providerCatalog } from './modules/providers/catalog.ts';
-import { setupNotices } from './modules/system/setup.ts';
+import { providerCatalog } from './modules/providers/index.ts';
+import { setupNotices } from './modules/system/index.ts';
 import { openRuntime } from './runtime.ts';
 
 /** Process entry: config -> database -> app -> listen; SIGTERM/SIGINT drain in-flight requests, then close. */

@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import { ActorCache } from './auth/actor-cache.ts';
+import { AGENT_DELETION, AGENT_PORTS, AGENT_TOOL_GROUPS } from './composition.ts';
 import type { Config } from './config.ts';
+import type { Deps } from './context.ts';
 import { type Database, openDatabase } from './db/client.ts';
 import { BackgroundTasks } from './lib/background.ts';
-import type { Deps } from './lib/context.ts';
 import { type KeyRing, loadKeyRing } from './lib/crypto.ts';
 import type { Logger } from './lib/logger.ts';
 import { NotificationHub } from './lib/notifications.ts';
@@ -51,6 +52,9 @@ export function createDeps(
     background: new BackgroundTasks(log),
     notifications: new NotificationHub(runtime.database, log),
     lifecycle: { draining: false },
+    agentPorts: AGENT_PORTS,
+    toolGroups: AGENT_TOOL_GROUPS,
+    agentDeletion: AGENT_DELETION,
     sandbox: new Sandbox({
       workers: config.sandbox.workers,
       memoryBytes: config.sandbox.memoryMb * 1024 * 1024,

@@ -2,9 +2,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enqueueJob } from '../src/composition.ts';
 import type { Database } from '../src/db/client.ts';
 import { jobs } from '../src/db/schema/index.ts';
-import { enqueueJob } from '../src/jobs/catalog.ts';
 import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from './harness.ts';
 
 const run = promisify(execFile);

@@ -53,6 +53,7 @@ export const SIDEBAR = [
       { text: 'Benchmarks', link: '/benchmarks' },
       { text: 'Gateway speed log', link: '/gateway-speed' },
       { text: 'Contributing and architecture', link: '/contributing' },
+      { text: 'Architecture: parts and arrows', link: '/architecture' },
     ],
   },
 ];

@@ -12,6 +12,10 @@ import { docFiles, REPO_ROOT, readDoc, withoutFences } from './markdown.ts';
 
 /** Names in the docs that are not service settings, each with what it is. */
 export const NOT_SETTINGS: Record<string, string> = {
+  AGENT_TOOL_GROUPS: 'a constant of src/composition.ts (docs/architecture.md)',
+  AGENT_DELETION: 'a constant of src/composition.ts (docs/architecture.md)',
+  AGENT_PORTS: 'a constant of src/composition.ts (docs/architecture.md)',
+  JOB_CATALOG: 'a constant of src/composition.ts (docs/architecture.md)',
   MCP_PAT: 'a shell variable of an example',
   SWITCHBOARD_PAT: 'a shell variable of an example',
   PAT: 'a shell variable of an example',

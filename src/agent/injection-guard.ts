@@ -1,5 +1,5 @@
-import type { ServiceContext } from '../lib/context.ts';
-import { type Billing, type Credits, runCompletion } from '../modules/llm/service.ts';
+import type { ServiceContext } from '../context.ts';
+import type { Billing, Credits } from '../llm/types.ts';
 import { detectInjection, INJECTION_THRESHOLD, type InjectionFamily, type InjectionVerdict } from './injection.ts';
 
 /**
@@ -79,7 +79,7 @@ export async function judgeInjection(ctx: ServiceContext, text: string, opts: Gu
     ...(opts.signal ? [opts.signal] : []),
   ]);
   try {
-    const { completion, credits } = await runCompletion(
+    const { completion, credits } = await ctx.deps.agentPorts.complete(
       ctx,
       {
         model,

@@ -1,10 +1,9 @@
-import type { ServiceContext } from '../lib/context.ts';
+import type { ServiceContext } from '../context.ts';
+import type { ActivitySource } from '../lib/activity.ts';
 import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../lib/json.ts';
 import { redactSecrets } from '../lib/redact.ts';
 import { endSpan, inSpan, startSpan, within } from '../lib/tracing.ts';
-import type { ChatMessage, ChatTool, ChatToolCall } from '../llm/types.ts';
-import { type ActivitySource, recordActivity } from '../modules/activity/service.ts';
-import { type Billing, type Credits, runCompletion } from '../modules/llm/service.ts';
+import type { Billing, ChatMessage, ChatTool, ChatToolCall, Credits } from '../llm/types.ts';
 import { TOOL_OUTPUT_THRESHOLD } from './injection.ts';
 import { judgeInjection } from './injection-guard.ts';
 import { type AgentTool, CATALOG_TOOLS, DIRECT_TOOL_LIMIT, searchTools, toChatTool } from './tools.ts';
@@ -113,7 +112,7 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
   const row = { kind: 'agent-run' as const, ...source, args: { prompt: promptText(opts.prompt) } };
   try {
     const run = await runAgentSteps(ctx, tracked, source);
-    void recordActivity(ctx, {
+    void ctx.deps.agentPorts.recordActivity(ctx, {
       ...row,
       status: 'ok',
       durationMs: performance.now() - started,
@@ -122,7 +121,7 @@ export async function runAgent(ctx: ServiceContext, opts: RunAgentOptions): Prom
     });
     return run;
   } catch (err) {
-    void recordActivity(ctx, {
+    void ctx.deps.agentPorts.recordActivity(ctx, {
       ...row,
       status: 'error',
       durationMs: performance.now() - started,
@@ -192,7 +191,7 @@ async function runAgentSteps(ctx: ServiceContext, opts: RunAgentOptions, source:
     });
     try {
       const { completion, credits } = await within(stepSpan, () =>
-        runCompletion(
+        ctx.deps.agentPorts.complete(
           ctx,
           {
             model: opts.model ?? '',
@@ -363,7 +362,7 @@ async function runToolCall(
     );
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    void recordActivity(st.ctx, {
+    void st.ctx.deps.agentPorts.recordActivity(st.ctx, {
       ...row,
       status: 'error',
       durationMs: performance.now() - started,
@@ -375,7 +374,7 @@ async function runToolCall(
   const durationMs = performance.now() - started;
   const result = await wrapWith(name, value, true);
   // An output quarantined as a likely prompt injection is recorded as blocked: the model was told not to follow it.
-  void recordActivity(st.ctx, {
+  void st.ctx.deps.agentPorts.recordActivity(st.ctx, {
     ...row,
     status: result.quarantined ? 'blocked' : 'ok',
     durationMs,

@@ -1,3 +1,5 @@
+import type { ServiceContext } from '../context.ts';
+import type { AgentRow } from '../db/schema/index.ts';
 import type { ChatTool } from '../llm/types.ts';
 
 /** A tool the agent may call: provider tools, built-in groups and custom tools all take this shape. */
@@ -21,6 +23,28 @@ export interface AgentTool {
    * total, `X-Credits-Consumed` and an agent's monthly cap count it like a model call.
    */
   run(args: Record<string, unknown>, signal: AbortSignal, charged?: (credits: number) => void): Promise<unknown>;
+}
+
+/** The run a tool group gives tools to: the agent, who the chat is for, and the conversation. */
+export interface ToolGroupRun {
+  agent: AgentRow;
+  endUserId: string;
+  conversationId: string;
+  /** The chat is the account's own (not a channel's end user): owner-only groups give their tools. */
+  owner: boolean;
+}
+
+/**
+ * A group of agent tools an area offers (src/composition.ts lists them in the order the model sees them): a
+ * built-in group an agent enables by `name`, or, without a name, tools every agent has (its linked tools).
+ */
+export interface AgentToolGroup {
+  name?: string;
+  /** Given only to the account's own chats, never to a channel's end users. */
+  ownerOnly?: boolean;
+  tools(ctx: ServiceContext, run: ToolGroupRun): AgentTool[] | Promise<AgentTool[]>;
+  /** What the group adds to the agent's instructions when the agent enables it (a skill index). */
+  instructions?(ctx: ServiceContext, agent: AgentRow): Promise<string>;
 }
 
 export function toChatTool(tool: Pick<AgentTool, 'name' | 'description' | 'parameters'>): ChatTool {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
+import type { Actor } from '../context.ts';
 import type { App } from '../http/types.ts';
-import type { Actor } from '../lib/context.ts';
 import { ActorCache } from './actor-cache.ts';
 
 const actor = (tokenId: string, accountId: string): Actor => ({

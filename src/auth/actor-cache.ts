@@ -1,4 +1,4 @@
-import type { Actor } from '../lib/context.ts';
+import type { Actor } from '../context.ts';
 import { TtlCache } from '../lib/ttl-cache.ts';
 
 /** The last part of an entry's life in which a request reads its token again in the background. */

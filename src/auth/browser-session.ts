@@ -1,4 +1,4 @@
-import type { Actor, Deps } from '../lib/context.ts';
+import type { Actor, Deps } from '../context.ts';
 import { resolveBearer } from './tokens.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { type Actor, type Deps, type ProviderPermission, type ServiceContext, systemContext } from '../context.ts';
 import type { StoredDelegation } from '../db/schema/columns.ts';
-import { type Actor, type Deps, type ProviderPermission, type ServiceContext, systemContext } from '../lib/context.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isScope, type Scope } from './scopes.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Actor } from '../lib/context.ts';
+import type { Actor } from '../context.ts';
 import { coversDelegation, delegationOf, intersectDelegations, readDelegation } from './delegation.ts';
 
 const actor: Actor = {

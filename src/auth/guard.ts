@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { type Actor, type Deps, type PublicContext, SESSION_ONLY_MESSAGE, type ServiceContext } from '../context.ts';
 import type { RouteAuthConfig } from '../http/types.ts';
-import { type Actor, type PublicContext, SESSION_ONLY_MESSAGE, type ServiceContext } from '../lib/context.ts';
 import { AppError, CreditsExhaustedError, ForbiddenError, UnauthorizedError } from '../lib/errors.ts';
-import { leasedCredits } from '../modules/credits/service.ts';
 import { type BearerVerifier, bearerFrom, resolveBearer } from './tokens.ts';
 
 /** A token sent as `x-api-key` (one value, no spaces), for the routes that accept it. */
@@ -41,7 +40,12 @@ export function serviceContextOf(req: FastifyRequest, actor: Actor): ServiceCont
  * AppError) fails the request in onRequest itself, before any limiter: the fault is ours, and the caller's
  * budget is not spent on it (issue 39: clients were locked out with 429 after an outage).
  */
-export function registerAuthGuard(app: FastifyInstance, verifiers: BearerVerifier[] = []): void {
+export function registerAuthGuard(
+  app: FastifyInstance,
+  verifiers: BearerVerifier[],
+  /** The credits this instance leased for an account (credits' `leasedCredits`, given by the app). */
+  leasedCredits: (deps: Deps, accountId: string) => number,
+): void {
   app.decorateRequest('actor', null);
   app.decorateRequest('ctx', {
     getter(this: FastifyRequest) {

@@ -1,5 +1,5 @@
+import type { Actor } from '../context.ts';
 import type { Db } from '../db/client.ts';
-import type { Actor } from '../lib/context.ts';
 import { TokenExpiredError, UnauthorizedError } from '../lib/errors.ts';
 import { sha256Hex } from '../lib/ids.ts';
 import type { ActorCache } from './actor-cache.ts';

@@ -1,13 +1,21 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, onResponseHookHandler } from 'fastify';
 import { collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
+import type { Deps } from '../context.ts';
 import type { Database } from '../db/client.ts';
 import { countJobs } from '../jobs/queue.ts';
 import { UnauthorizedError } from '../lib/errors.ts';
-import { creditStats } from '../modules/credits/service.ts';
 
 /** Prometheus metrics at /metrics: requests and latency by route, the database pool, jobs, process figures. */
-export function registerMetrics(app: FastifyInstance, database: Database, requests: RequestMetrics): void {
+/** This instance's credit writes so far (credits' `creditStats`, given by the app). */
+export type CreditStats = (deps: Deps) => { takes: number; batches: number; charges: number; waits: number };
+
+export function registerMetrics(
+  app: FastifyInstance,
+  database: Database,
+  requests: RequestMetrics,
+  creditStats: CreditStats,
+): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   registry.registerMetric(requests.counter as unknown as Metric);

@@ -7,8 +7,8 @@ import type {
 } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Scope } from '../auth/scopes.ts';
+import type { Actor, Deps, PublicContext, ServiceContext } from '../context.ts';
 import type { JobRunner } from '../jobs/runner.ts';
-import type { Actor, Deps, PublicContext, ServiceContext } from '../lib/context.ts';
 
 /**
  * What a route declares besides its schemas. `auth` defaults to `bearer` under /api and `public` elsewhere;

@@ -1,6 +1,6 @@
 import { Cron } from 'croner';
 import type { z } from 'zod';
-import type { Deps } from '../lib/context.ts';
+import type { Deps } from '../context.ts';
 import type { Logger } from '../lib/logger.ts';
 
 /** How a failed job is retried: attempt n waits `baseDelayMs * 2^(n-1)` plus up to a quarter more, at most `maxDelayMs`. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JOB_CATALOG } from './catalog.ts';
+import { JOB_CATALOG } from '../composition.ts';
 import { backoffMs, DEFAULT_RETRY, parseSchedule, retryPolicy, validateCatalog } from './definition.ts';
 
 describe('job definitions', () => {

@@ -1,4 +1,4 @@
-import type { Deps } from '../lib/context.ts';
+import type { Deps } from '../context.ts';
 import type { JobCatalog } from './definition.ts';
 import { JobScheduler } from './scheduler.ts';
 import { JobWorker } from './worker.ts';

@@ -1,6 +1,6 @@
 import type { Cron } from 'croner';
+import type { Deps } from '../context.ts';
 import type { Executor } from '../db/client.ts';
-import type { Deps } from '../lib/context.ts';
 import { type JobCatalog, parseSchedule } from './definition.ts';
 import { enqueue, errorText } from './queue.ts';
 

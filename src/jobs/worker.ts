@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
+import type { Deps } from '../context.ts';
 import type { JobRow } from '../db/schema/index.ts';
-import type { Deps } from '../lib/context.ts';
 import { backoffMs, type JobCatalog, retryPolicy } from './definition.ts';
 import { errorText } from './queue.ts';
 import * as repo from './repo.ts';

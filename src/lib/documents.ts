@@ -11,7 +11,6 @@
  * whose message names the bound and its setting.
  */
 
-import type { DocumentLimits } from '../config.ts';
 import { PayloadTooLargeError, ValidationError } from './errors.ts';
 import { pdfStreamsExpandPast } from './pdf-streams.ts';
 import { zipProblem } from './zip.ts';
@@ -198,4 +197,21 @@ async function pdfText(bytes: Buffer, limits: DocumentLimits): Promise<string> {
 export function dataUriBytes(value: string): Buffer | undefined {
   const m = /^data:[\w.+/-]*(?:;[\w=.+-]+)*;base64,([A-Za-z0-9+/]*={0,2})$/.exec(value.trim());
   return m ? Buffer.from(m[1] ?? '', 'base64') : undefined;
+}
+
+/**
+ * Bounds on reading an uploaded document (chat files, knowledge file sources; see lib/documents): past one the
+ * upload is refused with 413 naming the setting.
+ */
+export interface DocumentLimits {
+  /** Bytes a document's compressed parts (a DOCX's ZIP entries, a PDF's Flate streams) may inflate to together, counted as inflated; `DOCUMENT_MAX_EXPANDED_BYTES`, 50 MB. */
+  maxExpandedBytes: number;
+  /** Entries a DOCX's (ZIP's) central directory may hold; `DOCUMENT_MAX_ENTRIES`, 1,000. */
+  maxEntries: number;
+  /** Pages of a PDF; `DOCUMENT_MAX_PDF_PAGES`, 500. */
+  maxPdfPages: number;
+  /** Characters of the text made of a PDF, DOCX or CSV; `DOCUMENT_MAX_TEXT_CHARS`, 5,000,000. */
+  maxTextChars: number;
+  /** Rows of a CSV (empty lines not counted); `DOCUMENT_MAX_CSV_ROWS`, 100,000. */
+  maxCsvRows: number;
 }

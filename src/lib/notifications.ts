@@ -1,4 +1,3 @@
-import type { Database } from '../db/client.ts';
 import type { Logger } from './logger.ts';
 
 /**
@@ -12,13 +11,22 @@ import type { Logger } from './logger.ts';
  */
 export const NOTIFY_CHANNEL = 'sb_events';
 
+/** What the hub listens through: the database's LISTEN (src/db/client.ts `Database.listen`). */
+export interface NotificationSource {
+  listen(
+    channel: string,
+    onPayload: (payload: string) => void,
+    watch?: { onLost?(err: Error | undefined): void; onRestored?(): void },
+  ): Promise<() => Promise<void>>;
+}
+
 export class NotificationHub {
   private readonly topics = new Map<string, Set<() => void>>();
   private listening: Promise<() => Promise<void>> | undefined;
   private lostAt: number | undefined;
 
   constructor(
-    private readonly database: Pick<Database, 'listen'>,
+    private readonly database: NotificationSource,
     private readonly log: Pick<Logger, 'warn' | 'info'>,
   ) {}
 

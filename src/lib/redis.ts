@@ -1,5 +1,4 @@
 import type { Redis } from 'ioredis';
-import type { Config } from '../config.ts';
 import type { Logger } from './logger.ts';
 
 const REDIS_CONNECT_TIMEOUT_MS = 2000;
@@ -27,7 +26,10 @@ function ready(redis: Redis, timeoutMs: number): Promise<boolean> {
  * else uses Redis). Commands fail at once while Redis is away (no offline queue): each user of the client says
  * what it does then. Start-up waits for the client up to the connect timeout, then goes on without it.
  */
-export async function openRedis(config: Config, log: Logger): Promise<Redis | undefined> {
+export async function openRedis(
+  config: { redisUrl: string | undefined; rateLimits: { enabled: boolean } },
+  log: Logger,
+): Promise<Redis | undefined> {
   if (!config.redisUrl || !config.rateLimits.enabled) return undefined;
   // Loaded only when configured: most single-instance deployments never need the client.
   const redis = new (await import('ioredis')).Redis(config.redisUrl, {

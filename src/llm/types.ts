@@ -127,3 +127,14 @@ export class UpstreamError extends Error {
     this.name = 'UpstreamError';
   }
 }
+
+/** Who pays, and under which ledger type: the gateway itself, MCP's agent, or an agent chat. */
+export interface Billing {
+  type: 'llm' | 'mcp' | 'agent' | 'task' | 'knowledge';
+  description?: string;
+}
+
+export interface Credits {
+  consumed: number;
+  remaining: number;
+}

@@ -6,9 +6,8 @@ import { hostnameOf, LOOPBACK_HOSTS, servedOrigins } from '../http/origins.ts';
 import type { App } from '../http/types.ts';
 import { abortSignalOf } from '../lib/cancel.ts';
 import { AppError, ForbiddenError, NotAcceptableError } from '../lib/errors.ts';
-import { balanceAfter } from '../modules/credits/service.ts';
-import { clientGone } from '../modules/llm/routes.ts';
-import { resolveModel } from '../modules/llm/service.ts';
+import { balanceAfter } from '../modules/credits/index.ts';
+import { clientGone, resolveModel } from '../modules/llm/index.ts';
 import { loadMcpSdk } from './sdk.ts';
 import { createMcpServer, type McpSources, taskCallRefusal } from './server.ts';
 

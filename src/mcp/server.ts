@@ -6,13 +6,13 @@ import { judgeInjection } from '../agent/injection-guard.ts';
 import { sanitizeOutput } from '../agent/output.ts';
 import { AgentError, runAgent } from '../agent/runtime.ts';
 import type { AgentTool } from '../agent/tools.ts';
-import type { ServiceContext } from '../lib/context.ts';
+import type { ServiceContext } from '../context.ts';
 import { AppError, CreditsExhaustedError } from '../lib/errors.ts';
 import { redactSecrets } from '../lib/redact.ts';
-import { recordActivity } from '../modules/activity/service.ts';
-import type { Credits } from '../modules/llm/service.ts';
+import { recordActivity } from '../modules/activity/index.ts';
+import type { Credits } from '../modules/llm/index.ts';
+import { callerTaskStore, runTask } from '../modules/mcp-tasks/index.ts';
 import type { McpSdk } from './sdk.ts';
-import { callerTaskStore, runTask } from './tasks.service.ts';
 
 /** What list-connections reports of one active connection (SPEC §4 `_meta.active`). */
 export interface ActiveConnection {

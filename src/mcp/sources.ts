@@ -1,6 +1,5 @@
-import { listActiveConnections } from '../modules/connections/service.ts';
-import { providerAgentTools } from '../modules/connections/tools.ts';
-import { knowledgeAgentTools } from '../modules/knowledge/tools.ts';
+import { listActiveConnections, providerAgentTools } from '../modules/connections/index.ts';
+import { knowledgeAgentTools } from '../modules/knowledge/index.ts';
 import type { McpSources } from './server.ts';
 
 const KNOWLEDGE_CONNECTOR = 'knowledge-base';

@@ -1,5 +1,5 @@
 import type { Page } from '../lib/pagination.ts';
-import type { Activity } from '../modules/activity/schema.ts';
+import type { Activity } from '../modules/activity/index.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import type { PageUser } from './pages.ts';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
-import { listActivity } from '../modules/activity/service.ts';
+import { listActivity } from '../modules/activity/index.ts';
 import { type ActivityFilter, activityPage, EMPTY_ACTIVITY_FILTER } from './activity-pages.ts';
 import { formIssues, send } from './common.ts';
 import { text as field, pageRouter } from './page-route.ts';

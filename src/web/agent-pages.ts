@@ -1,4 +1,4 @@
-import type { Agent, Conversation, Message } from '../modules/agents/schema.ts';
+import type { Agent, Conversation, Message } from '../modules/agents/index.ts';
 import { activityUrl } from './activity-pages.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import { renderMarkdown } from './markdown.ts';

@@ -14,19 +14,24 @@ import {
   ValidationError,
 } from '../lib/errors.ts';
 import { sseEvent } from '../lib/sse.ts';
-import { chatWithAgent } from '../modules/agents/chat.service.ts';
 import {
+  type Agent,
+  AVAILABLE_GROUPS,
+  CreateAgent,
+  chatWithAgent,
+  createAgent,
   deleteConversation,
+  getAgent,
+  listAgents,
   listConversations,
   listMessages,
   ownedConversation,
   toConversation,
-} from '../modules/agents/conversations.service.ts';
-import { type Agent, AVAILABLE_GROUPS, CreateAgent, UpdateAgent } from '../modules/agents/schema.ts';
-import { createAgent, getAgent, listAgents, updateAgent } from '../modules/agents/service.ts';
-import { availableCredits } from '../modules/credits/service.ts';
-import { clientGone } from '../modules/llm/routes.ts';
-import { listModels } from '../modules/llm/service.ts';
+  UpdateAgent,
+  updateAgent,
+} from '../modules/agents/index.ts';
+import { availableCredits } from '../modules/credits/index.ts';
+import { clientGone, listModels } from '../modules/llm/index.ts';
 import { AGENTS_PATH, agentPath, agentsPage, chatPage } from './agent-pages.ts';
 import { type AgentSettingsDraft, agentSettingsCards } from './agent-settings-pages.ts';
 import { AGENT_CHAT_SCRIPT, COPY_SCRIPT } from './assets.ts';

@@ -1,4 +1,4 @@
-import { type Agent, AVAILABLE_GROUPS, GROUP_DESCRIPTIONS } from '../modules/agents/schema.ts';
+import { type Agent, AVAILABLE_GROUPS, GROUP_DESCRIPTIONS } from '../modules/agents/index.ts';
 import { type Html, html, notice } from './html.ts';
 import { TOKEN_PLACEHOLDER } from './mcp-client-pages.ts';
 

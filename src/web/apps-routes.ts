@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import type { AppError } from '../lib/errors.ts';
-import * as authClientsService from '../modules/auth-clients/service.ts';
+import * as authClientsService from '../modules/auth-clients/index.ts';
 import { send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';
 import { html } from './html.ts';

@@ -1,5 +1,5 @@
-import type { Agent } from '../modules/agents/schema.ts';
-import type { Channel, Delivery, LinkCode } from '../modules/channels/schema.ts';
+import type { Agent } from '../modules/agents/index.ts';
+import type { Channel, Delivery, LinkCode } from '../modules/channels/index.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import type { PageUser } from './pages.ts';
 

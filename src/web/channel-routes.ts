@@ -2,9 +2,9 @@ import { z } from 'zod';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError } from '../lib/errors.ts';
-import { getAgent, listAgents } from '../modules/agents/service.ts';
-import { CreateChannel } from '../modules/channels/schema.ts';
+import { getAgent, listAgents } from '../modules/agents/index.ts';
 import {
+  CreateChannel,
   createChannel,
   createLinkCode,
   deleteChannel,
@@ -12,7 +12,7 @@ import {
   listChannels,
   listDeliveries,
   unlinkAccount,
-} from '../modules/channels/service.ts';
+} from '../modules/channels/index.ts';
 import { CHANNELS_PATH, type ChannelDraft, channelPage, channelPath, channelsPage } from './channel-pages.ts';
 import { send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';

@@ -2,9 +2,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SESSION_COOKIE, sessionActor } from '../auth/browser-session.ts';
 import { publicContextOf } from '../auth/guard.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { Actor } from '../context.ts';
 import type { App } from '../http/types.ts';
-import type { Actor } from '../lib/context.ts';
-import { findAccountProfile } from '../modules/accounts/service.ts';
+import { findAccountProfile } from '../modules/accounts/index.ts';
 import { errorPage, type PageUser } from './pages.ts';
 import { csrfToken, csrfValid, foreignOrigin } from './session.ts';
 

@@ -1,5 +1,5 @@
-import type { Connection, PendingFields } from '../modules/connections/schema.ts';
-import type { FinalizeField, Provider } from '../modules/providers/schema.ts';
+import type { Connection, PendingFields } from '../modules/connections/index.ts';
+import type { FinalizeField, Provider } from '../modules/providers/index.ts';
 import { activityUrl } from './activity-pages.ts';
 import { type Html, html, layout } from './html.ts';
 import { confirmPage, type PageUser } from './pages.ts';
@@ -377,15 +377,5 @@ export function tokenPage(v: {
         encrypted. Disconnecting deletes it here; delete it at ${p.label} too to end its access there.</p>
     </div>`,
     { user: v.user, csrf: v.csrf },
-  );
-}
-
-/** A browser on the providers' callback URL with a state this service never issued (a stale or copied link). */
-export function staleCallbackPage(): string {
-  return layout(
-    'Connection link',
-    html`<div class="card"><h1>This connection link does not work</h1>
-      <p>The link the service sent you back with is not one this server started, or it was cut short. Nothing was
-      connected. Go to <a href="/account/connections">your connections</a> and connect the service again.</p></div>`,
   );
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { ServiceContext } from '../context.ts';
 import type { App } from '../http/types.ts';
-import type { ServiceContext } from '../lib/context.ts';
 import { AppError, BadGatewayError, GatewayTimeoutError, NotFoundError, ValidationError } from '../lib/errors.ts';
 import {
   authorizationFields,
@@ -13,9 +13,14 @@ import {
   initiateConnection,
   listConnections,
   refreshConnection,
-} from '../modules/connections/service.ts';
-import { providerCredentialVariables } from '../modules/providers/catalog.ts';
-import { filterCatalog, getProvider, listProviders, logoPath } from '../modules/providers/service.ts';
+} from '../modules/connections/index.ts';
+import {
+  filterCatalog,
+  getProvider,
+  listProviders,
+  logoPath,
+  providerCredentialVariables,
+} from '../modules/providers/index.ts';
 import { send } from './common.ts';
 import {
   type CatalogItem,

@@ -5,9 +5,9 @@ import { KNOWLEDGE_BASES_PARAM, parseKnowledgeBaseIds } from '../auth/oauth/poli
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import { ALL_SCOPES } from '../auth/scopes.ts';
 import type { App } from '../http/types.ts';
-import * as authService from '../modules/auth/service.ts';
-import * as authClientsService from '../modules/auth-clients/service.ts';
-import { KNOWLEDGE_SCOPES, knowledgeBaseChoices, unknownKnowledgeBases } from '../modules/knowledge/bases.service.ts';
+import * as authService from '../modules/auth/index.ts';
+import * as authClientsService from '../modules/auth-clients/index.ts';
+import { KNOWLEDGE_SCOPES, knowledgeBaseChoices, unknownKnowledgeBases } from '../modules/knowledge/index.ts';
 import { type SignedIn, send } from './common.ts';
 import { formOf, idParam, list, type PublicBase, pageRouter } from './page-route.ts';
 import { consentPage, type KnowledgeOffer, signInPage, signUpPage } from './pages.ts';

@@ -1,12 +1,12 @@
 import type { Page } from '../lib/pagination.ts';
+import type { CreditTransaction } from '../modules/credits/index.ts';
 import {
   CREDIT_KIND_LABELS,
   CREDIT_TRANSACTION_TYPES,
   USAGE_KINDS,
   type UsageDay,
   type UsageKind,
-} from '../modules/credits/kinds.ts';
-import type { CreditTransaction } from '../modules/credits/schema.ts';
+} from '../modules/credits/index.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import type { PageUser } from './pages.ts';
 

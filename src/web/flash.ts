@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { SESSION_COOKIE } from '../auth/browser-session.ts';
-import { LinkCode } from '../modules/channels/schema.ts';
+import { LinkCode } from '../modules/channels/index.ts';
 import { secureCookies } from './session.ts';
 
 /**

@@ -1,7 +1,6 @@
-import type { Account } from '../modules/accounts/schema.ts';
-import type { UsageDay } from '../modules/credits/kinds.ts';
-import type { CreditTransaction } from '../modules/credits/schema.ts';
-import type { SetupNotice } from '../modules/system/setup.ts';
+import type { Account } from '../modules/accounts/index.ts';
+import type { CreditTransaction, UsageDay } from '../modules/credits/index.ts';
+import type { SetupNotice } from '../modules/system/index.ts';
 import { historyTable, usageChart } from './credits-pages.ts';
 import { html, layout } from './html.ts';
 import type { PageUser } from './pages.ts';

@@ -1,14 +1,14 @@
-import { INDEX_SLUG, slugify } from '../modules/knowledge/links.ts';
-import type { KnowledgeGraph } from '../modules/knowledge/pages.service.ts';
 import type {
   KnowledgeBase,
+  KnowledgeGraph,
   KnowledgePage,
   KnowledgePageSummary,
   KnowledgeSource,
   LintFinding,
   PageVersion,
   SearchResult,
-} from '../modules/knowledge/schema.ts';
+} from '../modules/knowledge/index.ts';
+import { INDEX_SLUG, slugify } from '../modules/knowledge/index.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import { renderMarkdown } from './markdown.ts';
 import { confirmPage, type PageUser } from './pages.ts';

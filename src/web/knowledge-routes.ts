@@ -4,27 +4,28 @@ import { z } from 'zod';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError, ConflictError, PayloadTooLargeError } from '../lib/errors.ts';
-import { getKnowledgeBase, listKnowledgeBases } from '../modules/knowledge/bases.service.ts';
-import { isSlug, wikilinkTargets } from '../modules/knowledge/links.ts';
+import type { LintFinding } from '../modules/knowledge/index.ts';
 import {
-  getKnowledgePage,
-  knowledgeGraph,
-  lintKnowledgeBase,
-  listKnowledgeLogs,
-  listKnowledgePages,
-  listPageVersions,
-  pageTitles,
-  searchKnowledgePages,
-} from '../modules/knowledge/pages.service.ts';
-import type { LintFinding } from '../modules/knowledge/schema.ts';
-import { CreateSource, MAX_SOURCE_CHARS } from '../modules/knowledge/schema.ts';
-import {
+  CreateSource,
   createKnowledgeSource,
   deleteKnowledgeSource,
+  getKnowledgeBase,
+  getKnowledgePage,
   getKnowledgeSource,
+  isSlug,
+  knowledgeGraph,
+  lintKnowledgeBase,
+  listKnowledgeBases,
+  listKnowledgeLogs,
+  listKnowledgePages,
   listKnowledgeSources,
+  listPageVersions,
+  MAX_SOURCE_CHARS,
+  pageTitles,
   reprocessKnowledgeSource,
-} from '../modules/knowledge/sources.service.ts';
+  searchKnowledgePages,
+  wikilinkTargets,
+} from '../modules/knowledge/index.ts';
 import { KNOWLEDGE_SCRIPT } from './assets.ts';
 import { type Form, send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';

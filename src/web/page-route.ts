@@ -2,8 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { serviceContextOf } from '../auth/guard.ts';
 import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { ServiceContext } from '../context.ts';
 import type { App } from '../http/types.ts';
-import type { ServiceContext } from '../lib/context.ts';
 import { AppError, NotFoundError } from '../lib/errors.ts';
 import { formIssues, type PageHelpers, pageHelpers, type SignedIn } from './common.ts';
 

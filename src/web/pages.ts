@@ -1,5 +1,5 @@
 import { SCOPES } from '../auth/scopes.ts';
-import type { AuthorizedApp } from '../modules/auth-clients/service.ts';
+import type { AuthorizedApp } from '../modules/auth-clients/index.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import { mcpClientConfigs, TOKEN_PLACEHOLDER } from './mcp-client-pages.ts';
 

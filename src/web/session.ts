@@ -1,8 +1,8 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SESSION_COOKIE } from '../auth/browser-session.ts';
+import type { Deps } from '../context.ts';
 import { servedOrigins } from '../http/origins.ts';
-import type { Deps } from '../lib/context.ts';
 
 /**
  * The browser session of the first-party pages: an HttpOnly, SameSite=Lax cookie (Secure under https)

@@ -1,5 +1,5 @@
-import type { Agent } from '../modules/agents/schema.ts';
-import type { Task, TaskRun } from '../modules/scheduled-tasks/schema.ts';
+import type { Agent } from '../modules/agents/index.ts';
+import type { Task, TaskRun } from '../modules/scheduled-tasks/index.ts';
 import { AGENTS_PATH, agentPath } from './agent-pages.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import type { PageUser } from './pages.ts';

@@ -2,9 +2,9 @@ import { z } from 'zod';
 import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError } from '../lib/errors.ts';
-import { listAgents } from '../modules/agents/service.ts';
-import { CreateTask, UpdateTask } from '../modules/scheduled-tasks/schema.ts';
+import { listAgents } from '../modules/agents/index.ts';
 import {
+  CreateTask,
   createTask,
   deleteTask,
   getAccountTask,
@@ -12,8 +12,9 @@ import {
   listRuns,
   previewSchedule,
   runTaskNow,
+  UpdateTask,
   updateTask,
-} from '../modules/scheduled-tasks/service.ts';
+} from '../modules/scheduled-tasks/index.ts';
 import { TIMEZONE_SCRIPT } from './assets.ts';
 import { formIssues, send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';

@@ -3,7 +3,7 @@ import type { OAuthServer } from '../auth/oauth/server.ts';
 import { ALL_SCOPES, type Scope } from '../auth/scopes.ts';
 import type { App } from '../http/types.ts';
 import { type AppError, NotFoundError } from '../lib/errors.ts';
-import * as authService from '../modules/auth/service.ts';
+import * as authService from '../modules/auth/index.ts';
 import { COPY_SCRIPT } from './assets.ts';
 import { send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';

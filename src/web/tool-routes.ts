@@ -3,22 +3,35 @@ import type { OAuthServer } from '../auth/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError, NotFoundError } from '../lib/errors.ts';
 import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../lib/json.ts';
-import { listAgents } from '../modules/agents/service.ts';
-import { CreateSkill, UpdateSkill } from '../modules/skills/schema.ts';
+import { listAgents } from '../modules/agents/index.ts';
 import {
   agentIdsOfSkill,
+  CreateSkill,
   createSkill,
   deleteSkill,
   getSkill,
   linkSkill,
   listSkills,
+  UpdateSkill,
   unlinkSkill,
   updateSkill,
-} from '../modules/skills/service.ts';
-import { linksOfTool, linkTool, unlinkTool, updateToolSecrets } from '../modules/tools/links.service.ts';
-import { CreateTool, UpdateTool } from '../modules/tools/schema.ts';
-import { createTool, deleteTool, getTool, listTools, testTool, updateTool } from '../modules/tools/service.ts';
-import { findTestRun, keepTestRun } from '../modules/tools/test-runs.service.ts';
+} from '../modules/skills/index.ts';
+import {
+  CreateTool,
+  createTool,
+  deleteTool,
+  findTestRun,
+  getTool,
+  keepTestRun,
+  linksOfTool,
+  linkTool,
+  listTools,
+  testTool,
+  UpdateTool,
+  unlinkTool,
+  updateTool,
+  updateToolSecrets,
+} from '../modules/tools/index.ts';
 import { BUSY_SCRIPT } from './assets.ts';
 import { formIssues, send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';

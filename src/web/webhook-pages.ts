@@ -1,4 +1,4 @@
-import { WEBHOOK_EVENTS, type Webhook, type WebhookDelivery } from '../modules/webhooks/schema.ts';
+import { WEBHOOK_EVENTS, type Webhook, type WebhookDelivery } from '../modules/webhooks/index.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import type { PageUser } from './pages.ts';
 

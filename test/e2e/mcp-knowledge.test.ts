@@ -3,8 +3,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { ServiceContext } from '../../src/context.ts';
 import { knowledgeSources } from '../../src/db/schema/index.ts';
-import type { ServiceContext } from '../../src/lib/context.ts';
 import { knowledgeAgentTools } from '../../src/modules/knowledge/tools.ts';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../harness.ts';

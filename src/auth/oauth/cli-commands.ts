@@ -1,5 +1,5 @@
-import type { PublicContext } from '../../lib/context.ts';
-import { setWhitelabelAllowed } from '../../modules/auth-clients/service.ts';
+import type { PublicContext } from '../../context.ts';
+import { setWhitelabelAllowed } from '../../modules/auth-clients/index.ts';
 import { retireAfterSeconds, rotateSigningKey } from './keys.ts';
 
 /** The operator commands of the authorization server; `src/cli.ts` lists them. */

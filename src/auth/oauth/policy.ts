@@ -1,5 +1,5 @@
 import type { Config } from '../../config.ts';
-import type { Actor } from '../../lib/context.ts';
+import type { Actor } from '../../context.ts';
 import { ForbiddenError } from '../../lib/errors.ts';
 import { ALL_SCOPES, type Scope } from '../scopes.ts';
 

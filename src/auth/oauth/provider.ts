@@ -1,16 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { and, desc, eq, gt, isNull, or } from 'drizzle-orm';
 import type { Configuration, KoaContextWithOIDC, default as Provider, UnknownObject } from 'oidc-provider';
 import type { Config } from '../../config.ts';
-import type { Db } from '../../db/client.ts';
-import { oauthArtifacts } from '../../db/schema/index.ts';
-import type { Deps } from '../../lib/context.ts';
+import type { Deps } from '../../context.ts';
 import { newId } from '../../lib/ids.ts';
 import { jsonBodyProblem } from '../../lib/json.ts';
 import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
-import * as accountsRepo from '../../modules/accounts/repo.ts';
-import { unknownKnowledgeBases } from '../../modules/knowledge/bases.service.ts';
-import { errorPage } from '../../web/pages.ts';
+import * as accountsRepo from '../../modules/accounts/index.ts';
+import { unknownKnowledgeBases } from '../../modules/knowledge/index.ts';
 import { SESSION_COOKIE, sessionAccountId } from '../browser-session.ts';
 import { ALL_SCOPES } from '../scopes.ts';
 import { createAdapterClass, grantKnowledgeBases } from './adapter.ts';
@@ -28,6 +24,7 @@ import {
   resourceServers,
 } from './policy.ts';
 import { redirectUriProblem } from './redirect-uris.ts';
+import { findGrantId } from './repo.ts';
 
 /** Where the authorization server's endpoints live (SPEC §5); the origin root holds discovery. */
 export const OAUTH_ROUTES = {
@@ -45,28 +42,12 @@ export const OAUTH_ROUTES = {
 const CODE_TTL_SECONDS = 60;
 const INTERACTION_TTL_SECONDS = 30 * 60;
 
-/** The newest live grant of this account to this client: consent is remembered per client and scope set. */
-async function findGrantId(db: Db, accountId: string, clientId: string): Promise<string | undefined> {
-  const [row] = await db
-    .select({ grantId: oauthArtifacts.grantId })
-    .from(oauthArtifacts)
-    .where(
-      and(
-        eq(oauthArtifacts.model, 'Grant'),
-        eq(oauthArtifacts.accountId, accountId),
-        eq(oauthArtifacts.clientId, clientId),
-        or(isNull(oauthArtifacts.expiresAt), gt(oauthArtifacts.expiresAt, new Date())),
-      ),
-    )
-    .orderBy(desc(oauthArtifacts.createdAt))
-    .limit(1);
-  return row?.grantId ?? undefined;
-}
-
 export interface ProviderHooks {
   onGrantRevoked(grantId: string): void;
   /** Revokes the grant of one of our JWT access tokens presented by its own client; others are ignored. */
   revokeAccessToken(token: string, clientId: string): Promise<boolean>;
+  /** The HTML page of a sign-in request that failed (the pages' error page, given by the app). */
+  errorPage(title: string, message: string): string;
 }
 
 /**
@@ -295,7 +276,7 @@ export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHo
     },
     async renderError(ctx, out) {
       ctx.type = 'html';
-      ctx.body = errorPage(
+      ctx.body = hooks.errorPage(
         'The sign-in request could not be completed',
         String(out.error_description ?? out.error ?? 'Unknown error'),
       );

@@ -1,8 +1,6 @@
-import { and, eq, gt, isNull, or } from 'drizzle-orm';
 import { createLocalJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import type Provider from 'oidc-provider';
-import { accounts, authClients, oauthArtifacts } from '../../db/schema/index.ts';
-import type { Actor, Deps } from '../../lib/context.ts';
+import type { Actor, Deps } from '../../context.ts';
 import { TokenExpiredError, UnauthorizedError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import type { Scope } from '../scopes.ts';
@@ -11,6 +9,7 @@ import { grantKnowledgeBases, revokeGrantArtifacts, setGrantKnowledgeBases } fro
 import { currentKeyIds, type KeySet, loadKeySet, retireAfterSeconds } from './keys.ts';
 import { effectiveClientScopes, KNOWLEDGE_BASES_PARAM, knowledgeBaseLimit, resourceForPath } from './policy.ts';
 import { createProvider } from './provider.ts';
+import { grantOfToken } from './repo.ts';
 
 const KEY_CHECK_INTERVAL_MS = 60_000;
 /** An unknown `kid` reloads the keys at most this often (a rotation on another instance). */
@@ -31,7 +30,11 @@ export class OAuthServer {
   private lastKidMiss = 0;
   private keyCheck: NodeJS.Timeout | undefined;
 
-  constructor(private readonly deps: Deps) {}
+  constructor(
+    private readonly deps: Deps,
+    /** The HTML page of a sign-in request that failed (the pages' error page: the app gives it). */
+    private readonly errorPage: (title: string, message: string) => string,
+  ) {}
 
   async init(): Promise<void> {
     await this.reload();
@@ -67,6 +70,7 @@ export class OAuthServer {
     state.provider ??= createProvider(this.deps, state.keys, {
       onGrantRevoked: (id) => this.evictGrant(id),
       revokeAccessToken: (token, clientId) => this.revokeAccessToken(token, clientId),
+      errorPage: this.errorPage,
     }).then(
       (provider) => ({ provider, handler: provider.callback() }),
       (err: unknown) => {
@@ -231,26 +235,7 @@ export class OAuthServer {
 
   private async grantRow(grantId: string) {
     if (!grantId) return undefined;
-    const [row] = await this.deps.database.db
-      .select({
-        accountId: oauthArtifacts.accountId,
-        clientId: oauthArtifacts.clientId,
-        roles: authClients.roles,
-        allowedScopes: authClients.allowedScopes,
-        knowledgeBaseIds: oauthArtifacts.knowledgeBaseIds,
-        creditBalance: accounts.creditBalance,
-      })
-      .from(oauthArtifacts)
-      .innerJoin(accounts, eq(accounts.id, oauthArtifacts.accountId))
-      .innerJoin(authClients, eq(authClients.id, oauthArtifacts.clientId))
-      .where(
-        and(
-          eq(oauthArtifacts.model, 'Grant'),
-          eq(oauthArtifacts.idHash, sha256Hex(grantId)),
-          or(isNull(oauthArtifacts.expiresAt), gt(oauthArtifacts.expiresAt, new Date())),
-        ),
-      )
-      .limit(1);
+    const row = await grantOfToken(this.deps.database.db, grantId);
     if (!row?.accountId || !row.clientId) return undefined;
     return { ...row, accountId: row.accountId, clientId: row.clientId };
   }

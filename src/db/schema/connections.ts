@@ -1,10 +1,10 @@
 import { boolean, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { CONNECTION_STATUSES, type ConnectionStatus } from '../values.ts';
 import { accounts } from './accounts.ts';
 
-const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+export { CONNECTION_STATUSES, type ConnectionStatus };
 
-export const CONNECTION_STATUSES = ['active', 'expired', 'error', 'revoked'] as const;
-export type ConnectionStatus = (typeof CONNECTION_STATUSES)[number];
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
 /** Who the user is at the provider (SPEC §2 Connection.metadata, less what the catalog adds). */
 export interface ConnectionMetadata {

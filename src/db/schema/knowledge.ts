@@ -1,31 +1,34 @@
 import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  PAGE_TYPES,
+  type PageType,
+  RELATIONSHIP_TYPES,
+  type RelationshipType,
+  SOURCE_STATUSES,
+  SOURCE_TYPES,
+  type SourceStatus,
+  type SourceType,
+} from '../values.ts';
 import { accounts } from './accounts.ts';
 import { conversations } from './agents.ts';
 import { GIN_SEARCHED, ts, tsvector } from './columns.ts';
 
-export const PAGE_TYPES = ['entity', 'concept', 'summary', 'index', 'custom'] as const;
-export type PageType = (typeof PAGE_TYPES)[number];
-export const RELATIONSHIP_TYPES = [
-  'related_to',
-  'works_at',
-  'employed_by',
-  'founded',
-  'co_founded',
-  'attended',
-  'part_of',
-  'depends_on',
-  'mentioned_in',
-] as const;
-export type RelationshipType = (typeof RELATIONSHIP_TYPES)[number];
+export {
+  PAGE_TYPES,
+  type PageType,
+  RELATIONSHIP_TYPES,
+  type RelationshipType,
+  SOURCE_STATUSES,
+  SOURCE_TYPES,
+  type SourceStatus,
+  type SourceType,
+};
+
 export interface Relationship {
   targetSlug: string;
   type: RelationshipType;
 }
-export const SOURCE_TYPES = ['text', 'url', 'file', 'conversation'] as const;
-export type SourceType = (typeof SOURCE_TYPES)[number];
-export const SOURCE_STATUSES = ['pending', 'processing', 'compiled', 'failed'] as const;
-export type SourceStatus = (typeof SOURCE_STATUSES)[number];
 /** Who wrote a page's latest version: the compiler never overwrites `user`. */
 export type CompiledBy = 'compiler' | 'user';
 

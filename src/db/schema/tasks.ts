@@ -1,7 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { TASK_RUN_STATUSES, type TaskRunStatus } from '../values.ts';
 import { accounts } from './accounts.ts';
 import { type StoredDelegation, ts } from './columns.ts';
+
+export { TASK_RUN_STATUSES, type TaskRunStatus };
 
 /**
  * An agent's scheduled task (SPEC §2). `agent_id` has no foreign key on purpose: when the agent is deleted the
@@ -37,8 +40,6 @@ export const scheduledTasks = pgTable(
   ],
 );
 
-export const TASK_RUN_STATUSES = ['queued', 'running', 'retrying', 'succeeded', 'failed'] as const;
-export type TaskRunStatus = (typeof TASK_RUN_STATUSES)[number];
 export type TaskRunTrigger = 'schedule' | 'manual';
 
 /**

@@ -1,6 +1,9 @@
 import { boolean, index, integer, pgTable, text } from 'drizzle-orm/pg-core';
+import { WEBHOOK_DELIVERY_STATUSES, type WebhookDeliveryStatus } from '../values.ts';
 import { accounts } from './accounts.ts';
 import { ts } from './columns.ts';
+
+export { WEBHOOK_DELIVERY_STATUSES, type WebhookDeliveryStatus };
 
 /**
  * An outbound webhook endpoint: a URL an account wants told of its events, with the events it picked and a
@@ -23,9 +26,6 @@ export const webhookEndpoints = pgTable(
   },
   (t) => [index('webhook_endpoints_account_created_idx').on(t.accountId, t.createdAt)],
 );
-
-export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
-export type WebhookDeliveryStatus = (typeof WEBHOOK_DELIVERY_STATUSES)[number];
 
 /**
  * One event for one endpoint: the exact body signed and sent (the same on every attempt, with the same

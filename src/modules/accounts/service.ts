@@ -1,7 +1,7 @@
+import { type PublicContext, requireFirstParty, requireScope, type ServiceContext } from '../../context.ts';
 import type { AccountRow } from '../../db/schema/index.ts';
-import { type PublicContext, requireFirstParty, requireScope, type ServiceContext } from '../../lib/context.ts';
 import { NotFoundError } from '../../lib/errors.ts';
-import { creditBalance } from '../credits/service.ts';
+import { creditBalance } from '../credits/index.ts';
 import { type AvatarImage, decodeDataUri, initialsSvg } from './avatar.ts';
 import * as repo from './repo.ts';
 import type { Account, UpdateAccount } from './schema.ts';

@@ -9,8 +9,8 @@ import {
 } from '../../../test/fakes/oauth-provider.ts';
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { JOB_CATALOG } from '../../composition.ts';
 import { activity } from '../../db/schema/index.ts';
-import { JOB_CATALOG } from '../../jobs/catalog.ts';
 import type { JobContext } from '../../jobs/definition.ts';
 import { newId } from '../../lib/ids.ts';
 import { connectAcme, execute } from '../connections/test-support.ts';

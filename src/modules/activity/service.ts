@@ -1,4 +1,5 @@
-import { type Deps, requireScope, type ServiceContext } from '../../lib/context.ts';
+import { type Deps, requireScope, type ServiceContext } from '../../context.ts';
+import type { ActivityEntry } from '../../lib/activity.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from '../../lib/group-commit.ts';
 import { newId } from '../../lib/ids.ts';
@@ -18,32 +19,7 @@ import type { Activity, ActivityQuery } from './schema.ts';
 export const SUMMARY_LIMIT = 500;
 export const ERROR_LIMIT = 1000;
 
-export type ActivityVia = 'api' | 'mcp' | 'use-agent' | 'agent-chat' | 'task' | 'channel' | 'system';
-export type ActivityStatus = 'ok' | 'error' | 'refused' | 'blocked';
-
-export interface ActivityEntry {
-  kind: 'tool-call' | 'agent-run' | 'connection';
-  via: ActivityVia;
-  status: ActivityStatus;
-  tool?: string | undefined;
-  mode?: 'read' | 'write' | undefined;
-  connectionId?: string | undefined;
-  providerId?: string | undefined;
-  agentId?: string | undefined;
-  agentName?: string | undefined;
-  durationMs?: number | undefined;
-  credits?: number | undefined;
-  args?: unknown;
-  result?: unknown;
-  error?: string | undefined;
-}
-
-/** Who acts and through what, for the rows of one run (an agent's calls carry its id and name). */
-export interface ActivitySource {
-  via: ActivityVia;
-  agentId?: string | undefined;
-  agentName?: string | undefined;
-}
+export type { ActivityEntry, ActivitySource, ActivityStatus, ActivityVia } from '../../lib/activity.ts';
 
 const SECRET_KEY = /token|secret|password|passwd|api[-_]?key|authorization|cookie|credential|private[-_]?key/i;
 

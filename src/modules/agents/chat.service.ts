@@ -1,7 +1,7 @@
 import { AgentError, runAgent } from '../../agent/runtime.ts';
 import type { AgentTool } from '../../agent/tools.ts';
+import type { ServiceContext } from '../../context.ts';
 import type { AgentRow, ChatFileRow, ConversationRow, MessageRow } from '../../db/schema/index.ts';
-import type { ServiceContext } from '../../lib/context.ts';
 import { utcDay, utcMonth } from '../../lib/dates.ts';
 import {
   AppError,
@@ -14,19 +14,13 @@ import {
 import { newId } from '../../lib/ids.ts';
 import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
 import type { ChatMessage } from '../../llm/types.ts';
-import { providerAgentTools } from '../connections/tools.ts';
-import { balanceAfter } from '../credits/service.ts';
-import { knowledgeAgentTools } from '../knowledge/tools.ts';
-import { type Billing, resolveModel } from '../llm/service.ts';
-import { executeCodeTools } from '../sandbox/tools.ts';
-import { taskTools } from '../scheduled-tasks/tools.ts';
-import { skillIndexFor, skillTools } from '../skills/service.ts';
-import { linkedAgentTools } from '../tools/links.service.ts';
+import { balanceAfter } from '../credits/index.ts';
+import { type Billing, resolveModel } from '../llm/index.ts';
 import { OWNER } from './conversations.service.ts';
 import { conversationLog } from './events.service.ts';
 import { filesForChat } from './files.service.ts';
 import { enqueueAgentJob } from './jobs.ts';
-import { memoryTools, recallForPrompt } from './memories.service.ts';
+import { recallForPrompt } from './memories.service.ts';
 import * as repo from './repo.ts';
 import { holdRunLease, INTERRUPTED_RUN_ERROR } from './runs.service.ts';
 import type { AgentChatRequest } from './schema.ts';
@@ -163,7 +157,10 @@ function trimToWindow(history: ChatMessage[], budget: number): ChatMessage[] {
   return kept;
 }
 
-/** The tools of the agent's enabled built-in groups (the one place a group becomes tools) and its linked tools. */
+/**
+ * The tools of the agent's enabled built-in groups and its linked tools, from the groups the composition root
+ * registered (`deps.toolGroups`, src/composition.ts): the one place a group becomes tools.
+ */
 export async function toolsOf(
   ctx: ServiceContext,
   agent: AgentRow,
@@ -171,17 +168,25 @@ export async function toolsOf(
   conversationId: string,
   allowed?: readonly string[],
 ): Promise<AgentTool[]> {
-  const groups = new Set(agent.enabledBuiltInTools.filter((g) => !allowed || allowed.includes(g)));
-  return [
-    ...(groups.has('provider-tools') ? await providerAgentTools(ctx, {}) : []),
-    ...(groups.has('knowledge-base') ? knowledgeAgentTools(ctx) : []),
-    ...(groups.has('agent-memory') ? memoryTools(ctx, agent, endUserId, conversationId) : []),
-    ...(groups.has('skills') ? skillTools(ctx, agent) : []),
-    ...(groups.has('execute-code') ? executeCodeTools(ctx) : []),
-    ...(await linkedAgentTools(ctx, agent)),
-    // The owner's tasks are the owner's to manage: a channel's end users never get these tools.
-    ...(groups.has('account-tasks') && endUserId === OWNER ? taskTools(ctx, agent) : []),
-  ];
+  const enabled = new Set(agent.enabledBuiltInTools.filter((g) => !allowed || allowed.includes(g)));
+  const run = { agent, endUserId, conversationId, owner: endUserId === OWNER };
+  const tools: AgentTool[] = [];
+  for (const group of ctx.deps.toolGroups) {
+    if (group.name !== undefined && !enabled.has(group.name)) continue;
+    if (group.ownerOnly && !run.owner) continue;
+    tools.push(...(await group.tools(ctx, run)));
+  }
+  return tools;
+}
+
+/** What the agent's enabled groups add to its instructions (its skill index), in the groups' order. */
+async function groupInstructions(ctx: ServiceContext, agent: AgentRow): Promise<string[]> {
+  const texts: string[] = [];
+  for (const group of ctx.deps.toolGroups) {
+    if (group.instructions && group.name !== undefined && agent.enabledBuiltInTools.includes(group.name))
+      texts.push(await group.instructions(ctx, agent));
+  }
+  return texts;
 }
 
 /** The balance after the request, as `creditBalance` shows it: every charge answered so far counted. */
@@ -357,12 +362,12 @@ export async function chatWithAgent(
 
     const remembers = agent.enabledBuiltInTools.includes('agent-memory');
     const remembered = remembers ? await recallForPrompt(ctx, agent, endUserId, prompt) : '';
-    const skillIndex = agent.enabledBuiltInTools.includes('skills') ? await skillIndexFor(ctx, agent) : '';
+    const added = await groupInstructions(ctx, agent);
     let usage = { ...noUsage };
     const run = await runAgent(ctx, {
       prompt: asked.parts ?? prompt,
       history: trimmed,
-      instructions: [agent.personality, skillIndex, remembered].filter(Boolean).join('\n\n') || undefined,
+      instructions: [agent.personality, ...added, remembered].filter(Boolean).join('\n\n') || undefined,
       model: model.id,
       tools: await toolsOf(ctx, agent, endUserId, conversationId, opts.allowedToolGroups),
       temperature: request.temperature ?? agent.temperature,

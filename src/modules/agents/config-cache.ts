@@ -1,4 +1,4 @@
-import type { Deps } from '../../lib/context.ts';
+import type { Deps } from '../../context.ts';
 import { TtlCache } from '../../lib/ttl-cache.ts';
 
 /**

@@ -1,5 +1,5 @@
+import type { ServiceContext } from '../../context.ts';
 import type { ConversationRow, MessageRow } from '../../db/schema/index.ts';
-import type { ServiceContext } from '../../lib/context.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';

@@ -1,6 +1,6 @@
+import type { Deps, ServiceContext } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { MessageRow } from '../../db/schema/index.ts';
-import type { Deps, ServiceContext } from '../../lib/context.ts';
 import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from '../../lib/group-commit.ts';
 import { newId } from '../../lib/ids.ts';
 import { storable } from '../../lib/text.ts';

@@ -1,6 +1,6 @@
+import type { ServiceContext } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { ChatFileRow } from '../../db/schema/index.ts';
-import type { ServiceContext } from '../../lib/context.ts';
 import {
   ACCEPTED_DOCUMENTS,
   DOCUMENT_KINDS,

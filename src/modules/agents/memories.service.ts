@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import type { AgentTool } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import type { Deps, ServiceContext } from '../../context.ts';
+import { systemContext } from '../../context.ts';
 import type { AgentMemoryRow, AgentRow } from '../../db/schema/index.ts';
-import type { Deps, ServiceContext } from '../../lib/context.ts';
-import { systemContext } from '../../lib/context.ts';
 import { BadRequestError, NotFoundError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
-import { runCompletion } from '../llm/service.ts';
+import { runCompletion } from '../llm/index.ts';
 import * as memoryRepo from './memories.repo.ts';
 import * as repo from './repo.ts';
 import { ownedAgent } from './service.ts';
@@ -252,3 +252,9 @@ export async function extractMemories(deps: Deps, conversationId: string, log: L
   });
   return outcome;
 }
+
+/** The `agent-memory` group: what the agent remembers of this end user. */
+export const memoryToolGroup: AgentToolGroup = {
+  name: 'agent-memory',
+  tools: (ctx, run) => memoryTools(ctx, run.agent, run.endUserId, run.conversationId),
+};

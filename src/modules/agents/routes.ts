@@ -11,7 +11,7 @@ import { abortSignalOf } from '../../lib/cancel.ts';
 import { PayloadTooLargeError, ValidationError } from '../../lib/errors.ts';
 import { listQuery, paginated } from '../../lib/pagination.ts';
 import { sseData } from '../../lib/sse.ts';
-import { clientGone } from '../llm/routes.ts';
+import { clientGone } from '../llm/index.ts';
 import { type ChatOutcome, chatWithAgent } from './chat.service.ts';
 import * as conversations from './conversations.service.ts';
 import { conversationFeed, type EventFeed } from './events.service.ts';

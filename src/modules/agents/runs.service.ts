@@ -1,4 +1,4 @@
-import type { Deps } from '../../lib/context.ts';
+import type { Deps } from '../../context.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { writeFailedTurns } from './events.service.ts';
 import * as repo from './repo.ts';

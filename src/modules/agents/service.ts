@@ -1,11 +1,9 @@
+import { requireScope, type ServiceContext } from '../../context.ts';
 import type { AgentRow } from '../../db/schema/index.ts';
-import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
-import { releaseChannelsOfAgent } from '../channels/service.ts';
-import { resolveModel } from '../llm/service.ts';
-import * as tasksRepo from '../scheduled-tasks/repo.ts';
+import { resolveModel } from '../llm/index.ts';
 import { agentConfigChanged, cachedAgentConfig } from './config-cache.ts';
 import * as repo from './repo.ts';
 import { type Agent, AVAILABLE_GROUPS, type BuiltInToolGroup, type CreateAgent, type UpdateAgent } from './schema.ts';
@@ -158,19 +156,21 @@ export async function setDefaultAgent(ctx: ServiceContext, agentId: string): Pro
 /** Why a task stopped when its agent went: shown on the task. */
 export const AGENT_DELETED_REASON = 'Its agent was deleted';
 
+export type { AgentDeletionHook } from '../../agent/ports.ts';
+
 /**
  * Deletes the agent with its conversations, counters and messaging channels (their Telegram webhooks removed
  * first); the account then has no default if it was it. Its scheduled tasks stay, disabled with
- * `AGENT_DELETED_REASON`, in the same transaction.
+ * `AGENT_DELETED_REASON`, in the same transaction (the hooks of `deps.agentDeletion`).
  */
 export async function deleteAgent(ctx: ServiceContext, agentId: string): Promise<void> {
   const current = await ownedAgent(ctx, agentId, ['agents-all']);
-  await releaseChannelsOfAgent(ctx, current.id);
+  for (const hook of ctx.deps.agentDeletion) await hook.before?.(ctx, current.id);
   try {
     await ctx.db.transaction(async (tx) => {
       if (!(await repo.deleteAgent(tx, ctx.accountId, current.id)))
         throw new NotFoundError(`Agent ${agentId} not found`);
-      await tasksRepo.disableTasksOfAgent(tx, ctx.accountId, current.id, AGENT_DELETED_REASON);
+      for (const hook of ctx.deps.agentDeletion) await hook.within?.(tx, ctx, current.id);
     });
   } finally {
     agentConfigChanged(ctx.deps, ctx.accountId);

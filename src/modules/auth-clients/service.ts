@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { effectiveClientScopes, scopesForRoles } from '../../auth/oauth/policy.ts';
 import { ALL_SCOPES, type Scope } from '../../auth/scopes.ts';
+import { type PublicContext, requireFirstParty, requireScope, type ServiceContext } from '../../context.ts';
 import type { AuthClientRow } from '../../db/schema/index.ts';
-import { type PublicContext, requireFirstParty, requireScope, type ServiceContext } from '../../lib/context.ts';
 import { BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type ListParams, type Page, toPage } from '../../lib/pagination.ts';
-import * as accountsRepo from '../accounts/repo.ts';
-import { knowledgeBaseNames } from '../knowledge/bases.service.ts';
+import * as accountsRepo from '../accounts/index.ts';
+import { knowledgeBaseNames } from '../knowledge/index.ts';
 import * as repo from './repo.ts';
 import type { AuthClient, ClientSecret, CreateAuthClient, CreatedAuthClient, UpdateAuthClient } from './schema.ts';
 

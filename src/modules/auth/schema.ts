@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ALL_SCOPES } from '../../auth/scopes.ts';
-import { Account } from '../accounts/schema.ts';
+import { Account } from '../accounts/index.ts';
 
 export const Signup = z
   .object({

@@ -5,8 +5,8 @@ import { call, createHarness, createUser, type TestHarness, type TestUser } from
 import { buildApp } from '../../app.ts';
 import { SCOPES } from '../../auth/scopes.ts';
 import { resolveBearer } from '../../auth/tokens.ts';
+import type { Actor } from '../../context.ts';
 import { accounts, creditTransactions, personalAccessTokens, sessions } from '../../db/schema/index.ts';
-import type { Actor } from '../../lib/context.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { createPat } from './service.ts';
 

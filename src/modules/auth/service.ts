@@ -2,8 +2,8 @@ import { hash, verify } from '@node-rs/argon2';
 import * as authRepo from '../../auth/repo.ts';
 import { ALL_SCOPES, type Scope } from '../../auth/scopes.ts';
 import type { Config, PasswordHashing } from '../../config.ts';
+import { type PublicContext, requireFirstParty, type ServiceContext } from '../../context.ts';
 import type { PersonalAccessTokenRow } from '../../db/schema/index.ts';
-import { type PublicContext, requireFirstParty, type ServiceContext } from '../../lib/context.ts';
 import {
   ConflictError,
   ForbiddenError,
@@ -14,12 +14,11 @@ import {
 } from '../../lib/errors.ts';
 import { newId, newSecretToken, sha256Hex } from '../../lib/ids.ts';
 import { type ListParams, type Page, toPage } from '../../lib/pagination.ts';
-import * as accountsRepo from '../accounts/repo.ts';
-import { toAccount } from '../accounts/service.ts';
-import { insertCreditTransaction } from '../credits/repo.ts';
-import { creditBalance } from '../credits/service.ts';
-import { unknownKnowledgeBases } from '../knowledge/bases.service.ts';
-import { providerCatalog } from '../providers/catalog.ts';
+import * as accountsRepo from '../accounts/index.ts';
+import { toAccount } from '../accounts/index.ts';
+import { creditBalance, insertCreditTransaction } from '../credits/index.ts';
+import { unknownKnowledgeBases } from '../knowledge/index.ts';
+import { providerCatalog } from '../providers/index.ts';
 import type { Authenticate, CreatedPat, CreatePat, Pat, SessionResponse, Signup } from './schema.ts';
 import { countSignInAttempt } from './sign-in-limit.ts';
 

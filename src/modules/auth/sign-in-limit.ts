@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { countSignInAttempts } from '../../auth/repo.ts';
-import type { PublicContext } from '../../lib/context.ts';
+import type { PublicContext } from '../../context.ts';
 import { TooManyRequestsError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ServiceContext } from '../../lib/context.ts';
+import type { ServiceContext } from '../../context.ts';
 import * as repo from './repo.ts';
 import { recordDelivery } from './webhooks.service.ts';
 

@@ -1,7 +1,7 @@
+import type { Deps } from '../../context.ts';
 import type { ChannelChatRow, ChannelDeliveryRow, ChannelLinkRow, MessagingChannelRow } from '../../db/schema/index.ts';
 import type { JobContext } from '../../jobs/definition.ts';
 import { errorText } from '../../jobs/queue.ts';
-import type { Deps } from '../../lib/context.ts';
 import { AppError } from '../../lib/errors.ts';
 import * as repo from './repo.ts';
 import { askChannelAgent, type ChannelSecrets, channelAgentContext, linkCodeHash, openSecrets } from './service.ts';

@@ -1,19 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { delegatedContext, delegationOf, intersectDelegations, readDelegation } from '../../auth/delegation.ts';
 import type { Scope } from '../../auth/scopes.ts';
+import { type Deps, requireScope, type ServiceContext } from '../../context.ts';
 import type {
   ChannelChatRow,
   ChannelLinkRow,
   ChannelPublicConfig,
   MessagingChannelRow,
 } from '../../db/schema/index.ts';
-import { type Deps, requireScope, type ServiceContext } from '../../lib/context.ts';
 import { BadGatewayError, ConflictError, isUniqueViolation, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId, sha256Hex } from '../../lib/ids.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
-import { type ChatOptions, type ChatOutcome, chatWithAgent } from '../agents/chat.service.ts';
-import * as agentsRepo from '../agents/repo.ts';
+import * as agentsRepo from '../agents/index.ts';
+import { type AgentDeletionHook, type ChatOptions, type ChatOutcome, chatWithAgent } from '../agents/index.ts';
 import * as repo from './repo.ts';
 import {
   type Channel,
@@ -369,6 +369,9 @@ export async function releaseChannelsOfAgent(ctx: ServiceContext, agentId: strin
     if (botToken) await deleteTelegramWebhook(ctx, botToken);
   }
 }
+
+/** Deleting an agent first releases its channels' Telegram webhooks. */
+export const channelAgentDeletion: AgentDeletionHook = { before: releaseChannelsOfAgent };
 
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 

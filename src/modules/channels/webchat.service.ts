@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import type { PublicContext } from '../../context.ts';
 import type { MessagingChannelRow } from '../../db/schema/index.ts';
-import type { PublicContext } from '../../lib/context.ts';
 import { utcDay } from '../../lib/dates.ts';
 import { ConflictError, ForbiddenError, NotFoundError, TooManyRequestsError } from '../../lib/errors.ts';
 import { newId, sha256Hex } from '../../lib/ids.ts';

@@ -1,6 +1,6 @@
+import type { PublicContext } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { ChannelType, MessagingChannelRow } from '../../db/schema/index.ts';
-import type { PublicContext } from '../../lib/context.ts';
 import { BadRequestError, ForbiddenError, UnauthorizedError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { jsonBodyProblem } from '../../lib/json.ts';

@@ -1,6 +1,6 @@
+import type { Deps } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { ConnectionRow } from '../../db/schema/index.ts';
-import type { Deps } from '../../lib/context.ts';
 import { TtlCache } from '../../lib/ttl-cache.ts';
 import * as repo from './repo.ts';
 

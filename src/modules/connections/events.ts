@@ -1,8 +1,8 @@
+import type { Deps, ServiceContext } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { ConnectionRow } from '../../db/schema/index.ts';
-import type { Deps, ServiceContext } from '../../lib/context.ts';
-import { type ConnectionEvent, recordConnectionEvent } from '../activity/service.ts';
-import { emitEvent } from '../webhooks/service.ts';
+import { type ConnectionEvent, recordConnectionEvent } from '../activity/index.ts';
+import { emitEvent } from '../webhooks/index.ts';
 
 type EventRow = Pick<ConnectionRow, 'id' | 'accountId' | 'providerId' | 'status' | 'lastError'>;
 

@@ -1,4 +1,4 @@
-import { CONNECTION_STATUSES, type ConnectionStatus } from '../../db/schema/connections.ts';
+import { CONNECTION_STATUSES, type ConnectionStatus } from '../../db/values.ts';
 import { BadRequestError } from '../../lib/errors.ts';
 
 /**

@@ -4,10 +4,8 @@ import { BadGatewayError, GatewayTimeoutError, TooManyRequestsError } from '../.
 import { nestedDeeperThan } from '../../lib/json.ts';
 import { redactSecrets } from '../../lib/redact.ts';
 import { withTraceparent } from '../../lib/tracing.ts';
-import { getPath } from '../providers/json-path.ts';
-import type { BuiltRequest } from '../providers/request.ts';
-import { rateLimitDelaySeconds } from '../providers/request.ts';
-import type { ProviderDefinition } from '../providers/schema.ts';
+import type { BuiltRequest, ProviderDefinition } from '../providers/index.ts';
+import { getPath, rateLimitDelaySeconds } from '../providers/index.ts';
 import type { ConnectionSettings } from './settings.ts';
 
 /**

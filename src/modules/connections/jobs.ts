@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import type { Deps } from '../../context.ts';
 import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
-import type { Deps } from '../../lib/context.ts';
 import { connectionsChanged } from './active-cache.ts';
 import { connectionEvent } from './events.ts';
 import * as repo from './repo.ts';

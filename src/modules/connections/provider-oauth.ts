@@ -1,10 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { BadGatewayError } from '../../lib/errors.ts';
-import type { ClientCredentials } from '../providers/catalog.ts';
-import { getPath } from '../providers/json-path.ts';
-import { type BuiltRequest, fillUrl } from '../providers/request.ts';
-import type { OAuthProviderDefinition, OAuthSettings, ProviderDefinition } from '../providers/schema.ts';
-import { URL_PLACEHOLDER } from '../providers/schema.ts';
+import type {
+  ClientCredentials,
+  OAuthProviderDefinition,
+  OAuthSettings,
+  ProviderDefinition,
+} from '../providers/index.ts';
+import { type BuiltRequest, fillUrl, getPath, URL_PLACEHOLDER } from '../providers/index.ts';
 import { type ProviderAnswer, providerMessage, sendOnce } from './http.ts';
 import type { ConnectionSettings } from './settings.ts';
 

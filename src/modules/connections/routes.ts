@@ -4,7 +4,7 @@ import { BadRequestError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { paginated } from '../../lib/pagination.ts';
 import { send as sendPage } from '../../web/common.ts';
-import { staleCallbackPage } from '../../web/connection-pages.ts';
+import { staleCallbackPage } from '../../web/connection-callback-page.ts';
 import { BINDING_COOKIE_PATH, bindingCookieName } from './browser-binding.ts';
 import {
   AuthorizeQuery,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { CONNECTION_STATUSES } from '../../db/schema/connections.ts';
+import { CONNECTION_STATUSES } from '../../db/values.ts';
 import { listQuery } from '../../lib/pagination.ts';
-import { AUTH_TYPES } from '../providers/schema.ts';
+import { AUTH_TYPES } from '../providers/index.ts';
 
 /** API shapes of the connections area (SPEC §2 Connection, §4 Connections). */
 

@@ -1,27 +1,28 @@
 import { requireFirstPartyOrWhitelabel } from '../../auth/oauth/policy.ts';
 import type { Config } from '../../config.ts';
+import type { Deps, PublicContext, ServiceContext } from '../../context.ts';
+import { requireScope } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { ConnectionRow } from '../../db/schema/index.ts';
-import type { Deps, PublicContext, ServiceContext } from '../../lib/context.ts';
-import { requireScope } from '../../lib/context.ts';
 import { AppError, BadRequestError, NotFoundError, type ValidationDetail, ValidationError } from '../../lib/errors.ts';
 import { newId, sha256Hex } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import { redactSecrets } from '../../lib/redact.ts';
-import { recordConnectionEvent } from '../activity/service.ts';
+import { recordConnectionEvent } from '../activity/index.ts';
+import type { AuthType, FinalizeField, OAuthProviderDefinition, ProviderDefinition } from '../providers/index.ts';
 import {
   beforeAuthorization,
   type CatalogProvider,
   connectFields,
+  fillBaseUrl,
+  hasOAuth,
+  logoPath,
   providerCatalog,
   providerCredentials,
   providerCredentialVariables,
+  URL_PLACEHOLDER,
   withFieldDefaults,
-} from '../providers/catalog.ts';
-import { fillBaseUrl } from '../providers/request.ts';
-import type { AuthType, FinalizeField, OAuthProviderDefinition, ProviderDefinition } from '../providers/schema.ts';
-import { hasOAuth, URL_PLACEHOLDER } from '../providers/schema.ts';
-import { logoPath } from '../providers/service.ts';
+} from '../providers/index.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
 import { checkApiKey, TokenRefusedError, tokenIdentity } from './api-key.ts';
 import { bindingCookieName, bindingMatches, newBinding, startUrl } from './browser-binding.ts';

@@ -9,11 +9,11 @@ import {
 } from '../../../test/fakes/oauth-provider.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { buildApp } from '../../app.ts';
+import type { ServiceContext } from '../../context.ts';
 import { type Database, type Db, openDatabase } from '../../db/client.ts';
 import * as schema from '../../db/schema/index.ts';
 import { connections } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
-import type { ServiceContext } from '../../lib/context.ts';
 import { refreshExpiringConnections } from './jobs.ts';
 import { listActiveConnections } from './service.ts';
 import { APP_REDIRECT, authorize, connectAcme, execute } from './test-support.ts';

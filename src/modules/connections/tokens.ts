@@ -1,9 +1,15 @@
+import type { Deps } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { ConnectionRow } from '../../db/schema/index.ts';
-import type { Deps } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, NotFoundError } from '../../lib/errors.ts';
-import { type CatalogProvider, providerCatalog, providerCredentials, withFieldDefaults } from '../providers/catalog.ts';
-import { hasOAuth, type ProviderDefinition } from '../providers/schema.ts';
+import {
+  type CatalogProvider,
+  hasOAuth,
+  type ProviderDefinition,
+  providerCatalog,
+  providerCredentials,
+  withFieldDefaults,
+} from '../providers/index.ts';
 import { connectionsChanged } from './active-cache.ts';
 import { connectionEvent } from './events.ts';
 import { refreshTokens, TokenEndpointError } from './provider-oauth.ts';

@@ -1,8 +1,7 @@
-import type { ServiceContext } from '../../lib/context.ts';
-import { requireScope } from '../../lib/context.ts';
-import { providerCatalog } from '../providers/catalog.ts';
-import type { ToolSearchHit, ToolSearchQuery } from '../providers/schema.ts';
-import { searchCatalogTools } from '../providers/tool-search.ts';
+import type { ServiceContext } from '../../context.ts';
+import { requireScope } from '../../context.ts';
+import type { ToolSearchHit, ToolSearchQuery } from '../providers/index.ts';
+import { providerCatalog, searchCatalogTools } from '../providers/index.ts';
 import { activeConnectionRows } from './active-cache.ts';
 import { mayRunTool } from './tools.ts';
 

@@ -1,22 +1,24 @@
-import type { AgentTool } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import type { ServiceContext } from '../../context.ts';
+import { requireScope } from '../../context.ts';
 import type { ConnectionRow } from '../../db/schema/index.ts';
-import type { ServiceContext } from '../../lib/context.ts';
-import { requireScope } from '../../lib/context.ts';
 import { BadGatewayError, BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { REDACTED } from '../../lib/redact.ts';
-import { recordActivity } from '../activity/service.ts';
-import { findTool, providerCatalog } from '../providers/catalog.ts';
+import { recordActivity } from '../activity/index.ts';
+import type { ProviderDefinition, ProviderTool, ToolDefinition } from '../providers/index.ts';
 import {
   type BuiltRequest,
   buildToolRequest,
+  findTool,
+  listProviderTools,
+  mergePages,
   nextPageRequest,
+  providerCatalog,
   providerErrorMessage,
+  shapeToolResponse,
   ToolArgumentError,
-} from '../providers/request.ts';
-import { mergePages, shapeToolResponse } from '../providers/response.ts';
-import type { ProviderDefinition, ProviderTool, ToolDefinition } from '../providers/schema.ts';
-import { listProviderTools } from '../providers/service.ts';
+} from '../providers/index.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
 import { apiOf, withCredential } from './api-key.ts';
 import { connectionEvent } from './events.ts';
@@ -326,3 +328,9 @@ export async function providerAgentTools(
   }
   return out;
 }
+
+/** The `provider-tools` group: the tools of the caller's active connections. */
+export const providerToolGroup: AgentToolGroup = {
+  name: 'provider-tools',
+  tools: (ctx) => providerAgentTools(ctx, {}),
+};

@@ -1,12 +1,32 @@
 import { and, count, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
-import { type CreditTransactionRow, creditTransactions } from '../../db/schema/index.ts';
+import { accounts, type CreditTransactionRow, creditTransactions } from '../../db/schema/index.ts';
 import { newId } from '../../lib/ids.ts';
 import { offsetOf } from '../../lib/pagination.ts';
 import type { CreditTransactionType } from './kinds.ts';
 
 // The kinds live in kinds.ts (pages read them too); re-exported for the callers that import them from here.
 export { CREDIT_TRANSACTION_TYPES, type CreditTransactionType } from './kinds.ts';
+
+/** The account's stored balance; undefined for an account that is gone. */
+export async function storedBalance(db: Executor, accountId: string): Promise<number | undefined> {
+  const [row] = await db
+    .select({ creditBalance: accounts.creditBalance })
+    .from(accounts)
+    .where(eq(accounts.id, accountId))
+    .limit(1);
+  return row?.creditBalance;
+}
+
+/** The id of the account with this e-mail, whatever its case (a unique index on lower(email)). */
+export async function accountIdByEmail(db: Executor, email: string): Promise<string | undefined> {
+  const [row] = await db
+    .select({ id: accounts.id })
+    .from(accounts)
+    .where(sql`lower(${accounts.email}) = lower(${email})`)
+    .limit(1);
+  return row?.id;
+}
 
 export interface NewCreditTransaction {
   accountId: string;

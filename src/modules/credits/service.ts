@@ -1,9 +1,8 @@
+import type { Deps, PublicContext, ServiceContext } from '../../context.ts';
+import { requireScope } from '../../context.ts';
 import type { CreditTransactionRow } from '../../db/schema/index.ts';
-import type { Deps, PublicContext, ServiceContext } from '../../lib/context.ts';
-import { requireScope } from '../../lib/context.ts';
 import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
-import * as accountsRepo from '../accounts/repo.ts';
 import { type BankHold, type BankSettled, CreditBank, noWrites } from './bank.ts';
 import { ChargeJournal } from './journal.ts';
 import { USAGE_KINDS, type UsageDay, type UsageKind } from './kinds.ts';
@@ -87,8 +86,8 @@ export async function balanceAfter(deps: Deps, accountId: string): Promise<numbe
  * account and not yet held (leased credits left the stored balance). Undefined for an account that is gone.
  */
 export async function availableCredits(deps: Deps, accountId: string): Promise<number | undefined> {
-  const account = await accountsRepo.findAccountById(deps.database.db, accountId);
-  return account ? account.creditBalance + leasedCredits(deps, accountId) : undefined;
+  const stored = await repo.storedBalance(deps.database.db, accountId);
+  return stored === undefined ? undefined : stored + leasedCredits(deps, accountId);
 }
 
 /** Credits this instance has leased for the account and not yet held: they count as balance for the guard. */
@@ -205,12 +204,12 @@ export async function addCredits(
   }
   const existing = await repo.findByIdempotencyKey(ctx.db, input.idempotencyKey);
   if (existing) return { transaction: toTransaction(existing), duplicate: true };
-  const account = await accountsRepo.findAccountByEmail(ctx.db, input.email);
-  if (!account) throw new NotFoundError(`No account with e-mail ${input.email}`);
+  const accountId = await repo.accountIdByEmail(ctx.db, input.email);
+  if (!accountId) throw new NotFoundError(`No account with e-mail ${input.email}`);
   try {
     const row = await ctx.db.transaction((tx) =>
       repo.adjustBalance(tx, {
-        accountId: account.id,
+        accountId,
         amount: input.amount,
         type: 'topup',
         description: input.description ?? 'Top-up',

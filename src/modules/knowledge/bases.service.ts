@@ -1,6 +1,6 @@
 import type { Scope } from '../../auth/scopes.ts';
+import { requireScope, type ServiceContext } from '../../context.ts';
 import type { KnowledgeBaseRow, KnowledgeConfigRow } from '../../db/schema/index.ts';
-import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { ConflictError, ForbiddenError, isUniqueViolation, NotFoundError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { type Deps, type ServiceContext, systemContext } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type {
   KnowledgeBaseRow,
@@ -8,13 +9,12 @@ import type {
   PageType,
   Relationship,
 } from '../../db/schema/index.ts';
-import { PAGE_TYPES, RELATIONSHIP_TYPES } from '../../db/schema/index.ts';
-import { type Deps, type ServiceContext, systemContext } from '../../lib/context.ts';
+import { PAGE_TYPES, RELATIONSHIP_TYPES } from '../../db/values.ts';
 import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../../lib/json.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { ChatMessage } from '../../llm/types.ts';
-import { runCompletion } from '../llm/service.ts';
-import { emitEvent } from '../webhooks/service.ts';
+import { runCompletion } from '../llm/index.ts';
+import { emitEvent } from '../webhooks/index.ts';
 import { slugify } from './links.ts';
 import { logEvent, regenerateIndex, writePage } from './pages.write.ts';
 import * as repo from './repo.ts';

@@ -1,5 +1,5 @@
-import type { Deps } from '../../lib/context.ts';
-import * as agentsRepo from '../agents/repo.ts';
+import type { Deps } from '../../context.ts';
+import * as agentsRepo from '../agents/index.ts';
 import { ensureDefaultBase } from './bases.service.ts';
 import * as repo from './repo.ts';
 import { addSource, enqueueCompile } from './sources.service.ts';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import type { Deps } from '../../context.ts';
 import type { KnowledgeSourceRow } from '../../db/schema/index.ts';
 import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
 import { enqueuerFor } from '../../jobs/queue.ts';
-import type { Deps } from '../../lib/context.ts';
 import { documentText } from '../../lib/documents.ts';
 import { SafeFetchError, safeFetch } from '../../lib/safe-fetch.ts';
 import { readableText } from '../../lib/web-page.ts';

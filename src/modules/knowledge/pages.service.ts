@@ -1,5 +1,5 @@
+import type { ServiceContext } from '../../context.ts';
 import type { KnowledgePageRow, KnowledgePageVersionRow } from '../../db/schema/index.ts';
-import type { ServiceContext } from '../../lib/context.ts';
 import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import { ownedBase } from './bases.service.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PAGE_TYPES, RELATIONSHIP_TYPES, SOURCE_STATUSES, SOURCE_TYPES } from '../../db/schema/index.ts';
+import { PAGE_TYPES, RELATIONSHIP_TYPES, SOURCE_STATUSES, SOURCE_TYPES } from '../../db/values.ts';
 import { pageQuery, Timestamp } from '../../lib/pagination.ts';
 import { isSlug } from './links.ts';
 

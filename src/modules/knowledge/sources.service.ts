@@ -1,6 +1,6 @@
+import type { ServiceContext } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { KnowledgeBaseRow, KnowledgeSourceRow, SourceType } from '../../db/schema/index.ts';
-import type { ServiceContext } from '../../lib/context.ts';
 import { type DocumentKind, dataUriBytes, sniffDocument, uploadedDocumentText } from '../../lib/documents.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';

@@ -1,6 +1,6 @@
-import type { AgentTool } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import { requireScope, type ServiceContext } from '../../context.ts';
 import type { KnowledgeBaseRow } from '../../db/schema/index.ts';
-import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { BadRequestError, ForbiddenError, NotFoundError } from '../../lib/errors.ts';
 import { ensureDefaultBase, KNOWLEDGE_SCOPES, mayUseBase, ownedBase } from './bases.service.ts';
 import { INDEX_SLUG, slugify } from './links.ts';
@@ -153,3 +153,6 @@ export function knowledgeAgentTools(ctx: ServiceContext): AgentTool[] {
     },
   ];
 }
+
+/** The `knowledge-base` group. */
+export const knowledgeToolGroup: AgentToolGroup = { name: 'knowledge-base', tools: (ctx) => knowledgeAgentTools(ctx) };

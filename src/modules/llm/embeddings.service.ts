@@ -1,10 +1,10 @@
+import { requireScope, type ServiceContext } from '../../context.ts';
 import type { CancelSignal } from '../../lib/cancel.ts';
-import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { NotFoundError, ServiceUnavailableError } from '../../lib/errors.ts';
 import { creditsFor } from '../../llm/catalog.ts';
 import { countTokens, FRAMING_TOKENS } from '../../llm/tokens.ts';
 import type { EmbeddingList } from '../../llm/types.ts';
-import { holdCredits } from '../credits/service.ts';
+import { holdCredits } from '../credits/index.ts';
 import { type Billing, type Credits, NO_UPSTREAM, settle, upstreamFault } from './service.ts';
 
 export interface EmbeddingsRequest {

@@ -1,5 +1,5 @@
+import { requireScope, type ServiceContext } from '../../context.ts';
 import type { CancelSignal } from '../../lib/cancel.ts';
-import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import {
   type AnthropicMessageOut,
   fromMessagesRequest,

@@ -1,5 +1,5 @@
+import { requireScope, type ServiceContext } from '../../context.ts';
 import type { CancelSignal } from '../../lib/cancel.ts';
-import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import {
   type AppError,
   BadGatewayError,
@@ -12,21 +12,20 @@ import {
 import type { CatalogModel } from '../../llm/catalog.ts';
 import { creditsFor } from '../../llm/catalog.ts';
 import { countTokens, promptText, requestTokenBound } from '../../llm/tokens.ts';
-import type { ChatChunk, ChatCompletion, ChatRequest, ChatToolCall, Upstream, Usage } from '../../llm/types.ts';
+import type {
+  Billing,
+  ChatChunk,
+  ChatCompletion,
+  ChatRequest,
+  ChatToolCall,
+  Credits,
+  Upstream,
+  Usage,
+} from '../../llm/types.ts';
 import { UpstreamError } from '../../llm/types.ts';
-import type { CreditTransactionType } from '../credits/repo.ts';
-import { type CreditHold, holdCredits, settleCredits } from '../credits/service.ts';
+import { type CreditHold, holdCredits, settleCredits } from '../credits/index.ts';
 
-/** Who pays, and under which ledger type: the gateway itself, MCP's agent, or an agent chat. */
-export interface Billing {
-  type: Extract<CreditTransactionType, 'llm' | 'mcp' | 'agent' | 'task' | 'knowledge'>;
-  description?: string;
-}
-
-export interface Credits {
-  consumed: number;
-  remaining: number;
-}
+export type { Billing, Credits } from '../../llm/types.ts';
 
 export const NO_UPSTREAM =
   'No LLM upstream is configured: set LLM_BASE_URL (and LLM_API_KEY) for an OpenAI-compatible server, OPENAI_API_KEY, or ANTHROPIC_API_KEY';

@@ -1,8 +1,7 @@
 import { z } from 'zod';
+import type { ServiceContext } from '../../context.ts';
 import type { App } from '../../http/types.ts';
 import { NotFoundError } from '../../lib/errors.ts';
-import { searchProviderTools } from '../connections/tool-search.service.ts';
-import { listConnectionTools } from '../connections/tools.ts';
 import {
   Provider,
   ProviderParams,
@@ -14,8 +13,16 @@ import {
 } from './schema.ts';
 import * as service from './service.ts';
 
+/** What these routes ask of the connections area, given by the app (connections imports providers, not back). */
+export interface ConnectionToolsOf {
+  /** Tool search over the catalog, or over the caller's active connections (`connected=true`). */
+  searchProviderTools(ctx: ServiceContext, query: ToolSearchQuery): Promise<ToolSearchHit[]>;
+  /** The tools the caller may run on one of its connections of this provider. */
+  listConnectionTools(ctx: ServiceContext, providerId: string, connectionId: string): Promise<ProviderTool[]>;
+}
+
 /** `/api/v1/providers*` (SPEC §4 Providers). */
-export async function providerRoutes(app: App): Promise<void> {
+export async function providerRoutes(app: App, connections: ConnectionToolsOf): Promise<void> {
   const tags = ['Providers'];
   app.get(
     '/providers',
@@ -44,7 +51,7 @@ export async function providerRoutes(app: App): Promise<void> {
       },
       config: { scopes: ['connections'] },
     },
-    (req) => searchProviderTools(req.ctx, req.query),
+    (req) => connections.searchProviderTools(req.ctx, req.query),
   );
   app.get(
     '/providers/:providerId',
@@ -67,7 +74,7 @@ export async function providerRoutes(app: App): Promise<void> {
     },
     (req) =>
       req.query.connectionId
-        ? listConnectionTools(req.ctx, req.params.providerId, req.query.connectionId)
+        ? connections.listConnectionTools(req.ctx, req.params.providerId, req.query.connectionId)
         : service.listProviderTools(req.ctx, req.params.providerId),
   );
 }

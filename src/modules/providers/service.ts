@@ -1,5 +1,5 @@
 import type { Config } from '../../config.ts';
-import type { PublicContext, ServiceContext } from '../../lib/context.ts';
+import type { PublicContext, ServiceContext } from '../../context.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { type CatalogProvider, connectFields, isProviderConfigured, providerCatalog } from './catalog.ts';
 import { type AuthType, type Provider, type ProviderDefinition, type ProviderTool, providerField } from './schema.ts';

@@ -1,6 +1,6 @@
-import type { ServiceContext } from '../../lib/context.ts';
+import type { ServiceContext } from '../../context.ts';
 import { effectiveTimeout, type SandboxRequest, type SandboxResult, tierOf } from '../../sandbox/index.ts';
-import { holdCredits, settleCredits } from '../credits/service.ts';
+import { holdCredits, settleCredits } from '../credits/index.ts';
 
 /** The run, what it cost, and the balance after it (the answer's `X-Credits-Remaining`). */
 export type BilledSandboxResult = SandboxResult & { creditsCharged: number; creditsRemaining: number };

@@ -1,5 +1,5 @@
-import type { AgentTool } from '../../agent/tools.ts';
-import type { ServiceContext } from '../../lib/context.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import type { ServiceContext } from '../../context.ts';
 import { BadRequestError } from '../../lib/errors.ts';
 import { SANDBOX_LANGUAGES, type SandboxLanguage } from '../../sandbox/index.ts';
 import { runBilled } from './service.ts';
@@ -64,3 +64,6 @@ export function executeCodeTools(ctx: ServiceContext): AgentTool[] {
     },
   ];
 }
+
+/** The `execute-code` group. */
+export const executeCodeToolGroup: AgentToolGroup = { name: 'execute-code', tools: (ctx) => executeCodeTools(ctx) };

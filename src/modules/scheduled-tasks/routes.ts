@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { App } from '../../http/types.ts';
 import { paginated } from '../../lib/pagination.ts';
-import { AgentParams } from '../agents/schema.ts';
+import { AgentParams } from '../agents/index.ts';
 import { CreateTask, RunListQuery, Task, TaskListQuery, TaskParams, TaskRun, UpdateTask } from './schema.ts';
 import * as service from './service.ts';
 

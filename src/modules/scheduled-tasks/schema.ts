@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { TASK_RUN_STATUSES } from '../../db/schema/index.ts';
+import { TASK_RUN_STATUSES } from '../../db/values.ts';
 import { listQuery, pageQuery, Timestamp } from '../../lib/pagination.ts';
-import { AgentParams } from '../agents/schema.ts';
+import { AgentParams } from '../agents/index.ts';
 
 const fields = {
   name: z

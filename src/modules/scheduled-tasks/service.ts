@@ -1,11 +1,11 @@
 import { delegationOf } from '../../auth/delegation.ts';
+import { requireScope, type ServiceContext } from '../../context.ts';
 import type { ScheduledTaskRow, ScheduledTaskRunRow } from '../../db/schema/index.ts';
-import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
-import * as agentsRepo from '../agents/repo.ts';
-import { DEFAULT_AGENT_ID, ownedAgent } from '../agents/service.ts';
+import * as agentsRepo from '../agents/index.ts';
+import { AGENT_DELETED_REASON, type AgentDeletionHook, DEFAULT_AGENT_ID, ownedAgent } from '../agents/index.ts';
 import { checkCron, checkTimezone, describeCron, nextRun, nextRuns } from './cron.ts';
 import { enqueueTaskJob } from './jobs.ts';
 import * as repo from './repo.ts';
@@ -268,3 +268,10 @@ export async function runTaskNow(
     return toTaskRun(run);
   });
 }
+
+/** Deleting an agent disables its tasks, in the same transaction: they stay, with `AGENT_DELETED_REASON`. */
+export const taskAgentDeletion: AgentDeletionHook = {
+  within: async (tx, ctx, agentId) => {
+    await repo.disableTasksOfAgent(tx, ctx.accountId, agentId, AGENT_DELETED_REASON);
+  },
+};

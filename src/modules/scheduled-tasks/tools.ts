@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { AgentTool } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import type { ServiceContext } from '../../context.ts';
 import type { AgentRow } from '../../db/schema/index.ts';
-import type { ServiceContext } from '../../lib/context.ts';
 import { ValidationError } from '../../lib/errors.ts';
 import { CreateTask, type Task, UpdateTask } from './schema.ts';
 import * as service from './service.ts';
@@ -98,3 +98,10 @@ export function taskTools(ctx: ServiceContext, agent: AgentRow): AgentTool[] {
     },
   ];
 }
+
+/** The `account-tasks` group: the owner's tasks are the owner's to manage, so a channel's end users never get it. */
+export const taskToolGroup: AgentToolGroup = {
+  name: 'account-tasks',
+  ownerOnly: true,
+  tools: (ctx, run) => taskTools(ctx, run.agent),
+};

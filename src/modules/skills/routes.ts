@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { creditHeaders } from '../../http/credits.ts';
 import type { App } from '../../http/types.ts';
 import { listQuery, paginated } from '../../lib/pagination.ts';
-import { AgentParams, ListQuery } from '../agents/schema.ts';
+import { AgentParams, ListQuery } from '../agents/index.ts';
 import {
   AgentSkillLink,
   AgentSkillParams,

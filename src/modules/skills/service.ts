@@ -1,11 +1,11 @@
-import type { AgentTool } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import { requireScope, type ServiceContext } from '../../context.ts';
 import type { AgentRow, SkillRow } from '../../db/schema/index.ts';
-import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { ConflictError, isUniqueViolation, NotFoundError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
-import { ownedAgent } from '../agents/service.ts';
-import { askForJson, type Billed } from '../tools/generate.ts';
+import { ownedAgent } from '../agents/index.ts';
+import { askForJson, type Billed } from '../tools/index.ts';
 import * as repo from './repo.ts';
 import {
   type AgentSkillLink,
@@ -206,3 +206,10 @@ export function skillTools(ctx: ServiceContext, agent: Pick<AgentRow, 'id' | 'ac
     },
   ];
 }
+
+/** The `skills` group: its tools load a skill, and the agent's instructions list the skills it has. */
+export const skillToolGroup: AgentToolGroup = {
+  name: 'skills',
+  tools: (ctx, run) => skillTools(ctx, run.agent),
+  instructions: (ctx, agent) => skillIndexFor(ctx, agent),
+};

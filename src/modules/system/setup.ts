@@ -1,5 +1,5 @@
 import type { Config } from '../../config.ts';
-import { isProviderConfigured, providerCatalog } from '../providers/catalog.ts';
+import { isProviderConfigured, providerCatalog } from '../providers/index.ts';
 
 /** Something a fresh install lacks, what it stops and the settings that give it. */
 export interface SetupNotice {

@@ -1,8 +1,8 @@
 import type { z } from 'zod';
-import type { ServiceContext } from '../../lib/context.ts';
+import type { ServiceContext } from '../../context.ts';
 import { BadGatewayError } from '../../lib/errors.ts';
 import { nestedDeeperThan } from '../../lib/json.ts';
-import { type Credits, runCompletion } from '../llm/service.ts';
+import { type Credits, runCompletion } from '../llm/index.ts';
 
 /** What an LLM-assisted action answers, and its bill: all its model calls, the balance after the last. */
 export interface Billed<T> {

@@ -1,10 +1,9 @@
-import type { AgentTool } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import { requireScope, type ServiceContext } from '../../context.ts';
 import type { AgentRow, AgentToolRow, CustomToolRow } from '../../db/schema/index.ts';
-import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
-import { agentConfigChanged, cachedAgentConfig } from '../agents/config-cache.ts';
-import { ownedAgent } from '../agents/service.ts';
+import { agentConfigChanged, cachedAgentConfig, ownedAgent } from '../agents/index.ts';
 import * as repo from './repo.ts';
 import { runTool } from './run.ts';
 import type { AgentToolLink } from './schema.ts';
@@ -199,3 +198,6 @@ export async function linkedAgentTools(ctx: ServiceContext, agent: AgentRow): Pr
       },
     }));
 }
+
+/** The custom tools linked to the agent: every agent has this group (no name to enable). */
+export const linkedToolGroup: AgentToolGroup = { tools: (ctx, run) => linkedAgentTools(ctx, run.agent) };

@@ -1,7 +1,7 @@
+import type { ServiceContext } from '../../context.ts';
 import type { CustomToolRow } from '../../db/schema/index.ts';
-import type { ServiceContext } from '../../lib/context.ts';
 import { ValidationError } from '../../lib/errors.ts';
-import { runBilled } from '../sandbox/service.ts';
+import { runBilled } from '../sandbox/index.ts';
 import { argumentsProblem } from './check.ts';
 import type { ToolLanguage, ToolRun } from './schema.ts';
 

@@ -1,14 +1,19 @@
 import { z } from 'zod';
 import { type AgentTool, CATALOG_TOOLS } from '../../agent/tools.ts';
+import { requireScope, type ServiceContext } from '../../context.ts';
 import type { AgentRow, CustomToolRow } from '../../db/schema/index.ts';
-import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { ConflictError, ForbiddenError, isUniqueViolation, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
-import { toolsOf } from '../agents/chat.service.ts';
-import { agentConfigChanged } from '../agents/config-cache.ts';
-import { OWNER } from '../agents/conversations.service.ts';
-import { AVAILABLE_GROUPS, BUILT_IN_TOOL_GROUPS, type BuiltInToolGroup, GROUP_DESCRIPTIONS } from '../agents/schema.ts';
+import {
+  AVAILABLE_GROUPS,
+  agentConfigChanged,
+  BUILT_IN_TOOL_GROUPS,
+  type BuiltInToolGroup,
+  GROUP_DESCRIPTIONS,
+  OWNER,
+  toolsOf,
+} from '../agents/index.ts';
 import { parametersProblem, syntaxProblem } from './check.ts';
 import { askForJson, type Billed } from './generate.ts';
 import * as repo from './repo.ts';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ServiceContext } from '../../lib/context.ts';
+import type { ServiceContext } from '../../context.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import * as repo from './repo.ts';
 import type { ToolRun } from './schema.ts';

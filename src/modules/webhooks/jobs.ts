@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
+import type { Deps } from '../../context.ts';
 import type { WebhookEndpointRow } from '../../db/schema/index.ts';
 import { defineJob, type JobCatalog, type JobContext } from '../../jobs/definition.ts';
 import { enqueuerFor, errorText } from '../../jobs/queue.ts';
-import type { Deps } from '../../lib/context.ts';
 import { SafeFetchError, safeFetch } from '../../lib/safe-fetch.ts';
 import * as repo from './repo.ts';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { WEBHOOK_DELIVERY_STATUSES } from '../../db/schema/index.ts';
+import { WEBHOOK_DELIVERY_STATUSES } from '../../db/values.ts';
 import { Timestamp } from '../../lib/pagination.ts';
 
 /** Outbound webhooks (an extension: SPEC §6 leaves them unspecified): endpoints, their events and deliveries. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { requireScope, type ServiceContext } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { WebhookDeliveryRow, WebhookDeliveryStatus, WebhookEndpointRow } from '../../db/schema/index.ts';
-import { requireScope, type ServiceContext } from '../../lib/context.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';

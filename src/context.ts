@@ -1,16 +1,18 @@
 import type { Redis } from 'ioredis';
-import type { ActorCache } from '../auth/actor-cache.ts';
-import type { Scope } from '../auth/scopes.ts';
-import type { Config } from '../config.ts';
-import type { Database, Db } from '../db/client.ts';
-import type { LlmGateway } from '../llm/gateway.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
-import type { BackgroundTasks } from './background.ts';
-import type { KeyRing } from './crypto.ts';
-import { ForbiddenError } from './errors.ts';
-import { newId } from './ids.ts';
-import type { Logger } from './logger.ts';
-import type { NotificationHub } from './notifications.ts';
+import type { AgentDeletionHook, AgentPorts } from './agent/ports.ts';
+import type { AgentToolGroup } from './agent/tools.ts';
+import type { ActorCache } from './auth/actor-cache.ts';
+import type { Scope } from './auth/scopes.ts';
+import type { Config } from './config.ts';
+import type { Database, Db } from './db/client.ts';
+import type { BackgroundTasks } from './lib/background.ts';
+import type { KeyRing } from './lib/crypto.ts';
+import { ForbiddenError } from './lib/errors.ts';
+import { newId } from './lib/ids.ts';
+import type { Logger } from './lib/logger.ts';
+import type { NotificationHub } from './lib/notifications.ts';
+import type { LlmGateway } from './llm/gateway.ts';
+import type { Sandbox } from './sandbox/sandbox.ts';
 
 /** What every service may use; built once per process (or per test app). */
 export interface Deps {
@@ -32,6 +34,12 @@ export interface Deps {
   redis?: Redis | undefined;
   /** Set on SIGTERM: `/readyz` answers 503 so balancers stop sending, while requests are still served. */
   lifecycle: { draining: boolean };
+  /** The agent runtime's model calls and activity log (src/composition.ts). */
+  agentPorts: AgentPorts;
+  /** Every area's agent tool groups, in the order the model sees their tools (src/composition.ts). */
+  toolGroups: readonly AgentToolGroup[];
+  /** What other areas do when an agent is deleted (src/composition.ts). */
+  agentDeletion: readonly AgentDeletionHook[];
 }
 
 export type ProviderPermission = 'read' | 'read-write';

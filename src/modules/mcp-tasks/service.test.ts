@@ -2,12 +2,12 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError, type Task } from '@modelcontextprotocol/sdk/types.js';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeLlm, startFakeLlm } from '../../test/fakes/llm-upstream.ts';
-import { createHarness, createUser, type TestHarness } from '../../test/harness.ts';
-import { mcpTasks } from '../db/schema/index.ts';
-import type { App } from '../http/types.ts';
-import { sweepMcpTasks, TASK_STALE_MS } from './tasks.service.ts';
-import { connectMcp, listenMcpApp, mcpWrites as writes } from './test-support.ts';
+import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
+import { createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
+import { mcpTasks } from '../../db/schema/index.ts';
+import type { App } from '../../http/types.ts';
+import { connectMcp, listenMcpApp, mcpWrites as writes } from '../../mcp/test-support.ts';
+import { sweepMcpTasks, TASK_STALE_MS } from './service.ts';
 
 /** A promise and its resolver: the fake model holds an answer until the test lets it go. */
 function gate() {

@@ -1,6 +1,6 @@
 import { and, desc, eq, gt, inArray, lt, or, sql } from 'drizzle-orm';
-import type { Executor } from '../db/client.ts';
-import { type McpTaskRow, type McpTaskStatus, mcpTasks } from '../db/schema/index.ts';
+import type { Executor } from '../../db/client.ts';
+import { type McpTaskRow, type McpTaskStatus, mcpTasks } from '../../db/schema/index.ts';
 
 const LIVE: McpTaskStatus[] = ['working', 'input_required'];
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineJob, type JobCatalog } from '../jobs/definition.ts';
-import { sweepMcpTasks } from './tasks.service.ts';
+import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
+import { sweepMcpTasks } from './service.ts';
 
-/** Upkeep of MCP tasks (tasks.service.ts): expired ones deleted, runs lost with their instance failed. */
+/** Upkeep of MCP tasks (service.ts): expired ones deleted, runs lost with their instance failed. */
 export const mcpJobs = {
   'mcp.tasks-cleanup': defineJob({
     payload: z.object({}),

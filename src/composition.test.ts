@@ -1,7 +1,8 @@
 import { eq, inArray, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeOAuthProvider, fakeProvidersEnv, startFakeOAuthProvider } from '../../test/fakes/oauth-provider.ts';
-import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
+import { type FakeOAuthProvider, fakeProvidersEnv, startFakeOAuthProvider } from '../test/fakes/oauth-provider.ts';
+import { call, createHarness, createUser, type TestHarness } from '../test/harness.ts';
+import { enqueueJob, JOB_CATALOG } from './composition.ts';
 import {
   accounts,
   connections,
@@ -11,11 +12,10 @@ import {
   sessions,
   signInAttempts,
   toolTestRuns,
-} from '../db/schema/index.ts';
-import { connectAcme } from '../modules/connections/test-support.ts';
-import { placeHold } from '../modules/credits/repo.ts';
-import { enqueueJob, JOB_CATALOG } from './catalog.ts';
-import { JobWorker } from './worker.ts';
+} from './db/schema/index.ts';
+import { JobWorker } from './jobs/worker.ts';
+import { connectAcme } from './modules/connections/test-support.ts';
+import { placeHold } from './modules/credits/repo.ts';
 
 /**
  * The service's own jobs, enqueued and run through the queue and a worker as the scheduler would have them

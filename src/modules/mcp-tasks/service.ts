@@ -5,12 +5,12 @@ import type {
   TaskStore,
 } from '@modelcontextprotocol/sdk/experimental/tasks';
 import type { CallToolResult, Request, Task } from '@modelcontextprotocol/sdk/types.js';
-import { DEFAULT_AGENT_TIMEOUT_MS } from '../agent/runtime.ts';
-import { coversDelegation, delegationOf, readDelegation } from '../auth/delegation.ts';
-import type { McpTaskRow, McpTaskStatus } from '../db/schema/index.ts';
-import type { Deps, ServiceContext } from '../lib/context.ts';
-import { newId } from '../lib/ids.ts';
-import * as repo from './tasks.repo.ts';
+import { DEFAULT_AGENT_TIMEOUT_MS } from '../../agent/runtime.ts';
+import { coversDelegation, delegationOf, readDelegation } from '../../auth/delegation.ts';
+import type { Deps, ServiceContext } from '../../context.ts';
+import type { McpTaskRow, McpTaskStatus } from '../../db/schema/index.ts';
+import { newId } from '../../lib/ids.ts';
+import * as repo from './repo.ts';
 
 /** How long a task and its result are kept from its creation: the client's `ttl`, within these bounds. */
 export const TASK_TTL = { defaultMs: 60 * 60_000, minMs: 10 * 60_000, maxMs: 24 * 60 * 60_000 } as const;

@@ -1,0 +1,90 @@
+import { z } from 'zod';
+import type { AgentPorts } from './agent/ports.ts';
+import type { AgentToolGroup } from './agent/tools.ts';
+import { oauthJobs } from './auth/oauth/jobs.ts';
+import type { Executor } from './db/client.ts';
+import { defineJob, type JobCatalog } from './jobs/definition.ts';
+import { deleteOldJobs, type EnqueueOptions, enqueue } from './jobs/queue.ts';
+import { activityJobs, recordActivity } from './modules/activity/index.ts';
+import { type AgentDeletionHook, agentJobs, memoryToolGroup } from './modules/agents/index.ts';
+import { authJobs } from './modules/auth/index.ts';
+import { channelAgentDeletion, channelJobs } from './modules/channels/index.ts';
+import { connectionJobs, providerToolGroup } from './modules/connections/index.ts';
+import { creditJobs } from './modules/credits/index.ts';
+import { knowledgeJobs, knowledgeToolGroup } from './modules/knowledge/index.ts';
+import { runCompletion } from './modules/llm/index.ts';
+import { mcpJobs } from './modules/mcp-tasks/index.ts';
+import { executeCodeToolGroup } from './modules/sandbox/index.ts';
+import { taskAgentDeletion, taskJobs, taskToolGroup } from './modules/scheduled-tasks/index.ts';
+import { skillToolGroup } from './modules/skills/index.ts';
+import { linkedToolGroup, toolJobs } from './modules/tools/index.ts';
+import { webhookJobs } from './modules/webhooks/index.ts';
+
+/**
+ * The composition root: the one place that knows every area. It lists the agent tool groups and the job
+ * catalog, and gives the agent runtime its model calls; `createDeps` (src/runtime.ts) puts them in `Deps`.
+ */
+
+/** The agent tool groups of every area, in the order the model sees their tools. */
+export const AGENT_TOOL_GROUPS: readonly AgentToolGroup[] = [
+  providerToolGroup,
+  knowledgeToolGroup,
+  memoryToolGroup,
+  skillToolGroup,
+  executeCodeToolGroup,
+  linkedToolGroup,
+  taskToolGroup,
+];
+
+/** What the areas above agents do when an agent is deleted: channels release their webhooks, tasks are disabled. */
+export const AGENT_DELETION: readonly AgentDeletionHook[] = [channelAgentDeletion, taskAgentDeletion];
+
+/** The agent runtime's model calls and activity log. */
+export const AGENT_PORTS: AgentPorts = { complete: runCompletion, recordActivity };
+
+/** The queue's own upkeep: finished rows are kept for a while (operators look at them), then deleted. */
+const jobUpkeep = {
+  'jobs.cleanup': defineJob({
+    payload: z.object({}),
+    schedule: { cron: '17 * * * *' },
+    retry: { maxAttempts: 2, baseDelayMs: 60_000 },
+    run: (deps) =>
+      deleteOldJobs(deps.database.db, {
+        retentionDays: deps.config.jobs.retentionDays,
+        deadRetentionDays: deps.config.jobs.deadRetentionDays,
+      }),
+  }),
+} satisfies JobCatalog;
+
+/**
+ * Every job type the service runs, by name (`<area>.<action>`); each area declares its own in its `jobs.ts`.
+ * A worker claims only the types of its catalog, so an instance of an older version never takes a job it
+ * does not know.
+ */
+export const JOB_CATALOG = {
+  ...activityJobs,
+  ...agentJobs,
+  ...authJobs,
+  ...channelJobs,
+  ...connectionJobs,
+  ...creditJobs,
+  ...knowledgeJobs,
+  ...mcpJobs,
+  ...oauthJobs,
+  ...taskJobs,
+  ...toolJobs,
+  ...webhookJobs,
+  ...jobUpkeep,
+} satisfies JobCatalog;
+
+export type JobType = keyof typeof JOB_CATALOG;
+
+/** Enqueues a job of the service's catalog (see `enqueue`); pass a transaction to commit it with other writes. */
+export function enqueueJob<T extends JobType>(
+  db: Executor,
+  type: T,
+  payload: z.input<(typeof JOB_CATALOG)[T]['payload']>,
+  opts?: EnqueueOptions,
+): Promise<string | undefined> {
+  return enqueue(db, JOB_CATALOG, type, payload, opts);
+}

@@ -1,0 +1,15 @@
+/** The auth area's front door: what other areas, transports and the composition root use from it. */
+export { authJobs } from './jobs.ts';
+export { authRoutes } from './routes.ts';
+export { CreatePat, Signup } from './schema.ts';
+export {
+  authenticate,
+  createAccount,
+  createPat,
+  getPat,
+  hashPassword,
+  listPats,
+  logout,
+  revokePat,
+  signup,
+} from './service.ts';

@@ -1,0 +1,18 @@
+/** The connections area's front door: what other areas, transports and the composition root use from it. */
+export { connectionJobs } from './jobs.ts';
+export { connectionRoutes } from './routes.ts';
+export type { Connection, PendingFields } from './schema.ts';
+export {
+  authorizationFields,
+  createFromCatalog,
+  deleteConnection,
+  finalizePending,
+  getConnection,
+  getPendingFields,
+  initiateConnection,
+  listActiveConnections,
+  listConnections,
+  refreshConnection,
+} from './service.ts';
+export { searchProviderTools } from './tool-search.service.ts';
+export { listConnectionTools, providerAgentTools, providerToolGroup } from './tools.ts';

@@ -1,0 +1,17 @@
+/** The scheduled-tasks area's front door: what other areas, transports and the composition root use from it. */
+export { taskJobs } from './jobs.ts';
+export { scheduledTaskRoutes } from './routes.ts';
+export type { Task, TaskRun } from './schema.ts';
+export { CreateTask, UpdateTask } from './schema.ts';
+export {
+  createTask,
+  deleteTask,
+  getAccountTask,
+  listAccountTasks,
+  listRuns,
+  previewSchedule,
+  runTaskNow,
+  taskAgentDeletion,
+  updateTask,
+} from './service.ts';
+export { taskToolGroup, taskTools } from './tools.ts';

@@ -2,9 +2,8 @@ import { z } from 'zod';
 import type { AgentPorts } from './agent/ports.ts';
 import type { AgentToolGroup } from './agent/tools.ts';
 import { oauthJobs } from './auth/oauth/jobs.ts';
-import type { Executor } from './db/client.ts';
 import { defineJob, type JobCatalog } from './jobs/definition.ts';
-import { deleteOldJobs, type EnqueueOptions, enqueue } from './jobs/queue.ts';
+import { deleteOldJobs, enqueuerFor } from './jobs/queue.ts';
 import { activityJobs, recordActivity } from './modules/activity/index.ts';
 import { type AgentDeletionHook, agentJobs, memoryToolGroup } from './modules/agents/index.ts';
 import { authJobs } from './modules/auth/index.ts';
@@ -80,11 +79,4 @@ export const JOB_CATALOG = {
 export type JobType = keyof typeof JOB_CATALOG;
 
 /** Enqueues a job of the service's catalog (see `enqueue`); pass a transaction to commit it with other writes. */
-export function enqueueJob<T extends JobType>(
-  db: Executor,
-  type: T,
-  payload: z.input<(typeof JOB_CATALOG)[T]['payload']>,
-  opts?: EnqueueOptions,
-): Promise<string | undefined> {
-  return enqueue(db, JOB_CATALOG, type, payload, opts);
-}
+export const enqueueJob = enqueuerFor(JOB_CATALOG);

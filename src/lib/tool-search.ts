@@ -9,6 +9,20 @@
  * tools searched, and the index of a tool list is built once per list (`WeakMap`).
  */
 
+import {
+  DETERMINERS,
+  GENERIC_VERBS,
+  NOUN_VERBS,
+  POLITE,
+  QUALIFIERS,
+  READ_VERBS,
+  STOPWORDS,
+  SUITE_WORDS,
+  SYNONYMS,
+  VERB_MEANS,
+  WRITE_VERBS,
+} from './tool-search-lexicon.ts';
+
 /** What the search reads of a tool. */
 export interface SearchableTool {
   name: string;
@@ -39,250 +53,6 @@ const words = (s: string) =>
     .toLowerCase()
     .replace(/\be-mail/g, 'email')
     .match(/[a-z0-9]+/g) ?? [];
-
-/** Words that say nothing about which tool is meant. */
-const STOPWORDS = new Set(
-  "a an the my me i i'm im we our you your to of in on at for from with and or by is are be it its this that these those what whats which who when where how do does did can could would please about into all any some there their them s have has had just up out so as anything everything something than then been was were will want need like get got".split(
-    ' ',
-  ),
-);
-
-/**
- * How people ask against how tools are named: each word on the left also counts as the words on the right
- * (a little less than the word as written). Verbs map to the tool-name verbs, nouns to the APIs' nouns.
- */
-const SYNONYMS: Record<string, string[]> = {
-  find: ['search'],
-  look: ['search', 'get'],
-  lookup: ['search'],
-  show: ['list', 'get'],
-  read: ['get', 'list'],
-  see: ['list', 'get'],
-  check: ['list', 'get'],
-  view: ['list', 'get'],
-  whats: ['list'],
-  add: ['create'],
-  new: ['create'],
-  make: ['create'],
-  put: ['create', 'add'],
-  file: ['file'],
-  log: ['create', 'note'],
-  schedule: ['create', 'meeting', 'event'],
-  scheduled: ['event', 'meeting', 'calendar'],
-  book: ['create', 'event'],
-  set: ['update'],
-  setup: ['create'],
-  open: ['create', 'get'],
-  write: ['update', 'create'],
-  overwrite: ['update'],
-  change: ['update'],
-  edit: ['update'],
-  modify: ['update'],
-  rename: ['update', 'move'],
-  assign: ['assign', 'assignee'],
-  // Everyday verbs: "fire off a note", "bin the spam", "bump the standup", "ack the alert", "kill the run".
-  fire: ['send'],
-  crank: ['set', 'update'],
-  give: ['share', 'add'],
-  shoot: ['send'],
-  bin: ['trash', 'delete'],
-  drop: ['delete', 'remove'],
-  bump: ['update', 'move'],
-  ack: ['acknowledge'],
-  kill: ['cancel', 'stop', 'delete'],
-  chuck: ['add', 'create'],
-  stick: ['add', 'append', 'create'],
-  throw: ['add', 'create'],
-  jot: ['create', 'note'],
-  dig: ['search'],
-  access: ['share', 'permission'],
-  owe: ['invoice'],
-  owes: ['invoice'],
-  paged: ['incident', 'alert'],
-  blocking: ['issue'],
-  blocker: ['issue'],
-  spam: ['message', 'trash'],
-  sound: ['speech', 'voice', 'audio'],
-  speak: ['speech', 'voice'],
-  aloud: ['speech', 'voice'],
-  spanish: ['translate', 'language'],
-  french: ['translate', 'language'],
-  german: ['translate', 'language'],
-  italian: ['translate', 'language'],
-  portuguese: ['translate', 'language'],
-  japanese: ['translate', 'language'],
-  chinese: ['translate', 'language'],
-  english: ['translate', 'language'],
-  reassign: ['assign', 'assignee'],
-  duplicate: ['copy'],
-  clone: ['copy', 'fork'],
-  charge: ['payment', 'charge'],
-  pass: ['run', 'status', 'check'],
-  passed: ['run', 'status', 'check'],
-  passing: ['run', 'status', 'check'],
-  fail: ['run', 'status', 'check'],
-  failed: ['run', 'status', 'check'],
-  failing: ['run', 'status', 'check'],
-  fields: ['describe', 'field'],
-  columns: ['describe', 'column'],
-  schema: ['describe', 'schema'],
-  reschedule: ['update', 'event'],
-  move: ['move', 'update', 'transition'],
-  mark: ['update', 'modify'],
-  done: ['update', 'complete'],
-  complete: ['update'],
-  completed: ['update'],
-  close: ['update'],
-  remove: ['delete', 'trash', 'clear'],
-  erase: ['delete', 'clear'],
-  answer: ['reply', 'send'],
-  gcal: ['google', 'calendar', 'event'],
-  conflict: ['busy', 'free'],
-  conflicts: ['busy', 'free'],
-  cancel: ['delete', 'cancel'],
-  delete: ['delete', 'trash'],
-  post: ['send', 'create', 'message'],
-  say: ['send', 'message'],
-  tell: ['send', 'message'],
-  reply: ['send', 'reply'],
-  message: ['message', 'send', 'chat'],
-  dm: ['message', 'chat', 'direct'],
-  email: ['mail', 'message'],
-  mail: ['email', 'message'],
-  emails: ['mail', 'message'],
-  inbox: ['message', 'mail'],
-  unread: ['message', 'search'],
-  archive: ['label', 'move'],
-  star: ['label', 'star'],
-  starred: ['label'],
-  draft: ['draft'],
-  meeting: ['meeting', 'event', 'calendar'],
-  call: ['meeting'],
-  appointment: ['event'],
-  calendar: ['event', 'calendar'],
-  agenda: ['event', 'calendar'],
-  invite: ['event', 'invitation'],
-  time: ['event', 'time'],
-  today: ['event', 'calendar'],
-  tomorrow: ['event', 'calendar'],
-  tonight: ['event', 'calendar'],
-  week: ['event', 'calendar'],
-  monday: ['event', 'calendar'],
-  tuesday: ['event', 'calendar'],
-  wednesday: ['event', 'calendar'],
-  thursday: ['event', 'calendar'],
-  friday: ['event', 'calendar'],
-  saturday: ['event', 'calendar'],
-  sunday: ['event', 'calendar'],
-  free: ['busy', 'free'],
-  busy: ['free'],
-  push: ['update', 'move'],
-  queue: ['queue'],
-  available: ['free', 'busy'],
-  availability: ['free', 'busy'],
-  latest: ['recent', 'history', 'latest'],
-  recent: ['recent', 'history'],
-  last: ['recent', 'latest'],
-  lately: ['recently'],
-  said: ['message', 'history'],
-  tab: ['sheet', 'spreadsheet', 'range'],
-  cell: ['range'],
-  cells: ['range'],
-  column: ['range'],
-  row: ['row', 'record'],
-  spreadsheet: ['spreadsheet', 'sheet'],
-  server: ['guild'],
-  servers: ['guild'],
-  song: ['track'],
-  songs: ['track'],
-  music: ['track', 'playback'],
-  tune: ['track'],
-  liked: ['saved'],
-  listening: ['played'],
-  listened: ['played'],
-  playing: ['currently', 'playing'],
-  play: ['playback', 'start'],
-  skip: ['next'],
-  previous: ['previous'],
-  volume: ['volume'],
-  phone: ['contact'],
-  person: ['contact'],
-  people: ['contact', 'directory'],
-  colleague: ['directory'],
-  readme: ['readme', 'file', 'contents'],
-  attended: ['participant'],
-  attendee: ['participant'],
-  register: ['registrant'],
-  ticket: ['issue'],
-  tickets: ['issue'],
-  bug: ['issue'],
-  pr: ['pull', 'request'],
-  prs: ['pull', 'request'],
-  repo: ['repository'],
-  repos: ['repository'],
-  ci: ['workflow', 'check', 'run'],
-  approve: ['review', 'approve'],
-  doc: ['document', 'page', 'doc'],
-  note: ['note', 'page'],
-  todo: ['task'],
-  chore: ['task'],
-  subscribed: ['subscription'],
-  tweet: ['post', 'x'],
-  tweets: ['post', 'x'],
-  tweeted: ['post', 'x'],
-  retweet: ['repost'],
-  twitter: ['x'],
-  feed: ['timeline'],
-  mentions: ['mention'],
-  follows: ['follower'],
-  share: ['share', 'sharing', 'link'],
-  link: ['link'],
-  money: ['balance'],
-  paid: ['payment'],
-  unpaid: ['invoice'],
-  bill: ['invoice'],
-  refund: ['refund'],
-  customer: ['customer'],
-  deck: ['presentation', 'slide'],
-  slides: ['presentation', 'slide'],
-  lead: ['record'],
-  opportunity: ['record', 'query'],
-  opportunities: ['record', 'query'],
-  visitors: ['report', 'analytics'],
-  traffic: ['report', 'analytics'],
-  assigned: ['assign', 'assignee'],
-  assignee: ['assignee', 'assigned'],
-  mine: ['my'],
-};
-
-/** Words naming a whole suite of providers, not one of them. */
-const SUITE_WORDS = new Set(['google', 'microsoft']);
-
-/** Request words that ask to read, and words that ask to change something; the first one found decides. */
-const READ_VERBS = new Set(
-  'what whats which who when where how any list show find search read see check view get look lookup display count did have dig'.split(
-    ' ',
-  ),
-);
-const WRITE_VERBS = new Set(
-  'add create new make put post send reply draft write update edit change set rename move mark close complete delete remove trash archive cancel assign reassign fire shoot bin drop bump ack kill chuck stick throw jot start stop crank give share schedule book invite log file comment merge approve star like follow bookmark retweet tweet upload append clear pause skip play accept decline redeploy rerun subscribe refund charge request duplicate clone transition label react message dm ping push email mail text answer reschedule'.split(
-    ' ',
-  ),
-);
-
-/** Verbs that name a kind of action, not a thing: "find", "show", "create". */
-const GENERIC_VERBS = new Set(
-  'find look lookup show read see check view get list search display add create new make update edit change modify set remove delete erase send'.split(
-    ' ',
-  ),
-);
-
-/** Words that narrow what is asked (when, which ones) rather than say it: they count half. */
-const QUALIFIERS = new Set(
-  'last latest recent recently lately today tomorrow tonight yesterday week month year monday tuesday wednesday thursday friday saturday sunday next previous upcoming old new first current open unread all'.split(
-    ' ',
-  ),
-);
 
 /** A crude stem: plural and verb endings off, so "meetings" finds "meeting" and "labelled" "label". */
 function stem(w: string): string {
@@ -426,31 +196,6 @@ function actionOf(all: string[]): { intent: 'read' | 'write'; verbs: Set<string>
   }
   return undefined;
 }
-
-/** Nouns used as verbs ("email the team"): what they mean as the request's action. */
-const VERB_MEANS: Record<string, string[]> = {
-  // An action many APIs name create_<thing> (create_refund, create_payment_intent).
-  refund: ['refund', 'create'],
-  assign: ['assign', 'add', 'update'],
-  reassign: ['assign', 'add', 'update'],
-  tweet: ['create', 'post'],
-  charge: ['create', 'charge'],
-  request: ['request'],
-  email: ['send'],
-  mail: ['send'],
-  message: ['send'],
-  dm: ['send'],
-  text: ['send'],
-  ping: ['send'],
-};
-
-/** Nouns that are verbs only when they open the request. */
-const NOUN_VERBS = new Set(['email', 'mail', 'message', 'text', 'dm', 'ping', 'request', 'charge', 'new']);
-const POLITE = new Set(['please', 'pls', 'kindly', 'go', 'ahead', 'quickly', 'also', 'now', 'then', 'let', 'lets']);
-
-const DETERMINERS = new Set(
-  'the a an my this that these those your our his her their its every each anything something nothing'.split(' '),
-);
 
 /** Interrogatives: a question reads (lists, gets or searches). */
 const QUESTION_WORDS = new Set('what whats which who when where how any did have'.split(' '));

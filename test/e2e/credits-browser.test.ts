@@ -18,7 +18,9 @@ describe.skipIf(!runBrowser)('credit usage and history (chromium)', () => {
   it('the chart shows each kind; the history filters by kind and pages; no sideways scroll at 390 px', async () => {
     const user = await createUser(h.app, { name: 'Credit User' });
     const today = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`);
-    const at = (daysAgo: number, hour: number) => new Date(today - daysAgo * 86_400_000 + hour * 3_600_000);
+    // Seconds after the day's start: today's rows stay older than the welcome grant at any hour of the run (at hours
+    // after midnight they were newer than it before 06:00 UTC).
+    const at = (daysAgo: number, second: number) => new Date(today - daysAgo * 86_400_000 + second * 1000);
     const row = (type: string, amount: number, createdAt: Date, description: string) => ({
       id: newId('creditTransaction'),
       accountId: user.account.id,

@@ -4,7 +4,8 @@
  *
  * Words used below:
  * - an area: `src/modules/<area>/`; its front door is `src/modules/<area>/index.ts`.
- * - infrastructure: `src/lib`, `src/db`, `src/http`, `src/jobs`, `src/llm`, `src/sandbox`, `src/agent`.
+ * - infrastructure: `src/lib`, `src/db`, `src/http`, `src/jobs`, `src/llm-upstreams`, `src/code-runner`, `src/agent`,
+ *   `src/access` but its OAuth server (`src/access/oauth/`, which signs in accounts and lists their knowledge bases).
  * - a transport: a `routes.ts` file, `src/web/`, `src/mcp/`.
  * - the database: drizzle-orm, `src/db/` (but `src/db/values.ts`, plain constant lists), and the repos
  *   (`repo.ts`, `*.repo.ts`): the only files allowed to import drizzle-orm or `src/db`.
@@ -13,7 +14,7 @@
  */
 const AREA = '^src/modules/([^/]+)/';
 const FRONT_DOOR = '^src/modules/[^/]+/index\\.ts$';
-const INFRASTRUCTURE = '^src/(lib|db|http|jobs|llm|sandbox|agent)/';
+const INFRASTRUCTURE = '^src/(lib|db|http|jobs|llm-upstreams|code-runner|agent)/|^src/access/(?!oauth/)';
 const TRANSPORT = ['^src/(web|mcp)/', '(^|[/.-])routes\\.ts$'];
 const COMPOSITION_ROOT = '^src/(app|main|cli|runtime|composition)\\.ts$';
 const REPO = '(^|[/.-])repo\\.ts$';
@@ -79,7 +80,7 @@ module.exports = {
       name: 'service-never-imports-fastify',
       comment: 'Only transports and src/http know fastify; services take plain values and a Logger.',
       severity: 'error',
-      from: { path: '^src/', pathNot: [...TRANSPORT, '^src/http/', '^src/auth/guard\\.ts$', COMPOSITION_ROOT] },
+      from: { path: '^src/', pathNot: [...TRANSPORT, '^src/http/', '^src/access/guard\\.ts$', COMPOSITION_ROOT] },
       to: { path: FASTIFY },
     },
     {

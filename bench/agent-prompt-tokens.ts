@@ -1,7 +1,7 @@
 import { offeredTools, openingMessages } from '../src/agent/runtime.ts';
-import type { AgentTool } from '../src/agent/tools.ts';
+import type { AgentTool } from '../src/agent/tool-group.ts';
 import { loadConfig } from '../src/config.ts';
-import { countTokens } from '../src/llm/tokens.ts';
+import { countTokens } from '../src/llm-upstreams/tokens.ts';
 import { providerCatalog } from '../src/modules/providers/catalog.ts';
 
 /**

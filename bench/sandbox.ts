@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { DEFAULT_SANDBOX_OPTIONS, Sandbox, type SandboxLanguage } from '../src/sandbox/index.ts';
+import { DEFAULT_SANDBOX_OPTIONS, Sandbox, type SandboxLanguage } from '../src/code-runner/index.ts';
 import type { BenchResult, Figure } from './lib.ts';
 
 /**

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { offeredTools, openingMessages } from '../src/agent/runtime.ts';
-import { type AgentTool, searchTools } from '../src/agent/tools.ts';
+import { type AgentTool, searchTools } from '../src/agent/tool-group.ts';
 import { loadConfig } from '../src/config.ts';
 import { PACKAGE_ROOT } from '../src/lib/paths.ts';
-import { countTokens } from '../src/llm/tokens.ts';
-import { agentToolName, providerKeywords } from '../src/modules/connections/tools.ts';
+import { countTokens } from '../src/llm-upstreams/tokens.ts';
+import { agentToolName, providerKeywords } from '../src/modules/connections/provider-tools.ts';
 import { providerCatalog } from '../src/modules/providers/catalog.ts';
 
 /**

@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { z } from 'zod';
-import { ALL_SCOPES, isScope, SCOPES, type Scope } from './auth/scopes.ts';
+import { ALL_SCOPES, isScope, SCOPES, type Scope } from './access/scopes.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import type { Actor, PublicContext, ServiceContext } from './context.ts';
 import { generateKeySpec, parseKeys } from './lib/crypto.ts';
@@ -193,7 +193,7 @@ const COMMANDS: Record<string, Command> = {
     options: {},
     database: true,
     async run(_args, { ctx, out }) {
-      const { keysRotate } = await import('./auth/oauth/cli-commands.ts');
+      const { keysRotate } = await import('./access/oauth/cli-commands.ts');
       for (const line of await keysRotate(ctx)) out(line);
     },
   },
@@ -270,7 +270,7 @@ const COMMANDS: Record<string, Command> = {
     },
     database: true,
     async run(args, { ctx, out }) {
-      const { clientAllowWhitelabel } = await import('./auth/oauth/cli-commands.ts');
+      const { clientAllowWhitelabel } = await import('./access/oauth/cli-commands.ts');
       out(await clientAllowWhitelabel(ctx, String(args.email), args.revoke !== true));
     },
   },

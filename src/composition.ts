@@ -1,7 +1,7 @@
 import { z } from 'zod';
+import { oauthJobs } from './access/oauth/jobs.ts';
 import type { AgentPorts } from './agent/ports.ts';
-import type { AgentToolGroup } from './agent/tools.ts';
-import { oauthJobs } from './auth/oauth/jobs.ts';
+import type { AgentToolGroup } from './agent/tool-group.ts';
 import { defineJob, type JobCatalog } from './jobs/definition.ts';
 import { deleteOldJobs, enqueuerFor } from './jobs/queue.ts';
 import { activityJobs, recordActivity } from './modules/activity/index.ts';
@@ -10,13 +10,13 @@ import { authJobs } from './modules/auth/index.ts';
 import { channelAgentDeletion, channelJobs } from './modules/channels/index.ts';
 import { connectionJobs, providerToolGroup } from './modules/connections/index.ts';
 import { creditJobs } from './modules/credits/index.ts';
+import { linkedToolGroup, toolJobs } from './modules/custom-tools/index.ts';
 import { knowledgeJobs, knowledgeToolGroup } from './modules/knowledge/index.ts';
 import { runCompletion } from './modules/llm/index.ts';
 import { mcpJobs } from './modules/mcp-tasks/index.ts';
 import { executeCodeToolGroup } from './modules/sandbox/index.ts';
 import { taskAgentDeletion, taskJobs, taskToolGroup } from './modules/scheduled-tasks/index.ts';
 import { skillToolGroup } from './modules/skills/index.ts';
-import { linkedToolGroup, toolJobs } from './modules/tools/index.ts';
 import { webhookJobs } from './modules/webhooks/index.ts';
 
 /**

@@ -255,7 +255,7 @@ export const ENV_REFERENCE: Record<EnvName, SettingDoc> = {
   ANTHROPIC_BASE_URL: { group: 'LLM gateway', meaning: "Anthropic's API address" },
   MODELS_FILE: {
     group: 'LLM gateway',
-    default: 'the shipped `src/llm/models.json`',
+    default: 'the shipped `src/llm-upstreams/models.json`',
     meaning:
       'a model catalog of your own: `{models: [{id, upstream, upstreamModel, tier, promptRate, completionRate, contextWindow, maxOutputTokens, capabilities}]}`',
   },

@@ -276,7 +276,7 @@ export interface ChannelsConfig {
   webchatDailyPerChannel: number;
 }
 
-/** The code sandbox (src/sandbox) and its billing (SPEC §8). */
+/** The code sandbox (src/code-runner) and its billing (SPEC §8). */
 export interface SandboxConfig {
   /** Credits per started second in the QuickJS sandbox (JavaScript, TypeScript); `SANDBOX_CREDITS_PER_SECOND`. */
   creditsPerSecond: number;

@@ -1,8 +1,9 @@
 import type { Redis } from 'ioredis';
+import type { ActorCache } from './access/actor-cache.ts';
+import type { Scope } from './access/scopes.ts';
 import type { AgentDeletionHook, AgentPorts } from './agent/ports.ts';
-import type { AgentToolGroup } from './agent/tools.ts';
-import type { ActorCache } from './auth/actor-cache.ts';
-import type { Scope } from './auth/scopes.ts';
+import type { AgentToolGroup } from './agent/tool-group.ts';
+import type { Sandbox } from './code-runner/sandbox.ts';
 import type { Config } from './config.ts';
 import type { Database, Db } from './db/client.ts';
 import type { BackgroundTasks } from './lib/background.ts';
@@ -11,8 +12,7 @@ import { ForbiddenError } from './lib/errors.ts';
 import { newId } from './lib/ids.ts';
 import type { Logger } from './lib/logger.ts';
 import type { NotificationHub } from './lib/notifications.ts';
-import type { LlmGateway } from './llm/gateway.ts';
-import type { Sandbox } from './sandbox/sandbox.ts';
+import type { LlmGateway } from './llm-upstreams/gateway.ts';
 
 /** What every service may use; built once per process (or per test app). */
 export interface Deps {
@@ -28,7 +28,7 @@ export interface Deps {
   background: BackgroundTasks;
   /** The database's notifications, fanned out in this process (conversation events). */
   notifications: NotificationHub;
-  /** The code sandbox: started on its first run, closed with the app (src/sandbox). */
+  /** The code sandbox: started on its first run, closed with the app (src/code-runner). */
   sandbox: Sandbox;
   /** Shared counters (rate limits) when `REDIS_URL` is set; the database is the shared store otherwise. */
   redis?: Redis | undefined;

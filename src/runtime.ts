@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { ActorCache } from './auth/actor-cache.ts';
+import { ActorCache } from './access/actor-cache.ts';
+import { Sandbox } from './code-runner/sandbox.ts';
 import { AGENT_DELETION, AGENT_PORTS, AGENT_TOOL_GROUPS } from './composition.ts';
 import type { Config } from './config.ts';
 import type { Deps } from './context.ts';
@@ -8,8 +9,7 @@ import { BackgroundTasks } from './lib/background.ts';
 import { type KeyRing, loadKeyRing } from './lib/crypto.ts';
 import type { Logger } from './lib/logger.ts';
 import { NotificationHub } from './lib/notifications.ts';
-import { createLlmGateway } from './llm/gateway.ts';
-import { Sandbox } from './sandbox/sandbox.ts';
+import { createLlmGateway } from './llm-upstreams/gateway.ts';
 
 export interface Runtime {
   database: Database;

@@ -3,7 +3,7 @@
  * (`*.unit.test.ts`). CI runs them once, in the PostgreSQL run (test/run-once.ts): a second run on the other
  * database would test nothing new. `test/database-free.unit.test.ts` fails when one of them opens a database.
  */
-const FOLDERS = ['src/sandbox/', 'test/catalog/'];
+const FOLDERS = ['src/code-runner/', 'test/catalog/'];
 const SUFFIX = '.unit.test.ts';
 
 /** The same files as vitest globs. */

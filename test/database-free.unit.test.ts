@@ -21,7 +21,7 @@ describe('test files run on one database only', () => {
 
   it('are found, and the others open a database', () => {
     const free = files.filter(isDatabaseFree);
-    expect(free).toContain('src/sandbox/python.test.ts');
+    expect(free).toContain('src/code-runner/python.test.ts');
     expect(free).toContain('test/database-free.unit.test.ts');
     expect(free.length).toBeLessThan(files.length);
   });

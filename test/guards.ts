@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { ALL_SCOPES, type Scope } from '../src/auth/scopes.ts';
-import { anthropicErrorType } from '../src/llm/anthropic-messages.ts';
+import { ALL_SCOPES, type Scope } from '../src/access/scopes.ts';
+import { anthropicErrorType } from '../src/llm-upstreams/anthropic-messages.ts';
 import { call, createUser, type TestHarness, type TestUser } from './harness.ts';
 
 /** One part of a multipart/form-data body: a field, or a file when it has a `filename`. */

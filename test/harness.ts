@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
+import type { Scope } from '../src/access/scopes.ts';
 import { buildApp } from '../src/app.ts';
-import type { Scope } from '../src/auth/scopes.ts';
 import { type Config, loadConfig } from '../src/config.ts';
 import type { Actor, PublicContext, ServiceContext } from '../src/context.ts';
 import { type Database, openDatabase } from '../src/db/client.ts';
@@ -237,7 +237,7 @@ export async function createUser(app: App, opts: { name?: string; email?: string
     kind: 'session',
     accountId: session.account.id,
     tokenId: 'test',
-    scopes: new Set(Object.keys((await import('../src/auth/scopes.ts')).SCOPES) as Scope[]),
+    scopes: new Set(Object.keys((await import('../src/access/scopes.ts')).SCOPES) as Scope[]),
     providerPermissions: {},
     defaultProviderPermission: 'read-write',
     creditBalance: session.account.creditBalance,

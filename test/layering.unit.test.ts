@@ -138,27 +138,30 @@ describe('layering rules', () => {
     ]);
   });
 
-  it('refuse lib, agent, llm, db, jobs, http and sandbox importing an area, even through its front door', async () => {
+  it('refuse lib, agent, llm-upstreams, db, jobs, http, code-runner and access (but its OAuth server) importing an area, even through its front door', async () => {
     const breach = "import { getThing } from '../modules/things/index.ts';\nexport const x = getThing;\n";
     expect(
       await violations({
         ...AREA,
         'src/lib/helper.ts': breach,
         'src/agent/runtime.ts': breach,
-        'src/llm/gateway.ts': breach,
+        'src/llm-upstreams/gateway.ts': breach,
         'src/db/seed.ts': breach,
         'src/jobs/catalog.ts': breach,
         'src/http/metrics.ts': breach,
-        'src/sandbox/bridge.ts': breach,
+        'src/code-runner/bridge.ts': breach,
+        'src/access/guard.ts': breach,
+        'src/access/oauth/provider.ts': breach,
       }),
     ).toEqual([
+      'infrastructure-imports-no-area: src/access/guard.ts -> src/modules/things/index.ts',
       'infrastructure-imports-no-area: src/agent/runtime.ts -> src/modules/things/index.ts',
+      'infrastructure-imports-no-area: src/code-runner/bridge.ts -> src/modules/things/index.ts',
       'infrastructure-imports-no-area: src/db/seed.ts -> src/modules/things/index.ts',
       'infrastructure-imports-no-area: src/http/metrics.ts -> src/modules/things/index.ts',
       'infrastructure-imports-no-area: src/jobs/catalog.ts -> src/modules/things/index.ts',
       'infrastructure-imports-no-area: src/lib/helper.ts -> src/modules/things/index.ts',
-      'infrastructure-imports-no-area: src/llm/gateway.ts -> src/modules/things/index.ts',
-      'infrastructure-imports-no-area: src/sandbox/bridge.ts -> src/modules/things/index.ts',
+      'infrastructure-imports-no-area: src/llm-upstreams/gateway.ts -> src/modules/things/index.ts',
       'lib-imports-only-lib: src/lib/helper.ts -> src/modules/things/index.ts',
     ]);
   });

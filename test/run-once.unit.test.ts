@@ -22,7 +22,7 @@ describe('test files CI runs on one database only', () => {
   it('are the page tests and two process tests on PGlite, the database-free files on PostgreSQL', () => {
     expect(runOnceOn('test/e2e/agents-browser.test.ts')).toBe('pglite');
     expect(runOnceOn('test/slow-body.test.ts')).toBe('pglite');
-    expect(runOnceOn('src/sandbox/python.test.ts')).toBe('pg');
+    expect(runOnceOn('src/code-runner/python.test.ts')).toBe('pg');
     expect(runOnceOn('test/e2e/oauth-flow.test.ts')).toBeUndefined();
     expect(files.filter((f) => runOnceOn(f) === undefined).length).toBeGreaterThan(files.length / 2);
   });
@@ -30,7 +30,7 @@ describe('test files CI runs on one database only', () => {
   it('leave out the other run’s files only with TEST_RUN_ONCE=1', () => {
     expect(leftOutOfRun({})).toEqual([]);
     expect(leftOutOfRun({ TEST_DB: 'pg' })).toEqual([]);
-    expect(leftOutOfRun({ TEST_RUN_ONCE: '1' })).toContain('src/sandbox/**');
+    expect(leftOutOfRun({ TEST_RUN_ONCE: '1' })).toContain('src/code-runner/**');
     expect(leftOutOfRun({ TEST_RUN_ONCE: '1', TEST_DB: 'pg' })).toContain('test/e2e/**/*-browser.test.ts');
   });
 

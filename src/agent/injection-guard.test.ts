@@ -7,11 +7,11 @@ import { type FakeLlm, startFakeLlm } from '../../test/fakes/llm-upstream.ts';
 import { createHarness, createUser, type TestHarness, type TestUser } from '../../test/harness.ts';
 import { loadConfig } from '../config.ts';
 import { creditTransactions } from '../db/schema/index.ts';
-import { loadCatalog } from '../llm/catalog.ts';
+import { loadCatalog } from '../llm-upstreams/catalog.ts';
 import { detectInjection } from './injection.ts';
 import { GUARD_TEXT_LIMIT, guardVerdictOf } from './injection-guard.ts';
 import { runAgent } from './runtime.ts';
-import type { AgentTool } from './tools.ts';
+import type { AgentTool } from './tool-group.ts';
 
 /**
  * INJECTION_GUARD_MODEL through the production path: the MCP SDK client calls use-agent over HTTP, the guard

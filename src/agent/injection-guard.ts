@@ -1,5 +1,5 @@
 import type { ServiceContext } from '../context.ts';
-import type { Billing, Credits } from '../llm/types.ts';
+import type { Billing, Credits } from '../llm-upstreams/types.ts';
 import { detectInjection, INJECTION_THRESHOLD, type InjectionFamily, type InjectionVerdict } from './injection.ts';
 
 /**

@@ -2,7 +2,7 @@ import type { ServiceContext } from '../context.ts';
 import type { Executor } from '../db/client.ts';
 import type { ActivityEntry } from '../lib/activity.ts';
 import type { CancelSignal } from '../lib/cancel.ts';
-import type { Billing, ChatCompletion, ChatRequest, Credits } from '../llm/types.ts';
+import type { Billing, ChatCompletion, ChatRequest, Credits } from '../llm-upstreams/types.ts';
 
 /**
  * What the agent runtime calls beyond itself, given by the composition root (src/composition.ts): the billed

@@ -5,7 +5,7 @@ import { createHarness, createUser, type TestHarness } from '../../test/harness.
 import { creditTransactions } from '../db/schema/index.ts';
 import { sanitizeOutput } from './output.ts';
 import { runAgent } from './runtime.ts';
-import type { AgentTool } from './tools.ts';
+import type { AgentTool } from './tool-group.ts';
 
 const tool = (name: string, run: AgentTool['run'], extra: Partial<AgentTool> = {}): AgentTool => ({
   name,

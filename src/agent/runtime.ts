@@ -3,10 +3,10 @@ import type { ActivitySource } from '../lib/activity.ts';
 import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../lib/json.ts';
 import { redactSecrets } from '../lib/redact.ts';
 import { endSpan, inSpan, startSpan, within } from '../lib/tracing.ts';
-import type { Billing, ChatMessage, ChatTool, ChatToolCall, Credits } from '../llm/types.ts';
+import type { Billing, ChatMessage, ChatTool, ChatToolCall, Credits } from '../llm-upstreams/types.ts';
 import { TOOL_OUTPUT_THRESHOLD } from './injection.ts';
 import { judgeInjection } from './injection-guard.ts';
-import { type AgentTool, CATALOG_TOOLS, DIRECT_TOOL_LIMIT, searchTools, toChatTool } from './tools.ts';
+import { type AgentTool, CATALOG_TOOLS, DIRECT_TOOL_LIMIT, searchTools, toChatTool } from './tool-group.ts';
 
 /**
  * The ReAct runtime shared by MCP's use-agent, agent chat and scheduled tasks: the model reasons, calls tools,

@@ -14,7 +14,7 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../lib/errors.ts';
-import { anthropicErrorType } from '../llm/anthropic-messages.ts';
+import { anthropicErrorType } from '../llm-upstreams/anthropic-messages.ts';
 
 const CONTEXT_NAMES: Record<string, string> = {
   querystring: 'query',

@@ -6,7 +6,7 @@ import type {
   RawServerDefault,
 } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { Scope } from '../auth/scopes.ts';
+import type { Scope } from '../access/scopes.ts';
 import type { Actor, Deps, PublicContext, ServiceContext } from '../context.ts';
 import type { JobRunner } from '../jobs/runner.ts';
 

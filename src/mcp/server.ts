@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { judgeInjection } from '../agent/injection-guard.ts';
 import { sanitizeOutput } from '../agent/output.ts';
 import { AgentError, runAgent } from '../agent/runtime.ts';
-import type { AgentTool } from '../agent/tools.ts';
+import type { AgentTool } from '../agent/tool-group.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError, CreditsExhaustedError } from '../lib/errors.ts';
 import { redactSecrets } from '../lib/redact.ts';

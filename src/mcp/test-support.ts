@@ -4,7 +4,7 @@ import {
   type StreamableHTTPClientTransportOptions,
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { TestHarness } from '../../test/harness.ts';
-import type { AgentTool } from '../agent/tools.ts';
+import type { AgentTool } from '../agent/tool-group.ts';
 import type { App } from '../http/types.ts';
 import type { McpSources } from './server.ts';
 

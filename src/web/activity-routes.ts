@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { OAuthServer } from '../access/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { listActivity } from '../modules/activity/index.ts';
 import { type ActivityFilter, activityPage, EMPTY_ACTIVITY_FILTER } from './activity-pages.ts';

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { OAuthServer } from '../access/oauth/server.ts';
 import { toAppError } from '../http/error-handler.ts';
 import { startSse } from '../http/sse.ts';
 import type { App } from '../http/types.ts';

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { SESSION_COOKIE, sessionActor } from '../auth/browser-session.ts';
-import { publicContextOf } from '../auth/guard.ts';
-import type { OAuthServer } from '../auth/oauth/server.ts';
+import { SESSION_COOKIE, sessionActor } from '../access/browser-session.ts';
+import { publicContextOf } from '../access/guard.ts';
+import type { OAuthServer } from '../access/oauth/server.ts';
 import type { Actor } from '../context.ts';
 import type { App } from '../http/types.ts';
 import { findAccountProfile } from '../modules/accounts/index.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { OAuthServer } from '../access/oauth/server.ts';
 import type { ServiceContext } from '../context.ts';
 import type { App } from '../http/types.ts';
 import { AppError, BadGatewayError, GatewayTimeoutError, NotFoundError, ValidationError } from '../lib/errors.ts';

@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { publicContextOf, serviceContextOf } from '../auth/guard.ts';
-import { KNOWLEDGE_BASES_PARAM, parseKnowledgeBaseIds } from '../auth/oauth/policy.ts';
-import type { OAuthServer } from '../auth/oauth/server.ts';
-import { ALL_SCOPES } from '../auth/scopes.ts';
+import { publicContextOf, serviceContextOf } from '../access/guard.ts';
+import { KNOWLEDGE_BASES_PARAM, parseKnowledgeBaseIds } from '../access/oauth/policy.ts';
+import type { OAuthServer } from '../access/oauth/server.ts';
+import { ALL_SCOPES } from '../access/scopes.ts';
 import type { App } from '../http/types.ts';
 import * as authService from '../modules/auth/index.ts';
 import * as authClientsService from '../modules/auth-clients/index.ts';

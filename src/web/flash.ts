@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { SESSION_COOKIE } from '../auth/browser-session.ts';
+import { SESSION_COOKIE } from '../access/browser-session.ts';
 import { LinkCode } from '../modules/channels/index.ts';
 import { secureCookies } from './session.ts';
 

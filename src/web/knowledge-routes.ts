@@ -1,7 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { OAuthServer } from '../access/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError, ConflictError, PayloadTooLargeError } from '../lib/errors.ts';
 import type { LintFinding } from '../modules/knowledge/index.ts';

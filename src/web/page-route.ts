@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { serviceContextOf } from '../auth/guard.ts';
-import type { OAuthServer } from '../auth/oauth/server.ts';
+import { serviceContextOf } from '../access/guard.ts';
+import type { OAuthServer } from '../access/oauth/server.ts';
 import type { ServiceContext } from '../context.ts';
 import type { App } from '../http/types.ts';
 import { AppError, NotFoundError } from '../lib/errors.ts';

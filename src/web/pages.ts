@@ -1,4 +1,4 @@
-import { SCOPES } from '../auth/scopes.ts';
+import { SCOPES } from '../access/scopes.ts';
 import type { AuthorizedApp } from '../modules/auth-clients/index.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import { mcpClientConfigs, TOKEN_PLACEHOLDER } from './mcp-client-pages.ts';

@@ -1,4 +1,4 @@
-import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { OAuthServer } from '../access/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { activityPageRoutes } from './activity-routes.ts';
 import { agentPageRoutes } from './agent-routes.ts';

@@ -1,12 +1,12 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { SESSION_COOKIE } from '../auth/browser-session.ts';
+import { SESSION_COOKIE } from '../access/browser-session.ts';
 import type { Deps } from '../context.ts';
 import { servedOrigins } from '../http/origins.ts';
 
 /**
  * The browser session of the first-party pages: an HttpOnly, SameSite=Lax cookie (Secure under https)
- * holding a session token (src/auth/browser-session.ts reads it).
+ * holding a session token (src/access/browser-session.ts reads it).
  */
 /** Random per browser; forms carry its HMAC (signed double-submit CSRF token). */
 export const CSRF_COOKIE = 'sb_csrf';

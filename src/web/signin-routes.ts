@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { serviceContextOf } from '../auth/guard.ts';
-import type { OAuthServer } from '../auth/oauth/server.ts';
+import { serviceContextOf } from '../access/guard.ts';
+import type { OAuthServer } from '../access/oauth/server.ts';
 import type { PublicContext } from '../context.ts';
 import { ipKey } from '../http/rate-limit.ts';
 import type { App } from '../http/types.ts';

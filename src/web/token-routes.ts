@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { OAuthServer } from '../auth/oauth/server.ts';
-import { ALL_SCOPES, type Scope } from '../auth/scopes.ts';
+import type { OAuthServer } from '../access/oauth/server.ts';
+import { ALL_SCOPES, type Scope } from '../access/scopes.ts';
 import type { App } from '../http/types.ts';
 import { type AppError, NotFoundError } from '../lib/errors.ts';
 import * as authService from '../modules/auth/index.ts';

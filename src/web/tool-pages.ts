@@ -1,6 +1,6 @@
 import type { Agent } from '../modules/agents/index.ts';
+import { type AgentToolLink, TOOL_LANGUAGES, type Tool, type ToolRun } from '../modules/custom-tools/index.ts';
 import type { Skill } from '../modules/skills/index.ts';
-import { type AgentToolLink, TOOL_LANGUAGES, type Tool, type ToolRun } from '../modules/tools/index.ts';
 import { type Html, html, layout, notice } from './html.ts';
 import type { PageUser } from './pages.ts';
 

@@ -1,21 +1,9 @@
 import { z } from 'zod';
-import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { OAuthServer } from '../access/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError, NotFoundError } from '../lib/errors.ts';
 import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../lib/json.ts';
 import { listAgents } from '../modules/agents/index.ts';
-import {
-  agentIdsOfSkill,
-  CreateSkill,
-  createSkill,
-  deleteSkill,
-  getSkill,
-  linkSkill,
-  listSkills,
-  UpdateSkill,
-  unlinkSkill,
-  updateSkill,
-} from '../modules/skills/index.ts';
 import {
   CreateTool,
   createTool,
@@ -31,7 +19,19 @@ import {
   unlinkTool,
   updateTool,
   updateToolSecrets,
-} from '../modules/tools/index.ts';
+} from '../modules/custom-tools/index.ts';
+import {
+  agentIdsOfSkill,
+  CreateSkill,
+  createSkill,
+  deleteSkill,
+  getSkill,
+  linkSkill,
+  listSkills,
+  UpdateSkill,
+  unlinkSkill,
+  updateSkill,
+} from '../modules/skills/index.ts';
 import { BUSY_SCRIPT } from './assets.ts';
 import { formIssues, send } from './common.ts';
 import { redirectWithFlash, takeFlash } from './flash.ts';

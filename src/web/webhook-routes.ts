@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { OAuthServer } from '../auth/oauth/server.ts';
+import type { OAuthServer } from '../access/oauth/server.ts';
 import type { App } from '../http/types.ts';
 import { AppError } from '../lib/errors.ts';
 import * as webhooks from '../modules/webhooks/index.ts';

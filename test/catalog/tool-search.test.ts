@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { catalogAgentTools, TOOL_SEARCH_SET, topFiveRate } from '../../bench/tool-search.ts';
-import { searchTools } from '../../src/agent/tools.ts';
+import { searchTools } from '../../src/agent/tool-group.ts';
 
 /**
  * The agent finds the right tool among every tool of the catalog: on the labelled requests of

@@ -1,6 +1,6 @@
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES } from '../../src/auth/scopes.ts';
+import { ALL_SCOPES } from '../../src/access/scopes.ts';
 import type { App } from '../../src/http/types.ts';
 import { createHarness, createUser, type TestHarness, type TestUser } from '../harness.ts';
 import { listeningApp, obtainTokens } from './oauth-helpers.ts';

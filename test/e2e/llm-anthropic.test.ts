@@ -39,7 +39,7 @@ describe('LLM gateway with an Anthropic upstream', () => {
     await fake.close();
   });
   beforeEach(async (ctx: TestContext) => {
-    // Until src/llm/gateway.ts builds anthropicUpstream for ANTHROPIC_API_KEY, these cannot run.
+    // Until src/llm-upstreams/gateway.ts builds anthropicUpstream for ANTHROPIC_API_KEY, these cannot run.
     if (!wired) ctx.skip();
     fake.reset();
     const user = await createUser(h.app);

@@ -5,7 +5,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ServiceContext } from '../../src/context.ts';
 import { knowledgeSources } from '../../src/db/schema/index.ts';
-import { knowledgeAgentTools } from '../../src/modules/knowledge/tools.ts';
+import { knowledgeAgentTools } from '../../src/modules/knowledge/agent-tools.ts';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../harness.ts';
 

@@ -1,5 +1,5 @@
 import { AgentError, runAgent } from '../../agent/runtime.ts';
-import type { AgentTool } from '../../agent/tools.ts';
+import type { AgentTool } from '../../agent/tool-group.ts';
 import type { ServiceContext } from '../../context.ts';
 import type { AgentRow, ChatFileRow, ConversationRow, MessageRow } from '../../db/schema/index.ts';
 import { utcDay, utcMonth } from '../../lib/dates.ts';
@@ -13,7 +13,7 @@ import {
 } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
-import type { ChatMessage } from '../../llm/types.ts';
+import type { ChatMessage } from '../../llm-upstreams/types.ts';
 import { balanceAfter } from '../credits/index.ts';
 import { type Billing, resolveModel } from '../llm/index.ts';
 import { OWNER } from './conversations.service.ts';

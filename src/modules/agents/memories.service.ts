@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tool-group.ts';
 import type { Deps, ServiceContext } from '../../context.ts';
 import { systemContext } from '../../context.ts';
 import type { AgentMemoryRow, AgentRow } from '../../db/schema/index.ts';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { CLIENT_ROLES } from '../../auth/oauth/policy.ts';
-import { redirectUriProblem } from '../../auth/oauth/redirect-uris.ts';
-import { ALL_SCOPES } from '../../auth/scopes.ts';
+import { CLIENT_ROLES } from '../../access/oauth/policy.ts';
+import { redirectUriProblem } from '../../access/oauth/redirect-uris.ts';
+import { ALL_SCOPES } from '../../access/scopes.ts';
 
 const MAX_LOGO_BYTES = 100 * 1024;
 const LOGO_DATA_URI = /^data:image\/(png|jpeg|gif|webp|svg\+xml);base64,([A-Za-z0-9+/]+={0,2})$/;

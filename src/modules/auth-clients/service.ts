@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { effectiveClientScopes, scopesForRoles } from '../../auth/oauth/policy.ts';
-import { ALL_SCOPES, type Scope } from '../../auth/scopes.ts';
+import { effectiveClientScopes, scopesForRoles } from '../../access/oauth/policy.ts';
+import { ALL_SCOPES, type Scope } from '../../access/scopes.ts';
 import { type PublicContext, requireFirstParty, requireScope, type ServiceContext } from '../../context.ts';
 import type { AuthClientRow } from '../../db/schema/index.ts';
 import { BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';

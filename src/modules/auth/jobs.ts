@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { deleteExpiredSessions, deleteSpentSignInAttempts } from '../../auth/repo.ts';
+import { deleteExpiredSessions, deleteSpentSignInAttempts } from '../../access/repo.ts';
 import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
 
 /** Background work of sign-in. */

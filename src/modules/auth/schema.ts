@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ALL_SCOPES } from '../../auth/scopes.ts';
+import { ALL_SCOPES } from '../../access/scopes.ts';
 import { Account } from '../accounts/index.ts';
 
 export const Signup = z

@@ -1,6 +1,6 @@
 import { hash, verify } from '@node-rs/argon2';
-import * as authRepo from '../../auth/repo.ts';
-import { ALL_SCOPES, type Scope } from '../../auth/scopes.ts';
+import * as authRepo from '../../access/repo.ts';
+import { ALL_SCOPES, type Scope } from '../../access/scopes.ts';
 import type { Config, PasswordHashing } from '../../config.ts';
 import { type PublicContext, requireFirstParty, type ServiceContext } from '../../context.ts';
 import type { PersonalAccessTokenRow } from '../../db/schema/index.ts';

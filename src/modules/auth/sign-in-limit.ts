@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { countSignInAttempts } from '../../auth/repo.ts';
+import { countSignInAttempts } from '../../access/repo.ts';
 import type { PublicContext } from '../../context.ts';
 import { TooManyRequestsError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';

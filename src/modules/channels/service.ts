@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { delegatedContext, delegationOf, intersectDelegations, readDelegation } from '../../auth/delegation.ts';
-import type { Scope } from '../../auth/scopes.ts';
+import { delegatedContext, delegationOf, intersectDelegations, readDelegation } from '../../access/delegation.ts';
+import type { Scope } from '../../access/scopes.ts';
 import { type Deps, requireScope, type ServiceContext } from '../../context.ts';
 import type {
   ChannelChatRow,

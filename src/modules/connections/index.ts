@@ -1,5 +1,6 @@
 /** The connections area's front door: what other areas, transports and the composition root use from it. */
 export { connectionJobs } from './jobs.ts';
+export { listConnectionTools, providerAgentTools, providerToolGroup } from './provider-tools.ts';
 export { connectionRoutes } from './routes.ts';
 export type { Connection, PendingFields } from './schema.ts';
 export {
@@ -15,4 +16,3 @@ export {
   refreshConnection,
 } from './service.ts';
 export { searchProviderTools } from './tool-search.service.ts';
-export { listConnectionTools, providerAgentTools, providerToolGroup } from './tools.ts';

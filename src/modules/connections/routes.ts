@@ -6,6 +6,7 @@ import { paginated } from '../../lib/pagination.ts';
 import { send as sendPage } from '../../web/common.ts';
 import { staleCallbackPage } from '../../web/connection-callback-page.ts';
 import { BINDING_COOKIE_PATH, bindingCookieName } from './browser-binding.ts';
+import { executeProviderTool } from './provider-tools.ts';
 import {
   AuthorizeQuery,
   CallbackQuery,
@@ -26,7 +27,6 @@ import {
 } from './schema.ts';
 import * as service from './service.ts';
 import { connectionSettings } from './settings.ts';
-import { executeProviderTool } from './tools.ts';
 
 /** `/api/v1/connections*` (SPEC §4 Connections) and `POST /providers/:providerId/tools/:toolName/execute`. */
 export async function connectionRoutes(app: App): Promise<void> {

@@ -1,4 +1,4 @@
-import { requireFirstPartyOrWhitelabel } from '../../auth/oauth/policy.ts';
+import { requireFirstPartyOrWhitelabel } from '../../access/oauth/policy.ts';
 import type { Config } from '../../config.ts';
 import type { Deps, PublicContext, ServiceContext } from '../../context.ts';
 import { requireScope } from '../../context.ts';

@@ -15,9 +15,9 @@ import * as schema from '../../db/schema/index.ts';
 import { connections } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 import { refreshExpiringConnections } from './jobs.ts';
+import { providerAgentTools } from './provider-tools.ts';
 import { listActiveConnections } from './service.ts';
 import { APP_REDIRECT, authorize, connectAcme, execute } from './test-support.ts';
-import { providerAgentTools } from './tools.ts';
 
 /**
  * The token lifecycle against the fake provider: fresh tokens for every use, one upstream refresh however

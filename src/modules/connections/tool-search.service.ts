@@ -3,7 +3,7 @@ import { requireScope } from '../../context.ts';
 import type { ToolSearchHit, ToolSearchQuery } from '../providers/index.ts';
 import { providerCatalog, searchCatalogTools } from '../providers/index.ts';
 import { activeConnectionRows } from './active-cache.ts';
-import { mayRunTool } from './tools.ts';
+import { mayRunTool } from './provider-tools.ts';
 
 /**
  * `GET /providers/tools/search`: the catalog's tools ranked for a request in plain words, by the ranking the

@@ -1,4 +1,4 @@
-import type { Scope } from '../../auth/scopes.ts';
+import type { Scope } from '../../access/scopes.ts';
 import { requireScope, type ServiceContext } from '../../context.ts';
 import type { KnowledgeBaseRow, KnowledgeConfigRow } from '../../db/schema/index.ts';
 import { ConflictError, ForbiddenError, isUniqueViolation, NotFoundError } from '../../lib/errors.ts';

@@ -12,7 +12,7 @@ import type {
 import { PAGE_TYPES, RELATIONSHIP_TYPES } from '../../db/values.ts';
 import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../../lib/json.ts';
 import type { Logger } from '../../lib/logger.ts';
-import type { ChatMessage } from '../../llm/types.ts';
+import type { ChatMessage } from '../../llm-upstreams/types.ts';
 import { runCompletion } from '../llm/index.ts';
 import { emitEvent } from '../webhooks/index.ts';
 import { slugify } from './links.ts';

@@ -1,4 +1,6 @@
 /** The knowledge area's front door: what other areas, transports and the composition root use from it. */
+
+export { knowledgeAgentTools, knowledgeToolGroup } from './agent-tools.ts';
 export {
   getKnowledgeBase,
   KNOWLEDGE_SCOPES,
@@ -38,4 +40,3 @@ export {
   listKnowledgeSources,
   reprocessKnowledgeSource,
 } from './sources.service.ts';
-export { knowledgeAgentTools, knowledgeToolGroup } from './tools.ts';

@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
-import { DEFAULT_CUSTOM_RATES } from '../../llm/catalog.ts';
+import { DEFAULT_CUSTOM_RATES } from '../../llm-upstreams/catalog.ts';
 
 /** `LLM_BASE_URL` without `LLM_MODELS`: the models come from the upstream's own `GET /models`. */
 describe('LLM model discovery', () => {

@@ -1,9 +1,9 @@
 import { requireScope, type ServiceContext } from '../../context.ts';
 import type { CancelSignal } from '../../lib/cancel.ts';
 import { NotFoundError, ServiceUnavailableError } from '../../lib/errors.ts';
-import { creditsFor } from '../../llm/catalog.ts';
-import { countTokens, FRAMING_TOKENS } from '../../llm/tokens.ts';
-import type { EmbeddingList } from '../../llm/types.ts';
+import { creditsFor } from '../../llm-upstreams/catalog.ts';
+import { countTokens, FRAMING_TOKENS } from '../../llm-upstreams/tokens.ts';
+import type { EmbeddingList } from '../../llm-upstreams/types.ts';
 import { holdCredits } from '../credits/index.ts';
 import { type Billing, type Credits, NO_UPSTREAM, settle, upstreamFault } from './service.ts';
 

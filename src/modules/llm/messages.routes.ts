@@ -10,7 +10,7 @@ import {
   type MessagesRequest,
   messagesStreamTranslator,
   type OutEvent,
-} from '../../llm/anthropic-messages.ts';
+} from '../../llm-upstreams/anthropic-messages.ts';
 import * as embeddings from './embeddings.service.ts';
 import * as messages from './messages.service.ts';
 import { clientGone } from './routes.ts';

@@ -5,9 +5,9 @@ import {
   fromMessagesRequest,
   type MessagesRequest,
   toMessagesResponse,
-} from '../../llm/anthropic-messages.ts';
-import { countTokens, promptText } from '../../llm/tokens.ts';
-import type { ChatRequest } from '../../llm/types.ts';
+} from '../../llm-upstreams/anthropic-messages.ts';
+import { countTokens, promptText } from '../../llm-upstreams/tokens.ts';
+import type { ChatRequest } from '../../llm-upstreams/types.ts';
 import {
   type Billing,
   type CompletionStream,

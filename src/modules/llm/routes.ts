@@ -6,7 +6,7 @@ import { endChatStream, pumpSse, startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
 import { Cancel } from '../../lib/cancel.ts';
 import { sseData } from '../../lib/sse.ts';
-import type { ChatRequest } from '../../llm/types.ts';
+import type { ChatRequest } from '../../llm-upstreams/types.ts';
 import { messagesRoutes } from './messages.routes.ts';
 import { ChatCompletionRequest, ModelList } from './schema.ts';
 import * as service from './service.ts';

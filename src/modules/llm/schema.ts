@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_CHOICES } from '../../llm/tokens.ts';
+import { MAX_CHOICES } from '../../llm-upstreams/tokens.ts';
 
 const Message = z.looseObject({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),

@@ -9,9 +9,9 @@ import {
   TooManyRequestsError,
   ValidationError,
 } from '../../lib/errors.ts';
-import type { CatalogModel } from '../../llm/catalog.ts';
-import { creditsFor } from '../../llm/catalog.ts';
-import { countTokens, promptText, requestTokenBound } from '../../llm/tokens.ts';
+import type { CatalogModel } from '../../llm-upstreams/catalog.ts';
+import { creditsFor } from '../../llm-upstreams/catalog.ts';
+import { countTokens, promptText, requestTokenBound } from '../../llm-upstreams/tokens.ts';
 import type {
   Billing,
   ChatChunk,
@@ -21,11 +21,11 @@ import type {
   Credits,
   Upstream,
   Usage,
-} from '../../llm/types.ts';
-import { UpstreamError } from '../../llm/types.ts';
+} from '../../llm-upstreams/types.ts';
+import { UpstreamError } from '../../llm-upstreams/types.ts';
 import { type CreditHold, holdCredits, settleCredits } from '../credits/index.ts';
 
-export type { Billing, Credits } from '../../llm/types.ts';
+export type { Billing, Credits } from '../../llm-upstreams/types.ts';
 
 export const NO_UPSTREAM =
   'No LLM upstream is configured: set LLM_BASE_URL (and LLM_API_KEY) for an OpenAI-compatible server, OPENAI_API_KEY, or ANTHROPIC_API_KEY';

@@ -5,8 +5,8 @@ import type {
   TaskStore,
 } from '@modelcontextprotocol/sdk/experimental/tasks';
 import type { CallToolResult, Request, Task } from '@modelcontextprotocol/sdk/types.js';
+import { coversDelegation, delegationOf, readDelegation } from '../../access/delegation.ts';
 import { DEFAULT_AGENT_TIMEOUT_MS } from '../../agent/runtime.ts';
-import { coversDelegation, delegationOf, readDelegation } from '../../auth/delegation.ts';
 import type { Deps, ServiceContext } from '../../context.ts';
 import type { McpTaskRow, McpTaskStatus } from '../../db/schema/index.ts';
 import { newId } from '../../lib/ids.ts';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { call, createUser, fakeLlmSuite, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { creditTransactions } from '../../db/schema/index.ts';
-import { EXECUTE_CODE_LIMITS } from './tools.ts';
+import { EXECUTE_CODE_LIMITS } from './agent-tools.ts';
 
 /** The `execute-code` built-in group, used by an agent through the scripted fake LLM upstream. */
 describe('execute-code', () => {

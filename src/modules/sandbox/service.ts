@@ -1,5 +1,5 @@
+import { effectiveTimeout, type SandboxRequest, type SandboxResult, tierOf } from '../../code-runner/index.ts';
 import type { ServiceContext } from '../../context.ts';
-import { effectiveTimeout, type SandboxRequest, type SandboxResult, tierOf } from '../../sandbox/index.ts';
 import { holdCredits, settleCredits } from '../credits/index.ts';
 
 /** The run, what it cost, and the balance after it (the answer's `X-Credits-Remaining`). */

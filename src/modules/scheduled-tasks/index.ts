@@ -1,4 +1,6 @@
 /** The scheduled-tasks area's front door: what other areas, transports and the composition root use from it. */
+
+export { taskToolGroup, taskTools } from './agent-tools.ts';
 export { taskJobs } from './jobs.ts';
 export { scheduledTaskRoutes } from './routes.ts';
 export type { Task, TaskRun } from './schema.ts';
@@ -14,4 +16,3 @@ export {
   taskAgentDeletion,
   updateTask,
 } from './service.ts';
-export { taskToolGroup, taskTools } from './tools.ts';

@@ -1,5 +1,5 @@
-import { delegatedContext, readDelegation } from '../../auth/delegation.ts';
-import type { Scope } from '../../auth/scopes.ts';
+import { delegatedContext, readDelegation } from '../../access/delegation.ts';
+import type { Scope } from '../../access/scopes.ts';
 import type { Deps } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { ScheduledTaskRunRow } from '../../db/schema/index.ts';

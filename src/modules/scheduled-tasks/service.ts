@@ -1,4 +1,4 @@
-import { delegationOf } from '../../auth/delegation.ts';
+import { delegationOf } from '../../access/delegation.ts';
 import { requireScope, type ServiceContext } from '../../context.ts';
 import type { ScheduledTaskRow, ScheduledTaskRunRow } from '../../db/schema/index.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.ts';

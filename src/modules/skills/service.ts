@@ -1,11 +1,11 @@
-import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tool-group.ts';
 import { requireScope, type ServiceContext } from '../../context.ts';
 import type { AgentRow, SkillRow } from '../../db/schema/index.ts';
 import { ConflictError, isUniqueViolation, NotFoundError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
 import { ownedAgent } from '../agents/index.ts';
-import { askForJson, type Billed } from '../tools/index.ts';
+import { askForJson, type Billed } from '../custom-tools/index.ts';
 import * as repo from './repo.ts';
 import {
   type AgentSkillLink,

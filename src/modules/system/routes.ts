@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SCOPES } from '../../auth/scopes.ts';
+import { SCOPES } from '../../access/scopes.ts';
 import type { App } from '../../http/types.ts';
 import { ServiceUnavailableError } from '../../lib/errors.ts';
 

@@ -1,4 +1,4 @@
-import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tool-group.ts';
 import { requireScope, type ServiceContext } from '../../context.ts';
 import type { AgentRow, AgentToolRow, CustomToolRow } from '../../db/schema/index.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tool-group.ts';
 import type { ServiceContext } from '../../context.ts';
 import type { AgentRow } from '../../db/schema/index.ts';
 import { ValidationError } from '../../lib/errors.ts';

@@ -1,7 +1,7 @@
-import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tool-group.ts';
+import { SANDBOX_LANGUAGES, type SandboxLanguage } from '../../code-runner/index.ts';
 import type { ServiceContext } from '../../context.ts';
 import { BadRequestError } from '../../lib/errors.ts';
-import { SANDBOX_LANGUAGES, type SandboxLanguage } from '../../sandbox/index.ts';
 import { runBilled } from './service.ts';
 
 /** The most code the model may send in one call. */

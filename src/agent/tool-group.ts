@@ -1,6 +1,6 @@
 import type { ServiceContext } from '../context.ts';
 import type { AgentRow } from '../db/schema/index.ts';
-import type { ChatTool } from '../llm/types.ts';
+import type { ChatTool } from '../llm-upstreams/types.ts';
 
 /** A tool the agent may call: provider tools, built-in groups and custom tools all take this shape. */
 export interface AgentTool {

@@ -2,10 +2,10 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cancel } from '../../lib/cancel.ts';
-import type { SseEvent } from '../../lib/sse.ts';
-import { UpstreamError } from '../types.ts';
+import { Cancel } from '../lib/cancel.ts';
+import type { SseEvent } from '../lib/sse.ts';
 import { END_OF_STREAM, postEvents, postJson } from './http.ts';
+import { UpstreamError } from './types.ts';
 
 /**
  * The upstream HTTP client against a real server on loopback: answers read as they come, streams that give

@@ -1,11 +1,11 @@
+import { FINISH, type StreamEvent, type ToolChoice } from './anthropic.ts';
 import type { ChatChunk, ChatCompletion, ChatMessage, ChatRequest, ChatTool, Usage } from './types.ts';
 import { UpstreamError } from './types.ts';
-import { FINISH, type StreamEvent, type ToolChoice } from './upstreams/anthropic.ts';
 
 /**
  * The Anthropic Messages API as a client speaks it (`POST /v1/messages`), translated to the gateway's one request
  * shape (OpenAI chat completions) and its answer back, so every upstream serves it: the OpenAI-compatible ones
- * directly, Anthropic through its adapter (upstreams/anthropic.ts), which translates the other way. What has no
+ * directly, Anthropic through its adapter (llm-upstreams/anthropic.ts), which translates the other way. What has no
  * chat-completions equivalent and would change the answer (documents, server tools, images in tool results) is
  * refused with a 400; what only tunes (top_k, thinking, cache_control, service_tier) is dropped.
  */

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { Cancel } from '../../lib/cancel.ts';
-import type { SseEvent } from '../../lib/sse.ts';
+import { Cancel } from '../lib/cancel.ts';
+import type { SseEvent } from '../lib/sse.ts';
 import { EventStream } from './http.ts';
 
 /** A stream's flow as undici hands it over: whether it is paused, how often it was told to, why it was aborted. */

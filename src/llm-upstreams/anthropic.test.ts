@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FAKE_ANTHROPIC_KEY, type FakeAnthropic, startFakeAnthropic } from '../../../test/fakes/anthropic.ts';
-import type { CatalogModel } from '../catalog.ts';
-import type { ChatChunk, ChatRequest, Upstream } from '../types.ts';
-import { UpstreamError } from '../types.ts';
+import { FAKE_ANTHROPIC_KEY, type FakeAnthropic, startFakeAnthropic } from '../../test/fakes/anthropic.ts';
 import { anthropicUpstream } from './anthropic.ts';
+import type { CatalogModel } from './catalog.ts';
+import type { ChatChunk, ChatRequest, Upstream } from './types.ts';
+import { UpstreamError } from './types.ts';
 
 const model: CatalogModel = {
   id: 'claude-test',

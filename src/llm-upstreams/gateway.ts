@@ -3,11 +3,11 @@ import { z } from 'zod';
 import type { Config } from '../config.ts';
 import type { Logger } from '../lib/logger.ts';
 import { tracingOn } from '../lib/tracing.ts';
+import { anthropicUpstream } from './anthropic.ts';
 import { type Catalog, type CatalogModel, DEFAULT_CUSTOM_RATES, loadCatalog, type UpstreamName } from './catalog.ts';
+import { openAiUpstream } from './openai.ts';
 import { tracedUpstream } from './traced.ts';
 import type { Upstream } from './types.ts';
-import { anthropicUpstream } from './upstreams/anthropic.ts';
-import { openAiUpstream } from './upstreams/openai.ts';
 
 /** The catalog and one client per configured upstream, built once per process. */
 export interface LlmGateway {

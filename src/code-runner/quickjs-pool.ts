@@ -87,7 +87,7 @@ export class QuickJsPool {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(sourceFile('sandbox', 'quickjs-worker.js'), {
+    const worker = new Worker(sourceFile('code-runner', 'quickjs-worker.js'), {
       // The worker sees no environment variables; its own heap is bounded too (QuickJS's memory is separate).
       env: {},
       execArgv: [],

@@ -1,4 +1,4 @@
-import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tool-group.ts';
 import type { ServiceContext } from '../../context.ts';
 import { requireScope } from '../../context.ts';
 import type { ConnectionRow } from '../../db/schema/index.ts';

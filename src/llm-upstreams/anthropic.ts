@@ -1,5 +1,6 @@
-import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../../lib/json.ts';
-import type { CatalogModel } from '../catalog.ts';
+import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../lib/json.ts';
+import type { CatalogModel } from './catalog.ts';
+import { faultOf, postEvents, postJson } from './http.ts';
 import type {
   ChatChunk,
   ChatChunkDelta,
@@ -10,9 +11,8 @@ import type {
   Upstream,
   UpstreamFault,
   Usage,
-} from '../types.ts';
-import { UpstreamError } from '../types.ts';
-import { faultOf, postEvents, postJson } from './http.ts';
+} from './types.ts';
+import { UpstreamError } from './types.ts';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 

@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, type Dispatcher, errors } from 'undici';
-import { type CancelSignal, onCancel } from '../../lib/cancel.ts';
-import { retryAfterSeconds } from '../../lib/dates.ts';
-import { type SseEvent, SseParser } from '../../lib/sse.ts';
-import { traceparent } from '../../lib/tracing.ts';
-import { UpstreamError } from '../types.ts';
+import { type CancelSignal, onCancel } from '../lib/cancel.ts';
+import { retryAfterSeconds } from '../lib/dates.ts';
+import { type SseEvent, SseParser } from '../lib/sse.ts';
+import { traceparent } from '../lib/tracing.ts';
+import { UpstreamError } from './types.ts';
 
 /**
  * The one HTTP client for LLM upstreams: pooled keep-alive connections (the gateway's latency budget leaves

@@ -1,4 +1,4 @@
-import type { AgentTool, AgentToolGroup } from '../../agent/tools.ts';
+import type { AgentTool, AgentToolGroup } from '../../agent/tool-group.ts';
 import { requireScope, type ServiceContext } from '../../context.ts';
 import type { KnowledgeBaseRow } from '../../db/schema/index.ts';
 import { BadRequestError, ForbiddenError, NotFoundError } from '../../lib/errors.ts';

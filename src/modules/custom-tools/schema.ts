@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { SANDBOX_LANGUAGES, SANDBOX_MAX_TIMEOUT_MS } from '../../code-runner/types.ts';
 import { Timestamp } from '../../lib/pagination.ts';
-import { SANDBOX_LANGUAGES, SANDBOX_MAX_TIMEOUT_MS } from '../../sandbox/types.ts';
 
 /**
  * SPEC §2 Custom tool and the agent-tool link. A tool's `name` is what the model calls it, so it follows the

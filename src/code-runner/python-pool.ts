@@ -209,14 +209,14 @@ export class PythonPool {
 
   /** Starts `child`'s sandbox process (see python-child.mjs), locked down as the module comment says. */
   private spawn(child: PyChild, mode: 'snapshot' | 'run', snapshotPath?: string): void {
-    const script = sourceFile('sandbox', 'python-child.mjs');
+    const script = sourceFile('code-runner', 'python-child.mjs');
     pyodideEntry ??= require.resolve('pyodide/pyodide.mjs');
     const proc = fork(script, [pathToFileURL(pyodideEntry).href, mode, ...(snapshotPath ? [snapshotPath] : [])], {
       env: {},
       execArgv: [
         PERMISSION_FLAG,
         `--allow-fs-read=${script}`,
-        `--allow-fs-read=${sourceFile('sandbox', 'output.mjs')}`,
+        `--allow-fs-read=${sourceFile('code-runner', 'output.mjs')}`,
         `--allow-fs-read=${dirname(pyodideEntry)}/`,
         ...(snapshotPath ? [`--allow-fs-read=${snapshotPath}`] : []),
         '--disallow-code-generation-from-strings',

@@ -2,7 +2,7 @@
 // as is). One run at a time, each in a fresh QuickJS module instance whose WebAssembly memory is bounded: a
 // memory bomb fails inside that memory and the instance is dropped. Nothing of the host is in scope: QuickJS
 // has no process, require, file system or timers; the bridge adds console, fetch (performed by the parent
-// through the SSRF guard), args and secrets. See src/sandbox/index.ts for the contract.
+// through the SSRF guard), args and secrets. See src/code-runner/index.ts for the contract.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';

@@ -1,6 +1,6 @@
-import type { SseEvent } from '../../lib/sse.ts';
-import type { ChatChunk, ChatCompletion, EmbeddingList, Upstream } from '../types.ts';
+import type { SseEvent } from '../lib/sse.ts';
 import { END_OF_STREAM, postEvents, postJson } from './http.ts';
+import type { ChatChunk, ChatCompletion, EmbeddingList, Upstream } from './types.ts';
 
 /** Any OpenAI-compatible server (OpenAI, OpenRouter, vLLM, Ollama, LM Studio): the request passes as is. */
 export function openAiUpstream(opts: { baseUrl: string; apiKey: string | undefined; timeoutMs: number }): Upstream {

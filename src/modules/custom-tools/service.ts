@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { type AgentTool, CATALOG_TOOLS } from '../../agent/tools.ts';
+import { type AgentTool, CATALOG_TOOLS } from '../../agent/tool-group.ts';
 import { requireScope, type ServiceContext } from '../../context.ts';
 import type { AgentRow, CustomToolRow } from '../../db/schema/index.ts';
 import { ConflictError, ForbiddenError, isUniqueViolation, NotFoundError, ValidationError } from '../../lib/errors.ts';

@@ -1,11 +1,12 @@
 import { configDefaults, defineConfig } from 'vitest/config';
-import { leftOutOfRun } from './test/run-once.ts';
+import { includedInRun, leftOutOfRun } from './test/run-once.ts';
 import { testTmpDir } from './test/tmp-dir.ts';
 
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-    // CI runs some files on one database only (test/run-once.ts).
+    // CI runs some files on one database only, and the files that start processes as a run of their own
+    // (test/run-once.ts).
+    include: includedInRun(process.env),
     exclude: [...configDefaults.exclude, ...leftOutOfRun(process.env)],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,

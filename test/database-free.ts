@@ -1,6 +1,6 @@
 /**
  * The test files that never open a database: the sandbox engine's, the provider catalog's checks, and pure logic
- * (`*.unit.test.ts`). CI runs them once, in the PostgreSQL run (test/run-once.ts): a second run on the other
+ * (`*.unit.test.ts`). CI runs them once, in one database's run (test/run-once.ts): a second run on the other
  * database would test nothing new. `test/database-free.unit.test.ts` fails when one of them opens a database.
  */
 const FOLDERS = ['src/code-runner/', 'test/catalog/'];

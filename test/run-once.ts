@@ -1,23 +1,50 @@
-import { DATABASE_FREE_GLOBS, isDatabaseFree } from './database-free.ts';
+import { isDatabaseFree } from './database-free.ts';
 
 /**
- * The test files CI runs on one database only. `.ci/run` runs both databases' suites side by side with
- * `TEST_RUN_ONCE=1`, and each run then leaves out the files assigned to the other; `npm test` and `npm run
- * test:pg` without it run every file.
- * - In the PostgreSQL run: the files that open no database (test/database-free.ts).
- * - In the PGlite run: the pages driven in chromium, and the started service's handling of trickled request
- *   bodies and of its own child processes and logs. They reach the database only through the services, whose own
- *   tests run on both databases; test/run-once.unit.test.ts fails when one of them runs or skips a test by
- *   database (behaviour of one database would then go untested on the other).
+ * How CI divides the test files (`.ci/run`). Without these settings `npm test` and `npm run test:pg` run every
+ * file; each setting only narrows a run.
+ *
+ * `TEST_RUN_ONCE=1`: the files that test nothing of one database's own run in one database's run only.
+ * - In the PGlite run: the provider catalog's checks (database-free), the pages driven in chromium, and the
+ *   started service's handling of trickled request bodies and of its own child processes and logs. They reach
+ *   the database only through the services, whose own tests run on both databases; test/run-once.unit.test.ts
+ *   fails when one of them runs or skips a test by database.
+ * - In the PostgreSQL run: the other database-free files (the code runner's, `*.unit.test.ts`).
+ *
+ * `TEST_PART=processes` runs only the files that start processes of their own (the CLI, servers, crashes, the
+ * cluster), `TEST_PART=rest` all but those. Those files spend most of their time waiting for the processes they
+ * started, so CI runs them as a third run beside the two databases' runs, where they fill the cores' idle time.
  */
 const PGLITE_ONLY_FILES = ['test/slow-body.test.ts', 'test/process-hygiene.test.ts'];
+const CATALOG_FOLDER = 'test/catalog/';
 const BROWSER_FOLDER = 'test/e2e/';
 const BROWSER_SUFFIX = '-browser.test.ts';
+
+/**
+ * The files that start processes (a server, the CLI, a worker to crash, three instances and a balancer):
+ * test/run-once.unit.test.ts fails when a file starts one and is not listed here.
+ */
+export const PROCESS_FILES = [
+  'src/db/pglite-remote.test.ts',
+  'src/jobs/crash.test.ts',
+  'src/modules/agents/crash.test.ts',
+  'src/modules/credits/crash.test.ts',
+  'src/modules/scheduled-tasks/crash.test.ts',
+  'test/cli-jobs.test.ts',
+  'test/cli.test.ts',
+  'test/cluster.test.ts',
+  'test/e2e/oauth-cli.test.ts',
+  'test/e2e/typed-client.test.ts',
+  'test/process-hygiene.test.ts',
+  'test/shutdown.test.ts',
+  'test/slow-body.test.ts',
+];
 
 export type TestDatabaseKind = 'pg' | 'pglite';
 
 /** The database whose run alone has this test file (its path from the repository's root) in CI, if one. */
 export function runOnceOn(file: string): TestDatabaseKind | undefined {
+  if (file.startsWith(CATALOG_FOLDER)) return 'pglite';
   if (isDatabaseFree(file)) return 'pg';
   if (PGLITE_ONLY_FILES.includes(file) || (file.startsWith(BROWSER_FOLDER) && file.endsWith(BROWSER_SUFFIX))) {
     return 'pglite';
@@ -25,13 +52,18 @@ export function runOnceOn(file: string): TestDatabaseKind | undefined {
   return undefined;
 }
 
-const GLOBS: Record<TestDatabaseKind, string[]> = {
-  pg: DATABASE_FREE_GLOBS,
-  pglite: [...PGLITE_ONLY_FILES, `${BROWSER_FOLDER}**/*${BROWSER_SUFFIX}`],
+const ONCE_GLOBS: Record<TestDatabaseKind, string[]> = {
+  pg: ['src/code-runner/**', '**/*.unit.test.ts'],
+  pglite: [`${CATALOG_FOLDER}**`, ...PGLITE_ONLY_FILES, `${BROWSER_FOLDER}**/*${BROWSER_SUFFIX}`],
 };
 
-/** What a run leaves out (vitest globs): with TEST_RUN_ONCE=1 the files that run once in the other database's run. */
+/** What a run leaves out (vitest globs): the other database's run-once files, and the other part's files. */
 export function leftOutOfRun(env: NodeJS.ProcessEnv): string[] {
-  if (env.TEST_RUN_ONCE !== '1') return [];
-  return env.TEST_DB === 'pg' ? GLOBS.pglite : GLOBS.pg;
+  const once = env.TEST_RUN_ONCE === '1' ? (env.TEST_DB === 'pg' ? ONCE_GLOBS.pglite : ONCE_GLOBS.pg) : [];
+  return env.TEST_PART === 'rest' ? [...once, ...PROCESS_FILES] : once;
+}
+
+/** What a run includes (vitest globs): with `TEST_PART=processes` the process files only. */
+export function includedInRun(env: NodeJS.ProcessEnv): string[] {
+  return env.TEST_PART === 'processes' ? PROCESS_FILES : ['src/**/*.test.ts', 'test/**/*.test.ts'];
 }

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { join, matchesGlob, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { leftOutOfRun, runOnceOn } from './run-once.ts';
+import { includedInRun, leftOutOfRun, PROCESS_FILES, runOnceOn } from './run-once.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -13,16 +13,28 @@ function testFiles(dir: string): string[] {
   });
 }
 
+/** A test file that starts a process of its own: a server, the CLI, a worker, a cluster. */
+const STARTS_PROCESS = /\b(startTestServer|startServer|startCluster|spawn|execFile|fork)\(|promisify\(execFile\)/;
+
+/** The files a run takes, as vitest selects them from its include and exclude globs. */
+function runFiles(files: string[], env: NodeJS.ProcessEnv): string[] {
+  const included = includedInRun(env);
+  const excluded = leftOutOfRun(env);
+  return files.filter((f) => included.some((g) => matchesGlob(f, g)) && !excluded.some((g) => matchesGlob(f, g)));
+}
+
 /** A test run or skipped by database, or an assertion made on one database only. */
 const BY_DATABASE = [/\.(skipIf|runIf)\([^)]*testDatabase/, /\.driver\s*[!=]==/];
 
 describe('test files CI runs on one database only', () => {
   const files = [...testFiles(join(ROOT, 'src')), ...testFiles(join(ROOT, 'test'))];
 
-  it('are the page tests and two process tests on PGlite, the database-free files on PostgreSQL', () => {
+  it('are the page tests, two process tests and the catalog checks on PGlite, the other database-free files on PostgreSQL', () => {
     expect(runOnceOn('test/e2e/agents-browser.test.ts')).toBe('pglite');
     expect(runOnceOn('test/slow-body.test.ts')).toBe('pglite');
+    expect(runOnceOn('test/catalog/generated.test.ts')).toBe('pglite');
     expect(runOnceOn('src/code-runner/python.test.ts')).toBe('pg');
+    expect(runOnceOn('src/lib/ids.unit.test.ts')).toBe('pg');
     expect(runOnceOn('test/e2e/oauth-flow.test.ts')).toBeUndefined();
     expect(files.filter((f) => runOnceOn(f) === undefined).length).toBeGreaterThan(files.length / 2);
   });
@@ -32,6 +44,28 @@ describe('test files CI runs on one database only', () => {
     expect(leftOutOfRun({ TEST_DB: 'pg' })).toEqual([]);
     expect(leftOutOfRun({ TEST_RUN_ONCE: '1' })).toContain('src/code-runner/**');
     expect(leftOutOfRun({ TEST_RUN_ONCE: '1', TEST_DB: 'pg' })).toContain('test/e2e/**/*-browser.test.ts');
+  });
+
+  it('CI’s runs take every file once on each database, or once in all when it is a run-once file', () => {
+    const ci = (db: 'pg' | 'pglite', part: 'rest' | 'processes') =>
+      runFiles(files, { TEST_RUN_ONCE: '1', TEST_PART: part, ...(db === 'pg' ? { TEST_DB: 'pg' } : {}) });
+    const runs = {
+      pg: [...ci('pg', 'rest'), ...ci('pg', 'processes')],
+      pglite: [...ci('pglite', 'rest'), ...ci('pglite', 'processes')],
+    };
+    for (const file of files) {
+      const once = runOnceOn(file);
+      const count = (db: 'pg' | 'pglite') => runs[db].filter((f) => f === file).length;
+      expect([file, count('pglite'), count('pg')]).toEqual([file, once === 'pg' ? 0 : 1, once === 'pglite' ? 0 : 1]);
+    }
+    expect(runFiles(files, {})).toEqual(files);
+    expect(runFiles(files, { TEST_DB: 'pg' })).toEqual(files);
+  });
+
+  it('list as process files exactly the files that start processes', () => {
+    const starting = files.filter((f) => STARTS_PROCESS.test(readFileSync(join(ROOT, f), 'utf8'))).sort();
+    expect(starting).toEqual([...PROCESS_FILES].sort());
+    expect(runFiles(files, { TEST_PART: 'processes' }).sort()).toEqual([...PROCESS_FILES].sort());
   });
 
   it('hold no test of one database’s behaviour', () => {

@@ -114,7 +114,13 @@ function bodyPointer(doc: OpenApiDocument, path: string, method: string): { poin
 
 function validatorFor(curated: CuratedProvider, doc: OpenApiDocument) {
   // OpenAPI 3.0 schemas: `nullable` is understood, vendor keywords (example, xml, x-*) ignored.
-  const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false, coerceTypes: 'array', inlineRefs: false });
+  const ajv = new Ajv({
+    strict: false,
+    allErrors: true,
+    validateFormats: false,
+    coerceTypes: 'array',
+    inlineRefs: false,
+  });
   const id = `https://description.invalid/${encodeURIComponent(curated.source.file)}`;
   // Examples are not schemas, and an example object holding `$id` (Box metadata) would confuse ajv's resolver.
   // The names a curated file declares `notRequired` are taken out of every `required` list, as the generator does.

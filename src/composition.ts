@@ -2,14 +2,21 @@ import { z } from 'zod';
 import { oauthJobs } from './access/oauth/jobs.ts';
 import type { AgentPorts } from './agent/ports.ts';
 import type { AgentToolGroup } from './agent/tool-group.ts';
+import type { AreaState, BaseDeps } from './context.ts';
 import { defineJob, type JobCatalog } from './jobs/definition.ts';
 import { deleteOldJobs, enqueuerFor } from './jobs/queue.ts';
-import { activityJobs, recordActivity } from './modules/activity/index.ts';
-import { type AgentDeletionHook, agentJobs, memoryToolGroup } from './modules/agents/index.ts';
+import { activityJobs, createActivityWriter, recordActivity } from './modules/activity/index.ts';
+import {
+  AgentConfigCache,
+  type AgentDeletionHook,
+  agentJobs,
+  ConversationLog,
+  memoryToolGroup,
+} from './modules/agents/index.ts';
 import { authJobs } from './modules/auth/index.ts';
 import { channelAgentDeletion, channelJobs } from './modules/channels/index.ts';
-import { connectionJobs, providerToolGroup } from './modules/connections/index.ts';
-import { creditJobs } from './modules/credits/index.ts';
+import { ActiveConnectionsCache, connectionJobs, providerToolGroup } from './modules/connections/index.ts';
+import { createCreditBank, creditJobs } from './modules/credits/index.ts';
 import { linkedToolGroup, toolJobs } from './modules/custom-tools/index.ts';
 import { knowledgeJobs, knowledgeToolGroup } from './modules/knowledge/index.ts';
 import { runCompletion } from './modules/llm/index.ts';
@@ -21,8 +28,21 @@ import { webhookJobs } from './modules/webhooks/index.ts';
 
 /**
  * The composition root: the one place that knows every area. It lists the agent tool groups and the job
- * catalog, and gives the agent runtime its model calls; `createDeps` (src/runtime.ts) puts them in `Deps`.
+ * catalog, gives the agent runtime its model calls and builds the areas' per-app state; `createDeps`
+ * (src/runtime.ts) puts them in `Deps`.
  */
+
+/** What each area holds for the app's lifetime (`Deps['areas']`, see `AreaState`), built once per `Deps`. */
+export function createAreaState(deps: BaseDeps): AreaState {
+  const ttlMs = deps.config.authCacheTtlMs;
+  return {
+    activityWriter: createActivityWriter(deps),
+    creditBank: createCreditBank(deps),
+    conversationLog: new ConversationLog(deps),
+    agentConfigCache: new AgentConfigCache(ttlMs),
+    activeConnectionsCache: new ActiveConnectionsCache(ttlMs),
+  };
+}
 
 /** The agent tool groups of every area, in the order the model sees their tools. */
 export const AGENT_TOOL_GROUPS: readonly AgentToolGroup[] = [

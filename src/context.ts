@@ -40,7 +40,26 @@ export interface Deps {
   toolGroups: readonly AgentToolGroup[];
   /** What other areas do when an agent is deleted (src/composition.ts). */
   agentDeletion: readonly AgentDeletionHook[];
+  /** What the areas hold for the app's lifetime, one of each per `Deps` (see `AreaState`). */
+  areas: AreaState;
 }
+
+/** `Deps` but the areas' state: what `createAreaState` (src/composition.ts) builds that state from. */
+export type BaseDeps = Omit<Deps, 'areas'>;
+
+/**
+ * The areas' per-app state (per process, per test app, per CLI run), built by `createAreaState`
+ * (src/composition.ts) when `Deps` is. This file imports no area (docs/architecture.md), so each area declares
+ * its member next to the code that uses it (`declare module '../../context.ts' { interface AreaState { … } }`):
+ * - `activityWriter` (activity/service.ts): the group commit of activity rows.
+ * - `creditBank` (credits/service.ts): credit leases and the group commit of charges; closed by `closeCredits`.
+ * - `conversationLog` (agents/events.service.ts): the group commit of conversations, messages and events.
+ * - `agentConfigCache` (agents/config-cache.ts): agent rows and linked tools a chat reads.
+ * - `activeConnectionsCache` (connections/active-cache.ts): each account's active connections.
+ * The group commits track their writes in `background`, which shutdown drains.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: the areas declare the members (declaration merging)
+export interface AreaState {}
 
 export type ProviderPermission = 'read' | 'read-write';
 

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
 import { ActorCache } from './access/actor-cache.ts';
 import { Sandbox } from './code-runner/sandbox.ts';
-import { AGENT_DELETION, AGENT_PORTS, AGENT_TOOL_GROUPS } from './composition.ts';
+import { AGENT_DELETION, AGENT_PORTS, AGENT_TOOL_GROUPS, createAreaState } from './composition.ts';
 import type { Config } from './config.ts';
-import type { Deps } from './context.ts';
+import type { BaseDeps, Deps } from './context.ts';
 import { type Database, openDatabase } from './db/client.ts';
 import { BackgroundTasks } from './lib/background.ts';
 import { type KeyRing, loadKeyRing } from './lib/crypto.ts';
@@ -35,13 +35,13 @@ export async function openRuntime(config: Config, opts: { migrate?: boolean } = 
   return { database, keyRing: ring, generatedKeyFile: generatedAt };
 }
 
-/** The process-wide dependencies every service receives; the app and the CLI build them the same way. */
+/** The dependencies every service receives, the areas' state with them; the app and the CLI build them the same way. */
 export function createDeps(
   config: Config,
   runtime: Pick<Runtime, 'database' | 'keyRing'> & { redis?: Redis | undefined },
   log: Logger,
 ): Deps {
-  return {
+  const base: BaseDeps = {
     config,
     redis: runtime.redis,
     database: runtime.database,
@@ -65,4 +65,5 @@ export function createDeps(
       allowHosts: config.ssrfAllowHosts,
     }),
   };
+  return { ...base, areas: createAreaState(base) };
 }

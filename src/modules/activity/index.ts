@@ -3,4 +3,4 @@ export { activityJobs } from './jobs.ts';
 export { activityRoutes } from './routes.ts';
 export type { Activity } from './schema.ts';
 export type { ActivitySource, ConnectionEvent } from './service.ts';
-export { listActivity, recordActivity, recordConnectionEvent } from './service.ts';
+export { createActivityWriter, listActivity, recordActivity, recordConnectionEvent } from './service.ts';

@@ -1,4 +1,4 @@
-import { type Deps, requireScope, type ServiceContext } from '../../context.ts';
+import { type BaseDeps, type Deps, requireScope, type ServiceContext } from '../../context.ts';
 import type { ActivityEntry } from '../../lib/activity.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from '../../lib/group-commit.ts';
@@ -52,22 +52,23 @@ export function summarize(value: unknown, limit = SUMMARY_LIMIT): string | null 
   return text.length > limit ? `${text.slice(0, limit - 1)}…` : text;
 }
 
-const writers = new WeakMap<Deps, GroupCommit<repo.NewActivityRow>>();
-
-function writerOf(deps: Deps): GroupCommit<repo.NewActivityRow> {
-  let w = writers.get(deps);
-  if (!w) {
-    w = new GroupCommit<repo.NewActivityRow>({
-      what: 'activity log',
-      write: (rows) => repo.insertMany(deps.database.db, rows),
-      windowMs: GROUP_COMMIT_WINDOW_MS[deps.database.driver],
-      max: 500,
-      log: deps.log,
-      background: deps.background,
-    });
-    writers.set(deps, w);
+declare module '../../context.ts' {
+  interface AreaState {
+    /** The app's queue of activity rows, written in batches; its writes are tracked by `background`. */
+    activityWriter: GroupCommit<repo.NewActivityRow>;
   }
-  return w;
+}
+
+/** The app's activity writer (`deps.areas.activityWriter`), made once with `Deps`. */
+export function createActivityWriter(deps: BaseDeps): GroupCommit<repo.NewActivityRow> {
+  return new GroupCommit<repo.NewActivityRow>({
+    what: 'activity log',
+    write: (rows) => repo.insertMany(deps.database.db, rows),
+    windowMs: GROUP_COMMIT_WINDOW_MS[deps.database.driver],
+    max: 500,
+    log: deps.log,
+    background: deps.background,
+  });
 }
 
 /** Queues one row for the caller's account; resolves once written (true) or given up and logged (false). */
@@ -111,7 +112,7 @@ function queue(
   who: { actorKind: string; tokenId: string | null; clientId: string | null; entry: ActivityEntry },
 ): Promise<boolean> {
   const { entry } = who;
-  return writerOf(deps).add({
+  return deps.areas.activityWriter.add({
     id: newId('activity'),
     accountId,
     kind: entry.kind,
@@ -137,7 +138,7 @@ function queue(
 
 /** Writes every queued row now (tests, and before a read that must see this instance's own rows). */
 export async function flushActivity(deps: Deps): Promise<void> {
-  await writers.get(deps)?.flush();
+  await deps.areas.activityWriter.flush();
 }
 
 /** Who acted, as a user reads it: the agent, else the OAuth app or PAT by name, else the kind of caller. */

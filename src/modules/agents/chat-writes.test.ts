@@ -5,7 +5,6 @@ import { call, createUser, fakeLlmSuite, type TestHarness, type TestUser } from 
 import { conversationEvents, conversations, messages } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 import { newId } from '../../lib/ids.ts';
-import { conversationLog } from './events.service.ts';
 import { writeMessage } from './repo.ts';
 
 /**
@@ -139,7 +138,7 @@ describe('agent chat: group-committed writes and the agent cache', () => {
     llm.enqueue({ content: 'Kept.' });
     const res = await chat(h.app, u, agent, 'Hello?');
     const conversationId = res.headers['x-conversation-id'] as string;
-    await conversationLog(h.app.deps).settled();
+    await h.app.deps.areas.conversationLog.settled();
     const message = (at: Date, conversation: string) => ({
       id: newId('message'),
       conversationId: conversation,
@@ -171,7 +170,7 @@ describe('agent chat: group-committed writes and the agent cache', () => {
     const u = await createUser(h.app);
     const agent = await makeAgent(h.app, u);
     llm.enqueue({ content: 'Listed.' });
-    const log = conversationLog(h.app.deps);
+    const log = h.app.deps.areas.conversationLog;
     const res = await chat(h.app, u, agent, 'List me.');
     const conversationId = res.headers['x-conversation-id'] as string;
     const listed = await call(h.app, 'GET', `/api/v1/agents/${agent}/conversations`, { token: u.sessionToken });

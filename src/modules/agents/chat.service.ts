@@ -17,7 +17,6 @@ import type { ChatMessage } from '../../llm-upstreams/types.ts';
 import { balanceAfter } from '../credits/index.ts';
 import { type Billing, resolveModel } from '../llm/index.ts';
 import { OWNER } from './conversations.service.ts';
-import { conversationLog } from './events.service.ts';
 import { filesForChat } from './files.service.ts';
 import { enqueueAgentJob } from './jobs.ts';
 import { recallForPrompt } from './memories.service.ts';
@@ -201,7 +200,7 @@ export async function chatWithAgent(
   opts: ChatOptions,
 ): Promise<ChatOutcome> {
   const agent = await chatAgent(ctx, agentId);
-  const log = conversationLog(ctx.deps);
+  const log = ctx.deps.areas.conversationLog;
   const model = resolveModel(ctx, agent.llm);
   const endUserId = opts.endUserId ?? request.user ?? OWNER;
 

@@ -8,7 +8,7 @@ import { TtlCache } from '../../lib/ttl-cache.ts';
  * agent created, updated, made default or deleted; a tool linked, unlinked, changed or deleted) evicts the
  * account's entries at once, after its commit; other instances follow within the TTL.
  */
-class AgentConfigCache {
+export class AgentConfigCache {
   private readonly cache: TtlCache<string, { accountId: string; value: unknown }>;
   /** Bumped by every eviction: a read that overlapped one does not store what it read (it may be older). */
   private generation = 0;
@@ -33,23 +33,19 @@ class AgentConfigCache {
   }
 }
 
-const caches = new WeakMap<Deps, AgentConfigCache>();
-
-function cacheOf(deps: Deps): AgentConfigCache {
-  let cache = caches.get(deps);
-  if (!cache) {
-    cache = new AgentConfigCache(deps.config.authCacheTtlMs);
-    caches.set(deps, cache);
+declare module '../../context.ts' {
+  interface AreaState {
+    /** The agent rows and linked tools chats read, kept `AUTH_CACHE_TTL_MS` (see `AgentConfigCache`). */
+    agentConfigCache: AgentConfigCache;
   }
-  return cache;
 }
 
 /** `load()` once per TTL for the account and key (`undefined` is never kept: a missing agent is read again). */
 export function cachedAgentConfig<T>(deps: Deps, accountId: string, key: string, load: () => Promise<T>): Promise<T> {
-  return cacheOf(deps).get(accountId, key, load);
+  return deps.areas.agentConfigCache.get(accountId, key, load);
 }
 
 /** Call after a committed change to an account's agents or their tools. */
 export function agentConfigChanged(deps: Deps, accountId: string): void {
-  caches.get(deps)?.evict(accountId);
+  deps.areas.agentConfigCache.evict(accountId);
 }

@@ -3,7 +3,6 @@ import type { ConversationRow, MessageRow } from '../../db/schema/index.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
-import { conversationLog } from './events.service.ts';
 import * as repo from './repo.ts';
 import type { Conversation, CreateConversation, Message } from './schema.ts';
 import { ownedAgent } from './service.ts';
@@ -44,7 +43,7 @@ export async function listConversations(
   p: { page: number; limit: number },
 ): Promise<Page<Conversation>> {
   const agent = await ownedAgent(ctx, agentId);
-  await conversationLog(ctx.deps).settled();
+  await ctx.deps.areas.conversationLog.settled();
   const { rows, total } = await repo.listConversations(ctx.db, agent.id, p);
   return toPage(rows.map(toConversation), total, p);
 }
@@ -82,7 +81,7 @@ export async function ownedConversation(
 ): Promise<ConversationRow> {
   const agent = await ownedAgent(ctx, agentId);
   // This instance's chats may have writes queued (group commit): a read here sees them.
-  await conversationLog(ctx.deps).settled(conversationId);
+  await ctx.deps.areas.conversationLog.settled(conversationId);
   const row = await repo.findConversation(ctx.db, ctx.accountId, agent.id, conversationId);
   if (!row) throw new NotFoundError(`Conversation ${conversationId} not found`);
   return row;

@@ -1,4 +1,4 @@
-import type { Deps, ServiceContext } from '../../context.ts';
+import type { BaseDeps, ServiceContext } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { MessageRow } from '../../db/schema/index.ts';
 import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from '../../lib/group-commit.ts';
@@ -140,7 +140,7 @@ export class ConversationLog {
   /** Each conversation's last queued write, while it is not written yet. */
   private readonly last = new Map<string, Promise<boolean>>();
 
-  constructor(deps: Deps) {
+  constructor(deps: BaseDeps) {
     const { db, asyncCommitDb } = deps.database;
     this.commit = new GroupCommit<LogOp>({
       what: 'conversation writes',
@@ -287,16 +287,11 @@ export class ConversationLog {
   }
 }
 
-const logs = new WeakMap<Deps, ConversationLog>();
-
-/** This instance's conversation writes (one per set of deps). */
-export function conversationLog(deps: Deps): ConversationLog {
-  let log = logs.get(deps);
-  if (!log) {
-    log = new ConversationLog(deps);
-    logs.set(deps, log);
+declare module '../../context.ts' {
+  interface AreaState {
+    /** The app's conversation writes, in batches; tracked by `background` (see `ConversationLog`). */
+    conversationLog: ConversationLog;
   }
-  return log;
 }
 
 export interface ConversationEvent {
@@ -322,7 +317,7 @@ export async function conversationFeed(
   const conversation = await ownedConversation(ctx, agentId, conversationId);
   return {
     async after(afterId) {
-      await conversationLog(ctx.deps).settled(conversation.id);
+      await ctx.deps.areas.conversationLog.settled(conversation.id);
       const rows = await repo.eventsAfter(ctx.db, conversation.id, afterId, 500);
       return rows.map((r) => ({ id: r.id, type: r.type, data: r.data, createdAt: r.createdAt.toISOString() }));
     },

@@ -2,7 +2,7 @@
 
 export type { ChatOptions, ChatOutcome } from './chat.service.ts';
 export { chatWithAgent, toolsOf } from './chat.service.ts';
-export { agentConfigChanged, cachedAgentConfig } from './config-cache.ts';
+export { AgentConfigCache, agentConfigChanged, cachedAgentConfig } from './config-cache.ts';
 export {
   deleteConversation,
   listConversations,
@@ -11,6 +11,7 @@ export {
   ownedConversation,
   toConversation,
 } from './conversations.service.ts';
+export { ConversationLog } from './events.service.ts';
 export { agentJobs } from './jobs.ts';
 export { memoryToolGroup } from './memories.service.ts';
 export { findAgent, findDefaultAgent, recentMessages } from './repo.ts';

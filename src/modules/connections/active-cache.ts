@@ -12,7 +12,7 @@ import * as repo from './repo.ts';
  * the TTL. Only the list is cached: running a tool reads its connection afresh, so a connection revoked
  * elsewhere fails there, not silently.
  */
-class ActiveConnectionsCache {
+export class ActiveConnectionsCache {
   private readonly cache: TtlCache<string, readonly ConnectionRow[]>;
   /** Bumped by every eviction: a read that overlapped one does not store what it read (it may be older). */
   private generation = 0;
@@ -37,15 +37,11 @@ class ActiveConnectionsCache {
   }
 }
 
-const caches = new WeakMap<Deps, ActiveConnectionsCache>();
-
-function cacheOf(deps: Deps): ActiveConnectionsCache {
-  let cache = caches.get(deps);
-  if (!cache) {
-    cache = new ActiveConnectionsCache(deps.config.authCacheTtlMs);
-    caches.set(deps, cache);
+declare module '../../context.ts' {
+  interface AreaState {
+    /** Each account's active connections, kept `AUTH_CACHE_TTL_MS` (see `ActiveConnectionsCache`). */
+    activeConnectionsCache: ActiveConnectionsCache;
   }
-  return cache;
 }
 
 /** The account's connections with status `active` (shared rows: read, never modify), one provider's if given. */
@@ -55,11 +51,11 @@ export async function activeConnectionRows(
   accountId: string,
   providerId?: string,
 ): Promise<readonly ConnectionRow[]> {
-  const rows = await cacheOf(deps).get(db, accountId);
+  const rows = await deps.areas.activeConnectionsCache.get(db, accountId);
   return providerId === undefined ? rows : rows.filter((r) => r.providerId === providerId);
 }
 
 /** Call after a committed change to an account's connections (`undefined`: any account's). */
 export function connectionsChanged(deps: Deps, accountId: string | undefined): void {
-  cacheOf(deps).evict(accountId);
+  deps.areas.activeConnectionsCache.evict(accountId);
 }

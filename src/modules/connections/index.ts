@@ -1,4 +1,5 @@
 /** The connections area's front door: what other areas, transports and the composition root use from it. */
+export { ActiveConnectionsCache } from './active-cache.ts';
 export { connectionJobs } from './jobs.ts';
 export { listConnectionTools, providerAgentTools, providerToolGroup } from './provider-tools.ts';
 export { connectionRoutes } from './routes.ts';

@@ -79,7 +79,10 @@ export interface RefreshOptions {
   unlessTokenChangedFrom?: string | undefined;
 }
 
-/** Refreshes in flight, by database: apps of one process over one database share them. */
+/**
+ * Refreshes in flight, by database, not by app (so not in `Deps`): on PGlite it stands in for the row lock, which
+ * belongs to the database, so apps of one process over one database must share it.
+ */
 const inflight = new WeakMap<Deps['database'], Map<string, Promise<ConnectionRow>>>();
 
 /**

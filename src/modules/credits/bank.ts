@@ -54,7 +54,7 @@ export interface BankCharge {
 }
 
 /** A bank's write counters before it wrote anything. */
-export function noWrites(): { takes: number; batches: number; charges: number; waits: number } {
+function noWrites(): { takes: number; batches: number; charges: number; waits: number } {
   return { takes: 0, batches: 0, charges: 0, waits: 0 };
 }
 

@@ -12,6 +12,7 @@ export {
   availableCredits,
   balanceAfter,
   closeCredits,
+  createCreditBank,
   creditBalance,
   creditStats,
   creditUsage,

@@ -1,27 +1,27 @@
-import type { Deps, PublicContext, ServiceContext } from '../../context.ts';
+import type { BaseDeps, Deps, PublicContext, ServiceContext } from '../../context.ts';
 import { requireScope } from '../../context.ts';
 import type { CreditTransactionRow } from '../../db/schema/index.ts';
 import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
-import { type BankHold, type BankSettled, CreditBank, noWrites } from './bank.ts';
+import { type BankHold, type BankSettled, CreditBank } from './bank.ts';
 import { ChargeJournal } from './journal.ts';
 import { USAGE_KINDS, type UsageDay, type UsageKind } from './kinds.ts';
 import * as repo from './repo.ts';
 import type { CreditTransaction, CreditTransactionQuery } from './schema.ts';
 
-const banks = new WeakMap<Deps, CreditBank>();
-
-/** This process's credit leases and group commit (one per set of deps: per app, per CLI run). */
-function bankOf(deps: Deps): CreditBank {
-  let bank = banks.get(deps);
-  if (!bank) {
-    bank = new CreditBank(deps.database.asyncCommitDb, deps.log, deps.background, Date.now, {
-      journal: new ChargeJournal(deps.config.dataDir, deps.log),
-      backlogMax: deps.config.creditsBacklogMax,
-    });
-    banks.set(deps, bank);
+declare module '../../context.ts' {
+  interface AreaState {
+    /** The app's credit leases and the group commit of their charges (bank.ts); closed by `closeCredits`. */
+    creditBank: CreditBank;
   }
-  return bank;
+}
+
+/** The app's credit bank (`deps.areas.creditBank`), made once with `Deps`: per app, per CLI run. */
+export function createCreditBank(deps: BaseDeps): CreditBank {
+  return new CreditBank(deps.database.asyncCommitDb, deps.log, deps.background, Date.now, {
+    journal: new ChargeJournal(deps.config.dataDir, deps.log),
+    backlogMax: deps.config.creditsBacklogMax,
+  });
 }
 
 export type CreditHold = BankHold;
@@ -32,7 +32,7 @@ export type CreditHold = BankHold;
  * from this instance's lease on the account when it covers the hold (no database write), see bank.ts.
  */
 export function holdCredits(ctx: ServiceContext, amount: number): Promise<CreditHold> {
-  return bankOf(ctx.deps).hold(ctx.accountId, amount);
+  return ctx.deps.areas.creditBank.hold(ctx.accountId, amount);
 }
 
 export interface Charge {
@@ -50,7 +50,7 @@ export interface Charge {
  * `X-Credits-Remaining`), and `written`, which resolves once the row is written: an answer does not wait for it.
  */
 export function settleCredits(ctx: ServiceContext, hold: CreditHold, charge: Charge): BankSettled {
-  return bankOf(ctx.deps).charge(hold, {
+  return ctx.deps.areas.creditBank.charge(hold, {
     cost: charge.cost,
     type: charge.type,
     description: charge.description,
@@ -68,9 +68,7 @@ export function settleCredits(ctx: ServiceContext, hold: CreditHold, charge: Cha
  * until it is answered. Undefined for an account that is gone. See the README's credits section.
  */
 export function creditBalance(deps: Deps, accountId: string): Promise<number | undefined> {
-  const read = () => repo.readTotal(deps.database.db, accountId);
-  const bank = banks.get(deps);
-  return bank ? bank.shownBalance(accountId, read) : read();
+  return deps.areas.creditBank.shownBalance(accountId, () => repo.readTotal(deps.database.db, accountId));
 }
 
 /**
@@ -78,7 +76,7 @@ export function creditBalance(deps: Deps, accountId: string): Promise<number | u
  * it holds a lease on the account, else creditBalance.
  */
 export async function balanceAfter(deps: Deps, accountId: string): Promise<number | undefined> {
-  return banks.get(deps)?.known(accountId) ?? creditBalance(deps, accountId);
+  return deps.areas.creditBank.known(accountId) ?? creditBalance(deps, accountId);
 }
 
 /**
@@ -92,18 +90,17 @@ export async function availableCredits(deps: Deps, accountId: string): Promise<n
 
 /** Credits this instance has leased for the account and not yet held: they count as balance for the guard. */
 export function leasedCredits(deps: Deps, accountId: string): number {
-  return banks.get(deps)?.free(accountId) ?? 0;
+  return deps.areas.creditBank.free(accountId);
 }
 
 /** This instance's credit writes so far (lease takes, batches, charges, requests that waited on a take). */
 export function creditStats(deps: Deps): CreditBank['stats'] {
-  // A scrape never makes a bank (nor its timer): none yet means nothing written yet.
-  return banks.get(deps)?.stats ?? noWrites();
+  return deps.areas.creditBank.stats;
 }
 
 /** Writes every queued charge and gives back the leases no request holds from (tests read the balance after). */
 export async function returnIdleLeases(deps: Deps): Promise<void> {
-  await banks.get(deps)?.returnIdle();
+  await deps.areas.creditBank.returnIdle();
 }
 
 /**
@@ -111,7 +108,7 @@ export async function returnIdleLeases(deps: Deps): Promise<void> {
  * before it stopped are written now (in the background; kept, as any charge, until the database answers).
  */
 export function recoverCharges(deps: Deps): void {
-  const bank = bankOf(deps);
+  const bank = deps.areas.creditBank;
   if (bank.recover()) deps.background.track('writing journaled charges', bank.flush());
 }
 
@@ -120,11 +117,10 @@ export function recoverCharges(deps: Deps): void {
  * given back at once rather than after LEASE_IDLE_MS), then writes every charge and gives back every lease.
  */
 export async function closeCredits(deps: Deps): Promise<void> {
-  const bank = banks.get(deps);
-  bank?.stopping();
-  await Promise.all([deps.background.drain(), bank?.returnIdle()]);
-  await bank?.close();
-  banks.delete(deps);
+  const bank = deps.areas.creditBank;
+  bank.stopping();
+  await Promise.all([deps.background.drain(), bank.returnIdle()]);
+  await bank.close();
 }
 
 /** Sweeps holds whose request never settled; run periodically on every instance (rows are claimed once). */

@@ -227,7 +227,11 @@ describe('custom tools API and agent links', () => {
       ]);
     });
 
-    it('keeps the parameters given, and answers 502 when the model never gives usable code', async () => {
+    // Python code is parsed by Python in the sandbox: two runs that each load Pyodide (seconds of CPU, many more
+    // on a machine running other suites), hence the longer limit.
+    it('keeps the parameters given, and answers 502 when the model never gives usable code', {
+      timeout: 120_000,
+    }, async () => {
       const u = await createUser(h.app);
       const parameters = { type: 'object', properties: { q: { type: 'string' } } };
       llm.enqueue(

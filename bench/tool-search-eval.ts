@@ -8,9 +8,10 @@ import { searchCatalogTools } from '../src/modules/providers/tool-search.ts';
 /**
  * `npm run eval:tool-search`: how often `GET /providers/tools/search` (the agent's ranking too) puts an
  * acceptable tool first (top-1) and among its first three (top-3), over the whole catalog, on the labelled
- * requests of test/fixtures/tool-search/. `tuning.json` was used to improve the search; `held-out.json` was
- * committed before any tuning and is only scored. `--misses` prints the tuning set's misses, never the
- * held-out set's (so it cannot steer changes); `--tuning` scores the tuning set alone, for tuning.
+ * requests of test/fixtures/tool-search/. `tuning.json` was used to improve the search; `held-out.json` and
+ * `held-out-2.json` were each committed before the search was changed for them and are only scored. `--misses`
+ * prints the tuning set's misses, never a held-out set's (so they cannot steer changes); `--tuning` scores the
+ * tuning set alone, for tuning.
  */
 
 export interface Labelled {
@@ -19,7 +20,9 @@ export interface Labelled {
   ok: string[];
 }
 
-export function loadToolSearchSet(part: 'tuning' | 'held-out'): Labelled[] {
+export type ToolSearchSet = 'tuning' | 'held-out' | 'held-out-2';
+
+export function loadToolSearchSet(part: ToolSearchSet): Labelled[] {
   return JSON.parse(
     readFileSync(join(PACKAGE_ROOT, 'test', 'fixtures', 'tool-search', `${part}.json`), 'utf8'),
   ) as Labelled[];
@@ -50,10 +53,14 @@ function main(): void {
   const pct = (n: number, d: number) => `${((100 * n) / d).toFixed(1)}%`;
   console.log(`Tool search over the whole catalog: ${catalog.providers.length} providers, ${tools} tools`);
   const tuning = evaluateToolSearch(loadToolSearchSet('tuning'));
-  const sets: Array<[string, EvalResult]> = [['tuning  ', tuning]];
-  if (!process.argv.includes('--tuning')) sets.push(['held-out', evaluateToolSearch(loadToolSearchSet('held-out'))]);
+  const sets: Array<[string, EvalResult]> = [['tuning', tuning]];
+  if (!process.argv.includes('--tuning')) {
+    for (const part of ['held-out', 'held-out-2'] as const)
+      sets.push([part, evaluateToolSearch(loadToolSearchSet(part))]);
+  }
   for (const [name, r] of sets) {
-    console.log(`  ${name} ${r.total} requests: top-1 ${pct(r.top1, r.total)}  top-3 ${pct(r.top3, r.total)}`);
+    const label = name.padEnd(10);
+    console.log(`  ${label} ${r.total} requests: top-1 ${pct(r.top1, r.total)}  top-3 ${pct(r.top3, r.total)}`);
   }
   if (process.argv.includes('--misses')) for (const m of tuning.misses) console.log(`  miss: ${m}`);
 }

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cancel } from '../lib/cancel.ts';
 import type { SseEvent } from '../lib/sse.ts';
@@ -81,6 +81,19 @@ describe('upstream HTTP client', () => {
       more();
     },
     '/silent': () => {}, // answers nothing: the caller cancels
+    '/events-then-silent': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"n":1}\n\n'); // then nothing more, the connection left open
+    },
+    '/events-then-reset': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"n":1}\n\n', () => setTimeout(() => req.socket.destroy(), 20));
+    },
+    '/json-then-reset': (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"ok":', () => setTimeout(() => req.socket.destroy(), 20));
+    },
+    '/redirect': (_req, res) => res.writeHead(307, { location: '/json' }).end(),
   };
 
   /** 33 MB (one more than the client holds) of `fill` after `head`, written as the client takes it. */
@@ -105,6 +118,10 @@ describe('upstream HTTP client', () => {
 
   /** Connections the server has accepted. */
   let connections = 0;
+  /** The server's end of the connection that carried the latest request. */
+  let lastSocket: Socket | undefined;
+  /** The requests each connection carried (kept-alive connections carry many). */
+  const entriesOf = new WeakMap<Socket, typeof seen>();
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -113,14 +130,18 @@ describe('upstream HTTP client', () => {
       res.once('finish', () => {
         entry.finished = true;
       });
-      req.socket.once('close', () => {
-        entry.closed = true;
-      });
+      entriesOf.get(req.socket)?.push(entry);
+      lastSocket = req.socket;
       req.resume();
       req.once('end', () => routes[req.url ?? '']?.(req, res));
     });
-    server.on('connection', () => {
+    server.on('connection', (socket) => {
       connections++;
+      const entries: typeof seen = [];
+      entriesOf.set(socket, entries);
+      socket.once('close', () => {
+        for (const entry of entries) entry.closed = true;
+      });
     });
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
@@ -268,5 +289,73 @@ describe('upstream HTTP client', () => {
     cancel.abort();
     await expect(call).rejects.toThrow();
     expect(await until(() => seen[0]?.closed === true)).toBe(true);
+  });
+
+  it('cancels a stream in the middle: its reader gets the cancellation and the connection is closed', async () => {
+    seen.length = 0;
+    const cancel = new Cancel();
+    const stream = postEvents(url('/events-then-silent'), {}, body, cancel, 5000, (e) => e);
+    expect(await stream.next()).toEqual({ done: false, value: { event: undefined, data: '{"n":1}' } });
+    const waiting = stream.next();
+    cancel.abort();
+    await expect(waiting).rejects.toThrow();
+    expect(await until(() => seen[0]?.closed === true)).toBe(true);
+  });
+
+  it('answers a timeout fault when a stream falls silent for longer than the time limit', async () => {
+    const stream = postEvents(url('/events-then-silent'), {}, body, noCancel(), 300, (e) => e);
+    expect((await stream.next()).done).toBe(false);
+    await expect(stream.next()).rejects.toMatchObject({
+      fault: 'timeout',
+      message: 'The model provider did not answer in time',
+    });
+  });
+
+  it('does not time out a stream its reader holds back for longer than the time limit', async () => {
+    let n = 0;
+    for await (const ev of postEvents(url('/events-big'), {}, body, noCancel(), 300, (e) => e)) {
+      if (ev.data === '[DONE]') break;
+      // The upstream is paused (more than 256 KB unread) while the reader waits twice the time limit.
+      if (n++ === 0) await new Promise((r) => setTimeout(r, 700));
+    }
+    expect(n).toBe(2000);
+  });
+
+  it('calls an answer whose connection breaks off a failure: before the end of JSON, or in a stream', async () => {
+    await expect(postJson(url('/json-then-reset'), {}, body, noCancel(), 5000)).rejects.toMatchObject({
+      fault: 'failed',
+      message: 'Could not reach the model provider',
+    });
+    const stream = postEvents(url('/events-then-reset'), {}, body, noCancel(), 5000, (e) => e);
+    expect((await stream.next()).done).toBe(false);
+    await expect(stream.next()).rejects.toMatchObject({
+      fault: 'failed',
+      message: 'The model provider stream broke off',
+    });
+  });
+
+  it('does not follow a redirect', async () => {
+    seen.length = 0;
+    await expect(postJson(url('/redirect'), {}, body, noCancel(), 5000)).rejects.toMatchObject({
+      fault: 'failed',
+      message: 'The model provider sent an unreadable answer',
+    });
+    expect(seen.map((s) => s.path)).toEqual(['/redirect']);
+  });
+
+  it("never takes bytes an upstream sent on an idle kept-alive connection for the next call's answer", async () => {
+    expect(await postJson(url('/json'), {}, body, noCancel(), 5000)).toEqual({ ok: true });
+    await new Promise((r) => setTimeout(r, 50)); // the connection is idle in the pool
+    const stray = '{"someone":"else"}';
+    // Unasked bytes, in the socket before the event loop reads them: the next call would take this connection.
+    lastSocket?.write(
+      `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${stray.length}\r\n\r\n${stray}`,
+    );
+    expect(await postJson(url('/json'), {}, body, noCancel(), 5000)).toEqual({ ok: true });
+    // Sent while the connection waits idle in the pool: the next call still gets its own answer.
+    await new Promise((r) => setTimeout(r, 50));
+    lastSocket?.write(`HTTP/1.1 200 OK\r\ncontent-length: ${stray.length}\r\n\r\n${stray}`);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await postJson(url('/json'), {}, body, noCancel(), 5000)).toEqual({ ok: true });
   });
 });

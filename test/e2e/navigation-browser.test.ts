@@ -28,7 +28,10 @@ describe.skipIf(!runBrowser)('navigation and phones (chromium)', () => {
   let browser: TestBrowser;
   browserSuite((s) => ({ base, browser } = s), { viewport: { width: 390, height: 844 } });
 
-  it('sign-up lands on the dashboard; every nav page answers at 390 px without sideways scrolling', async () => {
+  // Loads every page of the navigation in turn: past the 30 s default on a machine running other suites.
+  it('sign-up lands on the dashboard; every nav page answers at 390 px without sideways scrolling', {
+    timeout: 90_000,
+  }, async () => {
     const page = await browser.newPage(20_000);
     await page.goto(`${base}/signup`);
     await page.getByLabel('Name').fill('Nav User');

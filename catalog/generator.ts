@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { PACKAGE_ROOT } from '../src/lib/paths.ts';
-import type { JsonSchema, ProviderDefinition, ToolDefinition } from '../src/modules/providers/schema.ts';
+import type { JsonSchema, ProviderDefinition, ToolDefinition } from '../src/modules/providers/definition.ts';
 
 /**
  * Provider files from published API descriptions. A curated file (`catalog/curated/<id>.json`) says which

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadProviderCatalog } from '../../src/modules/providers/catalog.ts';
-import type { ProviderDefinition } from '../../src/modules/providers/schema.ts';
+import type { ProviderDefinition } from '../../src/modules/providers/definition.ts';
 
 /**
  * The catalog's breadth (issue 41): how many vendors and tools it holds, that the apps users look for are in

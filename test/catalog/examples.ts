@@ -1,4 +1,4 @@
-import type { JsonSchema } from '../../src/modules/providers/schema.ts';
+import type { JsonSchema } from '../../src/modules/providers/definition.ts';
 
 const FORMAT_EXAMPLES: Record<string, string> = {
   'date-time': '2024-05-06T07:08:09Z',

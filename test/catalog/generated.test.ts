@@ -16,8 +16,8 @@ import {
   providerFileText,
 } from '../../catalog/generator.ts';
 import { connectionVarNames, loadProviderCatalog, SHIPPED_PROVIDERS_DIR } from '../../src/modules/providers/catalog.ts';
+import type { JsonSchema, ProviderDefinition, ToolDefinition } from '../../src/modules/providers/definition.ts';
 import { buildToolRequest } from '../../src/modules/providers/request.ts';
-import type { JsonSchema, ProviderDefinition, ToolDefinition } from '../../src/modules/providers/schema.ts';
 import { exampleValue } from './examples.ts';
 
 /**

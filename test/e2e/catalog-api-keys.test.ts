@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenIdentity } from '../../src/modules/connections/api-key.ts';
 import { execute } from '../../src/modules/connections/test-support.ts';
 import { loadProviderCatalog } from '../../src/modules/providers/catalog.ts';
-import type { ProviderDefinition, ToolDefinition } from '../../src/modules/providers/schema.ts';
+import type { ProviderDefinition, ToolDefinition } from '../../src/modules/providers/definition.ts';
 import { exampleValue } from '../catalog/examples.ts';
 import { type AnyProviderFake, startAnyProviderFake } from '../fakes/any-provider.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../harness.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APP_REDIRECT, authorize, execute } from '../../src/modules/connections/test-support.ts';
 import { loadProviderCatalog, providerCredentialVariables } from '../../src/modules/providers/catalog.ts';
-import type { ProviderDefinition, ToolDefinition } from '../../src/modules/providers/schema.ts';
+import type { ProviderDefinition, ToolDefinition } from '../../src/modules/providers/definition.ts';
 import { exampleValue } from '../catalog/examples.ts';
 import { type AnyProviderFake, startAnyProviderFake } from '../fakes/any-provider.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../harness.ts';

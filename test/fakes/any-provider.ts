@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { OAuthSettings, ProviderDefinition } from '../../src/modules/providers/definition.ts';
 import { setPath } from '../../src/modules/providers/json-path.ts';
-import type { OAuthSettings, ProviderDefinition } from '../../src/modules/providers/schema.ts';
 
 /**
  * One fake that stands in for any provider of the catalog, on loopback. `pointAt` rewrites a provider file so

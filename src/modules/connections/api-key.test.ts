@@ -11,7 +11,7 @@ import {
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { connections } from '../../db/schema/index.ts';
 import { sha256Hex } from '../../lib/ids.ts';
-import type { ProviderDefinition } from '../providers/schema.ts';
+import type { ProviderDefinition } from '../providers/definition.ts';
 import { withCredential } from './api-key.ts';
 import { sendOnce } from './http.ts';
 import { execute } from './test-support.ts';

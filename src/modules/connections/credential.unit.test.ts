@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OAuthSettings, type ProviderDefinition } from '../providers/schema.ts';
+import { OAuthSettings, type ProviderDefinition } from '../providers/definition.ts';
 import { withCredential } from './api-key.ts';
 
 /** How an OAuth access token reaches the API: `Authorization: Bearer` unless the provider says otherwise. */

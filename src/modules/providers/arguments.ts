@@ -1,5 +1,5 @@
 import type { ValidationDetail } from '../../lib/errors.ts';
-import type { JsonSchema, ToolParameters } from './schema.ts';
+import type { JsonSchema, ToolParameters } from './definition.ts';
 
 /**
  * Checks tool arguments against the tool's `parameters`, for the JSON Schema subset provider files may use

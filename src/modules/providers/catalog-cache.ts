@@ -4,7 +4,7 @@ import { basename, join } from 'node:path';
 import { sha256Hex } from '../../lib/ids.ts';
 import { PACKAGE_ROOT } from '../../lib/paths.ts';
 import { writeAtomically } from '../../lib/write-atomically.js';
-import type { ProviderDefinition } from './schema.ts';
+import type { ProviderDefinition } from './definition.ts';
 
 /**
  * Validating the catalog is most of the start-up work of the server, each CLI command and each test harness

@@ -3,7 +3,6 @@ import { basename, join, resolve } from 'node:path';
 import type { Config, ProvidersConfig } from '../../config.ts';
 import { PACKAGE_ROOT } from '../../lib/paths.ts';
 import { DEFAULT_CATALOG_CACHE, openCatalogCache } from './catalog-cache.ts';
-import { getPath } from './json-path.ts';
 import {
   type FinalizeField,
   type ProviderDefinition,
@@ -11,7 +10,8 @@ import {
   type ToolDefinition,
   URL_PLACEHOLDER,
   VALUE_PLACEHOLDER,
-} from './schema.ts';
+} from './definition.ts';
+import { getPath } from './json-path.ts';
 
 /**
  * The connector catalog is data: one JSON file per provider in the shipped `providers/` directory, then in

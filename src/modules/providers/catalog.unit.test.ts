@@ -14,8 +14,8 @@ import {
   providerCredentialVariables,
   SHIPPED_PROVIDERS_DIR,
 } from './catalog.ts';
+import { type JsonSchema, ProviderDefinition as ProviderDefinitionSchema, URL_PLACEHOLDER } from './definition.ts';
 import { buildToolRequest } from './request.ts';
-import { type JsonSchema, ProviderDefinition as ProviderDefinitionSchema, URL_PLACEHOLDER } from './schema.ts';
 
 const catalog = loadProviderCatalog({ dirs: [], env: {} });
 

@@ -11,6 +11,15 @@ export {
   providerCredentialVariables,
   withFieldDefaults,
 } from './catalog.ts';
+export type {
+  ApiKeySettings,
+  FinalizeField,
+  OAuthProviderDefinition,
+  OAuthSettings,
+  ProviderDefinition,
+  ToolDefinition,
+} from './definition.ts';
+export { hasOAuth, URL_PLACEHOLDER } from './definition.ts';
 export { getPath } from './json-path.ts';
 export type { BuiltRequest } from './request.ts';
 export {
@@ -24,19 +33,7 @@ export {
 } from './request.ts';
 export { mergePages, shapeToolResponse } from './response.ts';
 export { providerLogoRoutes, providerRoutes } from './routes.ts';
-export type {
-  ApiKeySettings,
-  AuthType,
-  FinalizeField,
-  OAuthProviderDefinition,
-  OAuthSettings,
-  Provider,
-  ProviderDefinition,
-  ProviderTool,
-  ToolDefinition,
-  ToolSearchHit,
-  ToolSearchQuery,
-} from './schema.ts';
-export { AUTH_TYPES, hasOAuth, URL_PLACEHOLDER } from './schema.ts';
+export type { AuthType, Provider, ProviderTool, ToolSearchHit, ToolSearchQuery } from './schema.ts';
+export { AUTH_TYPES } from './schema.ts';
 export { filterCatalog, getProvider, listProviders, listProviderTools, logoPath } from './service.ts';
 export { searchCatalogTools } from './tool-search.ts';

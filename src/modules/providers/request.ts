@@ -1,9 +1,9 @@
 import { retryAfterSeconds } from '../../lib/dates.ts';
 import { BadRequestError, ValidationError } from '../../lib/errors.ts';
 import { checkToolArguments, withDefaults } from './arguments.ts';
+import type { ProviderDefinition, ToolDefinition } from './definition.ts';
+import { URL_PLACEHOLDER, VALUE_PLACEHOLDER } from './definition.ts';
 import { getPath, setPath } from './json-path.ts';
-import type { ProviderDefinition, ToolDefinition } from './schema.ts';
-import { URL_PLACEHOLDER, VALUE_PLACEHOLDER } from './schema.ts';
 
 /**
  * From a tool definition and arguments to the HTTP request to make, and from one answer to the next page's

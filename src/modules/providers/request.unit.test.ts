@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../lib/errors.ts';
 import { checkProviderRules, loadProviderCatalog } from './catalog.ts';
+import { ApiSettings, type ProviderDefinition, ToolDefinition } from './definition.ts';
 import {
   type BuiltRequest,
   buildToolRequest,
@@ -13,7 +14,6 @@ import {
   rateLimitDelaySeconds,
   ToolArgumentError,
 } from './request.ts';
-import { ApiSettings, type ProviderDefinition, ToolDefinition } from './schema.ts';
 
 const catalog = loadProviderCatalog({ dirs: [], env: {} });
 const provider = (id: string): ProviderDefinition => {

@@ -1,5 +1,5 @@
+import type { ToolDefinition } from './definition.ts';
 import { getPath, parsePath, pickPaths } from './json-path.ts';
-import type { ToolDefinition } from './schema.ts';
 
 /**
  * From a provider's answer to what a tool returns: the list and fields the tool keeps, long strings cut,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { loadProviderCatalog } from './catalog.ts';
+import { ToolResponse } from './definition.ts';
 import { getPath, parsePath, pickPaths } from './json-path.ts';
 import { mergePages, shapeToolResponse } from './response.ts';
-import { ToolResponse } from './schema.ts';
 
 const shaping = (response: unknown) => ({ response: ToolResponse.parse(response) });
 const catalog = loadProviderCatalog({ dirs: [], env: {} });

@@ -2,7 +2,8 @@ import type { Config } from '../../config.ts';
 import type { PublicContext, ServiceContext } from '../../context.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { type CatalogProvider, connectFields, isProviderConfigured, providerCatalog } from './catalog.ts';
-import { type AuthType, type Provider, type ProviderDefinition, type ProviderTool, providerField } from './schema.ts';
+import type { ProviderDefinition } from './definition.ts';
+import { type AuthType, type Provider, type ProviderTool, providerField } from './schema.ts';
 
 /** The path (under the origin) where the service serves a provider's logo. */
 export function logoPath(providerId: string): string {

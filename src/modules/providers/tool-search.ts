@@ -1,6 +1,6 @@
 import { rankTools, type SearchableTool } from '../../lib/tool-search.ts';
 import type { ProviderCatalog } from './catalog.ts';
-import type { ProviderDefinition, ToolDefinition } from './schema.ts';
+import type { ProviderDefinition, ToolDefinition } from './definition.ts';
 
 /**
  * The catalog's tools as the tool search reads them (src/lib/tool-search.ts, the agent's ranking too): each

@@ -5,7 +5,7 @@ import type { Deps } from '../../context.ts';
 import { newId } from '../../lib/ids.ts';
 import { jsonBodyProblem } from '../../lib/json.ts';
 import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
-import * as accountsRepo from '../../modules/accounts/index.ts';
+import { findAccountProfile } from '../../modules/accounts/index.ts';
 import { unknownKnowledgeBases } from '../../modules/knowledge/index.ts';
 import { SESSION_COOKIE, sessionAccountId } from '../browser-session.ts';
 import { ALL_SCOPES } from '../scopes.ts';
@@ -125,7 +125,7 @@ export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHo
       email: ['email', 'email_verified'],
     },
     async findAccount(_ctx, sub) {
-      const row = await accountsRepo.findAccountById(db, sub);
+      const row = await findAccountProfile({ db }, sub);
       if (!row) return undefined;
       return {
         accountId: row.id,

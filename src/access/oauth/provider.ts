@@ -9,7 +9,7 @@ import { findAccountProfile } from '../../modules/accounts/index.ts';
 import { unknownKnowledgeBases } from '../../modules/knowledge/index.ts';
 import { SESSION_COOKIE, sessionAccountId } from '../browser-session.ts';
 import { ALL_SCOPES } from '../scopes.ts';
-import { createAdapterClass, grantKnowledgeBases } from './adapter.ts';
+import { createAdapterClass } from './adapter.ts';
 import { MetadataDocuments } from './client-metadata.ts';
 import { routeOidcConsole } from './console-bridge.ts';
 import type { KeySet } from './keys.ts';
@@ -24,7 +24,7 @@ import {
   resourceServers,
 } from './policy.ts';
 import { redirectUriProblem } from './redirect-uris.ts';
-import { findGrantId } from './repo.ts';
+import { findGrantId, grantKnowledgeBases } from './repo.ts';
 
 /** Where the authorization server's endpoints live (SPEC §5); the origin root holds discovery. */
 export const OAUTH_ROUTES = {

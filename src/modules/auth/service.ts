@@ -4,14 +4,7 @@ import { ALL_SCOPES, type Scope } from '../../access/scopes.ts';
 import type { Config, PasswordHashing } from '../../config.ts';
 import { type PublicContext, requireFirstParty, type ServiceContext } from '../../context.ts';
 import type { PersonalAccessTokenRow } from '../../db/schema/index.ts';
-import {
-  ConflictError,
-  ForbiddenError,
-  isUniqueViolation,
-  NotFoundError,
-  UnauthorizedError,
-  ValidationError,
-} from '../../lib/errors.ts';
+import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../../lib/errors.ts';
 import { newId, newSecretToken, sha256Hex } from '../../lib/ids.ts';
 import { type ListParams, type Page, toPage } from '../../lib/pagination.ts';
 import { createAccount, findAccount, findSignIn } from '../accounts/index.ts';

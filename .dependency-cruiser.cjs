@@ -70,6 +70,13 @@ module.exports = {
       to: { path: [DRIZZLE, DB], pathNot: DB_VALUES, dependencyTypesNot: RUNTIME },
     },
     {
+      name: 'front-door-hands-out-no-repo',
+      comment: "An area's index.ts imports or re-exports nothing from a repo: other parts get services, never rows.",
+      severity: 'error',
+      from: { path: FRONT_DOOR },
+      to: { path: REPO },
+    },
+    {
       name: 'no-cycle-between-areas',
       comment: 'Areas depend on each other one way: a cycle through two areas is refused.',
       severity: 'error',

@@ -92,7 +92,8 @@ const COMMANDS: Record<string, Command> = {
     database: true,
     async run(args, { ctx, out }) {
       const { Signup } = await import('./modules/auth/index.ts');
-      const { createAccount, hashPassword } = await import('./modules/auth/index.ts');
+      const { hashPassword } = await import('./modules/auth/index.ts');
+      const { createAccount } = await import('./modules/accounts/index.ts');
       const email = str(args.email) ?? '';
       const input = parseWith(Signup, {
         email,
@@ -123,7 +124,7 @@ const COMMANDS: Record<string, Command> = {
     async run(args, { ctx, out, note }) {
       const { CreatePat } = await import('./modules/auth/index.ts');
       const { createPat } = await import('./modules/auth/index.ts');
-      const { findAccountByEmail } = await import('./modules/accounts/index.ts');
+      const { accountIdByEmail } = await import('./modules/accounts/index.ts');
       const expiresIn = str(args['expires-in']);
       const scopes = (str(args.scopes) ?? '')
         .split(',')
@@ -137,9 +138,9 @@ const COMMANDS: Record<string, Command> = {
         ...(expiresIn === undefined ? {} : { expires_in: /^\d+$/.test(expiresIn) ? Number(expiresIn) : expiresIn }),
       });
       const email = str(args.email) ?? '';
-      const account = await findAccountByEmail(ctx.db, email);
-      if (!account) throw new UsageError(`No account with e-mail ${email}`);
-      const created = await createPat(cliContext(ctx, account.id), input);
+      const accountId = await accountIdByEmail(ctx, email);
+      if (!accountId) throw new UsageError(`No account with e-mail ${email}`);
+      const created = await createPat(cliContext(ctx, accountId), input);
       note(`Created token ${created.id} (${created.scopes.join(', ')}), expires ${created.expires_at}.`);
       out(created.personal_access_token);
     },

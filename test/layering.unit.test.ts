@@ -198,6 +198,21 @@ describe('layering rules', () => {
     ]);
   });
 
+  it("refuse a front door handing out its repo's functions or types", async () => {
+    expect(
+      await violations({
+        ...AREA,
+        'src/modules/things/index.ts':
+          "export { routes as thingRoutes } from './routes.ts';\nexport { getThing } from './service.ts';\nexport { find } from './repo.ts';\n",
+        'src/modules/others/index.ts': "export { other } from './service.ts';\nexport type { Row } from './repo.ts';\n",
+        'src/modules/others/repo.ts': 'export type Row = { id: string };\n',
+      }),
+    ).toEqual([
+      'front-door-hands-out-no-repo: src/modules/others/index.ts -> src/modules/others/repo.ts',
+      'front-door-hands-out-no-repo: src/modules/things/index.ts -> src/modules/things/repo.ts',
+    ]);
+  });
+
   it('refuse a cycle between two areas, but not one within an area', async () => {
     const found = await violations({
       ...AREA,

@@ -1,11 +1,11 @@
-import { and, eq, gt, isNull, lt, or } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
-import { type AuthClientRow, authClients, oauthArtifacts } from '../../db/schema/index.ts';
+import type { AuthClientRow } from '../../db/schema/index.ts';
 import type { KeyRing } from '../../lib/crypto.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { ALL_SCOPES } from '../scopes.ts';
 import { isMetadataDocumentId, MetadataDocumentError, type MetadataDocuments } from './client-metadata.ts';
 import { ALLOWED_SCOPES_PROPERTY, effectiveClientScopes, OIDC_SCOPES } from './policy.ts';
+import * as repo from './repo.ts';
 
 /**
  * oidc-provider's storage on our database. Artifacts live in `oauth_artifacts` under the SHA-256 of their id
@@ -47,49 +47,6 @@ export interface AdapterDeps {
   onGrantRevoked(grantId: string): void;
   /** Clients whose id is the https URL of their metadata document. */
   metadataDocuments: MetadataDocuments;
-}
-
-const key = (id: string) => sha256Hex(id);
-
-/** Deletes a grant and everything issued under it. */
-export async function revokeGrantArtifacts(db: Db, grantId: string): Promise<number> {
-  const rows = await db
-    .delete(oauthArtifacts)
-    .where(
-      or(
-        eq(oauthArtifacts.grantId, grantId),
-        and(eq(oauthArtifacts.model, 'Grant'), eq(oauthArtifacts.idHash, key(grantId))),
-      ),
-    )
-    .returning({ model: oauthArtifacts.model });
-  return rows.length;
-}
-
-/** The knowledge bases a grant is limited to; null when it may use all (or is not found). */
-export async function grantKnowledgeBases(db: Db, grantId: string): Promise<string[] | null> {
-  const [row] = await db
-    .select({ ids: oauthArtifacts.knowledgeBaseIds })
-    .from(oauthArtifacts)
-    .where(and(eq(oauthArtifacts.model, 'Grant'), eq(oauthArtifacts.idHash, key(grantId))))
-    .limit(1);
-  return row?.ids ?? null;
-}
-
-/** Sets (or with null lifts) a grant's limit to some knowledge bases. */
-export async function setGrantKnowledgeBases(db: Db, grantId: string, ids: readonly string[] | null): Promise<void> {
-  await db
-    .update(oauthArtifacts)
-    .set({ knowledgeBaseIds: ids ? [...ids] : null })
-    .where(and(eq(oauthArtifacts.model, 'Grant'), eq(oauthArtifacts.idHash, key(grantId))));
-}
-
-/** Removes expired artifacts; run now and then. */
-export async function sweepExpiredArtifacts(db: Db, now = new Date()): Promise<number> {
-  const rows = await db
-    .delete(oauthArtifacts)
-    .where(lt(oauthArtifacts.expiresAt, new Date(now.getTime() - 60_000)))
-    .returning({ model: oauthArtifacts.model });
-  return rows.length;
 }
 
 /** The oidc-provider metadata of a client row. */
@@ -144,22 +101,19 @@ export function createAdapterClass(deps: AdapterDeps) {
       const asked = payload[ALLOWED_SCOPES_PROPERTY];
       const roles = ['third-party'];
       const allowed = effectiveClientScopes(Array.isArray(asked) ? (asked as string[]) : ALL_SCOPES, roles);
-      await db
-        .insert(authClients)
-        .values({
-          id,
-          accountId: null,
-          name: typeof payload.client_name === 'string' ? payload.client_name.slice(0, 200) : 'Unnamed app',
-          type: secret ? 'confidential' : 'public',
-          roles,
-          redirectUris: (payload.redirect_uris as string[] | undefined) ?? [],
-          allowedScopes: allowed,
-          branding: {},
-          secretCiphertext: secret ? keyRing.encrypt(secret, id) : null,
-          metadata,
-          registeredVia: 'dynamic',
-        })
-        .onConflictDoNothing();
+      await repo.insertClientOnce(db, {
+        id,
+        accountId: null,
+        name: typeof payload.client_name === 'string' ? payload.client_name.slice(0, 200) : 'Unnamed app',
+        type: secret ? 'confidential' : 'public',
+        roles,
+        redirectUris: (payload.redirect_uris as string[] | undefined) ?? [],
+        allowedScopes: allowed,
+        branding: {},
+        secretCiphertext: secret ? keyRing.encrypt(secret, id) : null,
+        metadata,
+        registeredVia: 'dynamic',
+      });
     }
     async find(id: string): Promise<Payload | undefined> {
       // No client id holds a NUL, and PostgreSQL would refuse the look-up: unknown client, not a 500.
@@ -174,11 +128,11 @@ export function createAdapterClass(deps: AdapterDeps) {
           throw new errors.InvalidClient(err.message);
         }
       }
-      const [row] = await db.select().from(authClients).where(eq(authClients.id, id)).limit(1);
+      const row = await repo.findClient(db, id);
       return row ? clientMetadata(row, keyRing) : undefined;
     }
     async destroy(id: string): Promise<void> {
-      await db.delete(authClients).where(eq(authClients.id, id));
+      await repo.deleteClient(db, id);
     }
     async consume(): Promise<void> {}
     async findByUid(): Promise<undefined> {
@@ -198,51 +152,36 @@ export function createAdapterClass(deps: AdapterDeps) {
       if (SECRET_IDS.has(this.model)) delete stored.jti;
       // The session cookie holds the session's id (hashed above); its uid is an index, kept as given.
       const uid = this.model === 'Session' && typeof payload.uid === 'string' ? payload.uid : undefined;
-      const values = {
-        model: this.model,
-        idHash: key(id),
-        payload: stored,
-        grantId: typeof payload.grantId === 'string' ? payload.grantId : this.model === 'Grant' ? id : null,
-        uidHash: uid ? key(uid) : null,
-        accountId: typeof payload.accountId === 'string' ? payload.accountId : null,
-        clientId: typeof payload.clientId === 'string' ? payload.clientId : null,
-        expiresAt: expiresIn ? new Date(Date.now() + expiresIn * 1000) : null,
-      };
-      await db
-        .insert(oauthArtifacts)
-        .values(values)
-        .onConflictDoUpdate({
-          target: [oauthArtifacts.model, oauthArtifacts.idHash],
-          set: {
-            payload: values.payload,
-            grantId: values.grantId,
-            uidHash: values.uidHash,
-            accountId: values.accountId,
-            clientId: values.clientId,
-            expiresAt: values.expiresAt,
-          },
-        });
+      await repo.upsertArtifact(
+        db,
+        {
+          model: this.model,
+          payload: stored,
+          grantId: typeof payload.grantId === 'string' ? payload.grantId : this.model === 'Grant' ? id : null,
+          uidHash: uid ? sha256Hex(uid) : null,
+          accountId: typeof payload.accountId === 'string' ? payload.accountId : null,
+          clientId: typeof payload.clientId === 'string' ? payload.clientId : null,
+          expiresAt: expiresIn ? new Date(Date.now() + expiresIn * 1000) : null,
+        },
+        id,
+      );
     }
 
-    private async load(where: ReturnType<typeof and>, id?: string): Promise<Payload | undefined> {
-      const [row] = await db
-        .select()
-        .from(oauthArtifacts)
-        .where(and(where, or(isNull(oauthArtifacts.expiresAt), gt(oauthArtifacts.expiresAt, new Date()))))
-        .limit(1);
+    private async load(idOrUid: string, byUid: boolean): Promise<Payload | undefined> {
+      const row = await repo.findLiveArtifact(db, this.model, idOrUid, byUid);
       if (!row) return undefined;
       const payload: Payload = { ...row.payload };
-      if (id !== undefined && SECRET_IDS.has(this.model)) payload.jti = id;
+      if (!byUid && SECRET_IDS.has(this.model)) payload.jti = idOrUid;
       if (row.consumedAt) payload.consumed = Math.floor(row.consumedAt.getTime() / 1000);
       return payload;
     }
 
     async find(id: string): Promise<Payload | undefined> {
-      return this.load(and(eq(oauthArtifacts.model, this.model), eq(oauthArtifacts.idHash, key(id))), id);
+      return this.load(id, false);
     }
 
     async findByUid(uid: string): Promise<Payload | undefined> {
-      return this.load(and(eq(oauthArtifacts.model, this.model), eq(oauthArtifacts.uidHash, key(uid))));
+      return this.load(uid, true);
     }
 
     async findByUserCode(): Promise<undefined> {
@@ -254,23 +193,11 @@ export function createAdapterClass(deps: AdapterDeps) {
      * the other is reuse, which revokes the grant (RFC 9700 §4.14.2) and answers invalid_grant.
      */
     async consume(id: string): Promise<void> {
-      const hash = key(id);
-      const won = await db
-        .update(oauthArtifacts)
-        .set({ consumedAt: new Date() })
-        .where(
-          and(eq(oauthArtifacts.model, this.model), eq(oauthArtifacts.idHash, hash), isNull(oauthArtifacts.consumedAt)),
-        )
-        .returning({ grantId: oauthArtifacts.grantId });
-      if (won.length > 0) return;
-      const [row] = await db
-        .select({ grantId: oauthArtifacts.grantId })
-        .from(oauthArtifacts)
-        .where(and(eq(oauthArtifacts.model, this.model), eq(oauthArtifacts.idHash, hash)))
-        .limit(1);
-      if (row?.grantId) {
-        await revokeGrantArtifacts(db, row.grantId);
-        deps.onGrantRevoked(row.grantId);
+      const result = await repo.consumeArtifact(db, this.model, id);
+      if (result.won) return;
+      if (result.grantId) {
+        await repo.revokeGrantArtifacts(db, result.grantId);
+        deps.onGrantRevoked(result.grantId);
       }
       // Loaded already: only oidc-provider calls its adapter.
       const { errors } = await import('oidc-provider');
@@ -278,17 +205,13 @@ export function createAdapterClass(deps: AdapterDeps) {
     }
 
     async destroy(id: string): Promise<void> {
-      await db
-        .delete(oauthArtifacts)
-        .where(and(eq(oauthArtifacts.model, this.model), eq(oauthArtifacts.idHash, key(id))));
+      await repo.deleteArtifact(db, this.model, id);
       if (this.model === 'Grant') deps.onGrantRevoked(id);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
       if (!GRANTABLE.includes(this.model)) return;
-      await db
-        .delete(oauthArtifacts)
-        .where(and(eq(oauthArtifacts.model, this.model), eq(oauthArtifacts.grantId, grantId)));
+      await repo.deleteArtifactsOfGrant(db, this.model, grantId);
       deps.onGrantRevoked(grantId);
     }
   }

@@ -1,7 +1,6 @@
-import { and, eq } from 'drizzle-orm';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/client.ts';
-import { type AuthClientRow, authClients } from '../../db/schema/index.ts';
+import type { AuthClientRow } from '../../db/schema/index.ts';
 import { jsonBodyProblem } from '../../lib/json.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { SafeFetchError, safeFetch } from '../../lib/safe-fetch.ts';
@@ -10,6 +9,7 @@ import { TtlCache } from '../../lib/ttl-cache.ts';
 import { ALL_SCOPES } from '../scopes.ts';
 import { effectiveClientScopes } from './policy.ts';
 import { redirectUriProblem } from './redirect-uris.ts';
+import { upsertMetadataDocumentClient } from './repo.ts';
 
 /**
  * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document; MCP authorization 2025-11-25): a
@@ -208,22 +208,7 @@ export class MetadataDocuments {
 
   /** Writes the client as the document describes it now: every instance's grants and tokens join this row. */
   private async record(client: Omit<AuthClientRow, 'createdAt' | 'updatedAt'>): Promise<AuthClientRow> {
-    const [row] = await this.deps.db
-      .insert(authClients)
-      .values(client)
-      .onConflictDoUpdate({
-        target: authClients.id,
-        set: {
-          name: client.name,
-          redirectUris: client.redirectUris,
-          allowedScopes: client.allowedScopes,
-          metadata: client.metadata,
-          updatedAt: new Date(),
-        },
-        // Never over a client registered another way (their ids are never URLs, but still).
-        setWhere: and(eq(authClients.registeredVia, 'metadata-document')),
-      })
-      .returning();
+    const row = await upsertMetadataDocumentClient(this.deps.db, client);
     if (!row) throw new MetadataDocumentError(`client_id ${client.id} is taken by another client`);
     return row;
   }

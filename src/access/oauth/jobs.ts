@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob, type JobCatalog } from '../../jobs/definition.ts';
-import { sweepExpiredArtifacts } from './adapter.ts';
+import { sweepExpiredArtifacts } from './repo.ts';
 
 /** Background work of the authorization server. */
 export const oauthJobs = {

@@ -1,10 +1,9 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { and, asc, desc, eq, isNotNull, isNull, lt, sql } from 'drizzle-orm';
 import type { Config } from '../../config.ts';
 import type { Db, Executor } from '../../db/client.ts';
-import { oauthKeys } from '../../db/schema/index.ts';
 import type { KeyRing } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
+import * as repo from './repo.ts';
 
 /**
  * Signing keys of the authorization server, sealed at rest with the key ring (row id as associated data).
@@ -43,8 +42,6 @@ export function retireAfterSeconds(deps: { config: Pick<Config, 'oauth'> }): num
   return deps.config.oauth.accessTokenTtl + 300;
 }
 
-const KEY_CREATION_LOCK = 727_274_002; // arbitrary, constant (migrations use ...001)
-
 function newRsaKey(kid: string): PrivateJwk {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwk = privateKey.export({ format: 'jwk' }) as Omit<PrivateJwk, 'kid' | 'use' | 'alg'>;
@@ -58,7 +55,7 @@ function toPublic(jwk: PrivateJwk): PublicJwk {
 async function insertSigningKey(db: Executor, keyRing: KeyRing): Promise<PrivateJwk> {
   const id = newId('signingKey');
   const jwk = newRsaKey(id);
-  await db.insert(oauthKeys).values({
+  await repo.insertKey(db, {
     id,
     use: 'sig',
     secretCiphertext: keyRing.encrypt(JSON.stringify(jwk), id),
@@ -69,25 +66,24 @@ async function insertSigningKey(db: Executor, keyRing: KeyRing): Promise<Private
 
 /** Loads the key set, creating the first signing key and cookie secret on first start. */
 export async function loadKeySet(db: Db, keyRing: KeyRing, retireAfter: number): Promise<KeySet> {
-  let rows = await db.select().from(oauthKeys).orderBy(desc(oauthKeys.createdAt), desc(oauthKeys.id));
+  let rows = await repo.listKeys(db);
   const hasSigning = rows.some((r) => r.use === 'sig' && !r.retiredAt);
   const hasCookie = rows.some((r) => r.use === 'cookie');
   if (!hasSigning || !hasCookie) {
-    // First start: one instance creates the keys while others starting at the same time wait (advisory lock).
-    await db.transaction(async (tx) => {
-      await tx.execute(sql`SELECT pg_advisory_xact_lock(${KEY_CREATION_LOCK})`);
-      const existing = await tx.select({ use: oauthKeys.use, retiredAt: oauthKeys.retiredAt }).from(oauthKeys);
+    // First start: one instance creates the keys while others starting at the same time wait (the key lock).
+    await repo.withKeyLock(db, async (tx) => {
+      const existing = await repo.listKeys(tx);
       if (!existing.some((r) => r.use === 'sig' && !r.retiredAt)) await insertSigningKey(tx, keyRing);
       if (!existing.some((r) => r.use === 'cookie')) {
         const id = newId('signingKey');
-        await tx.insert(oauthKeys).values({
+        await repo.insertKey(tx, {
           id,
           use: 'cookie',
           secretCiphertext: keyRing.encrypt(randomBytes(32).toString('base64url'), id),
         });
       }
     });
-    rows = await db.select().from(oauthKeys).orderBy(desc(oauthKeys.createdAt), desc(oauthKeys.id));
+    rows = await repo.listKeys(db);
   }
   const cutoff = Date.now() - retireAfter * 1000;
   const active = rows.filter((r) => r.use === 'sig' && !r.retiredAt);
@@ -119,35 +115,17 @@ export async function rotateSigningKey(
   keyRing: KeyRing,
   retireAfter: number,
 ): Promise<{ kid: string; retired: string[]; deleted: string[] }> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`SELECT pg_advisory_xact_lock(${KEY_CREATION_LOCK})`);
+  return repo.withKeyLock(db, async (tx) => {
     const now = new Date();
-    const retired = await tx
-      .update(oauthKeys)
-      .set({ retiredAt: now })
-      .where(and(eq(oauthKeys.use, 'sig'), isNull(oauthKeys.retiredAt)))
-      .returning({ id: oauthKeys.id });
-    const deleted = await tx
-      .delete(oauthKeys)
-      .where(
-        and(
-          eq(oauthKeys.use, 'sig'),
-          isNotNull(oauthKeys.retiredAt),
-          lt(oauthKeys.retiredAt, new Date(now.getTime() - retireAfter * 1000)),
-        ),
-      )
-      .returning({ id: oauthKeys.id });
+    const retired = await repo.retireSigningKeys(tx, now);
+    const deleted = await repo.deleteSigningKeysRetiredBefore(tx, new Date(now.getTime() - retireAfter * 1000));
     const key = await insertSigningKey(tx, keyRing);
-    return { kid: key.kid, retired: retired.map((r) => r.id), deleted: deleted.map((r) => r.id) };
+    return { kid: key.kid, retired, deleted };
   });
 }
 
 /** The kids in the database, oldest first: what an instance compares to notice a rotation. */
 export async function currentKeyIds(db: Db): Promise<string> {
-  const rows = await db
-    .select({ id: oauthKeys.id, retiredAt: oauthKeys.retiredAt })
-    .from(oauthKeys)
-    .where(eq(oauthKeys.use, 'sig'))
-    .orderBy(asc(oauthKeys.createdAt), asc(oauthKeys.id));
+  const rows = await repo.signingKeyStates(db);
   return rows.map((r) => `${r.id}:${r.retiredAt ? 'r' : 'a'}`).join(',');
 }

@@ -5,11 +5,11 @@ import type { Deps } from '../../context.ts';
 import { newId } from '../../lib/ids.ts';
 import { jsonBodyProblem } from '../../lib/json.ts';
 import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
-import * as accountsRepo from '../../modules/accounts/index.ts';
+import { findAccountProfile } from '../../modules/accounts/index.ts';
 import { unknownKnowledgeBases } from '../../modules/knowledge/index.ts';
 import { SESSION_COOKIE, sessionAccountId } from '../browser-session.ts';
 import { ALL_SCOPES } from '../scopes.ts';
-import { createAdapterClass, grantKnowledgeBases } from './adapter.ts';
+import { createAdapterClass } from './adapter.ts';
 import { MetadataDocuments } from './client-metadata.ts';
 import { routeOidcConsole } from './console-bridge.ts';
 import type { KeySet } from './keys.ts';
@@ -24,7 +24,7 @@ import {
   resourceServers,
 } from './policy.ts';
 import { redirectUriProblem } from './redirect-uris.ts';
-import { findGrantId } from './repo.ts';
+import { findGrantId, grantKnowledgeBases } from './repo.ts';
 
 /** Where the authorization server's endpoints live (SPEC §5); the origin root holds discovery. */
 export const OAUTH_ROUTES = {
@@ -125,7 +125,7 @@ export async function createProvider(deps: Deps, keys: KeySet, hooks: ProviderHo
       email: ['email', 'email_verified'],
     },
     async findAccount(_ctx, sub) {
-      const row = await accountsRepo.findAccountById(db, sub);
+      const row = await findAccountProfile({ db }, sub);
       if (!row) return undefined;
       return {
         accountId: row.id,

@@ -5,11 +5,10 @@ import { TokenExpiredError, UnauthorizedError } from '../../lib/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import type { Scope } from '../scopes.ts';
 import type { BearerTarget } from '../tokens.ts';
-import { grantKnowledgeBases, revokeGrantArtifacts, setGrantKnowledgeBases } from './adapter.ts';
 import { currentKeyIds, type KeySet, loadKeySet, retireAfterSeconds } from './keys.ts';
 import { effectiveClientScopes, KNOWLEDGE_BASES_PARAM, knowledgeBaseLimit, resourceForPath } from './policy.ts';
 import { createProvider } from './provider.ts';
-import { grantOfToken } from './repo.ts';
+import { grantKnowledgeBases, grantOfToken, revokeGrantArtifacts, setGrantKnowledgeBases } from './repo.ts';
 
 const KEY_CHECK_INTERVAL_MS = 60_000;
 /** An unknown `kid` reloads the keys at most this often (a rotation on another instance). */

@@ -1,5 +1,14 @@
 /** The accounts area's front door: what other areas, transports and the composition root use from it. */
-export { findAccountByEmail, findAccountById, insertAccount, updateAccount } from './repo.ts';
 export { accountRoutes } from './routes.ts';
 export { Account } from './schema.ts';
-export { findAccountProfile, getAccount, toAccount } from './service.ts';
+export {
+  accountIdByEmail,
+  allowsWhitelabel,
+  createAccount,
+  findAccount,
+  findAccountProfile,
+  findSignIn,
+  getAccount,
+  setAllowWhitelabel,
+  toAccount,
+} from './service.ts';

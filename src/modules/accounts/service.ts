@@ -1,7 +1,9 @@
 import { type PublicContext, requireFirstParty, requireScope, type ServiceContext } from '../../context.ts';
+import type { Executor } from '../../db/client.ts';
 import type { AccountRow } from '../../db/schema/index.ts';
-import { NotFoundError } from '../../lib/errors.ts';
-import { creditBalance } from '../credits/index.ts';
+import { ConflictError, isUniqueViolation, NotFoundError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { creditBalance, recordWelcomeCredits } from '../credits/index.ts';
 import { type AvatarImage, decodeDataUri, initialsSvg } from './avatar.ts';
 import * as repo from './repo.ts';
 import type { Account, UpdateAccount } from './schema.ts';
@@ -31,10 +33,9 @@ function ownId(ctx: ServiceContext, accountId: string): string {
 
 export async function getAccount(ctx: ServiceContext, accountId: string): Promise<Account> {
   requireScope(ctx, 'account');
-  const id = ownId(ctx, accountId);
-  const [row, balance] = await Promise.all([repo.findAccountById(ctx.db, id), creditBalance(ctx.deps, id)]);
-  if (!row) throw new NotFoundError(`Account ${accountId} not found`);
-  return toAccount(row, ctx.deps.config.baseUrl, balance);
+  const account = await findAccount(ctx, ownId(ctx, accountId));
+  if (!account) throw new NotFoundError(`Account ${accountId} not found`);
+  return account;
 }
 
 export async function updateAccount(ctx: ServiceContext, accountId: string, input: UpdateAccount): Promise<Account> {
@@ -66,11 +67,66 @@ export async function getAvatar(
   return { image: uploaded ?? initialsSvg(row.id, row.name) };
 }
 
-/** The name and e-mail the pages greet a signed-in user with; undefined when the account is gone. */
+/**
+ * What the pages greet a signed-in user with and the OAuth server's claims tell a client; undefined when the
+ * account is gone.
+ */
 export async function findAccountProfile(
-  ctx: PublicContext,
+  ctx: Pick<PublicContext, 'db'>,
   accountId: string,
-): Promise<{ name: string; email: string } | undefined> {
+): Promise<{ id: string; name: string; email: string; updatedAt: Date } | undefined> {
   const row = await repo.findAccountById(ctx.db, accountId);
-  return row ? { name: row.name, email: row.email } : undefined;
+  return row ? { id: row.id, name: row.name, email: row.email, updatedAt: row.updatedAt } : undefined;
+}
+
+/** The account as the API answers it, for callers with no caller identity yet (a new session); undefined when gone. */
+export async function findAccount(ctx: PublicContext, accountId: string): Promise<Account | undefined> {
+  const [row, balance] = await Promise.all([
+    repo.findAccountById(ctx.db, accountId),
+    creditBalance(ctx.deps, accountId),
+  ]);
+  return row ? toAccount(row, ctx.deps.config.baseUrl, balance) : undefined;
+}
+
+/** Creates an account with its starting credits (a `grant` row), in one transaction: sign-up and the CLI. */
+export async function createAccount(
+  ctx: PublicContext,
+  input: { email: string; name: string; passwordHash: string },
+): Promise<{ id: string }> {
+  const { initialCredits } = ctx.deps.config;
+  const id = newId('account');
+  try {
+    await ctx.db.transaction(async (tx) => {
+      await repo.insertAccount(tx, { id, ...input, creditBalance: initialCredits });
+      await recordWelcomeCredits({ db: tx, requestId: ctx.requestId }, id, initialCredits);
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new ConflictError('An account with this e-mail already exists');
+    throw err;
+  }
+  return { id };
+}
+
+/** The id and password hash sign-in checks (e-mails match whatever their case); undefined for an unknown e-mail. */
+export async function findSignIn(
+  ctx: Pick<PublicContext, 'db'>,
+  email: string,
+): Promise<{ id: string; passwordHash: string | null } | undefined> {
+  const row = await repo.findAccountByEmail(ctx.db, email);
+  return row ? { id: row.id, passwordHash: row.passwordHash } : undefined;
+}
+
+/** The id of the account with this e-mail (the operator's CLI names accounts by e-mail); undefined if none. */
+export async function accountIdByEmail(ctx: Pick<PublicContext, 'db'>, email: string): Promise<string | undefined> {
+  return (await repo.findAccountByEmail(ctx.db, email))?.id;
+}
+
+/** Whether an operator allowed the account to give its clients the `whitelabel-customer` role. */
+export async function allowsWhitelabel(ctx: Pick<PublicContext, 'db'>, accountId: string): Promise<boolean> {
+  return (await repo.findAccountById(ctx.db, accountId))?.allowWhitelabel ?? false;
+}
+
+/** Allows or withdraws the role; `ctx.db` may be the caller's transaction (which demotes clients with it). */
+export async function setAllowWhitelabel(ctx: { db: Executor }, accountId: string, allowed: boolean): Promise<void> {
+  await repo.updateAccount(ctx.db, accountId, { allowWhitelabel: allowed });
 }

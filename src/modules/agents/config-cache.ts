@@ -1,5 +1,5 @@
 import type { Deps } from '../../context.ts';
-import { TtlCache } from '../../lib/ttl-cache.ts';
+import { AccountCache } from '../../lib/account-cache.ts';
 
 /**
  * What a chat reads of an agent's configuration (the agent row, its linked tools), kept per instance for
@@ -8,30 +8,7 @@ import { TtlCache } from '../../lib/ttl-cache.ts';
  * agent created, updated, made default or deleted; a tool linked, unlinked, changed or deleted) evicts the
  * account's entries at once, after its commit; other instances follow within the TTL.
  */
-export class AgentConfigCache {
-  private readonly cache: TtlCache<string, { accountId: string; value: unknown }>;
-  /** Bumped by every eviction: a read that overlapped one does not store what it read (it may be older). */
-  private generation = 0;
-
-  constructor(ttlMs: number) {
-    this.cache = new TtlCache(ttlMs);
-  }
-
-  async get<T>(accountId: string, key: string, load: () => Promise<T>): Promise<T> {
-    const k = `${accountId}\n${key}`;
-    const hit = this.cache.get(k);
-    if (hit) return hit.value as T;
-    const generation = this.generation;
-    const value = await load();
-    if (value !== undefined && generation === this.generation) this.cache.set(k, { accountId, value });
-    return value;
-  }
-
-  evict(accountId: string): void {
-    this.generation++;
-    this.cache.deleteWhere((e) => e.accountId === accountId);
-  }
-}
+export class AgentConfigCache extends AccountCache<unknown> {}
 
 declare module '../../context.ts' {
   interface AreaState {

@@ -1,4 +1,4 @@
-import type { ServiceContext } from '../../context.ts';
+import type { Deps, ServiceContext } from '../../context.ts';
 import type { ConversationRow, MessageRow } from '../../db/schema/index.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -102,4 +102,21 @@ export async function listMessages(
 export async function deleteConversation(ctx: ServiceContext, agentId: string, conversationId: string): Promise<void> {
   const conversation = await ownedConversation(ctx, agentId, conversationId);
   await repo.deleteConversation(ctx.db, conversation.id);
+}
+
+/**
+ * The words of a conversation's last `limit` messages, oldest first: the user's and the agent's (tool steps left
+ * out), one paragraph each, named `User` or `agentName`. Knowledge captures idle conversations with it.
+ */
+export async function conversationTranscript(
+  deps: Deps,
+  conversationId: string,
+  agentName: string,
+  limit: number,
+): Promise<string> {
+  const messages = await repo.recentMessages(deps.database.db, conversationId, limit);
+  return messages
+    .filter((m) => (m.role === 'user' || m.role === 'assistant') && !m.toolCalls?.length && m.content)
+    .map((m) => `${m.role === 'user' ? 'User' : agentName}: ${m.content}`)
+    .join('\n\n');
 }

@@ -4,6 +4,7 @@ export type { ChatOptions, ChatOutcome } from './chat.service.ts';
 export { chatWithAgent, toolsOf } from './chat.service.ts';
 export { AgentConfigCache, agentConfigChanged, cachedAgentConfig } from './config-cache.ts';
 export {
+  conversationTranscript,
   deleteConversation,
   listConversations,
   listMessages,
@@ -14,7 +15,6 @@ export {
 export { ConversationLog } from './events.service.ts';
 export { agentJobs } from './jobs.ts';
 export { memoryToolGroup } from './memories.service.ts';
-export { findAgent, findDefaultAgent, recentMessages } from './repo.ts';
 export { agentRoutes } from './routes.ts';
 export { failOrphanedRuns } from './runs.service.ts';
 export type { Agent, BuiltInToolGroup, Conversation, Message } from './schema.ts';
@@ -32,6 +32,7 @@ export {
   AGENT_DELETED_REASON,
   createAgent,
   DEFAULT_AGENT_ID,
+  existingAgentId,
   getAgent,
   listAgents,
   ownedAgent,

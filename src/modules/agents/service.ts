@@ -1,4 +1,5 @@
 import { requireScope, type ServiceContext } from '../../context.ts';
+import type { Executor } from '../../db/client.ts';
 import type { AgentRow } from '../../db/schema/index.ts';
 import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -42,10 +43,7 @@ export async function ownedAgent(
   anyOf: readonly ('agents-all' | 'agents-use')[] = READ_SCOPES,
 ): Promise<AgentRow> {
   requireScope(ctx, ...anyOf);
-  const row =
-    agentId === DEFAULT_AGENT_ID
-      ? await repo.findDefaultAgent(ctx.db, ctx.accountId)
-      : await repo.findAgent(ctx.db, ctx.accountId, agentId);
+  const row = await findByIdOrDefault(ctx, agentId);
   if (!row) {
     throw new NotFoundError(
       agentId === DEFAULT_AGENT_ID ? 'The account has no default agent' : `Agent ${agentId} not found`,
@@ -61,9 +59,7 @@ export async function ownedAgent(
 export async function chatAgent(ctx: ServiceContext, agentId: string): Promise<AgentRow> {
   requireScope(ctx, ...READ_SCOPES);
   const row = await cachedAgentConfig(ctx.deps, ctx.accountId, `agent:${agentId}`, () =>
-    agentId === DEFAULT_AGENT_ID
-      ? repo.findDefaultAgent(ctx.db, ctx.accountId)
-      : repo.findAgent(ctx.db, ctx.accountId, agentId),
+    findByIdOrDefault(ctx, agentId),
   );
   if (!row) {
     throw new NotFoundError(
@@ -71,6 +67,23 @@ export async function chatAgent(ctx: ServiceContext, agentId: string): Promise<A
     );
   }
   return row;
+}
+
+/**
+ * The account's agent id for an id or `default`, undefined when there is none. No scope check: callers that
+ * may name an agent under their own scope (channels, scheduled tasks) decide who may ask.
+ */
+export async function existingAgentId(
+  ctx: { db: Executor; accountId: string },
+  agentId: string,
+): Promise<string | undefined> {
+  return (await findByIdOrDefault(ctx, agentId))?.id;
+}
+
+function findByIdOrDefault(ctx: { db: Executor; accountId: string }, agentId: string): Promise<AgentRow | undefined> {
+  return agentId === DEFAULT_AGENT_ID
+    ? repo.findDefaultAgent(ctx.db, ctx.accountId)
+    : repo.findAgent(ctx.db, ctx.accountId, agentId);
 }
 
 function checkGroups(groups: readonly BuiltInToolGroup[] | undefined): BuiltInToolGroup[] | undefined {

@@ -6,7 +6,7 @@ import type { AuthClientRow } from '../../db/schema/index.ts';
 import { BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type ListParams, type Page, toPage } from '../../lib/pagination.ts';
-import * as accountsRepo from '../accounts/index.ts';
+import { accountIdByEmail, allowsWhitelabel, setAllowWhitelabel } from '../accounts/index.ts';
 import { knowledgeBaseNames } from '../knowledge/index.ts';
 import * as repo from './repo.ts';
 import type { AuthClient, ClientSecret, CreateAuthClient, CreatedAuthClient, UpdateAuthClient } from './schema.ts';
@@ -45,8 +45,7 @@ function newSecret(): string {
 /** `whitelabel-customer` is by invitation: only accounts an operator allowed may give it. */
 async function checkRoles(ctx: ServiceContext, roles: readonly string[]): Promise<void> {
   if (!roles.includes('whitelabel-customer')) return;
-  const account = await accountsRepo.findAccountById(ctx.db, ctx.accountId);
-  if (!account?.allowWhitelabel) {
+  if (!(await allowsWhitelabel(ctx, ctx.accountId))) {
     throw new ForbiddenError('The whitelabel-customer role is by invitation only; this account is not allowed it');
   }
 }
@@ -164,15 +163,15 @@ export async function setWhitelabelAllowed(
   email: string,
   allowed: boolean,
 ): Promise<{ accountId: string; demoted: number }> {
-  const account = await accountsRepo.findAccountByEmail(ctx.db, email);
-  if (!account) throw new NotFoundError(`No account with e-mail ${email}`);
+  const accountId = await accountIdByEmail(ctx, email);
+  if (!accountId) throw new NotFoundError(`No account with e-mail ${email}`);
   const demoted = await ctx.db.transaction(async (tx) => {
-    await accountsRepo.updateAccount(tx, account.id, { allowWhitelabel: allowed });
+    await setAllowWhitelabel({ db: tx }, accountId, allowed);
     // Withdrawn: the account's clients lose the role (and agents-all) at once.
-    return allowed ? 0 : repo.demoteWhitelabelClients(tx, account.id);
+    return allowed ? 0 : repo.demoteWhitelabelClients(tx, accountId);
   });
-  if (demoted) ctx.deps.actorCache.evict({ accountId: account.id });
-  return { accountId: account.id, demoted };
+  if (demoted) ctx.deps.actorCache.evict({ accountId });
+  return { accountId, demoted };
 }
 
 /** What the consent and sign-in pages show of the client asking for access; undefined when unknown. */

@@ -4,7 +4,6 @@ export { authRoutes } from './routes.ts';
 export { CreatePat, Signup } from './schema.ts';
 export {
   authenticate,
-  createAccount,
   createPat,
   getPat,
   hashPassword,

@@ -4,19 +4,10 @@ import { ALL_SCOPES, type Scope } from '../../access/scopes.ts';
 import type { Config, PasswordHashing } from '../../config.ts';
 import { type PublicContext, requireFirstParty, type ServiceContext } from '../../context.ts';
 import type { PersonalAccessTokenRow } from '../../db/schema/index.ts';
-import {
-  ConflictError,
-  ForbiddenError,
-  isUniqueViolation,
-  NotFoundError,
-  UnauthorizedError,
-  ValidationError,
-} from '../../lib/errors.ts';
+import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../../lib/errors.ts';
 import { newId, newSecretToken, sha256Hex } from '../../lib/ids.ts';
 import { type ListParams, type Page, toPage } from '../../lib/pagination.ts';
-import * as accountsRepo from '../accounts/index.ts';
-import { toAccount } from '../accounts/index.ts';
-import { creditBalance, insertCreditTransaction } from '../credits/index.ts';
+import { createAccount, findAccount, findSignIn } from '../accounts/index.ts';
 import { unknownKnowledgeBases } from '../knowledge/index.ts';
 import { providerCatalog } from '../providers/index.ts';
 import type { Authenticate, CreatedPat, CreatePat, Pat, SessionResponse, Signup } from './schema.ts';
@@ -39,42 +30,10 @@ export async function signup(ctx: PublicContext, input: Signup): Promise<Session
   return startSession(ctx, result.id);
 }
 
-/** Shared by sign-up and `switchboard account create`. */
-export async function createAccount(
-  ctx: PublicContext,
-  input: { email: string; name: string; passwordHash: string },
-): Promise<{ id: string }> {
-  const { config } = ctx.deps;
-  const id = newId('account');
-  try {
-    await ctx.db.transaction(async (tx) => {
-      await accountsRepo.insertAccount(tx, {
-        id,
-        email: input.email,
-        name: input.name,
-        passwordHash: input.passwordHash,
-        creditBalance: config.initialCredits,
-      });
-      await insertCreditTransaction(tx, {
-        accountId: id,
-        amount: config.initialCredits,
-        balanceAfter: config.initialCredits,
-        type: 'grant',
-        description: 'Welcome credits',
-        requestId: ctx.requestId,
-      });
-    });
-  } catch (err) {
-    if (isUniqueViolation(err)) throw new ConflictError('An account with this e-mail already exists');
-    throw err;
-  }
-  return { id };
-}
-
 /** 401 without saying whether the e-mail or the password was wrong. */
 export async function authenticate(ctx: PublicContext, input: Authenticate): Promise<SessionResponse> {
   await countSignInAttempt(ctx, input.email);
-  const row = await accountsRepo.findAccountByEmail(ctx.db, input.email);
+  const row = await findSignIn(ctx, input.email);
   const { passwordHashing } = ctx.deps.config;
   let dummyHash = dummyHashes.get(passwordHashing);
   if (!dummyHash) {
@@ -96,14 +55,9 @@ async function startSession(ctx: PublicContext, accountId: string): Promise<Sess
     expiresAt: new Date(Date.now() + ttl * 1000),
     userAgent: ctx.userAgent?.slice(0, 256),
   });
-  const account = await accountsRepo.findAccountById(ctx.db, accountId);
+  const account = await findAccount(ctx, accountId);
   if (!account) throw new NotFoundError('Account not found');
-  return {
-    session_token: token,
-    token_type: 'Bearer',
-    expires_in: ttl,
-    account: toAccount(account, ctx.deps.config.baseUrl, await creditBalance(ctx.deps, accountId)),
-  };
+  return { session_token: token, token_type: 'Bearer', expires_in: ttl, account };
 }
 
 /** Ends the calling session; its token stops working at once. */

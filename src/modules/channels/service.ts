@@ -12,8 +12,13 @@ import { BadGatewayError, ConflictError, isUniqueViolation, NotFoundError, Valid
 import { newId, sha256Hex } from '../../lib/ids.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
-import * as agentsRepo from '../agents/index.ts';
-import { type AgentDeletionHook, type ChatOptions, type ChatOutcome, chatWithAgent } from '../agents/index.ts';
+import {
+  type AgentDeletionHook,
+  type ChatOptions,
+  type ChatOutcome,
+  chatWithAgent,
+  existingAgentId,
+} from '../agents/index.ts';
 import * as repo from './repo.ts';
 import {
   type Channel,
@@ -133,12 +138,9 @@ export async function ownedChannel(ctx: ServiceContext, channelId: string): Prom
 
 /** The caller's agent by id or `default` (404 otherwise): the channel scope alone may name it. */
 async function agentIdOf(ctx: ServiceContext, agentId: string): Promise<string> {
-  const agent =
-    agentId === 'default'
-      ? await agentsRepo.findDefaultAgent(ctx.db, ctx.accountId)
-      : await agentsRepo.findAgent(ctx.db, ctx.accountId, agentId);
-  if (!agent) throw new NotFoundError(`Agent ${agentId} not found`);
-  return agent.id;
+  const id = await existingAgentId(ctx, agentId);
+  if (!id) throw new NotFoundError(`Agent ${agentId} not found`);
+  return id;
 }
 
 function configError(field: string, message: string): ValidationError {

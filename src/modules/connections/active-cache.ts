@@ -1,7 +1,7 @@
 import type { Deps } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { ConnectionRow } from '../../db/schema/index.ts';
-import { TtlCache } from '../../lib/ttl-cache.ts';
+import { AccountCache } from '../../lib/account-cache.ts';
 import * as repo from './repo.ts';
 
 /**
@@ -12,30 +12,7 @@ import * as repo from './repo.ts';
  * the TTL. Only the list is cached: running a tool reads its connection afresh, so a connection revoked
  * elsewhere fails there, not silently.
  */
-export class ActiveConnectionsCache {
-  private readonly cache: TtlCache<string, readonly ConnectionRow[]>;
-  /** Bumped by every eviction: a read that overlapped one does not store what it read (it may be older). */
-  private generation = 0;
-
-  constructor(ttlMs: number) {
-    this.cache = new TtlCache(ttlMs);
-  }
-
-  async get(db: Executor, accountId: string): Promise<readonly ConnectionRow[]> {
-    const hit = this.cache.get(accountId);
-    if (hit) return hit;
-    const generation = this.generation;
-    const rows = await repo.listActiveConnections(db, accountId);
-    if (generation === this.generation) this.cache.set(accountId, rows);
-    return rows;
-  }
-
-  evict(accountId: string | undefined): void {
-    this.generation++;
-    if (accountId === undefined) this.cache.clear();
-    else this.cache.delete(accountId);
-  }
-}
+export class ActiveConnectionsCache extends AccountCache<readonly ConnectionRow[]> {}
 
 declare module '../../context.ts' {
   interface AreaState {
@@ -51,7 +28,9 @@ export async function activeConnectionRows(
   accountId: string,
   providerId?: string,
 ): Promise<readonly ConnectionRow[]> {
-  const rows = await deps.areas.activeConnectionsCache.get(db, accountId);
+  const rows = await deps.areas.activeConnectionsCache.get(accountId, '', () =>
+    repo.listActiveConnections(db, accountId),
+  );
   return providerId === undefined ? rows : rows.filter((r) => r.providerId === providerId);
 }
 

@@ -1,17 +1,14 @@
 /** The connections area's front door: what other areas, transports and the composition root use from it. */
 export { ActiveConnectionsCache } from './active-cache.ts';
+export { createFromCatalog, finalizePending, getPendingFields, initiateConnection } from './connect.service.ts';
 export { connectionJobs } from './jobs.ts';
 export { listConnectionTools, providerAgentTools, providerToolGroup } from './provider-tools.ts';
 export { connectionRoutes } from './routes.ts';
 export type { Connection, PendingFields } from './schema.ts';
 export {
   authorizationFields,
-  createFromCatalog,
   deleteConnection,
-  finalizePending,
   getConnection,
-  getPendingFields,
-  initiateConnection,
   listActiveConnections,
   listConnections,
   refreshConnection,

@@ -6,6 +6,7 @@ import { paginated } from '../../lib/pagination.ts';
 import { send as sendPage } from '../../web/common.ts';
 import { staleCallbackPage } from '../../web/connection-callback-page.ts';
 import { BINDING_COOKIE_PATH, bindingCookieName } from './browser-binding.ts';
+import * as connect from './connect.service.ts';
 import { executeProviderTool } from './provider-tools.ts';
 import {
   AuthorizeQuery,
@@ -60,7 +61,7 @@ export async function connectionRoutes(app: App): Promise<void> {
       },
       config: { scopes },
     },
-    (req) => service.initiateConnection(req.ctx, req.body),
+    (req) => connect.initiateConnection(req.ctx, req.body),
   );
 
   app.get(
@@ -77,7 +78,7 @@ export async function connectionRoutes(app: App): Promise<void> {
       config: { auth: 'public' },
     },
     async (req, reply) => {
-      const { providerUrl, cookie } = await service.beginAuthorization(req.publicCtx, req.query.state);
+      const { providerUrl, cookie } = await connect.beginAuthorization(req.publicCtx, req.query.state);
       reply.setCookie(cookie.name, cookie.value, {
         path: BINDING_COOKIE_PATH,
         httpOnly: true,
@@ -105,7 +106,7 @@ export async function connectionRoutes(app: App): Promise<void> {
     async (req, reply) => {
       let target: string;
       try {
-        target = await service.completeAuthorization(req.publicCtx, req.query, req.cookies);
+        target = await connect.completeAuthorization(req.publicCtx, req.query, req.cookies);
       } catch (err) {
         // A person's browser on a stale or copied link: a page saying what to do rather than a JSON body.
         if (err instanceof BadRequestError && String(req.headers.accept ?? '').includes('text/html')) {
@@ -131,7 +132,7 @@ export async function connectionRoutes(app: App): Promise<void> {
       },
       config: { auth: 'public' },
     },
-    (req) => service.getPendingFields(req.publicCtx, req.params.pendingId),
+    (req) => connect.getPendingFields(req.publicCtx, req.params.pendingId),
   );
 
   app.post(
@@ -146,7 +147,7 @@ export async function connectionRoutes(app: App): Promise<void> {
       },
       config: { auth: 'public' },
     },
-    (req) => service.finalizePending(req.publicCtx, req.params.pendingId, req.body),
+    (req) => connect.finalizePending(req.publicCtx, req.params.pendingId, req.body),
   );
 
   app.post(
@@ -160,7 +161,7 @@ export async function connectionRoutes(app: App): Promise<void> {
       },
       config: { scopes },
     },
-    (req) => service.initiateFromCatalog(req.ctx, req.body),
+    (req) => connect.initiateFromCatalog(req.ctx, req.body),
   );
 
   app.post(
@@ -174,7 +175,7 @@ export async function connectionRoutes(app: App): Promise<void> {
       },
       config: { scopes },
     },
-    async (req, reply) => reply.code(201).send(await service.createFromCatalog(req.ctx, req.body)),
+    async (req, reply) => reply.code(201).send(await connect.createFromCatalog(req.ctx, req.body)),
   );
 
   app.get(

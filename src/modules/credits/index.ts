@@ -1,9 +1,7 @@
 /** The credits area's front door: what other areas, transports and the composition root use from it. */
 export { creditJobs } from './jobs.ts';
-export type { UsageDay, UsageKind } from './kinds.ts';
+export type { CreditTransactionType, UsageDay, UsageKind } from './kinds.ts';
 export { CREDIT_KIND_LABELS, CREDIT_TRANSACTION_TYPES, USAGE_KINDS } from './kinds.ts';
-export type { CreditTransactionType } from './repo.ts';
-export { insertCreditTransaction } from './repo.ts';
 export { creditRoutes } from './routes.ts';
 export type { CreditTransaction } from './schema.ts';
 export type { CreditHold } from './service.ts';
@@ -19,6 +17,7 @@ export {
   holdCredits,
   leasedCredits,
   listCreditTransactions,
+  recordWelcomeCredits,
   recoverCharges,
   settleCredits,
 } from './service.ts';

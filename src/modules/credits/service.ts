@@ -1,5 +1,6 @@
 import type { BaseDeps, Deps, PublicContext, ServiceContext } from '../../context.ts';
 import { requireScope } from '../../context.ts';
+import type { Executor } from '../../db/client.ts';
 import type { CreditTransactionRow } from '../../db/schema/index.ts';
 import { NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
@@ -121,6 +122,22 @@ export async function closeCredits(deps: Deps): Promise<void> {
   bank.stopping();
   await Promise.all([deps.background.drain(), bank.returnIdle()]);
   await bank.close();
+}
+
+/** A new account's starting credits: their `grant` ledger row, in the transaction that inserts the account. */
+export async function recordWelcomeCredits(
+  ctx: { db: Executor; requestId?: string },
+  accountId: string,
+  amount: number,
+): Promise<void> {
+  await repo.insertCreditTransaction(ctx.db, {
+    accountId,
+    amount,
+    balanceAfter: amount,
+    type: 'grant',
+    description: 'Welcome credits',
+    requestId: ctx.requestId,
+  });
 }
 
 /** Sweeps holds whose request never settled; run periodically on every instance (rows are claimed once). */

@@ -1,5 +1,5 @@
 import type { Deps } from '../../context.ts';
-import * as agentsRepo from '../agents/index.ts';
+import { conversationTranscript } from '../agents/index.ts';
 import { ensureDefaultBase } from './bases.service.ts';
 import * as repo from './repo.ts';
 import { addSource, enqueueCompile } from './sources.service.ts';
@@ -19,11 +19,7 @@ export async function ingestIdleConversations(deps: Deps, now = new Date()): Pro
   const db = deps.database.db;
   const due = await repo.conversationsToCapture(db, new Date(now.getTime() - CAPTURE_IDLE_MS), BATCH);
   for (const c of due) {
-    const messages = await agentsRepo.recentMessages(db, c.conversationId, TRANSCRIPT_MESSAGES);
-    const transcript = messages
-      .filter((m) => (m.role === 'user' || m.role === 'assistant') && !m.toolCalls?.length && m.content)
-      .map((m) => `${m.role === 'user' ? 'User' : c.agentName}: ${m.content}`)
-      .join('\n\n');
+    const transcript = await conversationTranscript(deps, c.conversationId, c.agentName, TRANSCRIPT_MESSAGES);
     if (!transcript.trim()) continue;
     await db.transaction(async (tx) => {
       const kb = await ensureDefaultBase({ db: tx, accountId: c.accountId });

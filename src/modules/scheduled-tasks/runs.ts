@@ -7,8 +7,7 @@ import type { JobContext } from '../../jobs/definition.ts';
 import { errorText } from '../../jobs/queue.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import * as agentsRepo from '../agents/index.ts';
-import { AGENT_DELETED_REASON, chatWithAgent, OWNER } from '../agents/index.ts';
+import { AGENT_DELETED_REASON, chatWithAgent, existingAgentId, OWNER } from '../agents/index.ts';
 import { deliverToAgentChannels } from '../channels/index.ts';
 import { availableCredits } from '../credits/index.ts';
 import { emitEvent } from '../webhooks/index.ts';
@@ -120,7 +119,7 @@ export async function executeTaskRun(deps: Deps, runId: string, job: JobContext)
   const task = await repo.findTaskById(db, run.taskId);
   if (!task) return fail(deps, run, 'The task was deleted');
   if (!task.enabled) return fail(deps, run, task.disabledReason ?? 'The task was disabled before it ran');
-  if (!(await agentsRepo.findAgent(db, task.accountId, task.agentId))) {
+  if (!(await existingAgentId({ db, accountId: task.accountId }, task.agentId))) {
     await repo.disableTasksOfAgent(db, task.accountId, task.agentId, AGENT_DELETED_REASON);
     return fail(deps, run, AGENT_DELETED_REASON);
   }

@@ -4,8 +4,13 @@ import type { ScheduledTaskRow, ScheduledTaskRunRow } from '../../db/schema/inde
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
-import * as agentsRepo from '../agents/index.ts';
-import { AGENT_DELETED_REASON, type AgentDeletionHook, DEFAULT_AGENT_ID, ownedAgent } from '../agents/index.ts';
+import {
+  AGENT_DELETED_REASON,
+  type AgentDeletionHook,
+  DEFAULT_AGENT_ID,
+  existingAgentId,
+  ownedAgent,
+} from '../agents/index.ts';
 import { checkCron, checkTimezone, describeCron, nextRun, nextRuns } from './cron.ts';
 import { enqueueTaskJob } from './jobs.ts';
 import * as repo from './repo.ts';
@@ -74,7 +79,7 @@ async function withLastRuns(ctx: ServiceContext, rows: ScheduledTaskRow[]): Prom
 async function agentKey(ctx: ServiceContext, agentId: string, mustExist = false): Promise<string> {
   requireScope(ctx, 'agents-all');
   if (agentId === DEFAULT_AGENT_ID || mustExist) return (await ownedAgent(ctx, agentId, ['agents-all'])).id;
-  if (await agentsRepo.findAgent(ctx.db, ctx.accountId, agentId)) return agentId;
+  if (await existingAgentId(ctx, agentId)) return agentId;
   if ((await repo.countTasks(ctx.db, ctx.accountId, agentId)) === 0)
     throw new NotFoundError(`Agent ${agentId} not found`);
   return agentId;
@@ -194,7 +199,7 @@ export async function updateTask(
   const cron = input.cronExpression !== undefined ? checkCron(input.cronExpression) : current.cronExpression;
   const timezone = input.timezone !== undefined ? checkTimezone(input.timezone) : current.timezone;
   const enabled = input.enabled ?? current.enabled;
-  if (enabled && !(await agentsRepo.findAgent(ctx.db, ctx.accountId, current.agentId))) {
+  if (enabled && !(await existingAgentId(ctx, current.agentId))) {
     throw new ConflictError(`Agent ${current.agentId} was deleted: its tasks cannot be enabled`);
   }
   const rescheduled = cron !== current.cronExpression || timezone !== current.timezone || enabled !== current.enabled;

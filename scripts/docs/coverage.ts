@@ -23,6 +23,7 @@ export const NOT_SETTINGS: Record<string, string> = {
   TEST_DB: 'which database the test suite runs on',
   TEST_LOG_LEVEL: "the app's log level in tests",
   TEST_RUN_ONCE: "CI's split: a file tested on one database runs in that database's run only",
+  TEST_PART: "CI's split: the files that start processes (processes) or all others (rest)",
   BENCH_DATABASE_URL: 'runs the benchmarks on PostgreSQL',
   BENCH_ROUNDS: 'rounds of a benchmark',
   BENCH_BASE_DIR: 'the other checkout of the gateway-ab and agent-chat benchmarks',

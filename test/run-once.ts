@@ -12,8 +12,8 @@ import { isDatabaseFree } from './database-free.ts';
  * - In the PostgreSQL run: the other database-free files (the code runner's, `*.unit.test.ts`).
  *
  * `TEST_PART=processes` runs only the files that start processes of their own (the CLI, servers, crashes, the
- * cluster), `TEST_PART=rest` all but those. Those files spend most of their time waiting for the processes they
- * started, so CI runs them as a third run beside the two databases' runs, where they fill the cores' idle time.
+ * cluster) and the pages driven in chromium, `TEST_PART=rest` all but those. They spend much of their time
+ * waiting for what they started, so CI runs them beside the two databases' runs, where they fill idle time.
  */
 const PGLITE_ONLY_FILES = ['test/slow-body.test.ts', 'test/process-hygiene.test.ts'];
 const CATALOG_FOLDER = 'test/catalog/';
@@ -57,13 +57,16 @@ const ONCE_GLOBS: Record<TestDatabaseKind, string[]> = {
   pglite: [`${CATALOG_FOLDER}**`, ...PGLITE_ONLY_FILES, `${BROWSER_FOLDER}**/*${BROWSER_SUFFIX}`],
 };
 
+/** The processes part: the files that start processes, and the pages driven in chromium (a browser each). */
+const PROCESS_PART = [...PROCESS_FILES, `${BROWSER_FOLDER}**/*${BROWSER_SUFFIX}`];
+
 /** What a run leaves out (vitest globs): the other database's run-once files, and the other part's files. */
 export function leftOutOfRun(env: NodeJS.ProcessEnv): string[] {
   const once = env.TEST_RUN_ONCE === '1' ? (env.TEST_DB === 'pg' ? ONCE_GLOBS.pglite : ONCE_GLOBS.pg) : [];
-  return env.TEST_PART === 'rest' ? [...once, ...PROCESS_FILES] : once;
+  return env.TEST_PART === 'rest' ? [...once, ...PROCESS_PART] : once;
 }
 
-/** What a run includes (vitest globs): with `TEST_PART=processes` the process files only. */
+/** What a run includes (vitest globs): with `TEST_PART=processes` the processes part only. */
 export function includedInRun(env: NodeJS.ProcessEnv): string[] {
-  return env.TEST_PART === 'processes' ? PROCESS_FILES : ['src/**/*.test.ts', 'test/**/*.test.ts'];
+  return env.TEST_PART === 'processes' ? PROCESS_PART : ['src/**/*.test.ts', 'test/**/*.test.ts'];
 }

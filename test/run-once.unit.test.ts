@@ -62,10 +62,13 @@ describe('test files CI runs on one database only', () => {
     expect(runFiles(files, { TEST_DB: 'pg' })).toEqual(files);
   });
 
-  it('list as process files exactly the files that start processes', () => {
+  it('list as process files exactly the files that start processes; the processes part adds the page tests', () => {
     const starting = files.filter((f) => STARTS_PROCESS.test(readFileSync(join(ROOT, f), 'utf8'))).sort();
     expect(starting).toEqual([...PROCESS_FILES].sort());
-    expect(runFiles(files, { TEST_PART: 'processes' }).sort()).toEqual([...PROCESS_FILES].sort());
+    const browser = files.filter((f) => f.startsWith('test/e2e/') && f.endsWith('-browser.test.ts'));
+    expect(browser.length).toBeGreaterThan(10);
+    expect(runFiles(files, { TEST_PART: 'processes' }).sort()).toEqual([...PROCESS_FILES, ...browser].sort());
+    expect(runFiles(files, { TEST_PART: 'rest' }).filter((f) => browser.includes(f))).toEqual([]);
   });
 
   it('hold no test of one database’s behaviour', () => {

@@ -1,4 +1,4 @@
-import { isDatabaseFree } from './database-free.ts';
+import { DATABASE_FREE_GLOBS, isDatabaseFree } from './database-free.ts';
 
 /**
  * How CI divides the test files (`.ci/run`). Without these settings `npm test` and `npm run test:pg` run every
@@ -53,7 +53,7 @@ export function runOnceOn(file: string): TestDatabaseKind | undefined {
 }
 
 const ONCE_GLOBS: Record<TestDatabaseKind, string[]> = {
-  pg: ['src/code-runner/**', '**/*.unit.test.ts'],
+  pg: DATABASE_FREE_GLOBS.filter((glob) => glob !== `${CATALOG_FOLDER}**`),
   pglite: [`${CATALOG_FOLDER}**`, ...PGLITE_ONLY_FILES, `${BROWSER_FOLDER}**/*${BROWSER_SUFFIX}`],
 };
 

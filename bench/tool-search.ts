@@ -5,8 +5,9 @@ import { type AgentTool, searchTools } from '../src/agent/tool-group.ts';
 import { loadConfig } from '../src/config.ts';
 import { PACKAGE_ROOT } from '../src/lib/paths.ts';
 import { countTokens } from '../src/llm-upstreams/tokens.ts';
-import { agentToolName, providerKeywords } from '../src/modules/connections/provider-tools.ts';
+import { agentToolName } from '../src/modules/connections/provider-tools.ts';
 import { providerCatalog } from '../src/modules/providers/catalog.ts';
+import { toolSearchWords } from '../src/modules/providers/tool-search.ts';
 
 /**
  * How often the agent's `find_tools` search puts the right tool in its top 5 with every provider of the
@@ -29,7 +30,7 @@ export function catalogAgentTools(): AgentTool[] {
       parameters: t.parameters as unknown as Record<string, unknown>,
       mode: t.mode,
       source: def.id,
-      ...providerKeywords(def),
+      ...toolSearchWords(def, t),
       run: async () => null,
     })),
   );

@@ -31,6 +31,8 @@ export interface CuratedTool {
   operation: string;
   name: string;
   description: string;
+  /** Requests in users' words the tool answers (`ToolDefinition.examples`), copied as they are. */
+  examples?: string[];
   /** Only these parameters (by their name in the description); required ones are always kept. */
   parameters?: string[];
   /** Parameters left out although the description has them. */
@@ -487,6 +489,7 @@ export function generateTool(
   const tool: Record<string, unknown> = {
     name: curated.name,
     description: curated.description,
+    ...(curated.examples ? { examples: curated.examples } : {}),
     mode: curated.mode ?? (method === 'GET' ? 'read' : 'write'),
     parameters: {
       type: 'object',

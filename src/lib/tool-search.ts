@@ -27,6 +27,8 @@ import {
 export interface SearchableTool {
   name: string;
   description: string;
+  /** Requests in users' words the tool answers, as one text: matched like its description's first sentence. */
+  examples?: string | undefined;
   /** The provider id (`google-calendar`) or another source (`built-in`). */
   source: string;
   /** More words the tool is found by (a provider's label), never shown to a model. */
@@ -77,6 +79,7 @@ const FIELDS = [
   { key: 'provider', weight: 2, b: 0 },
   { key: 'lead', weight: 1.2, b: 0.5 },
   { key: 'desc', weight: 0.6, b: 0.75 },
+  { key: 'examples', weight: 1, b: 0.5 },
   { key: 'category', weight: 0.5, b: 0 },
   { key: 'about', weight: 0.6, b: 0.5 },
 ] as const;
@@ -114,7 +117,15 @@ const indexes = new WeakMap<readonly SearchableTool[], Index>();
 function indexOf(tools: readonly SearchableTool[]): Index {
   const cached = indexes.get(tools);
   if (cached) return cached;
-  const total: Record<FieldKey, number> = { name: 0, provider: 0, lead: 0, desc: 0, category: 0, about: 0 };
+  const total: Record<FieldKey, number> = {
+    name: 0,
+    provider: 0,
+    lead: 0,
+    desc: 0,
+    examples: 0,
+    category: 0,
+    about: 0,
+  };
   const names = new Map<string, string[][]>();
   const sourceIds = new Map<string, number>();
   const sources: Index['sources'] = [];
@@ -139,6 +150,7 @@ function indexOf(tools: readonly SearchableTool[]): Index {
       provider: terms(`${t.source} ${t.keywords ?? ''}`),
       lead: terms(lead),
       desc: terms(t.description.slice(0, 2000)),
+      examples: terms((t.examples ?? '').slice(0, 2000)),
       category: terms((t.category ?? '').replace(/[-_]/g, ' ')),
       about: terms((t.about ?? '').slice(0, 500)),
     };

@@ -18,6 +18,7 @@ import {
   providerErrorMessage,
   shapeToolResponse,
   ToolArgumentError,
+  toolSearchWords,
 } from '../providers/index.ts';
 import { activeConnectionRows, connectionsChanged } from './active-cache.ts';
 import { apiOf, withCredential } from './api-key.ts';
@@ -263,15 +264,6 @@ async function retryAfterUnauthorized(
 const MAX_TOOL_NAME = 64;
 
 /** `github_create_issue`: the tool name prefixed with the provider id (once), at most 64 characters. */
-/** Words a provider's tools are also found by: its label, its category (`video-meetings` as two words), its description. */
-export function providerKeywords(def: Pick<ProviderDefinition, 'label' | 'category' | 'description'>): {
-  keywords: string;
-  category: string;
-  about: string;
-} {
-  return { keywords: def.label, category: def.category.replace(/[-_]/g, ' '), about: def.description };
-}
-
 export function agentToolName(providerId: string, toolName: string, suffix = ''): string {
   const prefix = providerId.replace(/[^a-z0-9_]/g, '_');
   const base = toolName.startsWith(`${prefix}_`) ? toolName : `${prefix}_${toolName}`;
@@ -313,7 +305,7 @@ export async function providerAgentTools(
           mode: tool.mode,
           source: providerId,
           connectionId: connection.id,
-          ...providerKeywords(def),
+          ...toolSearchWords(def, tool),
           run: (args, signal) =>
             runProviderTool(ctx, {
               providerId,

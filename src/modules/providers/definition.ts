@@ -410,6 +410,11 @@ export const ToolDefinition = z.strictObject({
   name: z.string().regex(TOOL_NAME, 'must be snake_case, at most 64 characters'),
   /** Written for an LLM: what the tool does, when to use it, what it answers. */
   description: z.string().min(20).max(1024),
+  /**
+   * Requests in users' own words that this tool answers ("what's on my calendar tomorrow"): read by the tool
+   * search only, never sent to a model.
+   */
+  examples: z.array(z.string().trim().min(3).max(200)).max(8).optional(),
   parameters: ToolParameters,
   mode: z.enum(['read', 'write']),
   request: ToolRequest,

@@ -36,4 +36,4 @@ export { providerLogoRoutes, providerRoutes } from './routes.ts';
 export type { AuthType, Provider, ProviderTool, ToolSearchHit, ToolSearchQuery } from './schema.ts';
 export { AUTH_TYPES } from './schema.ts';
 export { filterCatalog, getProvider, listProviders, listProviderTools, logoPath } from './service.ts';
-export { searchCatalogTools } from './tool-search.ts';
+export { searchCatalogTools, toolSearchWords } from './tool-search.ts';

@@ -31,6 +31,7 @@ describe('GET /api/v1/providers/tools/search', () => {
               ...tools[0],
               name: 'create_item',
               description: 'Create an item in the connected Keyhole workspace with a title.',
+              examples: ['jot down that the ferns need watering'],
               mode: 'write',
               parameters: {
                 type: 'object',
@@ -119,6 +120,14 @@ describe('GET /api/v1/providers/tools/search', () => {
     expect(names(await search(`q=${encodeURIComponent("what's on my calendar tomorrow")}&limit=3`))).toContain(
       'google-calendar/list_events',
     );
+  });
+
+  it("finds a tool by its examples (requests in users' words), which the hit does not show", async () => {
+    const res = await search(`q=${encodeURIComponent('jot down: water the ferns')}&limit=3`);
+    expect(res.statusCode).toBe(200);
+    const hits = res.json() as Array<Record<string, unknown>>;
+    expect(hits[0]).toMatchObject({ providerId: 'keyhole', name: 'create_item' });
+    expect(hits[0]).not.toHaveProperty('examples');
   });
 
   it('answers at most limit hits (default 10), and an empty list when no word of the request matches', async () => {

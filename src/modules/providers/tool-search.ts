@@ -11,6 +11,22 @@ export interface CatalogTool extends SearchableTool {
   definition: ToolDefinition;
 }
 
+/**
+ * What the tool search reads of a catalog tool besides its name and description: its provider's label (as
+ * keywords), category (`video-meetings` as two words) and description, and the tool's examples.
+ */
+export function toolSearchWords(
+  def: Pick<ProviderDefinition, 'label' | 'category' | 'description'>,
+  tool: Pick<ToolDefinition, 'examples'>,
+): Pick<SearchableTool, 'keywords' | 'category' | 'about' | 'examples'> {
+  return {
+    keywords: def.label,
+    category: def.category.replace(/[-_]/g, ' '),
+    about: def.description,
+    examples: tool.examples?.join(' . '),
+  };
+}
+
 const byCatalog = new WeakMap<ProviderCatalog, CatalogTool[]>();
 
 export function catalogTools(catalog: ProviderCatalog): readonly CatalogTool[] {
@@ -21,9 +37,7 @@ export function catalogTools(catalog: ProviderCatalog): readonly CatalogTool[] {
         name: t.name,
         description: t.description,
         source: def.id,
-        keywords: def.label,
-        category: def.category,
-        about: def.description,
+        ...toolSearchWords(def, t),
         mode: t.mode,
         provider: def,
         definition: t,

@@ -6,7 +6,7 @@ import { ALL_SCOPES, isScope, SCOPES, type Scope } from './access/scopes.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import type { Actor, PublicContext, ServiceContext } from './context.ts';
 import { generateKeySpec, parseKeys } from './lib/crypto.ts';
-import { AppError, ValidationError } from './lib/errors.ts';
+import { AppError, NotFoundError, ValidationError } from './lib/errors.ts';
 import type { Logger } from './lib/logger.ts';
 
 /**
@@ -157,11 +157,15 @@ const COMMANDS: Record<string, Command> = {
     database: true,
     async run(args, { ctx, out }) {
       const { addCredits } = await import('./modules/credits/index.ts');
+      const { accountIdByEmail } = await import('./modules/accounts/index.ts');
       const amount = Number(args.amount);
       if (!Number.isSafeInteger(amount) || amount <= 0) throw new UsageError('--amount must be a positive integer');
       const description = str(args.description);
+      const email = str(args.email) ?? '';
+      const accountId = await accountIdByEmail(ctx, email);
+      if (!accountId) throw new NotFoundError(`No account with e-mail ${email}`);
       const { transaction, duplicate } = await addCredits(ctx, {
-        email: str(args.email) ?? '',
+        accountId,
         amount,
         idempotencyKey: str(args['idempotency-key']) ?? '',
         ...(description === undefined ? {} : { description }),

@@ -105,8 +105,25 @@ describe('switchboard CLI', () => {
 
     const first = await cli('credits', 'add', '--email', email, '--amount', '250', '--idempotency-key', `k-${email}`);
     expect(first.stdout).toContain('Added 250 credits: balance 100250');
-    const again = await cli('credits', 'add', '--email', email, '--amount', '250', '--idempotency-key', `k-${email}`);
+    // The e-mail in any case; the same key adds nothing the second time.
+    const again = await cli(
+      'credits',
+      'add',
+      ...['--email', email.toUpperCase(), '--amount', '250', '--idempotency-key', `k-${email}`],
+    );
     expect(again.stdout).toContain('nothing added');
+    const nobody = await cli(
+      'credits',
+      'add',
+      '--email',
+      'nobody@example.test',
+      '--amount',
+      '5',
+      '--idempotency-key',
+      'k-0',
+    );
+    expect(nobody.code).toBe(1);
+    expect(nobody.stderr).toContain('No account with e-mail nobody@example.test');
     const dup = await cli('account', 'create', '--email', email, '--password', 'cli-password');
     expect(dup.code).toBe(1);
     expect(dup.stderr).toContain('An account with this e-mail already exists');

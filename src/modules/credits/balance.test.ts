@@ -174,7 +174,7 @@ describe('the balance a client reads is the balance it was told', () => {
       .insert(creditHolds)
       .values({ id: newId('creditHold'), accountId: c.id, amount: 3000, expiresAt: new Date(Date.now() + 60_000) });
     const { transaction } = await addCredits(publicContext(h.app), {
-      email: c.u.account.email,
+      accountId: c.u.account.id,
       amount: 500,
       idempotencyKey: newId('creditTransaction'),
     });

@@ -18,16 +18,6 @@ export async function storedBalance(db: Executor, accountId: string): Promise<nu
   return row?.creditBalance;
 }
 
-/** The id of the account with this e-mail, whatever its case (a unique index on lower(email)). */
-export async function accountIdByEmail(db: Executor, email: string): Promise<string | undefined> {
-  const [row] = await db
-    .select({ id: accounts.id })
-    .from(accounts)
-    .where(sql`lower(${accounts.email}) = lower(${email})`)
-    .limit(1);
-  return row?.id;
-}
-
 export interface NewCreditTransaction {
   accountId: string;
   amount: number;

@@ -19,16 +19,16 @@ describe('credit ledger', () => {
     const u = await createUser(h.app);
     const ctx = publicContext(h.app);
     const key = `topup-${u.account.id}`;
-    const first = await addCredits(ctx, { email: u.account.email.toUpperCase(), amount: 5000, idempotencyKey: key });
+    const first = await addCredits(ctx, { accountId: u.account.id, amount: 5000, idempotencyKey: key });
     expect(first.duplicate).toBe(false);
     expect(first.transaction).toMatchObject({ amount: 5000, balanceAfter: 105000, type: 'topup', idempotencyKey: key });
-    const again = await addCredits(ctx, { email: u.account.email, amount: 5000, idempotencyKey: key });
+    const again = await addCredits(ctx, { accountId: u.account.id, amount: 5000, idempotencyKey: key });
     expect(again).toEqual({ transaction: first.transaction, duplicate: true });
 
     const raceKey = `race-${u.account.id}`;
     const raced = await Promise.all(
       Array.from({ length: 6 }, () =>
-        addCredits(ctx, { email: u.account.email, amount: 100, idempotencyKey: raceKey }),
+        addCredits(ctx, { accountId: u.account.id, amount: 100, idempotencyKey: raceKey }),
       ),
     );
     expect(raced.filter((r) => !r.duplicate)).toHaveLength(1);
@@ -41,14 +41,15 @@ describe('credit ledger', () => {
     expect(rows.reduce((s, r) => s + r.amount, 0)).toBe(105100);
   });
 
-  it('refuses a non-positive amount and an unknown e-mail', async () => {
+  it('refuses a non-positive amount and an unknown account', async () => {
     const ctx = publicContext(h.app);
-    await expect(addCredits(ctx, { email: 'x@example.test', amount: 0, idempotencyKey: 'k0' })).rejects.toMatchObject({
+    const u = await createUser(h.app);
+    await expect(addCredits(ctx, { accountId: u.account.id, amount: 0, idempotencyKey: 'k0' })).rejects.toMatchObject({
       statusCode: 422,
     });
     await expect(
-      addCredits(ctx, { email: 'nobody@example.test', amount: 5, idempotencyKey: 'k-nobody' }),
-    ).rejects.toMatchObject({ name: 'NotFoundError', statusCode: 404 });
+      addCredits(ctx, { accountId: 'acct_nobody', amount: 5, idempotencyKey: 'k-nobody' }),
+    ).rejects.toMatchObject({ name: 'NotFoundError', statusCode: 404, message: 'No account acct_nobody' });
   });
 
   it('gives back holds that were never settled once they expire', async () => {
@@ -70,7 +71,11 @@ describe('credit ledger', () => {
 
   it('lists transactions newest first with type and date filters', async () => {
     const u = await createUser(h.app);
-    await addCredits(publicContext(h.app), { email: u.account.email, amount: 42, idempotencyKey: `l-${u.account.id}` });
+    await addCredits(publicContext(h.app), {
+      accountId: u.account.id,
+      amount: 42,
+      idempotencyKey: `l-${u.account.id}`,
+    });
     const token = await u.pat(['account']);
     const all = await call(h.app, 'GET', '/api/v1/credit-transactions', { token });
     expect(all.statusCode).toBe(200);

@@ -203,11 +203,12 @@ export async function creditUsage(ctx: ServiceContext, days: number, now = new D
 
 /**
  * Tops an account up exactly once per idempotency key: a repeated key answers the first transaction and
- * changes nothing (also when two calls race: the unique index decides).
+ * changes nothing (also when two calls race: the unique index decides). The CLI finds the account by e-mail
+ * through the accounts area.
  */
 export async function addCredits(
   ctx: PublicContext,
-  input: { email: string; amount: number; idempotencyKey: string; description?: string },
+  input: { accountId: string; amount: number; idempotencyKey: string; description?: string },
 ): Promise<{ transaction: CreditTransaction; duplicate: boolean }> {
   if (!Number.isSafeInteger(input.amount) || input.amount <= 0) {
     throw new ValidationError('Validation failed', [{ field: 'amount', message: 'must be a positive integer' }]);
@@ -217,8 +218,8 @@ export async function addCredits(
   }
   const existing = await repo.findByIdempotencyKey(ctx.db, input.idempotencyKey);
   if (existing) return { transaction: toTransaction(existing), duplicate: true };
-  const accountId = await repo.accountIdByEmail(ctx.db, input.email);
-  if (!accountId) throw new NotFoundError(`No account with e-mail ${input.email}`);
+  const { accountId } = input;
+  if ((await repo.storedBalance(ctx.db, accountId)) === undefined) throw new NotFoundError(`No account ${accountId}`);
   try {
     const row = await ctx.db.transaction((tx) =>
       repo.adjustBalance(tx, {

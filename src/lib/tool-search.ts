@@ -38,6 +38,8 @@ export interface SearchableTool {
   /** What the provider is for (its description): matched more loosely still, for a request's domain words. */
   about?: string | undefined;
   mode?: 'read' | 'write' | undefined;
+  /** A provider most people use (`popular` in its file): preferred when a request names no provider. */
+  popular?: boolean | undefined;
 }
 
 export interface RankedTool<T> {
@@ -87,6 +89,8 @@ type FieldKey = (typeof FIELDS)[number]['key'];
 const K1 = 1.2;
 /** A query word of this many letters or more also finds words that start like it ("contributed", "contributors"). */
 const PREFIX = 6;
+/** The bonus of a popular provider's tool (about a tenth of a typical match's score). */
+const POPULAR_WEIGHT = 1;
 /** How much the match of a tool's provider counts beside the tool's own. */
 const SOURCE_WEIGHT = 0.4;
 
@@ -338,6 +342,8 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     if (action?.intent !== 'write' && doc.verb === 'list' && doc.nameWords.some((w) => plurals.has(w))) bonus += 0.8;
     // "my", "I", "me": the user's own things (list_my_teams, get_my_profile).
     if (aboutMe && doc.nameWords.some((w) => w === 'my' || w === 'me')) bonus += 0.8;
+    // With nothing else to tell them apart, the app most people use (Gmail over a transactional mail API).
+    if (tool.popular) bonus += POPULAR_WEIGHT;
     const words = named(tool.source);
     if (words > 0) bonus += 100 + 5 * words;
     ranked.push({ tool, score: score + bonus });

@@ -6,51 +6,58 @@ import { providerCatalog } from '../../src/modules/providers/catalog.ts';
 /**
  * `npm run eval:tool-search` as a floor (issue 41 item 3): the tool search (`GET /providers/tools/search`, the
  * agent's `find_tools`) keeps an acceptable tool in its top 3 over the whole catalog at least as often as when
- * measured (docs/tool-search.md). The held-out set was committed before any tuning and never tuned on; its
- * floor is set from its one measurement.
+ * measured (docs/tool-search.md). Each held-out set was committed before the search was changed for it and never
+ * tuned on (its misses are never printed); its floor is what it measured with the tools' examples.
  */
 describe('tool search quality over the whole catalog (top-3)', () => {
   const tuning = loadToolSearchSet('tuning');
   const heldOut = loadToolSearchSet('held-out');
   const heldOut2 = loadToolSearchSet('held-out-2');
+  const heldOut3 = loadToolSearchSet('held-out-3');
 
-  it('has a tuning set and two held-out sets of at least 100 requests each (held-out 120), apart, naming real tools', () => {
+  it('has a tuning set and three held-out sets of at least 100 requests each (held-out 120), apart, naming real tools', () => {
     const catalog = providerCatalog(loadConfig({}));
     const known = new Set(
       catalog.providers.flatMap((p) => p.definition.tools.map((t) => `${p.definition.id}/${t.name}`)),
     );
     expect(heldOut.length).toBeGreaterThanOrEqual(120);
     expect(heldOut2.length).toBeGreaterThanOrEqual(100);
+    expect(heldOut3.length).toBeGreaterThanOrEqual(150);
     expect(tuning.length).toBeGreaterThanOrEqual(100);
     const tuned = new Set(tuning.map((e) => e.q.toLowerCase()));
     const firstHeldOut = new Set(heldOut.map((e) => e.q.toLowerCase()));
     for (const e of heldOut) expect(tuned.has(e.q.toLowerCase()), e.q).toBe(false);
     for (const e of heldOut2)
       expect(tuned.has(e.q.toLowerCase()) || firstHeldOut.has(e.q.toLowerCase()), e.q).toBe(false);
-    for (const e of [...tuning, ...heldOut, ...heldOut2]) {
+    const secondHeldOut = new Set(heldOut2.map((e) => e.q.toLowerCase()));
+    for (const e of heldOut3) {
+      const q = e.q.toLowerCase();
+      expect(tuned.has(q) || firstHeldOut.has(q) || secondHeldOut.has(q), e.q).toBe(false);
+    }
+    for (const e of [...tuning, ...heldOut, ...heldOut2, ...heldOut3]) {
       expect(e.ok.length, e.q).toBeGreaterThan(0);
       for (const name of e.ok) expect(known.has(name), `${e.q}: ${name}`).toBe(true);
     }
   });
 
-  // Measured after the first round of tuning (180 providers): 107 of 145 (73.8%); after the one further round,
-  // driven by the tuning set only: 109 (75.2%). Requests in users' own words ("shoot my landlord an email",
-  // "catch me up on the channel") are harder than the earlier sets; the goal was 95%.
-  it('puts an acceptable tool in the top 3 for at least 109 of the 145 held-out requests (75.2%)', () => {
-    const r = evaluateToolSearch(heldOut);
-    // No misses printed: the held-out set must not steer changes to the search.
-    expect(r.top3).toBeGreaterThanOrEqual(109);
+  // No misses printed: a held-out set must not steer changes to the search. Before the tools' examples (requests
+  // in users' words, 29 November 2026): 109 of 145, 96 of 136 and 150 of 193; with them: 131, 119 and 177.
+  it('puts an acceptable tool in the top 3 for at least 131 of the 145 first held-out requests (90.3%)', () => {
+    expect(evaluateToolSearch(heldOut).top3).toBeGreaterThanOrEqual(131);
   });
 
-  // Written and committed before any change to the search, measured unseen: 96 of 136 (70.6%).
-  it('puts an acceptable tool in the top 3 for at least 96 of the 136 requests of the second held-out set', () => {
-    expect(evaluateToolSearch(heldOut2).top3).toBeGreaterThanOrEqual(96);
+  it('puts an acceptable tool in the top 3 for at least 119 of the 136 requests of the second held-out set (87.5%)', () => {
+    expect(evaluateToolSearch(heldOut2).top3).toBeGreaterThanOrEqual(119);
   });
 
-  // The tuning set holds the first held-out set too (looked at, so no longer unseen): 94.2% of 414 before the
-  // search was tuned on it, 96.9% after; with 63 requests in everyday words added for a second round, 95.2% of 477.
-  it('and for at least 95% of the tuning requests', () => {
+  it('puts an acceptable tool in the top 3 for at least 177 of the 193 requests of the third held-out set (91.7%)', () => {
+    expect(evaluateToolSearch(heldOut3).top3).toBeGreaterThanOrEqual(177);
+  });
+
+  // The tuning set holds the first held-out set of an earlier catalog too (looked at, so no longer unseen): 95.2%
+  // of 477 before the tools' examples, 97.1% (463) with them.
+  it('and for at least 463 of the 477 tuning requests (97.1%)', () => {
     const r = evaluateToolSearch(tuning);
-    expect(r.top3 / r.total, r.misses.join('\n')).toBeGreaterThanOrEqual(0.95);
+    expect(r.top3, r.misses.join('\n')).toBeGreaterThanOrEqual(463);
   });
 });

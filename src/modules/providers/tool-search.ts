@@ -16,10 +16,11 @@ export interface CatalogTool extends SearchableTool {
  * keywords), category (`video-meetings` as two words) and description, and the tool's examples.
  */
 export function toolSearchWords(
-  def: Pick<ProviderDefinition, 'label' | 'category' | 'description'>,
+  def: Pick<ProviderDefinition, 'label' | 'category' | 'description' | 'popular'>,
   tool: Pick<ToolDefinition, 'examples'>,
-): Pick<SearchableTool, 'keywords' | 'category' | 'about' | 'examples'> {
+): Pick<SearchableTool, 'keywords' | 'category' | 'about' | 'examples' | 'popular'> {
   return {
+    popular: def.popular,
     keywords: def.label,
     category: def.category.replace(/[-_]/g, ' '),
     about: def.description,

@@ -627,7 +627,17 @@ describe('scheduled tasks', () => {
       const u = await createUser(h.app);
       const agent = await makeAgent(u);
       for (let i = 0; i < 7; i++) await makeTask(u, agent.id, { name: `t${i}`, cronExpression: '* * * * *' });
-      for (let i = 0; i < 7; i++) llm.enqueue({ content: `answer ${i}`, delayMs: 150 });
+      // The first three answers wait until three calls are in flight (10 s at most), so a busy machine that starts
+      // the runs slowly still shows whether the worker runs three at once.
+      const threeInFlight = new Promise<void>((resolve) => {
+        const since = Date.now();
+        const check = () => (llm.inFlight >= 3 || Date.now() - since > 10_000 ? resolve() : setTimeout(check, 5));
+        check();
+      });
+      for (let i = 0; i < 7; i++)
+        llm.enqueue(
+          i < 3 ? { content: `answer ${i}`, until: threeInFlight } : { content: `answer ${i}`, delayMs: 150 },
+        );
       expect(await dispatchDueTasks(h.app.deps, new Date(Date.now() + 2 * MINUTE))).toBe(7);
       const worker = new JobWorker({
         deps: h.app.deps,

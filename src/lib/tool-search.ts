@@ -121,15 +121,7 @@ const indexes = new WeakMap<readonly SearchableTool[], Index>();
 function indexOf(tools: readonly SearchableTool[]): Index {
   const cached = indexes.get(tools);
   if (cached) return cached;
-  const total: Record<FieldKey, number> = {
-    name: 0,
-    provider: 0,
-    lead: 0,
-    desc: 0,
-    examples: 0,
-    category: 0,
-    about: 0,
-  };
+  const total = Object.fromEntries(FIELDS.map((f) => [f.key, 0])) as Record<FieldKey, number>;
   const names = new Map<string, string[][]>();
   const sourceIds = new Map<string, number>();
   const sources: Index['sources'] = [];

@@ -195,12 +195,12 @@ export async function findByIdempotencyKey(db: Executor, key: string): Promise<C
 /**
  * Adds (or with a negative amount, removes) credits and records it; call it in a transaction. `balance_after` is
  * the balance users see (readTotal), as in the bank's rows: read once the account's row is locked, so a lease an
- * instance takes or gives back meanwhile is counted once.
+ * instance takes or gives back meanwhile is counted once. Undefined (nothing written) for an account that is gone.
  */
 export async function adjustBalance(
   db: Executor,
   tx: Omit<NewCreditTransaction, 'balanceAfter'>,
-): Promise<CreditTransactionRow> {
+): Promise<CreditTransactionRow | undefined> {
   await db.execute(sql`SELECT 1 FROM accounts WHERE id = ${tx.accountId} FOR UPDATE`);
   const result = await db.execute(sql`
     WITH u AS (
@@ -210,7 +210,7 @@ export async function adjustBalance(
     SELECT (u.credit_balance + COALESCE((SELECT sum(h.amount) FROM credit_holds h WHERE h.account_id = u.id), 0))::text
       AS balance FROM u`);
   const balance = balanceOf(result);
-  if (balance === undefined) throw new Error(`Account ${tx.accountId} not found`);
+  if (balance === undefined) return undefined;
   const id = await insertCreditTransaction(db, { ...tx, balanceAfter: balance });
   const [row] = await db.select().from(creditTransactions).where(eq(creditTransactions.id, id));
   if (!row) throw new Error('inserted transaction not found');

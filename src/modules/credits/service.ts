@@ -219,18 +219,20 @@ export async function addCredits(
   const existing = await repo.findByIdempotencyKey(ctx.db, input.idempotencyKey);
   if (existing) return { transaction: toTransaction(existing), duplicate: true };
   const { accountId } = input;
-  if ((await repo.storedBalance(ctx.db, accountId)) === undefined) throw new NotFoundError(`No account ${accountId}`);
   try {
-    const row = await ctx.db.transaction((tx) =>
-      repo.adjustBalance(tx, {
+    const row = await ctx.db.transaction(async (tx) => {
+      const written = await repo.adjustBalance(tx, {
         accountId,
         amount: input.amount,
         type: 'topup',
         description: input.description ?? 'Top-up',
         idempotencyKey: input.idempotencyKey,
         requestId: ctx.requestId,
-      }),
-    );
+      });
+      // An account that does not exist changes nothing and is refused.
+      if (!written) throw new NotFoundError(`No account ${accountId}`);
+      return written;
+    });
     return { transaction: toTransaction(row), duplicate: false };
   } catch (err) {
     const raced = await repo.findByIdempotencyKey(ctx.db, input.idempotencyKey);

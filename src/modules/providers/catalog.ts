@@ -434,14 +434,20 @@ export function loadProviderCatalog(
   return { providers, get: (id) => byId.get(id) };
 }
 
-const catalogs = new WeakMap<ProvidersConfig, ProviderCatalog>();
+/** The catalogs this process loaded, by their directory list (the files are read at start-up only). */
+const catalogs = new Map<string, ProviderCatalog>();
 
-/** The catalog for a configuration, loaded once (at start-up: buildApp calls this before listening). */
+/**
+ * The catalog for a configuration, loaded once a process for its directories (at start-up: buildApp calls this
+ * before listening), so a change to the files takes effect at the next start. Another app in the same process over
+ * the same directories (a test harness each) shares it, and the tool search index built over it.
+ */
 export function providerCatalog(config: Pick<Config, 'providers'>): ProviderCatalog {
-  let catalog = catalogs.get(config.providers);
+  const key = JSON.stringify(config.providers.dirs.map((d) => resolve(d)));
+  let catalog = catalogs.get(key);
   if (!catalog) {
     catalog = loadProviderCatalog(config.providers);
-    catalogs.set(config.providers, catalog);
+    catalogs.set(key, catalog);
   }
   return catalog;
 }

@@ -1,7 +1,6 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import type { App } from '../../src/http/types.ts';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
@@ -34,16 +33,31 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-/** A fresh profile in a temporary directory, removed on close; `javaScript: false` for the no-script path. */
+/**
+ * One chromium a test worker, launched by the first file that asks: a launch costs about 1.4 CPU-s, a context in a
+ * running browser about 0.5 (the page tests run one after another in one worker, test/run-once.ts). Playwright
+ * closes it when the worker exits; launched again if it went away.
+ */
+let sharedBrowser: Promise<Browser> | undefined;
+function workerBrowser(): Promise<Browser> {
+  sharedBrowser ??= chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS }).then((browser) => {
+    browser.on('disconnected', () => {
+      sharedBrowser = undefined;
+    });
+    return browser;
+  });
+  return sharedBrowser;
+}
+
+/**
+ * A fresh context, as separate from the others as a fresh profile (cookies, storage, cache, permissions), in the
+ * worker's browser; `javaScript: false` for the no-script path.
+ */
 export async function launchBrowser(
   viewport = { width: 800, height: 900 },
   opts: { javaScript?: boolean; timezoneId?: string } = {},
 ): Promise<TestBrowser> {
-  const userDataDir = mkdtempSync(join(tmpdir(), 'sb-chromium-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ARGS,
+  const context = await (await workerBrowser()).newContext({
     viewport,
     javaScriptEnabled: opts.javaScript ?? true,
     ...(opts.timezoneId ? { timezoneId: opts.timezoneId } : {}),
@@ -57,7 +71,6 @@ export async function launchBrowser(
     },
     async close() {
       await context.close();
-      rmSync(userDataDir, { recursive: true, force: true });
     },
   };
 }

@@ -123,6 +123,14 @@ describe('the balance a client reads is the balance it was told', () => {
 
   it('after 20 parallel calls, creditBalance is the last X-Credits-Remaining told, and the ledger sum', async () => {
     const c = await client();
+    // Each of the seven agent turns holds its worst case (17,300 credits) while it runs: overlapping, they can
+    // hold more than the signup's 100,000, and refusing one then is right. Another 100,000 covers them all.
+    const start = 200_000;
+    await addCredits(publicContext(h.app), {
+      accountId: c.id,
+      amount: start - 100_000,
+      idempotencyKey: newId('creditTransaction'),
+    });
     // The upstream answers after different delays: the calls overlap, and leases hold their worst cases.
     fake.enqueue(...Array.from({ length: 20 }, (_, i) => ({ content: 'ok', delayMs: 30 + ((i * 7) % 40) })));
     const told = await Promise.all(Array.from({ length: 20 }, (_, i) => c.kinds[order[i % 3] ?? 'gateway']()));
@@ -130,10 +138,10 @@ describe('the balance a client reads is the balance it was told', () => {
     const consumed = told.reduce((a, t) => a + t.consumed, 0);
     // Each answer told the balance after its own charge and every one answered before it: the last told is the
     // lowest, and it is the balance after all of them.
-    expect(Math.min(...told.map((t) => t.remaining))).toBe(100_000 - consumed);
-    expect(shown).toBe(100_000 - consumed);
+    expect(Math.min(...told.map((t) => t.remaining))).toBe(start - consumed);
+    expect(shown).toBe(start - consumed);
     for (const t of told) expect(t.remaining).toBeGreaterThanOrEqual(shown);
-    const l = await ledgerWith(c.id, 20);
+    const l = await ledgerWith(c.id, 21); // the top-up and 20 charges
     expect(l.sum).toBe(shown);
     expect(await c.shown()).toBe(shown);
   }, 60_000);

@@ -5,18 +5,20 @@ import { DATABASE_FREE_GLOBS, isDatabaseFree } from './database-free.ts';
  * file; each setting only narrows a run.
  *
  * `TEST_RUN_ONCE=1`: the files that test nothing of one database's own run in one database's run only.
- * - In the PGlite run: the provider catalog's checks (database-free), the pages driven in chromium, and the
- *   started service's handling of trickled request bodies and of its own child processes and logs. They reach
- *   the database only through the services, whose own tests run on both databases; test/run-once.unit.test.ts
- *   fails when one of them runs or skips a test by database.
- * - In the PostgreSQL run: the other database-free files (the code runner's, `*.unit.test.ts`).
+ * - In the PGlite run: the pages driven in chromium, and the started service's handling of trickled request
+ *   bodies and of its own child processes and logs. They reach the database only through the services, whose own
+ *   tests run on both databases; test/run-once.unit.test.ts fails when one of them runs or skips a test by
+ *   database.
+ * - In the PostgreSQL run: the database-free files (test/database-free.ts: the code runner's, the provider
+ *   catalog's checks, `*.unit.test.ts`).
  *
- * `TEST_PART=processes` runs only the files that start processes of their own (the CLI, servers, crashes, the
- * cluster) and the pages driven in chromium, `TEST_PART=rest` all but those. They spend much of their time
- * waiting for what they started, so CI runs them beside the two databases' runs, where they fill idle time.
+ * `TEST_PART` divides a run in three: `processes` runs only the files that start processes of their own (the CLI,
+ * servers, crashes, the cluster) and the pages driven in chromium, `database-free` only the database-free files,
+ * `rest` all the others. The processes spend much of their time waiting for what they started, so CI runs them
+ * beside the two databases' runs, where they fill idle time; the database-free files follow them, so that the
+ * PostgreSQL run ends no later than the PGlite run.
  */
 const PGLITE_ONLY_FILES = ['test/slow-body.test.ts', 'test/process-hygiene.test.ts'];
-const CATALOG_FOLDER = 'test/catalog/';
 const BROWSER_FOLDER = 'test/e2e/';
 const BROWSER_SUFFIX = '-browser.test.ts';
 
@@ -44,7 +46,6 @@ export type TestDatabaseKind = 'pg' | 'pglite';
 
 /** The database whose run alone has this test file (its path from the repository's root) in CI, if one. */
 export function runOnceOn(file: string): TestDatabaseKind | undefined {
-  if (file.startsWith(CATALOG_FOLDER)) return 'pglite';
   if (isDatabaseFree(file)) return 'pg';
   if (PGLITE_ONLY_FILES.includes(file) || (file.startsWith(BROWSER_FOLDER) && file.endsWith(BROWSER_SUFFIX))) {
     return 'pglite';
@@ -53,20 +54,22 @@ export function runOnceOn(file: string): TestDatabaseKind | undefined {
 }
 
 const ONCE_GLOBS: Record<TestDatabaseKind, string[]> = {
-  pg: DATABASE_FREE_GLOBS.filter((glob) => glob !== `${CATALOG_FOLDER}**`),
-  pglite: [`${CATALOG_FOLDER}**`, ...PGLITE_ONLY_FILES, `${BROWSER_FOLDER}**/*${BROWSER_SUFFIX}`],
+  pg: DATABASE_FREE_GLOBS,
+  pglite: [...PGLITE_ONLY_FILES, `${BROWSER_FOLDER}**/*${BROWSER_SUFFIX}`],
 };
 
 /** The processes part: the files that start processes, and the pages driven in chromium (a browser each). */
 const PROCESS_PART = [...PROCESS_FILES, `${BROWSER_FOLDER}**/*${BROWSER_SUFFIX}`];
 
-/** What a run leaves out (vitest globs): the other database's run-once files, and the other part's files. */
+/** What a run leaves out (vitest globs): the other database's run-once files, and the other parts' files. */
 export function leftOutOfRun(env: NodeJS.ProcessEnv): string[] {
   const once = env.TEST_RUN_ONCE === '1' ? (env.TEST_DB === 'pg' ? ONCE_GLOBS.pglite : ONCE_GLOBS.pg) : [];
-  return env.TEST_PART === 'rest' ? [...once, ...PROCESS_PART] : once;
+  return env.TEST_PART === 'rest' ? [...once, ...PROCESS_PART, ...DATABASE_FREE_GLOBS] : once;
 }
 
-/** What a run includes (vitest globs): with `TEST_PART=processes` the processes part only. */
+/** What a run includes (vitest globs): with `TEST_PART=processes` or `database-free` that part only. */
 export function includedInRun(env: NodeJS.ProcessEnv): string[] {
-  return env.TEST_PART === 'processes' ? PROCESS_PART : ['src/**/*.test.ts', 'test/**/*.test.ts'];
+  if (env.TEST_PART === 'processes') return PROCESS_PART;
+  if (env.TEST_PART === 'database-free') return DATABASE_FREE_GLOBS;
+  return ['src/**/*.test.ts', 'test/**/*.test.ts'];
 }

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, matchesGlob, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { isDatabaseFree } from './database-free.ts';
 import { includedInRun, leftOutOfRun, PROCESS_FILES, runOnceOn } from './run-once.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -29,10 +30,10 @@ const BY_DATABASE = [/\.(skipIf|runIf)\([^)]*testDatabase/, /\.driver\s*[!=]==/]
 describe('test files CI runs on one database only', () => {
   const files = [...testFiles(join(ROOT, 'src')), ...testFiles(join(ROOT, 'test'))];
 
-  it('are the page tests, two process tests and the catalog checks on PGlite, the other database-free files on PostgreSQL', () => {
+  it('are the page tests and two process tests on PGlite, the database-free files on PostgreSQL', () => {
     expect(runOnceOn('test/e2e/agents-browser.test.ts')).toBe('pglite');
     expect(runOnceOn('test/slow-body.test.ts')).toBe('pglite');
-    expect(runOnceOn('test/catalog/generated.test.ts')).toBe('pglite');
+    expect(runOnceOn('test/catalog/generated.test.ts')).toBe('pg');
     expect(runOnceOn('src/code-runner/python.test.ts')).toBe('pg');
     expect(runOnceOn('src/lib/ids.unit.test.ts')).toBe('pg');
     expect(runOnceOn('test/e2e/oauth-flow.test.ts')).toBeUndefined();
@@ -47,12 +48,14 @@ describe('test files CI runs on one database only', () => {
   });
 
   it('CI’s runs take every file once on each database, or once in all when it is a run-once file', () => {
-    const ci = (db: 'pg' | 'pglite', part: 'rest' | 'processes') =>
+    const ci = (db: 'pg' | 'pglite', part: 'rest' | 'processes' | 'database-free') =>
       runFiles(files, { TEST_RUN_ONCE: '1', TEST_PART: part, ...(db === 'pg' ? { TEST_DB: 'pg' } : {}) });
     const runs = {
-      pg: [...ci('pg', 'rest'), ...ci('pg', 'processes')],
+      pg: [...ci('pg', 'rest'), ...ci('pg', 'processes'), ...ci('pg', 'database-free')],
       pglite: [...ci('pglite', 'rest'), ...ci('pglite', 'processes')],
     };
+    expect(ci('pglite', 'database-free')).toEqual([]);
+    expect(ci('pg', 'database-free').sort()).toEqual(files.filter(isDatabaseFree).sort());
     for (const file of files) {
       const once = runOnceOn(file);
       const count = (db: 'pg' | 'pglite') => runs[db].filter((f) => f === file).length;

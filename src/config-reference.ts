@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { EnvSchema } from './config.ts';
+import type { EnvSchema } from './config-env.ts';
 
 /**
  * What each setting of `src/config.ts` means, for the generated reference (docs/configuration.md, made by

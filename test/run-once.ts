@@ -70,6 +70,8 @@ export function leftOutOfRun(env: NodeJS.ProcessEnv): string[] {
 /** What a run includes (vitest globs): with `TEST_PART=processes` or `database-free` that part only. */
 export function includedInRun(env: NodeJS.ProcessEnv): string[] {
   if (env.TEST_PART === 'processes') return PROCESS_PART;
-  if (env.TEST_PART === 'database-free') return DATABASE_FREE_GLOBS;
+  // A folder's test files, not every file in it.
+  if (env.TEST_PART === 'database-free')
+    return DATABASE_FREE_GLOBS.map((g) => (g.endsWith('/**') ? `${g}/*.test.ts` : g));
   return ['src/**/*.test.ts', 'test/**/*.test.ts'];
 }

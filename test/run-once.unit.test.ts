@@ -55,6 +55,10 @@ describe('test files CI runs on one database only', () => {
       pglite: [...ci('pglite', 'rest'), ...ci('pglite', 'processes')],
     };
     expect(ci('pglite', 'database-free')).toEqual([]);
+    // vitest takes every file an include glob matches as a test file: each names test files only.
+    for (const part of [{}, { TEST_PART: 'processes' }, { TEST_PART: 'database-free' }, { TEST_PART: 'rest' }]) {
+      for (const glob of includedInRun(part)) expect(glob).toMatch(/\.test\.ts$/);
+    }
     expect(ci('pg', 'database-free').sort()).toEqual(files.filter(isDatabaseFree).sort());
     for (const file of files) {
       const once = runOnceOn(file);

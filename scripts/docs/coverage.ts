@@ -1,5 +1,5 @@
 import { cliCommands } from '../../src/cli.ts';
-import { EnvSchema } from '../../src/config.ts';
+import { EnvSchema } from '../../src/config-env.ts';
 import { CONNECTION_SETTING_VARS } from '../../src/modules/connections/settings.ts';
 import { docFiles, REPO_ROOT, readDoc, withoutFences } from './markdown.ts';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_DOC_PATH, renderConfigurationDoc } from '../../scripts/docs/config-doc.ts';
-import { EnvSchema } from '../../src/config.ts';
+import { EnvSchema } from '../../src/config-env.ts';
 import { CONNECTION_SETTING_VARS } from '../../src/modules/connections/settings.ts';
 
 describe('docs/configuration.md', () => {

@@ -16,8 +16,8 @@ import { hasNul, NUL_MESSAGE } from '../../lib/text.ts';
 import type { ChatMessage } from '../../llm-upstreams/types.ts';
 import { balanceAfter } from '../credits/index.ts';
 import { type Billing, resolveModel } from '../llm/index.ts';
+import { contentOf, filesOf, toChatMessage, trimToWindow } from './chat-content.ts';
 import { OWNER } from './conversations.service.ts';
-import { filesForChat } from './files.service.ts';
 import { enqueueAgentJob } from './jobs.ts';
 import { recallForPrompt } from './memories.service.ts';
 import * as repo from './repo.ts';
@@ -79,83 +79,6 @@ export type ChatStep =
   | { type: 'tool.called'; toolCallId: string; name: string; arguments: string }
   | { type: 'tool.result'; toolCallId: string; name: string; content: string };
 
-type Content = AgentChatRequest['messages'][number]['content'];
-/** The most of one file's text a message carries. */
-const FILE_TEXT_CHARS = 100_000;
-
-/** Files named by the messages' content parts, loaded once (another account's or unknown: 404). */
-async function filesOf(ctx: ServiceContext, messages: AgentChatRequest['messages']): Promise<Map<string, ChatFileRow>> {
-  const ids = messages.flatMap((m) =>
-    typeof m.content === 'string' ? [] : m.content.flatMap((p) => (p.type === 'file' ? [p.file.file_id] : [])),
-  );
-  return filesForChat(ctx.db, ctx.accountId, [...new Set(ids)]);
-}
-
-/**
- * A message as stored and as the model reads it: text parts as they are, a document's text after its name, an
- * image as an image part (only for a model with vision: otherwise 422).
- */
-function contentOf(
-  content: Content,
-  files: Map<string, ChatFileRow>,
-  vision: { ok: boolean; model: string },
-): { text: string; parts: Array<Record<string, unknown>> | undefined } {
-  if (typeof content === 'string') return { text: content, parts: undefined };
-  const texts: string[] = [];
-  const images: Array<Record<string, unknown>> = [];
-  for (const part of content) {
-    if (part.type === 'text') {
-      texts.push(part.text);
-      continue;
-    }
-    const file = files.get(part.file.file_id);
-    if (!file) continue;
-    if (file.text === null) {
-      if (!vision.ok) {
-        throw new ValidationError(`Model ${vision.model} cannot read images: give the agent a model with vision`, [
-          { field: 'body.messages', message: `${file.filename} is an image` },
-        ]);
-      }
-      texts.push(`[Image: ${file.filename}]`);
-      images.push({
-        type: 'image_url',
-        image_url: { url: `data:${file.mimeType};base64,${file.bytes.toString('base64')}` },
-      });
-    } else {
-      texts.push(`[File: ${file.filename}]\n${file.text.slice(0, FILE_TEXT_CHARS)}`);
-    }
-  }
-  const text = texts.join('\n\n');
-  return { text, parts: images.length ? [{ type: 'text', text }, ...images] : undefined };
-}
-
-/** Stored messages as the model reads them (tool calls and their results included). */
-function toChatMessage(row: MessageRow): ChatMessage {
-  if (row.role === 'tool') return { role: 'tool', tool_call_id: row.toolCallId ?? '', content: row.content ?? '' };
-  if (row.role === 'assistant' && row.toolCalls?.length) {
-    return { role: 'assistant', content: row.content, tool_calls: row.toolCalls };
-  }
-  return { role: row.role, content: row.content ?? '' };
-}
-
-/** The newest messages that fit in `budget` tokens, never starting on a tool result cut from its call. */
-function trimToWindow(history: ChatMessage[], budget: number): ChatMessage[] {
-  const kept: ChatMessage[] = [];
-  let used = 0;
-  for (let i = history.length - 1; i >= 0; i--) {
-    const m = history[i];
-    if (!m) continue;
-    // An estimate (4 characters a token) is enough to trim by, and costs no tokenizer on every turn.
-    const chars =
-      (typeof m.content === 'string' ? m.content.length : 0) + (m.tool_calls ? JSON.stringify(m.tool_calls).length : 0);
-    used += Math.ceil(chars / 4) + 4;
-    if (used > budget) break;
-    kept.unshift(m);
-  }
-  while (kept[0]?.role === 'tool') kept.shift();
-  return kept;
-}
-
 /**
  * The tools of the agent's enabled built-in groups and its linked tools, from the groups the composition root
  * registered (`deps.toolGroups`, src/composition.ts): the one place a group becomes tools.
@@ -193,6 +116,29 @@ async function balanceOf(ctx: ServiceContext): Promise<number> {
   return (await balanceAfter(ctx.deps, ctx.accountId)) ?? 0;
 }
 
+/** A request read against its conversation: the messages new to it, the prompt and the files they name. */
+interface TurnInput {
+  /** What the conversation does not hold yet (clients that resend the whole history), ending with the user's. */
+  incoming: AgentChatRequest['messages'];
+  continued: { conversation: ConversationRow; messages: MessageRow[] } | undefined;
+  files: Map<string, ChatFileRow>;
+  vision: { ok: boolean; model: string };
+  prompt: string;
+  /** The prompt as parts, when it carries images. */
+  parts: Array<Record<string, unknown>> | undefined;
+}
+
+/** A turn under way: its conversation, what the model reads before the request, and its lease's row. */
+interface Turn {
+  agent: AgentRow;
+  model: ReturnType<typeof resolveModel>;
+  endUserId: string;
+  conversationId: string;
+  history: ChatMessage[];
+  run: { id: string; written: Promise<boolean> };
+  signal: AbortSignal;
+}
+
 export async function chatWithAgent(
   ctx: ServiceContext,
   agentId: string,
@@ -203,14 +149,56 @@ export async function chatWithAgent(
   const log = ctx.deps.areas.conversationLog;
   const model = resolveModel(ctx, agent.llm);
   const endUserId = opts.endUserId ?? request.user ?? OWNER;
+  const input = await readTurn(ctx, agent, model, request);
+  const { conversationId, history } = openConversation(ctx, agent, input, endUserId);
+  // The turn is held by a lease from here until its answer or failure is stored (runs.service.ts): if this
+  // instance dies meanwhile, another marks the turn failed once the lease runs out.
+  const leaseMs = ctx.deps.config.agentRunLeaseMs;
+  const run = log.startRun(conversationId, leaseMs);
+  const leaseLost = new AbortController();
+  const lease = holdRunLease(ctx.deps, run, leaseMs, ctx.log, () => leaseLost.abort());
+  const signal = AbortSignal.any([opts.signal, leaseLost.signal]);
+  try {
+    return await answerTurn(
+      ctx,
+      { agent, model, endUserId, conversationId, history, run, signal },
+      input,
+      request,
+      opts,
+    );
+  } catch (err) {
+    // The turn was already marked failed (this instance lost its lease): nothing more is stored.
+    if (leaseLost.signal.aborted) throw new GatewayTimeoutError(INTERRUPTED_RUN_ERROR);
+    const fault =
+      err instanceof AgentError && opts.signal.aborted
+        ? // The client went away: the run stopped, and what was generated is billed (runCompletion settled it).
+          new BadRequestError('The client closed the request; the run was stopped')
+        : err instanceof AgentError
+          ? new GatewayTimeoutError(err.message)
+          : err;
+    // A client may read the failed turn (or continue the conversation) on another instance at once.
+    await log.commitNow(log.failRun(conversationId, run.id, failureText(fault)).written);
+    throw fault;
+  } finally {
+    lease.stop();
+  }
+}
 
-  // With a conversation, only what follows the request's last assistant message is new (clients that resend
-  // the whole history do not store it twice).
+/**
+ * Reads the request against its conversation (404 for one not found): with a conversation, only what follows the
+ * request's last assistant message is new. The last message must be the user's, with something in it.
+ */
+async function readTurn(
+  ctx: ServiceContext,
+  agent: AgentRow,
+  model: Turn['model'],
+  request: AgentChatRequest,
+): Promise<TurnInput> {
   let incoming = request.messages;
-  let continued: { conversation: ConversationRow; messages: MessageRow[] } | undefined;
+  let continued: TurnInput['continued'];
   if (request.conversationId) {
     // Writes of this conversation still queued here are written first: the history includes them.
-    await log.settled(request.conversationId);
+    await ctx.deps.areas.conversationLog.settled(request.conversationId);
     continued = await repo.conversationWithHistory(
       ctx.db,
       ctx.accountId,
@@ -233,199 +221,223 @@ export async function chatWithAgent(
   const files = await filesOf(ctx, incoming);
   const vision = { ok: model.capabilities.vision, model: model.id };
   const asked = contentOf(last.content, files, vision);
-  const prompt = asked.text;
-  if (!prompt.trim() && !asked.parts) throw new BadRequestError('The user message is empty');
+  if (!asked.text.trim() && !asked.parts) throw new BadRequestError('The user message is empty');
+  return { incoming, continued, files, vision, prompt: asked.text, parts: asked.parts };
+}
 
-  const record = (conversationId: string, m: Pick<MessageRow, 'role' | 'content'> & Partial<MessageRow>) =>
-    log.message({ toolCalls: null, toolCallId: null, toolName: null, error: null, ...m, conversationId });
-  let history: ChatMessage[];
+/** Queues a message of the conversation for writing (`ConversationLog`); answers it as it is stored. */
+function record(
+  ctx: ServiceContext,
+  conversationId: string,
+  m: Pick<MessageRow, 'role' | 'content'> & Partial<MessageRow>,
+): MessageRow {
+  return ctx.deps.areas.conversationLog.message({
+    toolCalls: null,
+    toolCallId: null,
+    toolName: null,
+    error: null,
+    ...m,
+    conversationId,
+  }).message;
+}
+
+/**
+ * The turn's conversation, continued or new (a new one's history is its first prompt at most: nothing to read),
+ * with the request's new messages queued for writing.
+ */
+function openConversation(
+  ctx: ServiceContext,
+  agent: AgentRow,
+  input: TurnInput,
+  endUserId: string,
+): { conversationId: string; history: ChatMessage[] } {
   let conversationId: string;
-  if (continued) {
-    conversationId = continued.conversation.id;
+  let history: ChatMessage[];
+  if (input.continued) {
+    conversationId = input.continued.conversation.id;
     // A failed turn's marker is not something the agent said.
-    history = continued.messages.filter((m) => m.error === null).map(toChatMessage);
+    history = input.continued.messages.filter((m) => m.error === null).map(toChatMessage);
   } else {
-    // A new conversation's history is its first prompt at most: nothing to read.
     conversationId = newId('conversation');
-    void log.conversation({
+    void ctx.deps.areas.conversationLog.conversation({
       id: conversationId,
       accountId: ctx.accountId,
       agentId: agent.id,
       endUserId,
-      title: prompt.replace(/\s+/g, ' ').trim().slice(0, 80),
+      title: input.prompt.replace(/\s+/g, ' ').trim().slice(0, 80),
     });
     history = agent.firstPrompt
-      ? [toChatMessage(record(conversationId, { role: 'assistant', content: agent.firstPrompt }).message)]
+      ? [toChatMessage(record(ctx, conversationId, { role: 'assistant', content: agent.firstPrompt }))]
       : [];
   }
-  for (const m of incoming) record(conversationId, { role: m.role, content: contentOf(m.content, files, vision).text });
-  // The turn is held by a lease from here until its answer or failure is stored (runs.service.ts): if this
-  // instance dies meanwhile, another marks the turn failed once the lease runs out.
-  const leaseMs = ctx.deps.config.agentRunLeaseMs;
-  const turn = log.startRun(conversationId, leaseMs);
-  const leaseLost = new AbortController();
-  const lease = holdRunLease(ctx.deps, turn, leaseMs, ctx.log, () => leaseLost.abort());
-  const signal = AbortSignal.any([opts.signal, leaseLost.signal]);
-  try {
-    return await answerTurn();
-  } catch (err) {
-    // The turn was already marked failed (this instance lost its lease): nothing more is stored.
-    if (leaseLost.signal.aborted) throw new GatewayTimeoutError(INTERRUPTED_RUN_ERROR);
-    const fault =
-      err instanceof AgentError && opts.signal.aborted
-        ? // The client went away: the run stopped, and what was generated is billed (runCompletion settled it).
-          new BadRequestError('The client closed the request; the run was stopped')
-        : err instanceof AgentError
-          ? new GatewayTimeoutError(err.message)
-          : err;
-    // A client may read the failed turn (or continue the conversation) on another instance at once.
-    await log.commitNow(log.failRun(conversationId, turn.id, failureText(fault)).written);
-    throw fault;
-  } finally {
-    lease.stop();
+  for (const m of input.incoming) {
+    record(ctx, conversationId, { role: m.role, content: contentOf(m.content, input.files, input.vision).text });
+  }
+  return { conversationId, history };
+}
+
+const NO_USAGE: ChatOutcome['usage'] = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+
+/**
+ * The turn's answer: the agent's limit message when a usage limit is reached (no model call, no charge), else the
+ * ReAct run over the history trimmed to the model's window, the agent's instructions and memories and its tools.
+ */
+async function answerTurn(
+  ctx: ServiceContext,
+  turn: Turn,
+  input: TurnInput,
+  request: AgentChatRequest,
+  opts: ChatOptions,
+): Promise<ChatOutcome> {
+  const log = ctx.deps.areas.conversationLog;
+  const { agent, model, conversationId } = turn;
+  if (opts.onConversation) {
+    // Named before the answer: the conversation and the turn's messages are committed first.
+    if (!(await log.commitNow(turn.run.written))) throw databaseUnavailable();
+    await opts.onConversation(conversationId);
+  } else {
+    // Committed while the model answers: the answer then waits for its own message only.
+    void log.commitNow(turn.run.written);
   }
 
-  async function answerTurn(): Promise<ChatOutcome> {
-    if (opts.onConversation) {
-      // Named before the answer: the conversation and the turn's messages are committed first.
-      if (!(await log.commitNow(turn.written))) throw databaseUnavailable();
-      await opts.onConversation(conversationId);
-    } else {
-      // Committed while the model answers: the answer then waits for its own message only.
-      void log.commitNow(turn.written);
-    }
-
-    const limits = agent.usageLimits;
-    const limitMessage = limits.limitReachedMessage || DEFAULT_LIMIT_MESSAGE;
-    const month = utcMonth(new Date());
-    const overCap = async () =>
-      limits.monthlyCreditsCap !== undefined &&
-      (await repo.monthlySpend(ctx.db, agent.id, month)) >= limits.monthlyCreditsCap;
-    const answer = async (
-      content: string,
-      usage: ChatOutcome['usage'],
-      credits: ChatOutcome['credits'],
-      limited: boolean,
-      /** The exchange may teach the agent something (memory extraction). */
-      learn = false,
-    ) => {
-      const { committed, written } = log.answer(conversationId, turn, content, {
-        creditsConsumed: credits.consumed,
-        limited,
-      });
-      if (learn) {
-        // What the exchange teaches is decided off the request path, once the exchange is stored.
-        ctx.deps.background.track(
-          'memory extraction',
-          written.then((ok) =>
-            ok
-              ? enqueueAgentJob(
-                  ctx.deps.database.db,
-                  'agents.extract-memories',
-                  { conversationId },
-                  { accountId: ctx.accountId, dedupeKey: `agents.extract-memories:${conversationId}` },
-                )
-              : undefined,
-          ),
-        );
-      }
-      // What the answer names is committed before it is sent: any instance reads it, and continues it, at once.
-      if (!(await committed)) throw databaseUnavailable();
-      return {
-        id: newId('completion'),
-        created: Math.floor(Date.now() / 1000),
-        model: model.id,
-        conversationId,
-        content,
-        usage,
-        credits,
-        limited,
-      };
-    };
-    const noUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-
-    const withinDay =
-      limits.dailyMessagesPerUser === undefined ||
-      (await repo.countDailyMessage(ctx.db, agent.id, endUserId, utcDay(new Date()), limits.dailyMessagesPerUser));
-    if (!withinDay || (await overCap())) {
-      return answer(limitMessage, noUsage, { consumed: 0, remaining: await balanceOf(ctx) }, true);
-    }
-
-    // Earlier messages of the request itself (a client sending a whole new conversation) join the history.
-    const earlier: ChatMessage[] = incoming
-      .slice(0, -1)
-      .map((m) => ({ role: m.role, content: contentOf(m.content, files, vision).text }));
-    const budget =
-      Math.floor(model.contextWindow * 0.75) - (request.max_tokens ?? Math.min(model.maxOutputTokens, 4096));
-    const trimmed = trimToWindow([...history, ...earlier], Math.max(1000, budget));
-
-    const remembers = agent.enabledBuiltInTools.includes('agent-memory');
-    const remembered = remembers ? await recallForPrompt(ctx, agent, endUserId, prompt) : '';
-    const added = await groupInstructions(ctx, agent);
-    let usage = { ...noUsage };
-    const run = await runAgent(ctx, {
-      prompt: asked.parts ?? prompt,
-      history: trimmed,
-      instructions: [agent.personality, ...added, remembered].filter(Boolean).join('\n\n') || undefined,
-      model: model.id,
-      tools: await toolsOf(ctx, agent, endUserId, conversationId, opts.allowedToolGroups),
-      temperature: request.temperature ?? agent.temperature,
-      maxTokens: request.max_tokens,
-      billing: opts.billing ?? { type: 'agent', description: `Agent ${agent.name}` },
-      signal,
-      beforeStep: async () => ((await overCap()) ? limitMessage : undefined),
-      onCharge: async (credits) => {
-        opts.onCharge?.(credits.consumed);
-        // The monthly spend is kept only where a cap reads it.
-        if (limits.monthlyCreditsCap !== undefined)
-          await repo.addMonthlySpend(ctx.db, agent.id, month, credits.consumed);
-      },
-      onMessage: async (m) => {
-        record(conversationId, {
-          role: m.role === 'tool' ? 'tool' : 'assistant',
-          content: typeof m.content === 'string' ? m.content : null,
-          toolCalls: m.tool_calls ?? null,
-          toolCallId: m.tool_call_id ?? null,
-          toolName: m.toolName ?? null,
-        });
-        const steps: ChatStep[] = (m.tool_calls ?? []).map((call) => ({
-          type: 'tool.called',
-          toolCallId: call.id,
-          name: call.function.name,
-          arguments: call.function.arguments,
-        }));
-        if (m.role === 'tool') {
-          steps.push({
-            type: 'tool.result',
-            toolCallId: m.tool_call_id ?? '',
-            name: m.toolName ?? '',
-            content: typeof m.content === 'string' ? m.content.slice(0, 4000) : '',
-          });
-        }
-        for (const step of steps) {
-          const { type, ...data } = step;
-          void log.event(conversationId, type, data);
-          await opts.onStep?.(step);
-        }
-      },
-      onDelta: opts.onDelta,
-      activity: { via: opts.via ?? 'agent-chat', agentId: agent.id, agentName: agent.name },
+  const limits = agent.usageLimits;
+  const limitMessage = limits.limitReachedMessage || DEFAULT_LIMIT_MESSAGE;
+  const month = utcMonth(new Date());
+  const overCap = async () =>
+    limits.monthlyCreditsCap !== undefined &&
+    (await repo.monthlySpend(ctx.db, agent.id, month)) >= limits.monthlyCreditsCap;
+  const withinDay =
+    limits.dailyMessagesPerUser === undefined ||
+    (await repo.countDailyMessage(ctx.db, agent.id, turn.endUserId, utcDay(new Date()), limits.dailyMessagesPerUser));
+  if (!withinDay || (await overCap())) {
+    return storeAnswer(ctx, turn, {
+      content: limitMessage,
+      usage: NO_USAGE,
+      credits: { consumed: 0, remaining: await balanceOf(ctx) },
+      limited: true,
     });
-    usage = {
-      prompt_tokens: run.promptTokens.reduce((a, b) => a + b, 0),
-      completion_tokens: 0,
-      total_tokens: 0,
-    };
-    usage.completion_tokens = run.completionTokens;
-    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
-    return answer(
-      run.text,
-      usage,
-      { consumed: run.creditsConsumed, remaining: await balanceOf(ctx) },
-      run.stoppedBy === 'limit',
-      remembers && run.stoppedBy === 'answer',
+  }
+
+  // Earlier messages of the request itself (a client sending a whole new conversation) join the history.
+  const earlier: ChatMessage[] = input.incoming
+    .slice(0, -1)
+    .map((m) => ({ role: m.role, content: contentOf(m.content, input.files, input.vision).text }));
+  const budget = Math.floor(model.contextWindow * 0.75) - (request.max_tokens ?? Math.min(model.maxOutputTokens, 4096));
+  const trimmed = trimToWindow([...turn.history, ...earlier], Math.max(1000, budget));
+
+  const remembers = agent.enabledBuiltInTools.includes('agent-memory');
+  const remembered = remembers ? await recallForPrompt(ctx, agent, turn.endUserId, input.prompt) : '';
+  const added = await groupInstructions(ctx, agent);
+  const run = await runAgent(ctx, {
+    prompt: input.parts ?? input.prompt,
+    history: trimmed,
+    instructions: [agent.personality, ...added, remembered].filter(Boolean).join('\n\n') || undefined,
+    model: model.id,
+    tools: await toolsOf(ctx, agent, turn.endUserId, conversationId, opts.allowedToolGroups),
+    temperature: request.temperature ?? agent.temperature,
+    maxTokens: request.max_tokens,
+    billing: opts.billing ?? { type: 'agent', description: `Agent ${agent.name}` },
+    signal: turn.signal,
+    beforeStep: async () => ((await overCap()) ? limitMessage : undefined),
+    onCharge: async (credits) => {
+      opts.onCharge?.(credits.consumed);
+      // The monthly spend is kept only where a cap reads it.
+      if (limits.monthlyCreditsCap !== undefined) await repo.addMonthlySpend(ctx.db, agent.id, month, credits.consumed);
+    },
+    onMessage: (m) => recordStep(ctx, conversationId, m, opts.onStep),
+    onDelta: opts.onDelta,
+    activity: { via: opts.via ?? 'agent-chat', agentId: agent.id, agentName: agent.name },
+  });
+  const promptTokens = run.promptTokens.reduce((a, b) => a + b, 0);
+  return storeAnswer(ctx, turn, {
+    content: run.text,
+    usage: {
+      prompt_tokens: promptTokens,
+      completion_tokens: run.completionTokens,
+      total_tokens: promptTokens + run.completionTokens,
+    },
+    credits: { consumed: run.creditsConsumed, remaining: await balanceOf(ctx) },
+    limited: run.stoppedBy === 'limit',
+    learn: remembers && run.stoppedBy === 'answer',
+  });
+}
+
+/** A message of the run (the model's, with its tool calls, or a tool's result), stored with its steps' events. */
+async function recordStep(
+  ctx: ServiceContext,
+  conversationId: string,
+  m: ChatMessage & { toolName?: string },
+  onStep: ChatOptions['onStep'],
+): Promise<void> {
+  record(ctx, conversationId, {
+    role: m.role === 'tool' ? 'tool' : 'assistant',
+    content: typeof m.content === 'string' ? m.content : null,
+    toolCalls: m.tool_calls ?? null,
+    toolCallId: m.tool_call_id ?? null,
+    toolName: m.toolName ?? null,
+  });
+  const steps: ChatStep[] = (m.tool_calls ?? []).map((call) => ({
+    type: 'tool.called',
+    toolCallId: call.id,
+    name: call.function.name,
+    arguments: call.function.arguments,
+  }));
+  if (m.role === 'tool') {
+    steps.push({
+      type: 'tool.result',
+      toolCallId: m.tool_call_id ?? '',
+      name: m.toolName ?? '',
+      content: typeof m.content === 'string' ? m.content.slice(0, 4000) : '',
+    });
+  }
+  for (const step of steps) {
+    const { type, ...data } = step;
+    void ctx.deps.areas.conversationLog.event(conversationId, type, data);
+    await onStep?.(step);
+  }
+}
+
+/**
+ * Stores the turn's answer and answers the outcome once what it names is committed (any instance then reads it,
+ * and continues it, at once). An exchange that may teach the agent something (`learn`) queues memory extraction,
+ * off the request path, once it is stored.
+ */
+async function storeAnswer(
+  ctx: ServiceContext,
+  turn: Turn,
+  reply: Pick<ChatOutcome, 'content' | 'usage' | 'credits' | 'limited'> & { learn?: boolean },
+): Promise<ChatOutcome> {
+  const { conversationId } = turn;
+  const { committed, written } = ctx.deps.areas.conversationLog.answer(conversationId, turn.run, reply.content, {
+    creditsConsumed: reply.credits.consumed,
+    limited: reply.limited,
+  });
+  if (reply.learn) {
+    ctx.deps.background.track(
+      'memory extraction',
+      written.then((ok) =>
+        ok
+          ? enqueueAgentJob(
+              ctx.deps.database.db,
+              'agents.extract-memories',
+              { conversationId },
+              { accountId: ctx.accountId, dedupeKey: `agents.extract-memories:${conversationId}` },
+            )
+          : undefined,
+      ),
     );
   }
+  if (!(await committed)) throw databaseUnavailable();
+  return {
+    id: newId('completion'),
+    created: Math.floor(Date.now() / 1000),
+    model: turn.model.id,
+    conversationId,
+    content: reply.content,
+    usage: reply.usage,
+    credits: reply.credits,
+    limited: reply.limited,
+  };
 }
 
 /** What a failed turn stores and tells subscribers: the agent's or the service's own words, never internals. */

@@ -69,6 +69,13 @@ async function residentBytes(pid: number): Promise<number> {
 
 const SNAPSHOT_PREFIX = 'switchboard-pyodide-';
 
+/**
+ * A memory snapshot of a freshly loaded interpreter, made once a process: it holds nothing of any run, so the
+ * processes of every pool load from it (making one costs about 3 CPU-s; a test process builds many apps, each
+ * with a pool of its own).
+ */
+let processSnapshot: Promise<string> | undefined;
+
 /** Snapshot directories of service processes that died without closing (ours only, their process gone). */
 function removeStaleSnapshots(): void {
   try {
@@ -93,9 +100,6 @@ export class PythonPool {
   private readonly live = new Set<PyChild>();
   private closed = false;
   private idleTimer: NodeJS.Timeout | undefined;
-  /** A memory snapshot of a freshly loaded interpreter, written once; every run's process loads from it. */
-  private snapshot: Promise<string> | undefined;
-  private snapshotDir: string | undefined;
 
   constructor(private readonly opts: { memoryBytes: number; allowHosts: readonly string[] }) {}
 
@@ -141,45 +145,50 @@ export class PythonPool {
     clearTimeout(this.idleTimer);
     for (const child of [...this.live]) this.kill(child);
     this.spares.length = 0;
-    if (this.snapshotDir) rmSync(this.snapshotDir, { recursive: true, force: true });
+  }
+
+  /** The process's interpreter snapshot (`processSnapshot`), made by this pool if none is (or the last try failed). */
+  private makeSnapshot(): Promise<string> {
+    if (processSnapshot) return processSnapshot;
+    const made = this.writeSnapshot();
+    processSnapshot = made;
+    // A failed snapshot is tried again by the next run.
+    made.catch(() => {
+      if (processSnapshot === made) processSnapshot = undefined;
+    });
+    return made;
   }
 
   /**
    * Loads Pyodide once in a locked-down process and writes the interpreter's memory to a private temporary
-   * file (only this service writes it; sandbox processes may only read it).
+   * file (only this service writes it; sandbox processes may only read it), removed when this process exits.
    */
-  private makeSnapshot(): Promise<string> {
-    this.snapshot ??= (async () => {
-      const maker: PyChild = { log: '', ready: Promise.resolve() };
-      this.spawn(maker, 'snapshot');
-      try {
-        const bytes = await new Promise<Uint8Array>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error('Pyodide took too long to load')), START_TIMEOUT_MS);
-          maker.onMessage = (msg) => {
-            if (msg.type === 'snapshot') {
-              clearTimeout(timer);
-              resolve(msg.bytes);
-            }
-          };
-          maker.onExit = (code) => {
+  private async writeSnapshot(): Promise<string> {
+    const maker: PyChild = { log: '', ready: Promise.resolve() };
+    this.spawn(maker, 'snapshot');
+    try {
+      const bytes = await new Promise<Uint8Array>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('Pyodide took too long to load')), START_TIMEOUT_MS);
+        maker.onMessage = (msg) => {
+          if (msg.type === 'snapshot') {
             clearTimeout(timer);
-            reject(new Error(`exit code ${code}: ${maker.log.trim().split('\n').at(-1) ?? ''}`));
-          };
-        });
-        removeStaleSnapshots();
-        this.snapshotDir = mkdtempSync(join(tmpdir(), `${SNAPSHOT_PREFIX}${process.pid}-`));
-        const path = join(this.snapshotDir, 'interpreter.snapshot');
-        writeFileSync(path, bytes, { mode: 0o600 });
-        return path;
-      } finally {
-        this.kill(maker);
-      }
-    })();
-    // A failed snapshot is tried again by the next run.
-    this.snapshot.catch(() => {
-      this.snapshot = undefined;
-    });
-    return this.snapshot;
+            resolve(msg.bytes);
+          }
+        };
+        maker.onExit = (code) => {
+          clearTimeout(timer);
+          reject(new Error(`exit code ${code}: ${maker.log.trim().split('\n').at(-1) ?? ''}`));
+        };
+      });
+      removeStaleSnapshots();
+      const dir = mkdtempSync(join(tmpdir(), `${SNAPSHOT_PREFIX}${process.pid}-`));
+      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+      const path = join(dir, 'interpreter.snapshot');
+      writeFileSync(path, bytes, { mode: 0o600 });
+      return path;
+    } finally {
+      this.kill(maker);
+    }
   }
 
   /** One ready process waiting for the next run, kept while Python is in use. */

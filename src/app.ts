@@ -39,7 +39,14 @@ import { authRoutes } from './modules/auth/index.ts';
 import { authClientRoutes } from './modules/auth-clients/index.ts';
 import { channelRoutes, webchatWidgetRoutes } from './modules/channels/index.ts';
 import { connectionRoutes, listConnectionTools, searchProviderTools } from './modules/connections/index.ts';
-import { closeCredits, creditRoutes, creditStats, leasedCredits, recoverCharges } from './modules/credits/index.ts';
+import {
+  availableCredits,
+  closeCredits,
+  creditRoutes,
+  creditStats,
+  leasedCredits,
+  recoverCharges,
+} from './modules/credits/index.ts';
 import { toolRoutes } from './modules/custom-tools/index.ts';
 import { knowledgeRoutes } from './modules/knowledge/index.ts';
 import { llmRoutes } from './modules/llm/index.ts';
@@ -207,7 +214,10 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   // The authorization server's JWT access tokens are one more kind of bearer the guard accepts.
   const oauth = new OAuthServer(deps, errorPage);
   app.decorate('oauth', oauth);
-  registerAuthGuard(app, [...(opts.verifiers ?? []), oauth.verifyBearer], leasedCredits);
+  registerAuthGuard(app, [...(opts.verifiers ?? []), oauth.verifyBearer], {
+    leased: leasedCredits,
+    available: availableCredits,
+  });
   await registerRateLimit(app, config, redis);
   await app.register(cookie);
   await app.register(formbody);

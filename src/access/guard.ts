@@ -43,8 +43,14 @@ export function serviceContextOf(req: FastifyRequest, actor: Actor): ServiceCont
 export function registerAuthGuard(
   app: FastifyInstance,
   verifiers: BearerVerifier[],
-  /** The credits this instance leased for an account (credits' `leasedCredits`, given by the app). */
-  leasedCredits: (deps: Deps, accountId: string) => number,
+  /**
+   * Credits' `leasedCredits` (what this instance leased for an account) and `availableCredits` (the stored
+   * balance read afresh with them), given by the app.
+   */
+  credits: {
+    leased: (deps: Deps, accountId: string) => number;
+    available: (deps: Deps, accountId: string) => Promise<number | undefined>;
+  },
 ): void {
   app.decorateRequest('actor', null);
   app.decorateRequest('ctx', {
@@ -108,14 +114,18 @@ export function registerAuthGuard(
       );
     }
     if (resolved instanceof Promise) return resolved.then((actor) => admit(req, mode, config, actor));
-    admit(req, mode, config, resolved);
-    return undefined;
+    return admit(req, mode, config, resolved);
   }
 
-  function admit(req: FastifyRequest, mode: 'bearer' | 'session', config: RouteAuthConfig, resolved: Actor): void {
+  function admit(
+    req: FastifyRequest,
+    mode: 'bearer' | 'session',
+    config: RouteAuthConfig,
+    resolved: Actor,
+  ): Promise<void> | undefined {
     // Credits this instance leased for the account count as balance (they left the stored one); a copy, as
     // the resolved actor may be cached and shared.
-    const leased = leasedCredits(app.deps, resolved.accountId);
+    const leased = credits.leased(app.deps, resolved.accountId);
     const actor = leased ? { ...resolved, creditBalance: resolved.creditBalance + leased } : resolved;
     req.actor = actor;
     if (mode === 'session' && actor.kind !== 'session') {
@@ -125,8 +135,20 @@ export function registerAuthGuard(
     if (scopes.length && !scopes.some((s) => actor.scopes.has(s))) {
       throw new ForbiddenError(`Missing required scope: ${scopes.join(' or ')}`);
     }
-    if (config.creditGuard && actor.creditBalance <= 0) {
+    if (config.creditGuard && actor.creditBalance <= 0) return confirmExhausted(req, actor);
+    return undefined;
+  }
+
+  /**
+   * The balance a token's look-up brought is a hint (cached for AUTH_CACHE_TTL_MS, or read while a lease of
+   * this instance was being handed back): it may admit, the credit bank then decides; a refusal is confirmed
+   * against the balance read now, so credits that came back or were added meanwhile are never refused.
+   */
+  async function confirmExhausted(req: FastifyRequest, actor: Actor): Promise<void> {
+    const balance = (await credits.available(app.deps, actor.accountId)) ?? 0;
+    if (balance <= 0) {
       throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
     }
+    req.actor = { ...actor, creditBalance: balance };
   }
 }

@@ -2,7 +2,7 @@ import { eq, sql } from 'drizzle-orm';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
-import { createHarness, createUser, publicContext, type TestHarness } from '../../../test/harness.ts';
+import { call, createHarness, createUser, publicContext, type TestHarness } from '../../../test/harness.ts';
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 import { newId } from '../../lib/ids.ts';
@@ -104,6 +104,31 @@ describe('the balance a client reads is the balance it was told', () => {
     }
   };
   const order = ['gateway', 'agent', 'tool'] as const;
+
+  it('a token look-up that saw the balance exhausted is not the last word: credits back or added since are spent', async () => {
+    // Tokens resolve from a cache whose balance is a hint (AUTH_CACHE_TTL_MS); nothing evicts it when a lease is
+    // handed back or credits arrive through another instance.
+    const cached = await h.extraApp({ AUTH_CACHE_TTL_MS: '60000' });
+    const u = await createUser(h.app);
+    const token = await u.pat(['llm-all']);
+    const setStored = (creditBalance: number) =>
+      db().update(accounts).set({ creditBalance }).where(eq(accounts.id, u.account.id));
+    const ask = () =>
+      call(cached, 'POST', '/api/v1/chat/completions', {
+        token,
+        body: { model: 'fake-model', messages: [{ role: 'user', content: 'q' }], max_tokens: 20 },
+      });
+    await setStored(0);
+    const refused = await ask();
+    expect(refused.statusCode).toBe(402);
+    expect(refused.json().error.type).toBe('CreditsExhaustedError');
+    await setStored(5000);
+    const paid = await ask();
+    expect(paid.statusCode, paid.body).toBe(200);
+    const consumed = Number(paid.headers['x-credits-consumed']);
+    expect(consumed).toBeGreaterThan(0);
+    expect(Number(paid.headers['x-credits-remaining'])).toBe(5000 - consumed);
+  });
 
   it('after each of 20 sequential calls, creditBalance read at once is the X-Credits-Remaining just told', async () => {
     const c = await client();

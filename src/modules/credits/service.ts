@@ -83,10 +83,14 @@ export async function balanceAfter(deps: Deps, accountId: string): Promise<numbe
 /**
  * The balance the credit guard admits against: the stored one plus what this instance has leased for the
  * account and not yet held (leased credits left the stored balance). Undefined for an account that is gone.
+ * The row and the leases are read at different moments: a lease handed back in between would be in neither and
+ * refuse an account that can pay, so its free credits count as they were before the read or after it, whichever
+ * is more (a return counted twice only admits the request: the credit bank holds and charges it).
  */
 export async function availableCredits(deps: Deps, accountId: string): Promise<number | undefined> {
+  const before = leasedCredits(deps, accountId);
   const stored = await repo.storedBalance(deps.database.db, accountId);
-  return stored === undefined ? undefined : stored + leasedCredits(deps, accountId);
+  return stored === undefined ? undefined : stored + Math.max(before, leasedCredits(deps, accountId));
 }
 
 /** Credits this instance has leased for the account and not yet held: they count as balance for the guard. */

@@ -1,4 +1,4 @@
-import { DATABASE_FREE_GLOBS, isDatabaseFree } from './database-free.ts';
+import { DATABASE_FREE_GLOBS, DATABASE_FREE_TEST_GLOBS, isDatabaseFree } from './database-free.ts';
 
 /**
  * How CI divides the test files (`.ci/run`). Without these settings `npm test` and `npm run test:pg` run every
@@ -70,8 +70,6 @@ export function leftOutOfRun(env: NodeJS.ProcessEnv): string[] {
 /** What a run includes (vitest globs): with `TEST_PART=processes` or `database-free` that part only. */
 export function includedInRun(env: NodeJS.ProcessEnv): string[] {
   if (env.TEST_PART === 'processes') return PROCESS_PART;
-  // A folder's test files, not every file in it.
-  if (env.TEST_PART === 'database-free')
-    return DATABASE_FREE_GLOBS.map((g) => (g.endsWith('/**') ? `${g}/*.test.ts` : g));
+  if (env.TEST_PART === 'database-free') return DATABASE_FREE_TEST_GLOBS;
   return ['src/**/*.test.ts', 'test/**/*.test.ts'];
 }

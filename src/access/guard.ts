@@ -147,7 +147,7 @@ export function registerAuthGuard(
   async function confirmExhausted(req: FastifyRequest, actor: Actor): Promise<void> {
     const balance = (await credits.available(app.deps, actor.accountId)) ?? 0;
     if (balance <= 0) {
-      throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
+      throw new CreditsExhaustedError();
     }
     req.actor = { ...actor, creditBalance: balance };
   }

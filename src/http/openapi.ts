@@ -5,7 +5,7 @@ import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-pro
 import { authModeOf } from '../access/guard.ts';
 import { SCOPES } from '../access/scopes.ts';
 import type { Config } from '../config.ts';
-import type { ErrorBody } from '../lib/errors.ts';
+import { CreditsExhaustedError, type ErrorBody } from '../lib/errors.ts';
 import { type ErrorShape, errorShapeOf, shapeErrorBody } from './error-handler.ts';
 import { addExamples, addParameterExamples } from './openapi-examples.ts';
 import type { RouteAuthConfig } from './types.ts';
@@ -93,7 +93,7 @@ function errorExample(code: number, scopes: readonly string[]): ErrorBody {
     case 401:
       return body('UnauthorizedError', 'Missing bearer token (Authorization: Bearer <token>)');
     case 402:
-      return body('CreditsExhaustedError', 'Credit balance exhausted');
+      return body('CreditsExhaustedError', new CreditsExhaustedError().message);
     case 403:
       return body('ForbiddenError', `Missing required scope: ${scopes.join(' or ') || 'account'}`);
     case 422:

@@ -50,7 +50,7 @@ export class TokenExpiredError extends AppError {
 }
 
 export class CreditsExhaustedError extends AppError {
-  constructor(message = 'Credit balance exhausted') {
+  constructor(message = 'Insufficient credits: the balance is exhausted; add credits to continue') {
     super(402, message);
   }
 }

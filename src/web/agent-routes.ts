@@ -301,7 +301,7 @@ export async function agentPageRoutes(app: App, oauth: OAuthServer): Promise<voi
       const conversationId = conversationOf(form.conversationId);
       if (!message) throw new ValidationError('Write a message first.', [{ field: 'message', message: 'required' }]);
       if (((await availableCredits(ctx.deps, ctx.accountId)) ?? 0) <= 0) {
-        throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
+        throw new CreditsExhaustedError();
       }
       const signal = abortSignalOf(clientGone(reply));
       let raw: ReturnType<typeof startSse> | undefined;

@@ -6542,7 +6542,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": "CreditsExhaustedError",
-                     *       "message": "Credit balance exhausted",
+                     *       "message": "Insufficient credits: the balance is exhausted; add credits to continue",
                      *       "statusCode": 402
                      *     }
                      */
@@ -12450,12 +12450,12 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "message": "Credit balance exhausted",
+                     *         "message": "Insufficient credits: the balance is exhausted; add credits to continue",
                      *         "type": "CreditsExhaustedError",
                      *         "param": null,
                      *         "code": null
                      *       },
-                     *       "message": "Credit balance exhausted",
+                     *       "message": "Insufficient credits: the balance is exhausted; add credits to continue",
                      *       "statusCode": 402
                      *     }
                      */
@@ -14770,12 +14770,12 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "message": "Credit balance exhausted",
+                     *         "message": "Insufficient credits: the balance is exhausted; add credits to continue",
                      *         "type": "CreditsExhaustedError",
                      *         "param": null,
                      *         "code": null
                      *       },
-                     *       "message": "Credit balance exhausted",
+                     *       "message": "Insufficient credits: the balance is exhausted; add credits to continue",
                      *       "statusCode": 402
                      *     }
                      */
@@ -14947,9 +14947,9 @@ export interface operations {
                      *       "type": "error",
                      *       "error": {
                      *         "type": "billing_error",
-                     *         "message": "Credit balance exhausted"
+                     *         "message": "Insufficient credits: the balance is exhausted; add credits to continue"
                      *       },
-                     *       "message": "Credit balance exhausted",
+                     *       "message": "Insufficient credits: the balance is exhausted; add credits to continue",
                      *       "statusCode": 402
                      *     }
                      */
@@ -15334,12 +15334,12 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "message": "Credit balance exhausted",
+                     *         "message": "Insufficient credits: the balance is exhausted; add credits to continue",
                      *         "type": "CreditsExhaustedError",
                      *         "param": null,
                      *         "code": null
                      *       },
-                     *       "message": "Credit balance exhausted",
+                     *       "message": "Insufficient credits: the balance is exhausted; add credits to continue",
                      *       "statusCode": 402
                      *     }
                      */
@@ -20121,7 +20121,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": "CreditsExhaustedError",
-                     *       "message": "Credit balance exhausted",
+                     *       "message": "Insufficient credits: the balance is exhausted; add credits to continue",
                      *       "statusCode": 402
                      *     }
                      */
@@ -20677,7 +20677,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": "CreditsExhaustedError",
-                     *       "message": "Credit balance exhausted",
+                     *       "message": "Insufficient credits: the balance is exhausted; add credits to continue",
                      *       "statusCode": 402
                      *     }
                      */
@@ -21760,7 +21760,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": "CreditsExhaustedError",
-                     *       "message": "Credit balance exhausted",
+                     *       "message": "Insufficient credits: the balance is exhausted; add credits to continue",
                      *       "statusCode": 402
                      *     }
                      */

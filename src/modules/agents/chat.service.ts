@@ -312,7 +312,7 @@ async function answerTurn(
   if (!withinDay || (await overCap())) {
     return storeAnswer(ctx, turn, {
       content: limitMessage,
-      usage: NO_USAGE,
+      usage: { ...NO_USAGE },
       credits: { consumed: 0, remaining: await balanceOf(ctx) },
       limited: true,
     });

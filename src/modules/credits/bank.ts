@@ -187,7 +187,7 @@ export class CreditBank {
         lease.closeWanted = true;
         await this.flush();
       }
-      throw new CreditsExhaustedError('Insufficient credits: the balance is exhausted; add credits to continue');
+      throw new CreditsExhaustedError();
     }
     applyTake(lease, taken, free, this.clean(lease, seen));
     if (taken.take > need) lease.sized = true;

@@ -152,6 +152,25 @@ describe('chat files', () => {
       })(),
     });
     expect(none.status).toBe(422);
+    // A body that is not the multipart it claims (no part, a part cut short): 400, not 500, and nothing stored.
+    for (const body of [
+      '[]',
+      '--x\r\n',
+      '--x\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nabc',
+    ]) {
+      const bad = await fetch(`${base}/agents/${agent}/chat/files`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${u.sessionToken}`, 'content-type': 'multipart/form-data; boundary=x' },
+        body,
+      });
+      expect(bad.status).toBe(400);
+      expect(await bad.json()).toEqual({
+        error: 'BadRequestError',
+        message: 'The multipart body could not be read: send the file as a part named "file"',
+        statusCode: 400,
+      });
+    }
+    expect(await h.database.db.select().from(chatFiles).where(eq(chatFiles.accountId, u.account.id))).toEqual([]);
   });
 
   it('refuses decompression bombs, crowded DOCX, long PDFs and CSVs with 413 naming the setting; memory stays flat', async () => {

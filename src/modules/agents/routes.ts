@@ -8,7 +8,7 @@ import { toAppError } from '../../http/error-handler.ts';
 import { endChatStream, startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
 import { abortSignalOf } from '../../lib/cancel.ts';
-import { PayloadTooLargeError, ValidationError } from '../../lib/errors.ts';
+import { BadRequestError, PayloadTooLargeError, ValidationError } from '../../lib/errors.ts';
 import { listQuery, paginated } from '../../lib/pagination.ts';
 import { sseData } from '../../lib/sse.ts';
 import { clientGone } from '../llm/index.ts';
@@ -241,7 +241,7 @@ export async function agentRoutes(app: App, config: Config): Promise<void> {
       },
       async (req, reply) => {
         const part = await req.file().catch((err: unknown) => {
-          throw tooLarge(err) ?? err;
+          throw unreadable(err);
         });
         if (part?.fieldname !== 'file') {
           throw new ValidationError('Send the file in the multipart field "file"', [
@@ -249,7 +249,7 @@ export async function agentRoutes(app: App, config: Config): Promise<void> {
           ]);
         }
         const bytes = await part.toBuffer().catch((err: unknown) => {
-          throw tooLarge(err) ?? err;
+          throw unreadable(err);
         });
         return reply
           .code(201)
@@ -438,10 +438,13 @@ async function streamEvents(reply: FastifyReply, feed: EventFeed, from: number, 
   await pump();
 }
 
-/** multipart's "file too large" as our 413. */
-function tooLarge(err: unknown): PayloadTooLargeError | undefined {
+/**
+ * What reading the upload threw, as the caller's error: multipart's "file too large" as our 413, anything else a
+ * body that is not the multipart it says (no part, a part cut short, a bad header): 400. Only the request was read.
+ */
+function unreadable(err: unknown): PayloadTooLargeError | BadRequestError {
   const e = err as { code?: string; statusCode?: number };
   return e.code === 'FST_REQ_FILE_TOO_LARGE' || e.statusCode === 413
     ? new PayloadTooLargeError('The file is larger than CHAT_FILE_MAX_BYTES allows')
-    : undefined;
+    : new BadRequestError('The multipart body could not be read: send the file as a part named "file"');
 }

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
 import { includedInRun, leftOutOfRun } from './test/run-once.ts';
 import { testTmpDir } from './test/tmp-dir.ts';
@@ -12,6 +13,11 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two workers at least (vitest's default is one on two cores): much of a file's time is waiting for what it
+    // started (servers, CLI commands, chromium, timers), which the other worker fills. Each worker has a database
+    // of its own on either database (test/harness.ts, test/test-database.ts). `.ci/run` sets VITEST_MAX_WORKERS=1:
+    // its parts already run side by side.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     // Temporary files (data directories, browser profiles) in memory where the machine has it: test/tmp-dir.ts.
     env: { TMPDIR: testTmpDir() },
     // Test files share their worker's module cache instead of each loading the app again: on the two-core CI

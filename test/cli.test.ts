@@ -3,12 +3,13 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { type Database, openDatabase } from '../src/db/client.ts';
 import type { App } from '../src/http/types.ts';
 import { createKeyRing, parseKeys } from '../src/lib/crypto.ts';
 import { call, TEST_ENCRYPTION_KEYS, testConfig } from './harness.ts';
+import { testDatabaseTarget } from './test-database.ts';
 
 const run = promisify(execFile);
 // The run's one key: on PostgreSQL every test file shares the database and its sealed secrets.
@@ -23,7 +24,7 @@ describe('switchboard CLI', () => {
   let env: Record<string, string>;
   let database: Database;
   let app: App;
-  const target = inject('testDatabase');
+  const target = testDatabaseTarget();
 
   const cli = async (...args: string[]) => {
     try {

@@ -1,9 +1,10 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SseParser } from '../src/lib/sse.ts';
 import { type Cluster, startCluster, waitFor } from './cluster.ts';
+import { testDatabaseTarget } from './test-database.ts';
 
 /**
  * Issue 39's deployment, as processes: three instances behind HAProxy (deploy/haproxy.cfg), PostgreSQL and Redis,
@@ -33,7 +34,7 @@ const summary = (outcomes: Outcome[]) => {
   return counts;
 };
 
-describe.runIf(inject('testDatabase').kind === 'pg')('a cluster: three instances behind HAProxy', () => {
+describe.runIf(testDatabaseTarget().kind === 'pg')('a cluster: three instances behind HAProxy', () => {
   let cluster: Cluster;
   let session = '';
   let pat = '';
@@ -170,7 +171,7 @@ describe.runIf(inject('testDatabase').kind === 'pg')('a cluster: three instances
   }
 
   beforeAll(async () => {
-    const target = inject('testDatabase');
+    const target = testDatabaseTarget();
     const adminUrl = new URL(target.kind === 'pg' ? target.url : '');
     cluster = await startCluster(adminUrl.toString());
     const email = `cluster-${Date.now()}@example.test`;

@@ -36,9 +36,9 @@ export function databaseUrl(url: string, name: string): string {
  * Prepares the database every test file starts from, once per run:
  * - PGlite (default): a migrated data directory used as a template, cached by a hash of the migrations; each
  *   worker's shared database, and each database a file asks of its own, is a copy of it (test/harness.ts).
- * - PostgreSQL (`TEST_DB=pg`): a migrated template database on the server of `TEST_DATABASE_URL`, and the
- *   run's database cloned from it (`CREATE DATABASE … TEMPLATE`); a file that needs a database of its own
- *   clones the template too, instead of migrating one (seconds each). Both are dropped afterwards.
+ * - PostgreSQL (`TEST_DB=pg`): a migrated template database on the server of `TEST_DATABASE_URL`, and a database
+ *   a worker slot cloned from it (`CREATE DATABASE … TEMPLATE`); a file that needs a database of its own clones
+ *   the template too, instead of migrating one (seconds each). All are dropped afterwards.
  */
 export async function setup(project: TestProject): Promise<() => Promise<void>> {
   if (process.env.TEST_DB === 'pg') {
@@ -50,12 +50,15 @@ export async function setup(project: TestProject): Promise<() => Promise<void>> 
     const database = await openDatabase({ databaseUrl: databaseUrl(admin, template), dataDir: tmpdir() });
     await database.migrate();
     await database.close();
-    await adminQuery(admin, `CREATE DATABASE ${name} TEMPLATE ${template}`);
-    await adminQuery(admin, `ALTER DATABASE ${name} ${PG_TEST_DATABASE_SETTINGS}`);
-    project.provide('testDatabase', { kind: 'pg', url: databaseUrl(admin, name), template });
+    // A database a worker slot (test/test-database.ts): files that run side by side never share one.
+    const names = Array.from({ length: project.config.maxWorkers ?? 1 }, (_, i) => `${name}_${i + 1}`);
+    for (const slot of names) {
+      await adminQuery(admin, `CREATE DATABASE ${slot} TEMPLATE ${template}`);
+      await adminQuery(admin, `ALTER DATABASE ${slot} ${PG_TEST_DATABASE_SETTINGS}`);
+    }
+    project.provide('testDatabase', { kind: 'pg', urls: names.map((slot) => databaseUrl(admin, slot)), template });
     return async () => {
-      await adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await adminQuery(admin, `DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
+      for (const slot of [...names, template]) await adminQuery(admin, `DROP DATABASE IF EXISTS ${slot} WITH (FORCE)`);
     };
   }
 
@@ -88,6 +91,9 @@ export async function setup(project: TestProject): Promise<() => Promise<void>> 
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    testDatabase: { kind: 'pg'; url: string; template: string } | { kind: 'pglite'; template: string; runDir: string };
+    /** On PostgreSQL, a database a worker slot (test/test-database.ts picks this worker's). */
+    testDatabase:
+      | { kind: 'pg'; urls: string[]; template: string }
+      | { kind: 'pglite'; template: string; runDir: string };
   }
 }

@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import type { Scope } from '../src/access/scopes.ts';
 import { buildApp } from '../src/app.ts';
 import { type Config, loadConfig } from '../src/config.ts';
@@ -21,6 +21,7 @@ import { returnIdleLeases } from '../src/modules/credits/service.ts';
 import { FAKE_ANTHROPIC_KEY, type FakeAnthropic, startFakeAnthropic } from './fakes/anthropic.ts';
 import { type FakeLlm, startFakeLlm } from './fakes/llm-upstream.ts';
 import { adminQuery, databaseUrl, PG_TEST_DATABASE_SETTINGS } from './global-setup.ts';
+import { testDatabaseTarget } from './test-database.ts';
 import { testTmpDir } from './tmp-dir.ts';
 
 /**
@@ -46,6 +47,7 @@ const KEYS = TEST_ENCRYPTION_KEYS;
 
 /** Test settings: quiet logs, limits high enough that only rate-limit tests meet them. */
 export function testConfig(dataDir: string, env: Record<string, string> = {}): Config {
+  const target = testDatabaseTarget();
   return loadConfig({
     DATA_DIR: dataDir,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -63,7 +65,7 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): C
     JOBS_ENABLED: 'false',
     // argon2 at its least cost: a test signs up thousands of accounts (src/config.ts; production keeps OWASP's).
     INSECURE_TEST_PASSWORD_HASHING: 'true',
-    ...(inject('testDatabase').kind === 'pg' ? { DATABASE_URL: (inject('testDatabase') as { url: string }).url } : {}),
+    ...(target.kind === 'pg' ? { DATABASE_URL: target.url } : {}),
     ...env,
   });
 }
@@ -111,7 +113,7 @@ function sharedPglite(target: { template: string; runDir: string }): Promise<Dat
 export async function openTestDatabase(
   opts: { privateDatabase?: boolean; shared?: boolean } = {},
 ): Promise<TestDatabase> {
-  const target = inject('testDatabase');
+  const target = testDatabaseTarget();
   const dataDir = mkdtempSync(join(testTmpDir(), 'sb-test-'));
   let dropDatabase: (() => Promise<void>) | undefined;
   let env: Record<string, string> = { DATA_DIR: dataDir };

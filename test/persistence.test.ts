@@ -1,19 +1,20 @@
 import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { openRuntime } from '../src/runtime.ts';
 import { call, testConfig } from './harness.ts';
+import { testDatabaseTarget } from './test-database.ts';
 
 /**
  * The embedded default keeps its data across a restart: the same start-up path as `npm start` (open the data
  * directory, migrate, load or generate the key file), twice over one DATA_DIR. PGlite only: PostgreSQL's
  * durability is the server's.
  */
-describe.runIf(inject('testDatabase').kind === 'pglite')('embedded data directory', () => {
+describe.runIf(testDatabaseTarget().kind === 'pglite')('embedded data directory', () => {
   it('an account, its balance, its ledger, its tokens and the encryption key survive a restart', async () => {
-    const target = inject('testDatabase') as { template: string };
+    const target = testDatabaseTarget();
     const dir = mkdtempSync(join(tmpdir(), 'sb-restart-'));
     // A migrated data directory, as a first start leaves it (a copy: initdb takes seconds).
     cpSync(target.template, dir, { recursive: true });

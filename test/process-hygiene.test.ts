@@ -4,9 +4,10 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { TEST_ENCRYPTION_KEYS } from './harness.ts';
 import { type ServerProcess, startServer } from './server-process.ts';
+import { testDatabaseTarget } from './test-database.ts';
 
 /** The command lines of a process's children (Linux /proc). */
 function childrenOf(pid: number): string[] {
@@ -34,7 +35,7 @@ async function waitFor(check: () => boolean, what: string, timeoutMs = 20_000): 
 
 /** Issue 10 item 12: what the running service leaves behind and writes, as an operator sees it. */
 describe('process hygiene of the started service', () => {
-  const target = inject('testDatabase');
+  const target = testDatabaseTarget();
   const dirs: string[] = [];
   const servers: ServerProcess[] = [];
   const others: ChildProcess[] = [];

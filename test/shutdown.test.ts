@@ -3,9 +3,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from './harness.ts';
 import { type ServerProcess, startServer, startTestServer, type TestServer } from './server-process.ts';
+import { testDatabaseTarget } from './test-database.ts';
 
 async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -74,7 +75,7 @@ async function holdSignup(port: number, email: string) {
  * `100 Continue` once it has the request, and the body is sent only after the signal has closed the listener.
  */
 describe('process lifecycle', () => {
-  const target = inject('testDatabase');
+  const target = testDatabaseTarget();
   const servers: ServerProcess[] = [];
   const testServers: TestServer[] = [];
   const databases: TestDatabase[] = [];

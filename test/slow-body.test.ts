@@ -3,9 +3,10 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { TEST_ENCRYPTION_KEYS } from './harness.ts';
 import { type ServerProcess, startServer } from './server-process.ts';
+import { testDatabaseTarget } from './test-database.ts';
 
 /** A client that sends a request's headers, then its body one byte every 100 ms (never all of it). */
 async function trickle(port: number, opts: { headersOnly?: boolean } = {}) {
@@ -39,7 +40,7 @@ const bodyOf = (raw: string) => JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4
 
 /** Issue 10 item 5: a trickled request is cut (408, §7 body, connection closed), also during shutdown. */
 describe('slow request bodies', () => {
-  const target = inject('testDatabase');
+  const target = testDatabaseTarget();
   const dirs: string[] = [];
   const servers: ServerProcess[] = [];
   afterAll(async () => {

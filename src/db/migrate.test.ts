@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { pgTestDatabaseUrl, testDatabaseTarget } from '../../test/test-database.ts';
 import { type Database, MIGRATIONS_DIR, openDatabase } from './client.ts';
 
 /**
@@ -11,9 +12,9 @@ import { type Database, MIGRATIONS_DIR, openDatabase } from './client.ts';
  * fresh database at once: the advisory lock makes them take turns, and every one of them starts. PostgreSQL only
  * (the embedded database serves one process).
  */
-describe.runIf(inject('testDatabase').kind === 'pg')('migrations started by several instances at once', () => {
+describe.runIf(testDatabaseTarget().kind === 'pg')('migrations started by several instances at once', () => {
   it('all succeed, each migration applied once, the schema complete', async () => {
-    const admin = (inject('testDatabase') as { url: string }).url;
+    const admin = pgTestDatabaseUrl();
     const name = `sb_migrate_${Date.now()}_${randomBytes(3).toString('hex')}`;
     const run = async (statement: string) => {
       const client = new pg.Client({ connectionString: admin });

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testDatabaseTarget } from '../../test/test-database.ts';
 import { isUniqueViolation } from '../lib/errors.ts';
 import { type Database, openDatabase } from './client.ts';
 import { RemotePglite } from './pglite-remote.ts';
@@ -14,12 +15,12 @@ import { RemotePglite } from './pglite-remote.ts';
  * rely on (transactions, PostgreSQL's error fields, notifications, drizzle's row shapes), and a process that
  * never closes it still ends. PGlite only.
  */
-describe.runIf(inject('testDatabase').kind === 'pglite')('the embedded database on its own thread', () => {
+describe.runIf(testDatabaseTarget().kind === 'pglite')('the embedded database on its own thread', () => {
   let dir: string;
   let database: Database;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sb-remote-'));
-    cpSync((inject('testDatabase') as { template: string }).template, dir, { recursive: true });
+    cpSync(testDatabaseTarget().template, dir, { recursive: true });
     database = await openDatabase({ dataDir: dir });
     await database.db.execute(sql`CREATE TABLE remote_t (id int PRIMARY KEY, at timestamptz, doc jsonb)`);
   });
@@ -106,7 +107,7 @@ describe.runIf(inject('testDatabase').kind === 'pglite')('the embedded database 
   it('refuses a parameter it cannot send, statements once closed, and a failed start says why', async () => {
     const other = mkdtempSync(join(tmpdir(), 'sb-remote-'));
     try {
-      cpSync((inject('testDatabase') as { template: string }).template, other, { recursive: true });
+      cpSync(testDatabaseTarget().template, other, { recursive: true });
       const client = await RemotePglite.open(join(other, 'pgdata'), []);
       // A parameter that cannot cross to the thread is refused, and the next statement is served.
       await expect(client.query('SELECT $1::text AS v', [() => 1])).rejects.toThrow(/could not be cloned/);
@@ -129,7 +130,7 @@ describe.runIf(inject('testDatabase').kind === 'pglite')('the embedded database 
   it('lets a process that never closes the database end once its statements are answered', async () => {
     const other = mkdtempSync(join(tmpdir(), 'sb-remote-'));
     try {
-      cpSync((inject('testDatabase') as { template: string }).template, other, { recursive: true });
+      cpSync(testDatabaseTarget().template, other, { recursive: true });
       // The statement is answered, the database is never closed: the process ends of itself.
       const script = join(other, 'unclosed.mts');
       writeFileSync(

@@ -1,7 +1,8 @@
 import { eq, like } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createHarness, type TestHarness } from '../../test/harness.ts';
+import { testDatabaseTarget } from '../../test/test-database.ts';
 import { buildApp } from '../app.ts';
 import { JOB_CATALOG } from '../composition.ts';
 import { openDatabase } from '../db/client.ts';
@@ -114,7 +115,7 @@ describe('recurring scheduler', () => {
     }
   });
 
-  it.skipIf(inject('testDatabase').kind !== 'pg')(
+  it.skipIf(testDatabaseTarget().kind !== 'pg')(
     'a slot two instances queue at once is inserted once, even when the first ran it before the second looked',
     async () => {
       // Another instance: its own connections to PostgreSQL.

@@ -7,7 +7,7 @@ import type { App } from '../../src/http/types.ts';
 import { AVAILABLE_GROUPS, GROUP_DESCRIPTIONS } from '../../src/modules/agents/schema.ts';
 import type { FakeLlm } from '../fakes/llm-upstream.ts';
 import { call, createUser, FAKE_MODELS, type TestHarness, type TestUser } from '../harness.ts';
-import { artifactPath, browserSuite, runBrowser, submitSignIn, suiteBrowser, type TestBrowser } from './browser.ts';
+import { browserSuite, keepScreenshot, runBrowser, submitSignIn, suiteBrowser, type TestBrowser } from './browser.ts';
 
 /**
  * A person on the agents pages in a real browser. Without JavaScript: makes an agent, chats (a tool step is
@@ -79,7 +79,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
       await page.getByText('Still one.').waitFor();
       expect(await page.locator('ol.chat li.assistant').count()).toBe(2);
       expect(llm.requests[2]?.messages.some((m) => m.content === 'Which knowledge bases do I have?')).toBe(true);
-      await page.screenshot({ path: artifactPath('agents-chat'), fullPage: true });
+      await keepScreenshot(page, 'agents-chat', { fullPage: true });
 
       // Reopen from the list, then delete.
       await page.getByRole('link', { name: 'New conversation' }).click();
@@ -146,7 +146,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
       expect(await page.locator('ol.chat').getAttribute('aria-busy')).toBe('true');
       // The conversation's URL is there before the answer is complete.
       expect(new URL(page.url()).searchParams.get('c')).toMatch(/^conv_/);
-      await page.screenshot({ path: artifactPath('agents-chat-streaming'), fullPage: true });
+      await keepScreenshot(page, 'agents-chat-streaming', { fullPage: true });
 
       // At the end the page is what the server renders for the conversation.
       await page.locator('ol.chat:not([aria-busy]) li.assistant:not(.streaming)', { hasText: 'to read' }).waitFor();
@@ -183,7 +183,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
       expect(new URL(page.url()).searchParams.get('c')).toBe(conversationId);
       expect(llm.requests.at(-1)?.messages.some((m) => m.content === 'Which knowledge bases do I have?')).toBe(true);
       expect(await page.locator('ol.chat li.assistant').count()).toBe(2);
-      await page.screenshot({ path: artifactPath('agents-chat-streamed'), fullPage: true });
+      await keepScreenshot(page, 'agents-chat-streamed', { fullPage: true });
       expect(scriptErrors).toEqual([]);
     });
 
@@ -245,7 +245,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
       expect(await settings.getByLabel('Model').inputValue()).toBe('fake-model-2');
       await page.reload();
       expect(await settings.getByRole('status').count()).toBe(0);
-      await page.screenshot({ path: artifactPath('agents-settings'), fullPage: true });
+      await keepScreenshot(page, 'agents-settings', { fullPage: true });
 
       // A temperature of 5 (past the browser's own check) is refused: 422, the form as typed, nothing stored.
       await settings.locator('form').evaluate((f) => {
@@ -266,7 +266,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
       expect(await settings.getByLabel('Turns a day per end user').inputValue()).toBe('');
       expect(await settings.getByRole('checkbox', { name: 'execute-code' }).isChecked()).toBe(true);
       expect((await stored()).name).toBe('Tuned');
-      await page.screenshot({ path: artifactPath('agents-settings-refused'), fullPage: true });
+      await keepScreenshot(page, 'agents-settings-refused', { fullPage: true });
       // Sent again with a good temperature: the emptied limit is gone, the others stay.
       await settings.getByLabel('Temperature').fill('1');
       await settings.getByRole('button', { name: 'Save settings' }).click();
@@ -337,7 +337,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
       await phone.goto(`${base}/account/agents/${agent.id}`);
       await phone.locator('#code').waitFor();
       expect(await phone.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
-      await phone.screenshot({ path: artifactPath('agents-settings-phone'), fullPage: true });
+      await keepScreenshot(phone, 'agents-settings-phone', { fullPage: true });
     });
 
     it('a usage limit answers its message; 429 past the rate limit and 402 at zero credits read as sentences', async () => {
@@ -381,7 +381,7 @@ describe.skipIf(!runBrowser)('agents pages in a real browser (chromium)', () => 
       // The refused message is not kept on the page and is given back to send again.
       expect(await page.locator('ol.chat li.user', { hasText: 'Five' }).count()).toBe(0);
       expect(await page.getByLabel('Message').inputValue()).toBe('Five');
-      await page.screenshot({ path: artifactPath('agents-chat-429'), fullPage: true });
+      await keepScreenshot(page, 'agents-chat-429', { fullPage: true });
 
       // At a zero balance (another account, its own budget): 402 with the reason, nothing stored.
       const broke = await createUser(app);

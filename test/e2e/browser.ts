@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import type { App } from '../../src/http/types.ts';
 import { type FakeLlm, startFakeLlm } from '../fakes/llm-upstream.ts';
@@ -87,6 +87,21 @@ export function artifactPath(name: string): string {
   const dir = process.env.DOCS_SCREENSHOTS === '1' && DOC_SCREENS.has(name) ? DOC_SCREENS_DIR : ARTIFACTS;
   mkdirSync(dir, { recursive: true });
   return join(dir, `${name}.png`);
+}
+
+/**
+ * A screenshot for a person to look at, under test-artifacts/, with `TEST_SCREENSHOTS=1` (or one the docs show,
+ * with `DOCS_SCREENSHOTS=1`); otherwise none: a full-page screenshot costs chromium most of a CPU second, and no
+ * assertion reads these (a test that checks what was drawn takes its own, with `artifactPath`).
+ */
+export async function keepScreenshot(target: Page | Locator, name: string, opts: { fullPage?: boolean } = {}) {
+  const wanted =
+    process.env.TEST_SCREENSHOTS === '1' || (process.env.DOCS_SCREENSHOTS === '1' && DOC_SCREENS.has(name));
+  if (!wanted) return;
+  const path = artifactPath(name);
+  await ('goto' in target
+    ? target.screenshot({ path, fullPage: opts.fullPage ?? false })
+    : target.screenshot({ path }));
 }
 
 /** Fills in and sends the sign-in form the page shows. */

@@ -4,7 +4,7 @@ import { runChannelJobs } from '../../src/modules/channels/test-support.ts';
 import type { FakeLlm } from '../fakes/llm-upstream.ts';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram.ts';
 import { call, createUser, type TestHarness } from '../harness.ts';
-import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
+import { browserSuite, keepScreenshot, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 /**
  * A person on the channels page in a real browser: connects a Telegram bot by its token (a refused token is
@@ -108,7 +108,7 @@ describe.skipIf(!runBrowser)('messaging channels page in a real browser (chromiu
           r.includes('Telegram sendMessage: Bad Request: chat not found'),
       ),
     ).toBe(true);
-    await page.screenshot({ path: artifactPath('channels-telegram'), fullPage: true });
+    await keepScreenshot(page, 'channels-telegram', { fullPage: true });
 
     // A web chat: its snippet is there to copy.
     await page.getByRole('link', { name: '← Messaging channels' }).click();

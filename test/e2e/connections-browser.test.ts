@@ -13,7 +13,7 @@ import {
   startFakeOAuthProvider,
 } from '../fakes/oauth-provider.ts';
 import { createUser, type TestHarness, type TestUser } from '../harness.ts';
-import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
+import { artifactPath, browserSuite, keepScreenshot, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 /** What the page's own scripts see; the test compiles without the DOM library. */
 interface LoadedImage {
@@ -112,7 +112,7 @@ describe.skipIf(!runBrowser)('connections page in a real browser (chromium)', ()
     const shot = artifactPath('connections');
     await page.screenshot({ path: shot, fullPage: true });
     expect(statSync(shot).size).toBeGreaterThan(10_000);
-    await page.screenshot({ path: artifactPath('connections-top') }); // the first screen, for docs/providers.md
+    await keepScreenshot(page, 'connections-top'); // the first screen, for docs/providers.md
 
     // Refresh: a new token, shown as the result.
     await item.getByRole('button', { name: /^Refresh/ }).click();
@@ -133,7 +133,7 @@ describe.skipIf(!runBrowser)('connections page in a real browser (chromium)', ()
     expect(await revoked.locator('.badge').textContent()).toBe('revoked');
     expect(await revoked.getByRole('button', { name: /^Refresh/ }).count()).toBe(0);
     expect(await rowsOf(user.account.id)).toMatchObject([{ id: connectionId, status: 'revoked', canRefresh: false }]);
-    await page.screenshot({ path: artifactPath('connections-revoked') });
+    await keepScreenshot(page, 'connections-revoked');
 
     await revoked.getByRole('button', { name: /^Reconnect/ }).click();
     await page.waitForURL((u) => u.searchParams.get('connectionId') === connectionId);
@@ -163,7 +163,7 @@ describe.skipIf(!runBrowser)('connections page in a real browser (chromium)', ()
     const page = await signedInPage(user);
     const row = page.locator('li[data-provider-id="acme-regional"]');
     await row.getByLabel('Workspace').fill('north');
-    await row.screenshot({ path: artifactPath('connections-fields') });
+    await keepScreenshot(row, 'connections-fields');
     await row.getByRole('button', { name: 'Connect Acme Regional' }).click();
     await page.getByText('Connected Acme Regional as Ada Lovelace.').waitFor();
     expect(fake.counts.authorize).toBe(1);

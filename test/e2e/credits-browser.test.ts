@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { creditTransactions } from '../../src/db/schema/index.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createUser, type TestHarness } from '../harness.ts';
-import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
+import { browserSuite, keepScreenshot, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 /**
  * A person sees what their credits went on: the dashboard charts 30 days of usage by kind (an SVG drawn by the
@@ -67,7 +67,7 @@ describe.skipIf(!runBrowser)('credit usage and history (chromium)', () => {
     expect(await page.locator('#credit-history tbody tr td:nth-child(2)').first().textContent()).toBe(
       'Credit grantWelcome credits',
     );
-    await page.screenshot({ path: artifactPath('credits-dashboard'), fullPage: true });
+    await keepScreenshot(page, 'credits-dashboard', { fullPage: true });
 
     await page.getByRole('link', { name: 'All credit history, with filters' }).click();
     await page.getByRole('heading', { name: 'Credit history' }).waitFor();
@@ -83,7 +83,7 @@ describe.skipIf(!runBrowser)('credit usage and history (chromium)', () => {
     await page.getByRole('link', { name: 'Older' }).click();
     await page.getByText('page 2 of 5.').waitFor();
     expect(await page.locator('#credit-history tbody tr').count()).toBe(25);
-    await page.screenshot({ path: artifactPath('credits-history'), fullPage: true });
+    await keepScreenshot(page, 'credits-history', { fullPage: true });
 
     const phone = await browser.context.newPage();
     await phone.setViewportSize({ width: 390, height: 844 });
@@ -96,8 +96,8 @@ describe.skipIf(!runBrowser)('credit usage and history (chromium)', () => {
       expect(await phone.evaluate('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(390);
       const box = await phone.locator('#usage-chart').boundingBox();
       expect(box?.width ?? 0).toBeGreaterThan(250);
-      await phone.screenshot({ path: artifactPath(name), fullPage: true });
-      await phone.locator('section[aria-labelledby="usage-h"]').screenshot({ path: artifactPath(`${name}-chart`) });
+      await keepScreenshot(phone, name, { fullPage: true });
+      await keepScreenshot(phone.locator('section[aria-labelledby="usage-h"]'), `${name}-chart`);
     }
   });
 });

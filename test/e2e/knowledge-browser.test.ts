@@ -4,7 +4,7 @@ import type { App } from '../../src/http/types.ts';
 import { knowledgeJobs } from '../../src/modules/knowledge/jobs.ts';
 import type { FakeLlm } from '../fakes/llm-upstream.ts';
 import { call, createUser, type TestHarness } from '../harness.ts';
-import { artifactPath, browserSuite, launchBrowser, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
+import { browserSuite, keepScreenshot, launchBrowser, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 /**
  * A person on the wiki page in a real browser: adds a source, watches its status move once the compiler ran,
@@ -100,7 +100,7 @@ describe.skipIf(!runBrowser)('knowledge page in a real browser (chromium)', () =
     await page.getByRole('heading', { name: 'Acme Corp', level: 1 }).waitFor();
     expect(await page.locator('#backlinks-h + ul').textContent()).toBe('Jane Roe');
     expect(await page.locator('#history-h ~ table tbody tr').count()).toBe(1);
-    await page.screenshot({ path: artifactPath('knowledge-page'), fullPage: true });
+    await keepScreenshot(page, 'knowledge-page', { fullPage: true });
 
     // Search, then lint.
     await page.getByRole('link', { name: /My knowledge/ }).click();
@@ -114,7 +114,7 @@ describe.skipIf(!runBrowser)('knowledge page in a real browser (chromium)', () =
     expect(await page.locator('ul.findings li').allTextContents()).toContainEqual(
       expect.stringContaining('Acme Corp is short'.replace('Acme Corp', 'acme-corp')),
     );
-    await page.screenshot({ path: artifactPath('knowledge'), fullPage: true });
+    await keepScreenshot(page, 'knowledge', { fullPage: true });
 
     // Another account's base is a 404 page.
     const other = await createUser(app);
@@ -266,7 +266,7 @@ describe.skipIf(!runBrowser)('knowledge page in a real browser (chromium)', () =
     // A failed source's actions fit a phone's screen.
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
-    await brokenRow.screenshot({ path: artifactPath('knowledge-failed-390') });
+    await keepScreenshot(brokenRow, 'knowledge-failed-390');
     await page.setViewportSize({ width: 900, height: 1100 });
     await brokenRow.getByRole('link', { name: 'Delete' }).click();
     await page.getByRole('heading', { name: 'Delete the source broken notes?' }).waitFor();
@@ -283,13 +283,13 @@ describe.skipIf(!runBrowser)('knowledge page in a real browser (chromium)', () =
     });
     await page.goto(`${base}/account/knowledge/${kbId}/pages/initech`);
     expect(await page.locator('article .wiki a').allTextContents()).toEqual(['Globex', 'Hooli', 'the seller']);
-    await page.screenshot({ path: artifactPath('knowledge-upload'), fullPage: true });
+    await keepScreenshot(page, 'knowledge-upload', { fullPage: true });
 
     // On a phone the page, the forms and the sources table fit without sideways scrolling.
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${base}/account/knowledge/${kbId}`);
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
-    await page.screenshot({ path: artifactPath('knowledge-390'), fullPage: true });
+    await keepScreenshot(page, 'knowledge-390', { fullPage: true });
     // Without JavaScript the upload works too, and the note says to reload.
     const noScript = await launchBrowser({ width: 900, height: 1100 }, { javaScript: false });
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { artifactPath, browserSuite, runBrowser, type TestBrowser } from './browser.ts';
+import { browserSuite, keepScreenshot, runBrowser, type TestBrowser } from './browser.ts';
 
 /** The pages the navigation links to, by the link's name. */
 const NAV = [
@@ -49,7 +49,7 @@ describe.skipIf(!runBrowser)('navigation and phones (chromium)', () => {
       '/account/tokens#mcp',
     );
     expect(await page.getByRole('link', { name: 'Try the chat' }).getAttribute('href')).toBe('/account/agents');
-    await page.screenshot({ path: artifactPath('dashboard-phone'), fullPage: true });
+    await keepScreenshot(page, 'dashboard-phone', { fullPage: true });
 
     const nav = page.getByRole('navigation', { name: 'Account' });
     for (const [name, path] of NAV) {
@@ -65,6 +65,6 @@ describe.skipIf(!runBrowser)('navigation and phones (chromium)', () => {
       await page.waitForURL(`${base}/account`);
       await page.goto(`${base}${path}`);
     }
-    await page.screenshot({ path: artifactPath('nav-phone-tokens'), fullPage: false });
+    await keepScreenshot(page, 'nav-phone-tokens');
   });
 });

@@ -6,7 +6,7 @@ import { taskJobs } from '../../src/modules/scheduled-tasks/jobs.ts';
 import type { FakeLlm } from '../fakes/llm-upstream.ts';
 import { call, createUser, type TestHarness } from '../harness.ts';
 import { runQueuedJobs } from '../jobs.ts';
-import { artifactPath, browserSuite, runBrowser, submitSignIn, suiteBrowser, type TestBrowser } from './browser.ts';
+import { browserSuite, keepScreenshot, runBrowser, submitSignIn, suiteBrowser, type TestBrowser } from './browser.ts';
 
 /**
  * A person on the scheduled tasks page in a real browser: previews a schedule (in words, the next five runs in
@@ -52,7 +52,7 @@ describe.skipIf(!runBrowser)('scheduled tasks page in a real browser (chromium)'
     expect(
       await h.database.db.select().from(scheduledTasks).where(eq(scheduledTasks.accountId, user.account.id)),
     ).toEqual([]);
-    await page.screenshot({ path: artifactPath('tasks-preview'), fullPage: true });
+    await keepScreenshot(page, 'tasks-preview', { fullPage: true });
 
     await page.getByRole('button', { name: 'Create task' }).click();
     await page.getByText('Task created.').waitFor();
@@ -83,7 +83,7 @@ describe.skipIf(!runBrowser)('scheduled tasks page in a real browser (chromium)'
     expect(await row.locator('.badge').textContent()).toBe('succeeded');
     expect(await row.textContent()).toContain('Quiet week');
     expect(await row.textContent()).toContain('manual');
-    await page.screenshot({ path: artifactPath('tasks-history'), fullPage: true });
+    await keepScreenshot(page, 'tasks-history', { fullPage: true });
     await row.getByRole('link', { name: 'Conversation' }).click();
     await page.getByRole('heading', { name: 'Planner', level: 1 }).waitFor();
     expect(await page.locator('ol.chat li.user').textContent()).toContain('Summarize my week.');
@@ -113,7 +113,7 @@ describe.skipIf(!runBrowser)('scheduled tasks page in a real browser (chromium)'
     await phone.setViewportSize({ width: 390, height: 844 });
     await phone.goto(`${base}/account/tasks`);
     expect(await phone.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
-    await phone.screenshot({ path: artifactPath('tasks-phone'), fullPage: true });
+    await keepScreenshot(phone, 'tasks-phone', { fullPage: true });
   });
 
   describe('in a browser whose clock is in Tokyo', () => {
@@ -167,7 +167,7 @@ describe.skipIf(!runBrowser)('scheduled tasks page in a real browser (chromium)'
         timezone: 'Europe/Paris',
       });
       expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
-      await page.screenshot({ path: artifactPath('task-edit-phone'), fullPage: true });
+      await keepScreenshot(page, 'task-edit-phone', { fullPage: true });
 
       // Another account's task cannot be edited: 404, and it stays as it was.
       const other = await createUser(app);

@@ -6,7 +6,7 @@ import { connections } from '../../src/db/schema/index.ts';
 import type { App } from '../../src/http/types.ts';
 import { type ApiKeyFake, apiKeyProvidersEnv, keyholeProvider, startApiKeyFake } from '../fakes/api-key-provider.ts';
 import { createUser, type TestHarness, type TestUser } from '../harness.ts';
-import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
+import { browserSuite, keepScreenshot, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 async function closedPort(): Promise<number> {
   const s = createServer();
@@ -84,7 +84,7 @@ describe.skipIf(!runBrowser)('token connections in a real browser (chromium)', (
       expect(await page.getByLabel('Workspace').inputValue()).toBe('acme');
       expect(await page.getByLabel('API token').inputValue()).toBe('');
       expect(await page.getByLabel('API token').getAttribute('aria-invalid')).toBe('true');
-      await page.screenshot({ path: artifactPath(`token-form-refused-${width}`), fullPage: true });
+      await keepScreenshot(page, `token-form-refused-${width}`, { fullPage: true });
       expect(await fits(page)).toBe(true);
 
       await page.getByLabel('API token').fill(TOKEN);
@@ -95,7 +95,7 @@ describe.skipIf(!runBrowser)('token connections in a real browser (chromium)', (
       expect(await mine.count()).toBe(1);
       expect(await mine.locator('.badge').textContent()).toBe('active');
       await mine.getByText(/^Connected \d{4}-\d{2}-\d{2} with a token$/).waitFor();
-      await page.screenshot({ path: artifactPath(`token-connected-${width}`) });
+      await keepScreenshot(page, `token-connected-${width}`);
       const rows = await h.database.db.select().from(connections).where(eq(connections.accountId, user.account.id));
       expect(rows).toHaveLength(1);
       expect(rows[0]?.authType).toBe('api_key');

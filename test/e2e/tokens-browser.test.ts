@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/types.ts';
 import { TOKEN_PLACEHOLDER } from '../../src/web/mcp-client-pages.ts';
 import { createUser } from '../harness.ts';
-import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
+import { browserSuite, keepScreenshot, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 /** The browser's clipboard, read in the page (the test compiles without the DOM library). */
 const READ_CLIPBOARD = 'navigator.clipboard.readText()';
@@ -47,7 +47,7 @@ describe.skipIf(!runBrowser)('connect an MCP client from the tokens page (chromi
     const server = copied.mcpServers.switchboard as { url: string; headers: { Authorization: string } };
     expect(server.url).toBe(`${base}/mcp`);
     expect(server.headers.Authorization).toMatch(/^Bearer pat_/);
-    await page.screenshot({ path: artifactPath('tokens-mcp-clients'), fullPage: true });
+    await keepScreenshot(page, 'tokens-mcp-clients', { fullPage: true });
 
     // The token is listed with exactly the MCP scopes, and the copied configuration works with a real client.
     expect(await page.locator('table').textContent()).toContain('universal-mcp-read, universal-mcp-read-write');
@@ -68,6 +68,6 @@ describe.skipIf(!runBrowser)('connect an MCP client from the tokens page (chromi
     await phone.setViewportSize({ width: 390, height: 844 });
     await phone.goto(`${base}/account/tokens`);
     expect(await phone.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
-    await phone.screenshot({ path: artifactPath('tokens-mcp-clients-phone'), fullPage: true });
+    await keepScreenshot(phone, 'tokens-mcp-clients-phone', { fullPage: true });
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/types.ts';
 import { call, createUser, type TestHarness } from '../harness.ts';
-import { artifactPath, browserSuite, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
+import { browserSuite, keepScreenshot, runBrowser, submitSignIn, type TestBrowser } from './browser.ts';
 
 /**
  * A person on the tools and skills pages in a real browser: writes a tool (a refused schema keeps the form),
@@ -87,7 +87,7 @@ describe.skipIf(!runBrowser)('tools and skills pages in a real browser (chromium
     expect(await page.locator('#run-stdout').textContent()).toBe('key is [secret]\n');
     expect(await page.content()).not.toContain('hunter2-secret');
     expect(await page.getByLabel('Arguments (JSON)').inputValue()).toBe('{"text": "hello"}');
-    await page.screenshot({ path: artifactPath('tools'), fullPage: true });
+    await keepScreenshot(page, 'tools', { fullPage: true });
     // Reloading shows the same result and runs nothing again.
     const charged = async () =>
       (await call(app, 'GET', '/api/v1/credit-transactions?limit=100', { token: user.sessionToken }))
@@ -189,6 +189,6 @@ describe.skipIf(!runBrowser)('tools and skills pages in a real browser (chromium
     await page.getByRole('button', { name: 'Delete skill' }).click();
     await page.getByRole('status').waitFor();
     expect(await page.getByText('No skills yet').isVisible()).toBe(true);
-    await page.screenshot({ path: artifactPath('skills'), fullPage: true });
+    await keepScreenshot(page, 'skills', { fullPage: true });
   });
 });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/types.ts';
 import type { FakeLlm } from '../fakes/llm-upstream.ts';
 import { call, createUser } from '../harness.ts';
-import { artifactPath, browserSuite, runBrowser, type TestBrowser } from './browser.ts';
+import { browserSuite, keepScreenshot, runBrowser, type TestBrowser } from './browser.ts';
 
 /**
  * The web chat widget on a plain HTML page of another site, in a real browser: the bubble opens the chat, a
@@ -71,7 +71,7 @@ describe.skipIf(!runBrowser)('web chat widget in a real browser (chromium)', () 
     const log = page.locator('ol.log li');
     await page.getByText('Hello! Our anvils ship worldwide.').waitFor();
     expect(await log.allTextContents()).toEqual(['Do you ship abroad?', 'Hello! Our anvils ship worldwide.']);
-    await page.screenshot({ path: artifactPath('webchat-widget') });
+    await keepScreenshot(page, 'webchat-widget');
 
     // After a reload the visitor token in localStorage continues the same conversation.
     await page.reload();

@@ -3,7 +3,7 @@ import { activity, webhookDeliveries } from '../../src/db/schema/index.ts';
 import type { App } from '../../src/http/types.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createUser, type TestHarness } from '../harness.ts';
-import { artifactPath, browserSuite, launchBrowser, runBrowser, submitSignIn } from './browser.ts';
+import { browserSuite, keepScreenshot, launchBrowser, runBrowser, submitSignIn } from './browser.ts';
 
 /** The page's width and the window's: a page wider than its window scrolls sideways. */
 const WIDTHS = '[document.documentElement.scrollWidth, window.innerWidth]';
@@ -73,7 +73,7 @@ describe.skipIf(!runBrowser)('webhooks and activity pages in a real browser (chr
         expect(await row.textContent()).toContain('connection.revoked, task_run.finished');
         expect(await row.textContent()).toContain('no deliveries yet');
         await fits('the webhooks page with the secret');
-        await page.screenshot({ path: artifactPath(`webhooks-created-${label}`), fullPage: true });
+        await keepScreenshot(page, `webhooks-created-${label}`, { fullPage: true });
 
         // Once: a reload lists the endpoint without its secret.
         await page.reload();
@@ -122,7 +122,7 @@ describe.skipIf(!runBrowser)('webhooks and activity pages in a real browser (chr
           'Error: Acme refused the request (422): title is too long',
         );
         await fits('the activity page');
-        await page.screenshot({ path: artifactPath(`activity-${label}`), fullPage: true });
+        await keepScreenshot(page, `activity-${label}`, { fullPage: true });
         expect(errors, errors.join('\n')).toEqual([]);
       } finally {
         await browser.close();

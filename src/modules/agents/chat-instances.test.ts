@@ -1,8 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { asc, eq } from 'drizzle-orm';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { call, createUser, fakeLlmSuite, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { testDatabaseTarget } from '../../../test/test-database.ts';
 import { messages } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 
@@ -14,7 +15,7 @@ import type { App } from '../../http/types.ts';
  * PostgreSQL only: PGlite serves one process (no deployment has a second instance on it), where reads wait for
  * the instance's own queued writes (chat-writes.test.ts, "reads on the instance that chatted").
  */
-describe.skipIf(inject('testDatabase').kind !== 'pg')('agent chat across instances: read your writes', () => {
+describe.skipIf(testDatabaseTarget().kind !== 'pg')('agent chat across instances: read your writes', () => {
   let h: TestHarness;
   let llm: FakeLlm;
 

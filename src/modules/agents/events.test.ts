@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { testDatabaseTarget } from '../../../test/test-database.ts';
 import { buildApp } from '../../app.ts';
 import { openDatabase } from '../../db/client.ts';
 import type { App } from '../../http/types.ts';
@@ -152,7 +153,7 @@ describe('conversation events (SSE)', () => {
     expect(((await res.json()) as { error: string }).error).toBe('NotFoundError');
   });
 
-  it.skipIf(inject('testDatabase').kind !== 'pg')(
+  it.skipIf(testDatabaseTarget().kind !== 'pg')(
     'a subscriber on another instance (its own connections to PostgreSQL) receives the events',
     async () => {
       const second = await openDatabase({ databaseUrl: h.config.databaseUrl, dataDir: h.config.dataDir, poolMax: 3 });

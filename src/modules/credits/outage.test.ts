@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { eq } from 'drizzle-orm';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { createHarness, createUser, FAKE_MODELS, type TestHarness, testConfig } from '../../../test/harness.ts';
+import { testDatabaseTarget } from '../../../test/test-database.ts';
 import { buildApp, loggerOptions } from '../../app.ts';
 import { openDatabase } from '../../db/client.ts';
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
@@ -32,7 +33,7 @@ const COST = 20;
  * DATA_DIR) until it answers again, then written exactly once. A database outage needs a PostgreSQL server:
  * PGlite runs in this process and cannot be cut off.
  */
-describe.skipIf(inject('testDatabase').kind !== 'pg')('credit charges across a database outage (PostgreSQL)', () => {
+describe.skipIf(testDatabaseTarget().kind !== 'pg')('credit charges across a database outage (PostgreSQL)', () => {
   let h: TestHarness;
   let fake: FakeLlm;
   /** On the run's database: a database cannot close itself to connections. */
@@ -46,7 +47,7 @@ describe.skipIf(inject('testDatabase').kind !== 'pg')('credit charges across a d
     h = await createHarness({ LLM_BASE_URL: fake.url, LLM_MODELS: FAKE_MODELS }, { privateDatabase: true });
     url = h.config.databaseUrl ?? '';
     dbName = new URL(url).pathname.slice(1);
-    const target = inject('testDatabase');
+    const target = testDatabaseTarget();
     admin = new pg.Client({ connectionString: target.kind === 'pg' ? target.url : '' });
     await admin.connect();
   });

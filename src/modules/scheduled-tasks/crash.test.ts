@@ -3,9 +3,10 @@ import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { call, createHarness, createUser, TEST_ENCRYPTION_KEYS, type TestHarness } from '../../../test/harness.ts';
+import { testDatabaseTarget } from '../../../test/test-database.ts';
 import { accounts, creditHolds, creditTransactions, scheduledTaskRuns } from '../../db/schema/index.ts';
 import { JobWorker } from '../../jobs/worker.ts';
 import { releaseExpiredHolds } from '../credits/service.ts';
@@ -21,7 +22,7 @@ const MODELS = 'fake-model=1000000/2000000';
  * charged (the dead process's credit lease goes back when it expires). Two processes on one database: this
  * needs PostgreSQL (the embedded database serves one process at a time).
  */
-describe.skipIf(inject('testDatabase').kind !== 'pg')('a scheduled task run interrupted by a crash', () => {
+describe.skipIf(testDatabaseTarget().kind !== 'pg')('a scheduled task run interrupted by a crash', () => {
   let h: TestHarness;
   let llm: FakeLlm;
   beforeAll(async () => {

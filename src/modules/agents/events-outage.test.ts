@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
-import { testDatabaseTarget } from '../../../test/test-database.ts';
+import { pgTestDatabaseUrl, testDatabaseTarget } from '../../../test/test-database.ts';
 import { buildApp, loggerOptions } from '../../app.ts';
 import { type Database, openDatabase } from '../../db/client.ts';
 import type { App } from '../../http/types.ts';
@@ -56,8 +56,7 @@ describe.skipIf(testDatabaseTarget().kind !== 'pg')('conversation events across 
     survivor.on('error', () => {});
     await survivor.connect();
     survivorPid = (await survivor.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid ?? 0;
-    const target = testDatabaseTarget();
-    admin = new pg.Client({ connectionString: target.kind === 'pg' ? target.url : '' });
+    admin = new pg.Client({ connectionString: pgTestDatabaseUrl() });
     await admin.connect();
   });
   afterAll(async () => {

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { createHarness, createUser, FAKE_MODELS, type TestHarness, testConfig } from '../../../test/harness.ts';
-import { testDatabaseTarget } from '../../../test/test-database.ts';
+import { pgTestDatabaseUrl, testDatabaseTarget } from '../../../test/test-database.ts';
 import { buildApp, loggerOptions } from '../../app.ts';
 import { openDatabase } from '../../db/client.ts';
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
@@ -47,8 +47,7 @@ describe.skipIf(testDatabaseTarget().kind !== 'pg')('credit charges across a dat
     h = await createHarness({ LLM_BASE_URL: fake.url, LLM_MODELS: FAKE_MODELS }, { privateDatabase: true });
     url = h.config.databaseUrl ?? '';
     dbName = new URL(url).pathname.slice(1);
-    const target = testDatabaseTarget();
-    admin = new pg.Client({ connectionString: target.kind === 'pg' ? target.url : '' });
+    admin = new pg.Client({ connectionString: pgTestDatabaseUrl() });
     await admin.connect();
   });
   afterAll(async () => {

@@ -13,8 +13,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Two workers at least (vitest's default is one on two cores): much of a file's time is waiting for what it
-    // started (servers, CLI commands, chromium, timers), which the other worker fills. Each worker has a database
+    // Two workers at least (vitest's default is one on two cores): one file's waits for what it started (servers,
+    // CLI commands, chromium, timers) overlap another's work (`npm test` 532 -> 386 s; a third worker gained nothing,
+    // the cores were busy, CONTRIBUTING.md). Each worker has a database
     // of its own on either database (test/harness.ts, test/test-database.ts). `.ci/run` sets VITEST_MAX_WORKERS=1:
     // its parts already run side by side.
     maxWorkers: Math.max(2, availableParallelism() - 1),

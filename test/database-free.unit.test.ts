@@ -14,7 +14,10 @@ function testFiles(dir: string): string[] {
 }
 
 /** What opening a database looks like in a test file: importing the harness or the client, or the run's database. */
-const OPENS_DATABASE = [/^import [^;]*from '[^']*(\/harness|db\/client|\/test-database)(\.ts)?';/m];
+const OPENS_DATABASE = [
+  /^import [^;]*from '[^']*(\/harness|db\/client|\/test-database)(\.ts)?';/m,
+  /\binject\(\s*'testDatabase'/,
+];
 
 describe('test files run on one database only', () => {
   const files = [...testFiles(join(ROOT, 'src')), ...testFiles(join(ROOT, 'test'))];

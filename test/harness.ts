@@ -25,7 +25,7 @@ import { testDatabaseTarget } from './test-database.ts';
 import { testTmpDir } from './tmp-dir.ts';
 
 /**
- * The test file's database (the worker's PGlite database or the run's PostgreSQL database, both shared with the
+ * The test file's database (the worker's PGlite database or its worker slot's PostgreSQL database, both shared with the
  * other files; or one of its own), any number of apps over it, and factories that give each test a fresh account.
  */
 export interface TestHarness {
@@ -39,8 +39,9 @@ export interface TestHarness {
 }
 
 /**
- * One encryption key for every test worker of every run: on PostgreSQL all test files share one database,
- * and a secret one worker sealed there (OAuth signing keys, provider tokens) must open in the others.
+ * One encryption key for every test worker of every run: on PostgreSQL a worker slot's database is shared by
+ * every worker process that takes the slot, and a secret one sealed there (OAuth signing keys, provider tokens)
+ * must open in the others.
  */
 export const TEST_ENCRYPTION_KEYS = `test:${createHash('sha256').update('switchboard test key').digest('base64')}`;
 const KEYS = TEST_ENCRYPTION_KEYS;
@@ -60,7 +61,7 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): C
     RATE_LIMIT_LLM: '100000',
     RATE_LIMIT_MCP: '100000',
     RATE_LIMIT_REGISTER: '100000',
-    // Background jobs would run across every test file's rows on the shared PostgreSQL database; the jobs
+    // Background jobs would run across every test file's rows on the slot's shared PostgreSQL database; the jobs
     // tests turn them on, over a database of their own (`createHarness(env, { privateDatabase: true })`).
     JOBS_ENABLED: 'false',
     // argon2 at its least cost: a test signs up thousands of accounts (src/config.ts; production keeps OWASP's).
@@ -104,7 +105,7 @@ function sharedPglite(target: { template: string; runDir: string }): Promise<Dat
 }
 
 /**
- * A database for a test file: by default a copy of the migrated PGlite template, or the run's PostgreSQL database.
+ * A database for a test file: by default a copy of the migrated PGlite template, or the worker slot's PostgreSQL database.
  * With `privateDatabase`, on PostgreSQL a fresh migrated database of its own (a clone of the run's template), for
  * tests whose work spans every account (recurring jobs) and must not meet other files' rows. With `shared` (what
  * `createHarness` asks for), on PGlite the worker's shared database (above) instead of a copy: closing it leaves it

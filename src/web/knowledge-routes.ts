@@ -2,8 +2,9 @@ import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { OAuthServer } from '../access/oauth/server.ts';
+import { uploadTooLarge } from '../http/multipart.ts';
 import type { App } from '../http/types.ts';
-import { AppError, ConflictError, PayloadTooLargeError } from '../lib/errors.ts';
+import { AppError, ConflictError } from '../lib/errors.ts';
 import type { LintFinding } from '../modules/knowledge/index.ts';
 import {
   CreateSource,
@@ -299,12 +300,12 @@ async function readUpload(req: FastifyRequest): Promise<unknown> {
  * malformed form (400: no boundary, a body cut short; reading the request is all that failed).
  */
 function uploadRefusal(err: unknown): { message: string; status: number } {
-  const e = err as { code?: string; statusCode?: number };
-  if (e.code === 'FST_REQ_FILE_TOO_LARGE' || err instanceof PayloadTooLargeError) {
+  const tooLarge = uploadTooLarge(err);
+  if (tooLarge === 'file') {
     const limit = `${Math.floor(PAGE_FILE_MAX_BYTES / 1000)} KB`;
     return { message: `The file was not added: it is larger than the ${limit} a file source may be.`, status: 413 };
   }
-  if (e.statusCode === 413) {
+  if (tooLarge === 'form') {
     return { message: 'The file was not added: the form has more files or fields than it may.', status: 413 };
   }
   return { message: 'The file was not added: the form could not be read. Try again.', status: 400 };

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { Config } from '../../config.ts';
 import { creditHeaders, streamCreditHeaders } from '../../http/credits.ts';
 import { toAppError } from '../../http/error-handler.ts';
+import { uploadTooLarge } from '../../http/multipart.ts';
 import { endChatStream, startSse } from '../../http/sse.ts';
 import type { App } from '../../http/types.ts';
 import { abortSignalOf } from '../../lib/cancel.ts';
@@ -443,8 +444,7 @@ async function streamEvents(reply: FastifyReply, feed: EventFeed, from: number, 
  * body that is not the multipart it says (no part, a part cut short, a bad header): 400. Only the request was read.
  */
 function unreadable(err: unknown): PayloadTooLargeError | BadRequestError {
-  const e = err as { code?: string; statusCode?: number };
-  return e.code === 'FST_REQ_FILE_TOO_LARGE' || e.statusCode === 413
+  return uploadTooLarge(err)
     ? new PayloadTooLargeError('The file is larger than CHAT_FILE_MAX_BYTES allows')
     : new BadRequestError('The multipart body could not be read: send the file as a part named "file"');
 }

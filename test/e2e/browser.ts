@@ -85,9 +85,14 @@ export async function launchBrowser(
 export const DOC_SCREENS = new Set(['credits-dashboard', 'connections-top', 'agents-chat', 'channels-telegram']);
 export const DOC_SCREENS_DIR = join(process.cwd(), 'docs', 'screens');
 
+/** Whether the screenshot `name` is written for the docs: one they show, with `DOCS_SCREENSHOTS=1`. */
+function forDocs(name: string): boolean {
+  return process.env.DOCS_SCREENSHOTS === '1' && DOC_SCREENS.has(name);
+}
+
 /** The path of a screenshot named `name.png` under test-artifacts/ (or docs/screens/, above; the directory is made). */
 export function artifactPath(name: string): string {
-  const dir = process.env.DOCS_SCREENSHOTS === '1' && DOC_SCREENS.has(name) ? DOC_SCREENS_DIR : ARTIFACTS;
+  const dir = forDocs(name) ? DOC_SCREENS_DIR : ARTIFACTS;
   mkdirSync(dir, { recursive: true });
   return join(dir, `${name}.png`);
 }
@@ -98,9 +103,7 @@ export function artifactPath(name: string): string {
  * assertion reads these (a test that checks what was drawn takes its own, with `artifactPath`).
  */
 export async function keepScreenshot(target: Page | Locator, name: string, opts: { fullPage?: boolean } = {}) {
-  const wanted =
-    process.env.TEST_SCREENSHOTS === '1' || (process.env.DOCS_SCREENSHOTS === '1' && DOC_SCREENS.has(name));
-  if (!wanted) return;
+  if (process.env.TEST_SCREENSHOTS !== '1' && !forDocs(name)) return;
   const path = artifactPath(name);
   await ('goto' in target
     ? target.screenshot({ path, fullPage: opts.fullPage ?? false })

@@ -1,4 +1,5 @@
 import { inject } from 'vitest';
+import { workerSlotDatabaseUrl } from './worker-slot.ts';
 
 /** Where this test file's database comes from (test/global-setup.ts prepares it once a run). */
 export type TestDatabaseTarget =
@@ -13,10 +14,7 @@ export type TestDatabaseTarget =
 export function testDatabaseTarget(): TestDatabaseTarget {
   const provided = inject('testDatabase');
   if (provided.kind === 'pglite') return provided;
-  const slot = Number(process.env.VITEST_POOL_ID ?? '1');
-  const url = provided.urls[(slot - 1) % provided.urls.length];
-  if (!url) throw new Error('The test run prepared no PostgreSQL database');
-  return { kind: 'pg', url, template: provided.template };
+  return { kind: 'pg', url: workerSlotDatabaseUrl(provided.urls), template: provided.template };
 }
 
 /** This worker's PostgreSQL database (for the files and describes that run on PostgreSQL only). */

@@ -30,6 +30,7 @@ export const PROCESS_FILES = [
   'src/db/pglite-remote.test.ts',
   'src/jobs/crash.test.ts',
   'src/modules/agents/crash.test.ts',
+  'src/modules/agents/log-crash.test.ts',
   'src/modules/credits/crash.test.ts',
   'src/modules/scheduled-tasks/crash.test.ts',
   'test/cli-jobs.test.ts',

@@ -18,9 +18,11 @@ export interface Database {
   db: Db;
   /**
    * For writes whose loss in a crash may only ever favour the user (credit holds and their settlement), and an
-   * agent chat's answer message (committed as asynchronously as the rest of its conversation's writes, see
-   * migration 0026): on PostgreSQL its commits do not wait for the WAL flush, which takes a disk sync off the
-   * hot path. Visible to every session once committed, as any commit.
+   * agent chat's conversation writes (migration 0030): on PostgreSQL its commits do not wait for the WAL flush,
+   * which takes a disk sync off the hot path, and reach the disk within the WAL writer's delay; a crash of the
+   * service loses nothing committed, only one of the database's machine may. Visible to every session once
+   * committed, as any commit. On PGlite it is `db`: its commits are synchronous (it has no WAL writer, so an
+   * asynchronous commit would reach the disk only with the next synchronous one).
    */
   asyncCommitDb: Db;
   driver: 'pglite' | 'pg';

@@ -141,17 +141,18 @@ export class ConversationLog {
   private readonly last = new Map<string, Promise<boolean>>();
 
   constructor(deps: BaseDeps) {
-    const { db, asyncCommitDb } = deps.database;
+    // On PostgreSQL a commit that does not wait for the WAL flush (visible at once, on disk within the WAL writer's
+    // delay); on PGlite, which has no WAL writer, the same handle commits synchronously (migration 0030).
+    const { asyncCommitDb } = deps.database;
     this.commit = new GroupCommit<LogOp>({
       what: 'conversation writes',
       write: (ops) => {
         const batch = toBatch(ops);
         const [message] = batch.messages;
-        // An answer alone (see `answer`): one plain statement, committed without waiting for the WAL flush as the
-        // batch function's are.
+        // An answer alone (see `answer`): one prepared insert rather than the batch function.
         return ops.length === 1 && message
           ? repo.writeMessage(asyncCommitDb, message)
-          : repo.writeConversationLog(db, batch);
+          : repo.writeConversationLog(asyncCommitDb, batch);
       },
       windowMs: GROUP_COMMIT_WINDOW_MS[deps.database.driver],
       log: deps.log,

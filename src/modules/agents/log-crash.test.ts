@@ -1,0 +1,81 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { eq } from 'drizzle-orm';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from '../../../test/harness.ts';
+import { accounts, agents, conversations, messages } from '../../db/schema/index.ts';
+import { newId } from '../../lib/ids.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+/**
+ * What a chat's answer names is on disk once `commitNow` says so: a process that wrote a conversation and its first
+ * message through the conversation log, and was killed with SIGKILL before writing anything else, leaves both
+ * behind. On PGlite the log's batches once committed asynchronously, and with no WAL writer such a commit reached
+ * the disk only with the next synchronous one: a streamed chat's conversation, already named to its client, was
+ * lost when the service died first (migration 0030).
+ */
+describe('the conversation log across a crash', () => {
+  let testDb: TestDatabase | undefined;
+  afterAll(() => testDb?.close());
+
+  it('keeps a conversation and message committed before the process was killed', async () => {
+    testDb = await openTestDatabase({ privateDatabase: true });
+    const accountId = newId('account');
+    const agentId = newId('agent');
+    const { db } = testDb.database;
+    await db.insert(accounts).values({ id: accountId, email: `${accountId}@example.test`, name: 'Crash' });
+    await db
+      .insert(agents)
+      .values({ id: agentId, accountId, name: 'Crash', llm: 'fake-small', enabledBuiltInTools: [] });
+    await testDb.handOver();
+
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/conversation-log-process.ts'], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        ...testDb.env,
+        ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
+        LOG_LEVEL: 'warn',
+        PROBE_ACCOUNT: accountId,
+        PROBE_AGENT: agentId,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = once(child, 'exit');
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const written = await new Promise<{ written: boolean; conversationId: string; messageId: string }>(
+      (resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => {
+          stdout += d.toString();
+          const line = stdout.split('\n').find((l) => l.includes('"written"'));
+          if (line) resolve(JSON.parse(line));
+        });
+        void exited.then(() => reject(new Error(`the process exited:\n${stderr}`)));
+        setTimeout(() => reject(new Error(`nothing written in 60 s:\n${stdout}\n${stderr}`)), 60_000).unref();
+      },
+    );
+    expect(written.written).toBe(true);
+    child.kill('SIGKILL');
+    expect((await exited)[1]).toBe('SIGKILL');
+
+    const database = await testDb.open();
+    const conversation = await database.db
+      .select({ id: conversations.id, agentId: conversations.agentId })
+      .from(conversations)
+      .where(eq(conversations.id, written.conversationId));
+    expect(conversation).toEqual([{ id: written.conversationId, agentId }]);
+    const stored = await database.db
+      .select({ id: messages.id, role: messages.role, content: messages.content })
+      .from(messages)
+      .where(eq(messages.conversationId, written.conversationId));
+    expect(stored).toEqual([{ id: written.messageId, role: 'user', content: 'Still there?' }]);
+  }, 90_000);
+});

@@ -224,3 +224,66 @@ export async function startTestServer(
     close,
   };
 }
+
+/** A TypeScript script of the repository (tsx) as a process of its own, for the crash tests. */
+export interface ScriptProcess {
+  child: ChildProcess;
+  exited: Promise<unknown[]>;
+  /** What the process wrote to stdout so far. */
+  stdout(): string;
+  /** What the process wrote to stderr so far. */
+  stderr(): string;
+  /** The first stdout line holding `marker`, parsed as JSON; rejects if the process ends or `timeoutMs` passes first. */
+  line<T>(marker: string, timeoutMs?: number): Promise<T>;
+  /** Sends SIGKILL and resolves once the process is gone, with the signal that ended it. */
+  kill(): Promise<NodeJS.Signals | null>;
+}
+
+/**
+ * Starts `script` (a path from the repository's root) with only `env` and PATH and HOME as its settings: a crash
+ * test's worker or writer, killed mid-work with `kill()`.
+ */
+export function startScript(script: string, env: Record<string, string>): ScriptProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = once(child, 'exit');
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  return {
+    child,
+    exited,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    line<T>(marker: string, timeoutMs = 60_000) {
+      return new Promise<T>((resolve, reject) => {
+        const look = () => {
+          const found = stdout.split('\n').find((l) => l.includes(marker));
+          if (found === undefined) return false;
+          resolve(JSON.parse(found) as T);
+          return true;
+        };
+        if (look()) return;
+        child.stdout?.on('data', look);
+        void exited.then(() => reject(new Error(`${script} exited:\n${stderr}`)));
+        setTimeout(
+          () => reject(new Error(`no ${marker} from ${script} in ${timeoutMs} ms:\n${stdout}\n${stderr}`)),
+          timeoutMs,
+        ).unref();
+      });
+    },
+    async kill() {
+      child.kill('SIGKILL');
+      const [, signal] = await exited;
+      return signal as NodeJS.Signals | null;
+    },
+  };
+}

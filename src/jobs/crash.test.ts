@@ -1,21 +1,16 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { eq } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase, testConfig } from '../../test/harness.ts';
 import { crashCatalog } from '../../test/job-worker-process.ts';
+import { startScript } from '../../test/server-process.ts';
 import { jobs } from '../db/schema/index.ts';
 import { createKeyRing, parseKeys } from '../lib/crypto.ts';
 import { createDeps } from '../runtime.ts';
 import { defineJob } from './definition.ts';
 import { enqueue } from './queue.ts';
 import { JobWorker } from './worker.ts';
-
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
  * A worker process killed with SIGKILL in the middle of a job: nothing records the run, the job's row stays
@@ -30,39 +25,22 @@ describe('a worker killed mid-job', () => {
     const id = await enqueue(testDb.database.db, crashCatalog, 'test.crash', { label: 'crash me' });
     await testDb.handOver();
 
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/job-worker-process.ts'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        ...testDb.env,
-        ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
-        LOG_LEVEL: 'warn',
-        JOBS_LEASE_MS: '1000',
-        JOBS_POLL_INTERVAL_MS: '50',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const worker = startScript('test/job-worker-process.ts', {
+      ...testDb.env,
+      ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
+      LOG_LEVEL: 'warn',
+      JOBS_LEASE_MS: '1000',
+      JOBS_POLL_INTERVAL_MS: '50',
     });
-    const exited = once(child, 'exit');
-    let stdout = '';
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const started = await new Promise<{ started: string; attempt: number; worker: string }>((resolve, reject) => {
-      child.stdout.on('data', (d: Buffer) => {
-        stdout += d.toString();
-        for (const line of stdout.split('\n')) {
-          if (line.includes('"started"')) resolve(JSON.parse(line));
-        }
-      });
-      void exited.then(() => reject(new Error(`worker process exited:\n${stderr}`)));
-      setTimeout(() => reject(new Error(`no job started in 60 s:\n${stdout}\n${stderr}`)), 60_000).unref();
-    });
+    const started = await worker.line<{ started: string; attempt: number; worker: string }>('"started"');
     expect(started).toMatchObject({ started: id, attempt: 1 });
-    child.kill('SIGKILL');
-    expect((await exited)[1]).toBe('SIGKILL');
-    expect(stdout.split('\n').filter((l) => l.includes('"started"'))).toHaveLength(1);
+    expect(await worker.kill()).toBe('SIGKILL');
+    expect(
+      worker
+        .stdout()
+        .split('\n')
+        .filter((l) => l.includes('"started"')),
+    ).toHaveLength(1);
 
     const database = await testDb.open();
     const rowOf = async () =>

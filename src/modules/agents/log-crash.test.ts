@@ -1,14 +1,9 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { eq } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openTestDatabase, TEST_ENCRYPTION_KEYS, type TestDatabase } from '../../../test/harness.ts';
+import { startScript } from '../../../test/server-process.ts';
 import { accounts, agents, conversations, messages } from '../../db/schema/index.ts';
 import { newId } from '../../lib/ids.ts';
-
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 /**
  * What a chat's answer names is on disk once `commitNow` says so: a process that wrote a conversation and its first
@@ -32,39 +27,16 @@ describe('the conversation log across a crash', () => {
       .values({ id: agentId, accountId, name: 'Crash', llm: 'fake-small', enabledBuiltInTools: [] });
     await testDb.handOver();
 
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/conversation-log-process.ts'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        ...testDb.env,
-        ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
-        LOG_LEVEL: 'warn',
-        PROBE_ACCOUNT: accountId,
-        PROBE_AGENT: agentId,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const writer = startScript('test/conversation-log-process.ts', {
+      ...testDb.env,
+      ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
+      LOG_LEVEL: 'warn',
+      PROBE_ACCOUNT: accountId,
+      PROBE_AGENT: agentId,
     });
-    const exited = once(child, 'exit');
-    let stdout = '';
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const written = await new Promise<{ written: boolean; conversationId: string; messageId: string }>(
-      (resolve, reject) => {
-        child.stdout.on('data', (d: Buffer) => {
-          stdout += d.toString();
-          const line = stdout.split('\n').find((l) => l.includes('"written"'));
-          if (line) resolve(JSON.parse(line));
-        });
-        void exited.then(() => reject(new Error(`the process exited:\n${stderr}`)));
-        setTimeout(() => reject(new Error(`nothing written in 60 s:\n${stdout}\n${stderr}`)), 60_000).unref();
-      },
-    );
+    const written = await writer.line<{ written: boolean; conversationId: string; messageId: string }>('"written"');
     expect(written.written).toBe(true);
-    child.kill('SIGKILL');
-    expect((await exited)[1]).toBe('SIGKILL');
+    expect(await writer.kill()).toBe('SIGKILL');
 
     const database = await testDb.open();
     const conversation = await database.db

@@ -1,11 +1,8 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { call, createHarness, createUser, TEST_ENCRYPTION_KEYS, type TestHarness } from '../../../test/harness.ts';
+import { startScript } from '../../../test/server-process.ts';
 import { testDatabaseTarget } from '../../../test/test-database.ts';
 import { accounts, creditHolds, creditTransactions, scheduledTaskRuns } from '../../db/schema/index.ts';
 import { JobWorker } from '../../jobs/worker.ts';
@@ -13,7 +10,6 @@ import { releaseExpiredHolds } from '../credits/service.ts';
 import { taskJobs } from './jobs.ts';
 import { dispatchDueTasks, INTERRUPTED_ERROR } from './runs.ts';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const MODELS = 'fake-model=1000000/2000000';
 
 /**
@@ -51,35 +47,23 @@ describe.skipIf(testDatabaseTarget().kind !== 'pg')('a scheduled task run interr
     // The model takes its time: the worker is killed while it waits.
     llm.enqueue({ content: 'never delivered', delayMs: 60_000 });
 
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/job-worker-process.ts'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        DATA_DIR: h.config.dataDir,
-        DATABASE_URL: h.config.databaseUrl ?? '',
-        ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
-        LLM_BASE_URL: llm.url,
-        LLM_MODELS: MODELS,
-        LOG_LEVEL: 'warn',
-        WORKER_CATALOG: 'tasks',
-        JOBS_LEASE_MS: '1000',
-        JOBS_POLL_INTERVAL_MS: '50',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const exited = once(child, 'exit');
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
+    const worker = startScript('test/job-worker-process.ts', {
+      DATA_DIR: h.config.dataDir,
+      DATABASE_URL: h.config.databaseUrl ?? '',
+      ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
+      LLM_BASE_URL: llm.url,
+      LLM_MODELS: MODELS,
+      LOG_LEVEL: 'warn',
+      WORKER_CATALOG: 'tasks',
+      JOBS_LEASE_MS: '1000',
+      JOBS_POLL_INTERVAL_MS: '50',
     });
     await expect
-      .poll(() => llm.requests.length, { timeout: 60_000, interval: 50, message: `no model call:\n${stderr}` })
+      .poll(() => llm.requests.length, { timeout: 60_000, interval: 50, message: `no model call:\n${worker.stderr()}` })
       .toBe(1);
     const [running] = await h.database.db.select().from(scheduledTaskRuns).where(eq(scheduledTaskRuns.taskId, task.id));
     expect(running).toMatchObject({ status: 'running', attempts: 1, conversationId: expect.stringMatching(/^conv_/) });
-    child.kill('SIGKILL');
-    expect((await exited)[1]).toBe('SIGKILL');
+    expect(await worker.kill()).toBe('SIGKILL');
 
     const rescuer = new JobWorker({
       deps: h.app.deps,

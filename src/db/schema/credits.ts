@@ -44,5 +44,5 @@ export const creditHolds = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
   },
-  (t) => [index('credit_holds_expires_idx').on(t.expiresAt)],
+  (t) => [index('credit_holds_expires_idx').on(t.expiresAt), index('credit_holds_account_idx').on(t.accountId)],
 );

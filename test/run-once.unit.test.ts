@@ -15,7 +15,8 @@ function testFiles(dir: string): string[] {
 }
 
 /** A test file that starts a process of its own: a server, the CLI, a worker, a cluster. */
-const STARTS_PROCESS = /\b(startTestServer|startServer|startScript|startCluster|spawn|execFile|fork)\(|promisify\(execFile\)/;
+const STARTS_PROCESS =
+  /\b(startTestServer|startServer|startScript|startCluster|spawn|execFile|fork)\(|promisify\(execFile\)/;
 
 /** The files a run takes, as vitest selects them from its include and exclude globs. */
 function runFiles(files: string[], env: NodeJS.ProcessEnv): string[] {

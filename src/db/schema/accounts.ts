@@ -31,7 +31,12 @@ export const sessions = pgTable(
     expiresAt: ts('expires_at').notNull(),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
-  (t) => [uniqueIndex('sessions_token_hash_idx').on(t.tokenHash), index('sessions_account_idx').on(t.accountId)],
+  (t) => [
+    uniqueIndex('sessions_token_hash_idx').on(t.tokenHash),
+    index('sessions_account_idx').on(t.accountId),
+    // The sweep of expired sessions.
+    index('sessions_expires_idx').on(t.expiresAt),
+  ],
 );
 
 export const personalAccessTokens = pgTable(

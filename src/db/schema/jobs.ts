@@ -39,6 +39,8 @@ export const jobs = pgTable(
     index('jobs_due_idx').on(t.runAt).where(sql`status = 'queued'`),
     index('jobs_lease_idx').on(t.lockedUntil).where(sql`status = 'running'`),
     uniqueIndex('jobs_dedupe_key_idx').on(t.dedupeKey).where(sql`status IN ('queued', 'running')`),
+    // A `once` job's look for any row of its key, finished ones included (insertJob).
+    index('jobs_dedupe_key_any_idx').on(t.dedupeKey).where(sql`dedupe_key IS NOT NULL`),
     // Clean-up of old finished rows, and listing by status.
     index('jobs_status_finished_idx').on(t.status, t.finishedAt),
     index('jobs_account_idx').on(t.accountId),

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { index, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core';
 import { accounts } from './accounts.ts';
 import { type StoredDelegation, ts } from './columns.ts';
@@ -37,6 +38,8 @@ export const mcpTasks = pgTable(
   (t) => [
     index('mcp_tasks_account_created_idx').on(t.accountId, t.createdAt),
     index('mcp_tasks_expires_idx').on(t.expiresAt),
+    // The sweep that fails live tasks no instance has touched for a while.
+    index('mcp_tasks_live_updated_idx').on(t.updatedAt).where(sql`status IN ('working', 'input_required')`),
   ],
 );
 

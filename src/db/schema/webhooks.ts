@@ -52,7 +52,11 @@ export const webhookDeliveries = pgTable(
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
-  (t) => [index('webhook_deliveries_endpoint_created_idx').on(t.endpointId, t.createdAt)],
+  (t) => [
+    index('webhook_deliveries_endpoint_created_idx').on(t.endpointId, t.createdAt),
+    // The sweep of old deliveries, over every endpoint.
+    index('webhook_deliveries_created_idx').on(t.createdAt),
+  ],
 );
 
 export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;

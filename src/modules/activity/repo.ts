@@ -1,5 +1,6 @@
-import { and, count, desc, eq, gte, inArray, lt, lte, type SQL } from 'drizzle-orm';
+import { and, count, desc, eq, gte, lt, lte, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
+import { namedBy } from '../../db/lookup.ts';
 import { type ActivityRow, activity, authClients, personalAccessTokens } from '../../db/schema/index.ts';
 
 /** All SQL of the activity log. */
@@ -90,7 +91,7 @@ export async function deleteBefore(db: Executor, before: Date, batch = 5000): Pr
   let deleted = 0;
   for (;;) {
     const old = db.select({ id: activity.id }).from(activity).where(lt(activity.createdAt, before)).limit(batch);
-    const gone = await db.delete(activity).where(inArray(activity.id, old)).returning({ id: activity.id });
+    const gone = await db.delete(activity).where(namedBy(activity.id, old)).returning({ id: activity.id });
     deleted += gone.length;
     if (gone.length < batch) return deleted;
   }

@@ -5,6 +5,7 @@ import {
   BENCH_ENCRYPTION_KEYS,
   type BenchResult,
   type Figure,
+  freshBenchDatabase,
   signupWithSession,
   startBenchServer,
   startChild,
@@ -108,7 +109,7 @@ const MESSAGES = [{ role: 'user', content: 'Say ok.' }];
 
 /**
  * The figures of this checkout; with BENCH_BASE_DIR (another checkout, e.g. main's, with its own node_modules or a
- * link to one), that checkout's server runs beside it on its own database (PostgreSQL: BENCH_BASE_DATABASE_URL)
+ * link to one), that checkout's server runs beside it on a database of its own (PostgreSQL: a fresh one, as this one's)
  * and its one-step reply and second turn take turns with this one's, request by request: a change's cost,
  * measured under the same load of the shared machine.
  */
@@ -120,19 +121,21 @@ async function measure(upstream: string, label: string, env: Record<string, stri
   };
   const baseDir = process.env.BENCH_BASE_DIR;
   const sides: Array<Awaited<ReturnType<typeof side>>> = [];
+  let basePg: Awaited<ReturnType<typeof freshBenchDatabase>> | undefined;
   try {
     sides.push(await side(startBenchServer, { ...gatewayEnv, ...env }));
     if (baseDir) {
       const base = (await import(resolve(baseDir, 'bench/lib.ts'))) as { startBenchServer: typeof startBenchServer };
+      // The other checkout's server gets a fresh database of its own too (its startBenchServer may be older than
+      // freshBenchDatabase and use BENCH_DATABASE_URL's as it is).
       const pg = process.env.BENCH_DATABASE_URL;
-      const basePg = process.env.BENCH_BASE_DATABASE_URL;
-      if (env.DATABASE_URL && !basePg) throw new Error('BENCH_BASE_DIR on PostgreSQL needs BENCH_BASE_DATABASE_URL');
-      const baseEnv = env.DATABASE_URL ? { ...env, DATABASE_URL: basePg ?? '' } : env;
-      if (basePg && env.DATABASE_URL) process.env.BENCH_DATABASE_URL = basePg;
+      basePg = env.DATABASE_URL && pg ? await freshBenchDatabase(pg) : undefined;
+      const baseEnv = basePg ? { ...env, DATABASE_URL: basePg.url } : env;
+      if (basePg) process.env.BENCH_DATABASE_URL = basePg.url;
       try {
         sides.push(await side(base.startBenchServer, { ...gatewayEnv, ...baseEnv }));
       } finally {
-        if (pg !== undefined && env.DATABASE_URL) process.env.BENCH_DATABASE_URL = pg;
+        if (basePg) process.env.BENCH_DATABASE_URL = pg;
       }
     }
     const [mine, base] = sides;
@@ -179,6 +182,7 @@ async function measure(upstream: string, label: string, env: Record<string, stri
     return figures;
   } finally {
     for (const s of sides) await s.server.stop();
+    await basePg?.drop();
   }
 }
 

@@ -1,9 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { adminQuery, databaseUrl } from '../test/global-setup.ts';
 import { type ServerProcess, startServer } from '../test/server-process.ts';
 
 /**
@@ -14,36 +16,54 @@ import { type ServerProcess, startServer } from '../test/server-process.ts';
  */
 
 /**
- * The key benchmarks run PostgreSQL with (BENCH_DATABASE_URL): fixed, so a reused database's sealed secrets
- * open on the next run. For benchmarks only.
+ * The key benchmarks run PostgreSQL with (BENCH_DATABASE_URL; each server on a fresh database of its own):
+ * fixed, so that anything sealed with it opens in any run. For benchmarks only.
  */
 export const BENCH_ENCRYPTION_KEYS = `bench:${Buffer.alloc(32).toString('base64')}`;
 
 /**
- * The service as `npm start` runs it, for a load benchmark: a fresh embedded database (PostgreSQL with
- * BENCH_DATABASE_URL), rate limits out of the way, a CPU profile (sampled every 100 µs, not the default 1 ms)
- * into BENCH_PROFILE when set. `stop()` also removes the data directory.
+ * A database of its own on the server of `url` (BENCH_DATABASE_URL's), for one server of a benchmark, dropped by
+ * `drop()`. A database reused from run to run grows, and where PostgreSQL runs without autovacuum (this machine's)
+ * its dead rows made the same agent chat 3 ms slower from one run to the next (docs/benchmarks.md).
+ */
+export async function freshBenchDatabase(url: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `sb_bench_${Date.now()}_${randomBytes(3).toString('hex')}`;
+  await adminQuery(url, `CREATE DATABASE ${name}`);
+  return { url: databaseUrl(url, name), drop: () => adminQuery(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+/**
+ * The service as `npm start` runs it, for a load benchmark: a fresh embedded database (with BENCH_DATABASE_URL, a
+ * fresh PostgreSQL database on its server: freshBenchDatabase), rate limits out of the way, a CPU profile (sampled
+ * every 100 µs, not the default 1 ms) into BENCH_PROFILE when set. `stop()` also removes the data directory and
+ * drops the database.
  */
 export async function startBenchServer(
   env: Record<string, string> = {},
   nodeArgs: string[] = [],
 ): Promise<ServerProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-'));
-  const pg = process.env.BENCH_DATABASE_URL;
-  const server = await startServer(
-    {
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_GLOBAL: '1000000000',
-      RATE_LIMIT_AUTH: '1000000000',
-      ...env,
-      ...(pg ? { DATABASE_URL: pg, ENCRYPTION_KEYS: BENCH_ENCRYPTION_KEYS } : {}),
-    },
-    {
-      nodeArgs: [...nodeArgs, ...profileArgs()],
-      timeoutMs: 300_000,
-    },
-  );
+  const pg = process.env.BENCH_DATABASE_URL ? await freshBenchDatabase(process.env.BENCH_DATABASE_URL) : undefined;
+  let server: ServerProcess;
+  try {
+    server = await startServer(
+      {
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_GLOBAL: '1000000000',
+        RATE_LIMIT_AUTH: '1000000000',
+        ...env,
+        ...(pg ? { DATABASE_URL: pg.url, ENCRYPTION_KEYS: BENCH_ENCRYPTION_KEYS } : {}),
+      },
+      {
+        nodeArgs: [...nodeArgs, ...profileArgs()],
+        timeoutMs: 300_000,
+      },
+    );
+  } catch (err) {
+    await pg?.drop();
+    throw err;
+  }
   // Past start-up its log lines are read and dropped, not parsed: at LOG_LEVEL=info a line a request would cost
   // the load generator (this process) CPU that only the service's run pays.
   server.child.stdout?.removeAllListeners('data');
@@ -56,6 +76,7 @@ export async function startBenchServer(
         return await stop(signal);
       } finally {
         rmSync(dataDir, { recursive: true, force: true });
+        await pg?.drop();
       }
     },
   };

@@ -27,7 +27,6 @@ export const NOT_SETTINGS: Record<string, string> = {
   BENCH_DATABASE_URL: 'runs the benchmarks on PostgreSQL',
   BENCH_ROUNDS: 'rounds of a benchmark',
   BENCH_BASE_DIR: 'the other checkout of the gateway-ab and agent-chat benchmarks',
-  BENCH_BASE_DATABASE_URL: "the other checkout's PostgreSQL database in the agent-chat benchmark",
   BENCH_PROFILE: 'CPU profiles of the gateway-tail benchmark',
   BENCH_TRACING: 'gateway-ab with tracing on for this checkout alone',
   BENCH_LOG_LEVEL: "the gateway's LOG_LEVEL in the gateway benchmarks",

@@ -15,9 +15,9 @@ export default defineConfig({
     pool: 'forks',
     // Two workers at least (vitest's default is one on two cores): one file's waits for what it started (servers,
     // CLI commands, chromium, timers) overlap another's work (`npm test` 532 -> 386 s; a third worker gained nothing,
-    // the cores were busy, CONTRIBUTING.md). Each worker has a database
-    // of its own on either database (test/harness.ts, test/test-database.ts). `.ci/run` sets VITEST_MAX_WORKERS=1:
-    // its parts already run side by side.
+    // the cores were busy, CONTRIBUTING.md). Each worker has a database of its own on either database
+    // (test/harness.ts, test/test-database.ts). `.ci/run` sets VITEST_MAX_WORKERS=1: its parts already run side
+    // by side.
     maxWorkers: Math.max(2, availableParallelism() - 1),
     // Temporary files (data directories, browser profiles) in memory where the machine has it: test/tmp-dir.ts.
     env: { TMPDIR: testTmpDir() },

@@ -233,7 +233,10 @@ export interface ScriptProcess {
   stdout(): string;
   /** What the process wrote to stderr so far. */
   stderr(): string;
-  /** The first stdout line holding `marker`, parsed as JSON; rejects if the process ends or `timeoutMs` passes first. */
+  /**
+   * The first whole stdout line holding `marker`, parsed as JSON; rejects if the process ends or `timeoutMs` passes
+   * first.
+   */
   line<T>(marker: string, timeoutMs?: number): Promise<T>;
   /** Sends SIGKILL and resolves once the process is gone, with the signal that ended it. */
   kill(): Promise<NodeJS.Signals | null>;
@@ -265,10 +268,19 @@ export function startScript(script: string, env: Record<string, string>): Script
     stderr: () => stderr,
     line<T>(marker: string, timeoutMs = 60_000) {
       return new Promise<T>((resolve, reject) => {
+        // Whole lines only (a chunk may end mid-line), and no more looking once one is found.
         const look = () => {
-          const found = stdout.split('\n').find((l) => l.includes(marker));
+          const found = stdout
+            .split('\n')
+            .slice(0, -1)
+            .find((l) => l.includes(marker));
           if (found === undefined) return false;
-          resolve(JSON.parse(found) as T);
+          child.stdout?.off('data', look);
+          try {
+            resolve(JSON.parse(found) as T);
+          } catch (err) {
+            reject(err);
+          }
           return true;
         };
         if (look()) return;

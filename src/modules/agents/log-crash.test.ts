@@ -9,8 +9,8 @@ import { newId } from '../../lib/ids.ts';
  * What a chat's answer names is on disk once `commitNow` says so: a process that wrote a conversation and its first
  * message through the conversation log, and was killed with SIGKILL before writing anything else, leaves both
  * behind. On PGlite the log's batches once committed asynchronously, and with no WAL writer such a commit reached
- * the disk only with the next synchronous one: a streamed chat's conversation, already named to its client, was
- * lost when the service died first (migration 0030).
+ * the disk only with the next synchronous one: a streamed chat's conversation, already named to its client, could
+ * be lost if the service died before any (migration 0030). This test failed so on PGlite before the change.
  */
 describe('the conversation log across a crash', () => {
   let testDb: TestDatabase | undefined;

@@ -119,7 +119,7 @@ export interface Benchmark {
 }
 
 const formatValue = (n: number, unit: Figure['unit']) =>
-  `${(unit === 'ms' || unit === 'KB') && n < 100 ? n.toFixed(1) : Math.round(n).toLocaleString('en-US')} ${unit}`;
+  `${unit === 'ms' && n < 10 ? n.toFixed(2) : (unit === 'ms' || unit === 'KB') && n < 100 ? n.toFixed(1) : Math.round(n).toLocaleString('en-US')} ${unit}`;
 
 /** One table, the same layout for every benchmark: figure | Switchboard | baseline | ratio | budget. */
 export function formatResult(r: BenchResult): string {

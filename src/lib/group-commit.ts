@@ -141,11 +141,23 @@ export class GroupCommit<T> {
 
   /**
    * Writes what is queued now at once (after the batch being written, if one is), and resolves once it is written
-   * (or given up); what is queued after it waits for its window, to share a statement with what follows it.
+   * (or given up); what is queued after it waits for its window, to share a statement with what follows it. With
+   * `pick`, only the items it picks are written now (in their order), ahead of the others queued before them,
+   * which keep their window: for writes that may go before what was queued earlier.
    */
-  writeQueued(): Promise<void> {
+  writeQueued(pick?: (item: T) => boolean): Promise<void> {
     const last = this.queue.at(-1);
-    return last ? this.schedule.now(() => this.queue.indexOf(last) + 1) : Promise.resolve();
+    if (!last) return Promise.resolve();
+    return this.schedule.now(() => {
+      // `last` and what was queued before it, less what a batch written meanwhile took.
+      const end = this.queue.indexOf(last) + 1;
+      if (!pick) return end;
+      const picked: typeof this.queue = [];
+      const kept: typeof this.queue = [];
+      for (const q of this.queue.slice(0, end)) (pick(q.item) ? picked : kept).push(q);
+      this.queue = [...picked, ...kept, ...this.queue.slice(end)];
+      return picked.length;
+    });
   }
 
   private async writeBatch(batch: Array<{ item: T; done: (err?: unknown) => void }>, attempts = 4): Promise<void> {

@@ -160,4 +160,48 @@ describe('GroupCommit.writeQueued', () => {
     await vi.advanceTimersByTimeAsync(30);
     expect(batches.at(-1)).toEqual({ items: [3, 4], start: 20 });
   });
+
+  it('with pick, writes at once only what it picks of what is queued, ahead of the rest, which keeps its window', async () => {
+    const { gc, batches } = commit(20, 5);
+    const even = (n: number) => n % 2 === 0;
+    const written: number[] = [];
+    for (const n of [1, 2, 3, 4]) void gc.add(n).then(() => written.push(n));
+    void gc.writeQueued(even);
+    void gc.add(6).then(() => written.push(6)); // queued after the call: keeps its window
+    await vi.advanceTimersByTimeAsync(5);
+    expect(batches).toEqual([{ items: [2, 4], start: 0 }]);
+    expect(written).toEqual([2, 4]);
+    await vi.advanceTimersByTimeAsync(30);
+    expect(batches).toEqual([
+      { items: [2, 4], start: 0 },
+      { items: [1, 3, 6], start: 20 },
+    ]);
+    expect(written).toEqual([2, 4, 1, 3, 6]);
+  });
+
+  it('with pick, after the batch being written, writes only what it picks of what was queued when called', async () => {
+    const { gc, batches } = commit(20, 5);
+    void gc.add(2);
+    void gc.writeQueued(); // a batch in progress: [2]
+    void gc.add(3);
+    void gc.add(4);
+    void gc.writeQueued((n) => n % 2 === 0); // waits for [2], then writes [4] alone
+    void gc.add(8);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(batches).toEqual([
+      { items: [2], start: 0 },
+      { items: [4], start: 5 },
+    ]);
+    await vi.advanceTimersByTimeAsync(30);
+    expect(batches.at(-1)).toEqual({ items: [3, 8], start: 20 });
+  });
+
+  it('with pick and nothing to pick, writes nothing at once', async () => {
+    const { gc, batches } = commit(20, 5);
+    void gc.add(1);
+    await gc.writeQueued((n) => n % 2 === 0);
+    expect(batches).toEqual([]);
+    await vi.advanceTimersByTimeAsync(25);
+    expect(batches).toEqual([{ items: [1], start: 20 }]);
+  });
 });

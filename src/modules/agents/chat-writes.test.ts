@@ -1,11 +1,11 @@
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { call, createUser, fakeLlmSuite, type TestHarness, type TestUser } from '../../../test/harness.ts';
-import { conversationEvents, conversations, messages } from '../../db/schema/index.ts';
+import { conversationEvents, conversationRuns, conversations, messages } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 import { newId } from '../../lib/ids.ts';
-import { writeMessage } from './repo.ts';
+import { writeConversationRows, writeMessage } from './repo.ts';
 
 /**
  * Agent chat stores its conversation through this instance's group commit (events.service.ts `ConversationLog`)
@@ -164,6 +164,69 @@ describe('agent chat: group-committed writes and the agent cache', () => {
       .from(messages)
       .where(and(eq(messages.conversationId, conversationId), isNull(messages.toolCalls)));
     expect(nulls).toHaveLength(2);
+  });
+
+  it("a turn's rows written on their own keep the batch's rules: its agent's account, a conversation that exists, once", async () => {
+    const u = await createUser(h.app);
+    const other = await createUser(h.app);
+    const agent = await makeAgent(h.app, u);
+    const theirs = await makeAgent(h.app, other);
+    const at = new Date();
+    const conversation = (id: string, agentId: string) => ({
+      id,
+      accountId: u.account.id,
+      agentId,
+      endUserId: 'end-user',
+      title: 'Rows',
+      at,
+      lastActivityAt: at,
+    });
+    const message = (conversationId: string, role: 'user' | 'assistant', content: string) => ({
+      id: newId('message'),
+      conversationId,
+      role,
+      content,
+      toolCalls: null,
+      toolCallId: null,
+      toolName: null,
+      error: null,
+      at,
+    });
+    const [mine, misfiled, missing] = [newId('conversation'), newId('conversation'), newId('conversation')];
+    const batch = {
+      // Another account's agent: not created, and nothing of it is written.
+      conversations: [conversation(mine, agent), conversation(misfiled, theirs)],
+      messages: [
+        message(mine, 'user', 'First?'),
+        message(misfiled, 'user', 'Misfiled.'),
+        message(missing, 'user', 'Nowhere.'),
+        message(mine, 'assistant', 'Second.'),
+      ],
+      runs: [
+        { id: newId('conversationRun'), conversationId: mine, leaseMs: 60_000 },
+        { id: newId('conversationRun'), conversationId: missing, leaseMs: 60_000 },
+      ],
+    };
+    await writeConversationRows(h.database.asyncCommitDb, batch);
+    // Written again (a batch retried after a lost answer): nothing more.
+    await writeConversationRows(h.database.asyncCommitDb, batch);
+    const ids = [mine, misfiled, missing];
+    expect(
+      (await h.database.db.select().from(conversations).where(inArray(conversations.id, ids))).map((c) => c.id),
+    ).toEqual([mine]);
+    expect(await stored(mine)).toEqual({
+      messages: [
+        ['user', 'First?'],
+        ['assistant', 'Second.'],
+      ],
+      events: [],
+    });
+    expect(await h.database.db.select().from(messages).where(inArray(messages.conversationId, ids))).toHaveLength(2);
+    const leases = await h.database.db
+      .select()
+      .from(conversationRuns)
+      .where(inArray(conversationRuns.conversationId, ids));
+    expect(leases.map((r) => [r.id, r.conversationId])).toEqual([[batch.runs[0]?.id, mine]]);
   });
 
   it('reads on the instance that chatted see its writes at once', async () => {

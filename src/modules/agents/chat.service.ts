@@ -293,11 +293,11 @@ async function answerTurn(
   const { agent, model, conversationId } = turn;
   if (opts.onConversation) {
     // Named before the answer: the conversation and the turn's messages are committed first.
-    if (!(await log.commitNow(turn.run.written))) throw databaseUnavailable();
+    if (!(await log.commitRows(turn.run.written))) throw databaseUnavailable();
     await opts.onConversation(conversationId);
   } else {
     // Committed while the model answers: the answer then waits for its own message only.
-    void log.commitNow(turn.run.written);
+    void log.commitRows(turn.run.written);
   }
 
   const limits = agent.usageLimits;

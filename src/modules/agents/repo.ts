@@ -1,5 +1,6 @@
-import { and, asc, count, desc, eq, gt, inArray, lt, ne, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, inArray, lt, ne, type SQL, sql } from 'drizzle-orm';
 import type { Db, Executor } from '../../db/client.ts';
+import { namedStatement } from '../../db/named.ts';
 import {
   type AgentRow,
   agentDailyUsage,
@@ -289,18 +290,54 @@ export interface ConversationLogBatch {
   endedRuns: string[];
 }
 
+const jsonRows = (rows: object[]) => JSON.stringify(rows.map((r, n) => ({ ...r, n })));
+
+/** The batch function (migration 0030), called by name: each connection plans it once, not at every batch. */
+const conversationLogStatement = namedStatement(
+  'agents_write_conversation_log',
+  (p: (key: 'conversations' | 'messages' | 'events' | 'touches' | 'runs' | 'endedRuns' | 'channel') => SQL) =>
+    sql`SELECT agents_write_conversation_log(${p('conversations')}::jsonb, ${p('messages')}::jsonb,
+      ${p('events')}::jsonb, ${p('touches')}::jsonb, ${p('runs')}::jsonb, ${p('endedRuns')}::jsonb, ${p('channel')})`,
+);
+
 /**
  * Writes a batch of conversations, messages and events in one statement, each table's rows in the batch's
  * order (message `seq` and event ids follow it), and notifies each conversation's subscribers once (on commit).
  * Rows of a conversation that is gone (deleted meanwhile, or its agent) are dropped, never an error.
  */
 export async function writeConversationLog(db: Executor, batch: ConversationLogBatch): Promise<void> {
-  const json = (rows: object[]) => JSON.stringify(rows.map((r, n) => ({ ...r, n })));
-  // The statement is a function (migration 0026): each connection plans it once, not at every batch.
-  await db.execute(sql`
-    SELECT agents_write_conversation_log(${json(batch.conversations)}::jsonb, ${json(batch.messages)}::jsonb,
-      ${json(batch.events)}::jsonb, ${json(batch.touches)}::jsonb, ${json(batch.runs)}::jsonb,
-      ${JSON.stringify(batch.endedRuns)}::jsonb, ${NOTIFY_CHANNEL})`);
+  await conversationLogStatement(db, {
+    conversations: jsonRows(batch.conversations),
+    messages: jsonRows(batch.messages),
+    events: jsonRows(batch.events),
+    touches: jsonRows(batch.touches),
+    runs: jsonRows(batch.runs),
+    endedRuns: JSON.stringify(batch.endedRuns),
+    channel: NOTIFY_CHANNEL,
+  });
+}
+
+const conversationRowsStatement = namedStatement(
+  'agents_write_conversation_rows',
+  (p: (key: 'conversations' | 'messages' | 'runs') => SQL) =>
+    sql`SELECT agents_write_conversation_rows(${p('conversations')}::jsonb, ${p('messages')}::jsonb,
+      ${p('runs')}::jsonb)`,
+);
+
+/**
+ * Writes a batch's conversations, messages and turns' leases alone (a batch with no events, touches or ended
+ * leases: what an answer names), by the rules of `writeConversationLog`, in about half its database time
+ * (migration 0033).
+ */
+export async function writeConversationRows(
+  db: Executor,
+  batch: Pick<ConversationLogBatch, 'conversations' | 'messages' | 'runs'>,
+): Promise<void> {
+  await conversationRowsStatement(db, {
+    conversations: jsonRows(batch.conversations),
+    messages: jsonRows(batch.messages),
+    runs: jsonRows(batch.runs),
+  });
 }
 
 /** A prepared insert of one message, per database handle (PostgreSQL plans a named statement once a connection). */

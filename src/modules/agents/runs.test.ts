@@ -114,6 +114,10 @@ describe('agent chat turn leases', () => {
     const held = () =>
       h.database.db.select().from(conversationRuns).where(eq(conversationRuns.conversationId, conversation));
     await expect.poll(async () => (await held()).length, { timeout: 10_000, interval: 20 }).toBe(1);
+    // The lease goes with the turn's rows, ahead of the user message's event (its group commit's window).
+    await expect
+      .poll(async () => (await eventsOf(conversation)).map((e) => e.type), { timeout: 10_000, interval: 20 })
+      .toEqual(['message.created']);
     // A sweep that sees the lease run out (as one would after this instance failed to renew it for a whole
     // lease): the turn is failed while its run still waits on the model.
     // A subscriber connected meanwhile hears the failure as it is stored.

@@ -1,5 +1,6 @@
 import { and, count, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
+import { namedStatement } from '../../db/named.ts';
 import { accounts, type CreditTransactionRow, creditTransactions } from '../../db/schema/index.ts';
 import { newId } from '../../lib/ids.ts';
 import { offsetOf } from '../../lib/pagination.ts';
@@ -67,6 +68,15 @@ export async function placeHold(
   return balanceOf(result);
 }
 
+const takeLeaseStatement = namedStatement<
+  'id' | 'accountId' | 'need' | 'want' | 'free' | 'expiresAt',
+  { balance: string; take: string; admitted: boolean; total: string }
+>(
+  'credits_take_lease',
+  (p) => sql`SELECT balance, take, admitted, total FROM credits_take_lease(${p('id')}, ${p('accountId')},
+    ${p('need')}::bigint, ${p('want')}::bigint, ${p('free')}::bigint, ${p('expiresAt')}::timestamptz)`,
+);
+
 /**
  * Takes (or tops up) a credit lease in one call (the function `credits_take_lease`, migration 0020): a row of
  * `credit_holds` owned by one instance, from which it serves holds in memory. Expired rows of the account (a
@@ -81,13 +91,7 @@ export async function takeLease(
   db: Executor,
   lease: { id: string; accountId: string; need: number; want: number; free: number; expiresAt: Date },
 ): Promise<{ balance: number; take: number; total: number } | undefined> {
-  const { id, accountId, need, want, free } = lease;
-  const result = await db.execute(sql`
-    SELECT balance, take, admitted, total FROM credits_take_lease(${id}, ${accountId}, ${need}::bigint, ${want}::bigint,
-      ${free}::bigint, ${lease.expiresAt.toISOString()}::timestamptz)`);
-  const row = (
-    result as unknown as { rows: Array<{ balance: string; take: string; admitted: boolean; total: string }> }
-  ).rows[0];
+  const [row] = await takeLeaseStatement(db, { ...lease, expiresAt: lease.expiresAt.toISOString() });
   if (!row?.admitted) return undefined;
   return { balance: Number(row.balance), take: Number(row.take), total: Number(row.total) };
 }
@@ -128,6 +132,15 @@ export interface LeaseUpdate {
   close: boolean;
 }
 
+const writeLeaseBatchStatement = namedStatement<
+  'charges' | 'leases' | 'expiresAt',
+  { account: string; balance: string; total: string }
+>(
+  'credits_write_lease_batch',
+  (p) => sql`SELECT account, balance, total FROM credits_write_lease_batch(${p('charges')}::jsonb,
+    ${p('leases')}::jsonb, ${p('expiresAt')}::timestamptz)`,
+);
+
 /**
  * Group commit: writes a batch of charges (one ledger row each, in order) and their leases' updates in one statement,
  * the function `credits_write_lease_batch` (migration 0018: a function so that each connection plans it once, which
@@ -165,10 +178,11 @@ export async function writeLeaseBatch(
     charged: l.charged,
     close: l.close,
   }));
-  const result = await db.execute(sql`
-    SELECT account, balance, total FROM credits_write_lease_batch(
-      ${JSON.stringify(charges)}::jsonb, ${JSON.stringify(leases)}::jsonb, ${batch.expiresAt.toISOString()}::timestamptz)`);
-  const rows = (result as unknown as { rows: Array<{ account: string; balance: string; total: string }> }).rows;
+  const rows = await writeLeaseBatchStatement(db, {
+    charges: JSON.stringify(charges),
+    leases: JSON.stringify(leases),
+    expiresAt: batch.expiresAt.toISOString(),
+  });
   return new Map(rows.map((r) => [r.account, { balance: Number(r.balance), total: Number(r.total) }]));
 }
 

@@ -42,7 +42,10 @@ export function hasNul(value: unknown): boolean {
 
 const UNSTORABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
-const clean = (text: string) => text.replace(UNSTORABLE, '\uFFFD');
+/** NUL or any surrogate: text without one has nothing to replace (a scan much cheaper than UNSTORABLE's). */
+const MAYBE_UNSTORABLE = /[\0\uD800-\uDFFF]/;
+
+const clean = (text: string) => (MAYBE_UNSTORABLE.test(text) ? text.replace(UNSTORABLE, '\uFFFD') : text);
 
 /** Arrays and plain objects are copied; Dates and every other value are kept as they are. */
 const isCopied = (value: unknown): value is object =>
@@ -72,13 +75,16 @@ export function storable<T>(value: T): T {
       for (const item of source) (target as unknown[]).push(convert(item));
     } else {
       for (const [key, inner] of Object.entries(source)) {
+        const name = clean(key);
         // A data property even for `__proto__`, as Object.fromEntries would make it (never the prototype).
-        Object.defineProperty(target, clean(key), {
-          value: convert(inner),
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
+        if (name === '__proto__') {
+          Object.defineProperty(target, name, {
+            value: convert(inner),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+        } else (target as Record<string, unknown>)[name] = convert(inner);
       }
     }
   }

@@ -225,6 +225,53 @@ describe('activity log', () => {
     expect(page.data[0]).toMatchObject({ via: 'api', actor: { kind: 'session', name: 'You (signed in)' } });
   });
 
+  it("the writer's batch stores every field as given, the defaults where one is left out, and NUL or a lone surrogate as U+FFFD", async () => {
+    const u = await createUser(h.app);
+    const at = new Date('2026-11-29T15:00:00.123Z');
+    const full = {
+      id: newId('activity'),
+      accountId: u.account.id,
+      kind: 'tool-call',
+      via: 'mcp',
+      actorKind: 'pat',
+      tokenId: 'pat_1',
+      clientId: 'client_1',
+      agentId: 'agt_1',
+      agentName: 'Helper',
+      connectionId: 'conn_1',
+      providerId: 'acme',
+      tool: 'acme_get_item',
+      mode: 'read',
+      status: 'error',
+      durationMs: 42,
+      credits: 7,
+      argsSummary: '{"id":"a\u0000b"}',
+      resultSummary: 'half \ud800 a pair',
+      error: 'bad \u0000 byte',
+      createdAt: at,
+    };
+    const bare = {
+      id: newId('activity'),
+      accountId: u.account.id,
+      kind: 'agent-run',
+      via: 'api',
+      actorKind: 'session',
+      status: 'ok',
+    };
+    const writer = h.app.deps.areas.activityWriter;
+    expect(await Promise.all([writer.add(full), writer.add(bare)])).toEqual([true, true]);
+    const [stored] = await h.database.db.select().from(activity).where(eq(activity.id, full.id));
+    expect(stored).toEqual({
+      ...full,
+      argsSummary: '{"id":"a\ufffdb"}',
+      resultSummary: 'half \ufffd a pair',
+      error: 'bad \ufffd byte',
+    });
+    const [defaults] = await h.database.db.select().from(activity).where(eq(activity.id, bare.id));
+    expect(defaults).toMatchObject({ ...bare, credits: 0, durationMs: null, tool: null, error: null });
+    expect(Math.abs((defaults?.createdAt.getTime() ?? 0) - Date.now())).toBeLessThan(60_000);
+  });
+
   it('the activity.purge job deletes rows past ACTIVITY_RETENTION_DAYS and keeps the rest', async () => {
     const u = await createUser(h.app);
     const day = 86_400_000;

@@ -32,4 +32,10 @@ describe('namedStatement', () => {
     // PGlite runs it unnamed, as execute does.
     expect(prepared).toEqual(driver === 'pg' ? ['test_named_echo'] : []);
   });
+
+  it('refuses a second statement of a name already taken', () => {
+    expect(() => namedStatement('test_named_echo', () => sql`SELECT 1`)).toThrow(
+      'A named statement test_named_echo exists already',
+    );
+  });
 });

@@ -4,6 +4,9 @@ import type { Executor } from './client.ts';
 
 type Prepared = PgPreparedQuery<PreparedQueryConfig>;
 
+/** The names taken by `namedStatement`. */
+const names = new Set<string>();
+
 /**
  * `make(db)` once per database handle, then the same for every call with it: a prepared query of drizzle's query
  * builder (its `.prepare(name)`), built and planned once rather than at every call.
@@ -34,6 +37,9 @@ export function namedStatement<Key extends string, Row = Record<string, unknown>
   name: string,
   build: (param: (key: Key) => SQL) => SQL,
 ): (db: Executor, values: Record<Key, unknown>) => Promise<Row[]> {
+  // A connection keeps one text per name: a second statement of the same name would fail where it first ran.
+  if (names.has(name)) throw new Error(`A named statement ${name} exists already`);
+  names.add(name);
   const query = build((key) => sql`${sql.placeholder(key)}`);
   const statement = perDatabase((db): Prepared => {
     const { session, dialect } = db as unknown as { session: PgSession; dialect: PgDialect };

@@ -12,9 +12,9 @@ import { searchCatalogTools } from '../src/modules/providers/tool-search.ts';
  * `held-out-2.json` were each committed before the search was changed for them and are only scored;
  * `held-out-3.json` was written by an author who never saw the search run, before the tools' examples;
  * `held-out-4.json` by an author who never saw the search's code or runs, after them (its first figure is the
- * search as it was then, never tuned on). `--misses`
- * prints the tuning set's misses, never a held-out set's (so they cannot steer changes); `--tuning` scores the
- * tuning set alone, for tuning.
+ * search as it was then, never tuned on); `tuning-2.json` and `held-out-5.json` by two more such authors who saw
+ * only the catalog's tool list, the first tuned on, the second only scored. `--misses` prints the tuning sets'
+ * misses, never a held-out set's (so they cannot steer changes); `--tuning` scores the tuning sets alone.
  */
 
 export interface Labelled {
@@ -23,7 +23,14 @@ export interface Labelled {
   ok: string[];
 }
 
-export type ToolSearchSet = 'tuning' | 'held-out' | 'held-out-2' | 'held-out-3' | 'held-out-4';
+export type ToolSearchSet =
+  | 'tuning'
+  | 'tuning-2'
+  | 'held-out'
+  | 'held-out-2'
+  | 'held-out-3'
+  | 'held-out-4'
+  | 'held-out-5';
 
 export function loadToolSearchSet(part: ToolSearchSet): Labelled[] {
   return JSON.parse(
@@ -56,16 +63,21 @@ function main(): void {
   const pct = (n: number, d: number) => `${((100 * n) / d).toFixed(1)}%`;
   console.log(`Tool search over the whole catalog: ${catalog.providers.length} providers, ${tools} tools`);
   const tuning = evaluateToolSearch(loadToolSearchSet('tuning'));
-  const sets: Array<[string, EvalResult]> = [['tuning', tuning]];
+  const tuning2 = evaluateToolSearch(loadToolSearchSet('tuning-2'));
+  const sets: Array<[string, EvalResult]> = [
+    ['tuning', tuning],
+    ['tuning-2', tuning2],
+  ];
   if (!process.argv.includes('--tuning')) {
-    for (const part of ['held-out', 'held-out-2', 'held-out-3', 'held-out-4'] as const)
+    for (const part of ['held-out', 'held-out-2', 'held-out-3', 'held-out-4', 'held-out-5'] as const)
       sets.push([part, evaluateToolSearch(loadToolSearchSet(part))]);
   }
   for (const [name, r] of sets) {
     const label = name.padEnd(10);
     console.log(`  ${label} ${r.total} requests: top-1 ${pct(r.top1, r.total)}  top-3 ${pct(r.top3, r.total)}`);
   }
-  if (process.argv.includes('--misses')) for (const m of tuning.misses) console.log(`  miss: ${m}`);
+  if (process.argv.includes('--misses'))
+    for (const m of [...tuning.misses, ...tuning2.misses]) console.log(`  miss: ${m}`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) main();

@@ -233,25 +233,8 @@ function withoutColonText(q: string): string {
   return (head.match(/[a-z0-9]+/gi) ?? []).length >= 3 ? head : q;
 }
 
-/** A weekday after these is a day ("on monday"), not a provider's name (monday.com). */
-const BEFORE_DAY = new Set([
-  'on',
-  'for',
-  'this',
-  'next',
-  'last',
-  'until',
-  'by',
-  'every',
-  'till',
-  'before',
-  'after',
-  'over',
-  'since',
-  'from',
-  'through',
-  'due',
-]);
+/** A weekday after these names an app (monday.com): "in monday", "to monday"; after any other word it is a day. */
+const AS_APP = new Set(['in', 'into', 'to', 'via', 'using', 'with']);
 const WEEKDAYS = new Set(['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday']);
 
 /**
@@ -271,8 +254,20 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     .replace(/\bfire\s+off\b/gi, 'send')
     .replace(/\bget\s+back\s+to\b/gi, 'reply')
     .replace(/\bmoney\s+back\b/gi, 'refund')
+    // To text someone is to send an SMS; to block off a time, to book it; "remind me to" asks for a task; whom
+    // one reports to is one's manager.
+    .replace(/^\s*text\b/i, 'send sms')
+    .replace(/\bblock\s+(off|out)\b/gi, 'schedule')
+    .replace(/\bremind\s+me\s+to\b/gi, 'create task to')
+    .replace(/\breports?\s+to\b/gi, 'manager')
+    // Signing a document (not signing in or out): an e-signature.
+    .replace(/\be-?sign(ed|ing)?\b|\bto\s+sign\b|^\s*sign\b(?!\s+(in|out|up|off)\b)/gi, 'esign')
     // "How many" asks for a count (count_contacts).
     .replace(/\bhow\s+many\b/gi, 'count')
+    // "Issue a refund, an invoice, a card": create one (not an issue tracker's issue).
+    .replace(/^\s*issue\s+(an?)\b/i, 'create $1')
+    // "Did I get anything from the bank?": mail received.
+    .replace(/\b(did\s+i\s+get|have\s+i\s+got|got)\s+anything\s+from\b/gi, 'inbox email from')
     .replace(/\bthumbs?\s+up\b/gi, 'like')
     .replace(/\bassigned\s+to\s+me\b/gi, 'mine assignee')
     // A time of day ("2pm", "10:30") says calendar.
@@ -324,7 +319,16 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
   // A request names a provider when it holds its id or its label: a one-word name as written ("slack",
   // "outlook", "teams" but not "team"), a longer one word for word ("cloud run", "outlook contacts"), the
   // suite's name aside. The longest name named wins ("outlook contacts" over "outlook").
-  const asked = new Set(raw.filter((w) => !(WEEKDAYS.has(w) && BEFORE_DAY.has(all[all.indexOf(w) - 1] ?? ''))));
+  // A name that opens the request before a determiner is its verb ("resend the invoice", not Resend).
+  const opensAsVerb = (w: string) => all[0] === w && DETERMINERS.has(all[1] ?? '');
+  // A weekday is a day ("monday morning", "she starts monday") unless it is written as an app's name would be
+  // ("monday.com", "in monday", "to monday").
+  const isDay = (w: string) => {
+    if (!WEEKDAYS.has(w)) return false;
+    const at = all.indexOf(w);
+    return all[at + 1] !== 'com' && !AS_APP.has(all[at - 1] ?? '');
+  };
+  const asked = new Set(raw.filter((w) => !isDay(w) && !opensAsVerb(w)));
   const askedStems = new Set(raw.map(stem));
   const namedBy = new Map<string, number>();
   const named = (source: string): number => {

@@ -17,16 +17,19 @@ import { providerCatalog } from '../../src/modules/providers/catalog.ts';
  * - tuning-2: by another such author, tuned on from its first run (177 of 200 as it came; three requests that
  *   an earlier set holds word for word taken out: 181 of 197 since).
  * - held-out-5: by a third, who saw only the catalog's tool list; first scored after that change: 125 of 159
- *   (one request the first held-out set holds taken out; the search before the change: 123).
+ *   (one request the first held-out set holds taken out; the search before the change: 123); 127 after the next.
+ * - tuning-3: by a fourth, asked for held-out-5's kind of requests (everyday words of ten kinds of users), tuned on
+ *   from its first run (148 of 198 as it came).
  */
 const SETS: Array<{ name: ToolSearchSet; size: number; floor: number }> = [
-  { name: 'tuning', size: 100, floor: 469 },
+  { name: 'tuning', size: 100, floor: 471 },
   { name: 'held-out', size: 120, floor: 137 },
   { name: 'held-out-2', size: 100, floor: 124 },
   { name: 'held-out-3', size: 150, floor: 176 },
   { name: 'held-out-4', size: 150, floor: 148 },
-  { name: 'tuning-2', size: 190, floor: 181 },
-  { name: 'held-out-5', size: 150, floor: 125 },
+  { name: 'tuning-2', size: 190, floor: 182 },
+  { name: 'held-out-5', size: 150, floor: 127 },
+  { name: 'tuning-3', size: 190, floor: 157 },
 ];
 
 describe('tool search quality over the whole catalog (top-3)', () => {

@@ -4,7 +4,7 @@
  *
  * Field-weighted BM25 (BM25F) over a tool's own name, its provider's id and label, its description (the first
  * sentence counts more) and its provider's category; user vocabulary mapped to the catalog's by synonyms and a
- * crude stem; a provider the request names ranks its tools first; the request's action (read or write, and
+ * crude stem; a provider the request names is strongly preferred; the request's action (read or write, and
  * which verb) prefers tools of that mode and verb. No fixed catalog size: rarity and lengths come from the
  * tools searched, and the index of a tool list is built once per list (`WeakMap`).
  */

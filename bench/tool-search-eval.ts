@@ -27,6 +27,7 @@ export type ToolSearchSet =
   | 'tuning'
   | 'tuning-2'
   | 'tuning-3'
+  | 'tuning-4'
   | 'held-out'
   | 'held-out-2'
   | 'held-out-3'
@@ -66,10 +67,12 @@ function main(): void {
   const tuning = evaluateToolSearch(loadToolSearchSet('tuning'));
   const tuning2 = evaluateToolSearch(loadToolSearchSet('tuning-2'));
   const tuning3 = evaluateToolSearch(loadToolSearchSet('tuning-3'));
+  const tuning4 = evaluateToolSearch(loadToolSearchSet('tuning-4'));
   const sets: Array<[string, EvalResult]> = [
     ['tuning', tuning],
     ['tuning-2', tuning2],
     ['tuning-3', tuning3],
+    ['tuning-4', tuning4],
   ];
   if (!process.argv.includes('--tuning')) {
     for (const part of ['held-out', 'held-out-2', 'held-out-3', 'held-out-4', 'held-out-5'] as const)
@@ -80,7 +83,7 @@ function main(): void {
     console.log(`  ${label} ${r.total} requests: top-1 ${pct(r.top1, r.total)}  top-3 ${pct(r.top3, r.total)}`);
   }
   if (process.argv.includes('--misses'))
-    for (const m of [...tuning.misses, ...tuning2.misses, ...tuning3.misses]) console.log(`  miss: ${m}`);
+    for (const m of [tuning, tuning2, tuning3, tuning4].flatMap((r) => r.misses)) console.log(`  miss: ${m}`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) main();

@@ -11,6 +11,7 @@
 
 import {
   DETERMINERS,
+  EVERYDAY_NAMES,
   GENERIC_VERBS,
   NOUN_VERBS,
   POLITE,
@@ -264,8 +265,11 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     .replace(/\be-?sign(ed|ing)?\b|\bto\s+sign\b|^\s*sign\b(?!\s+(in|out|up|off)\b)/gi, 'esign')
     // "How many" asks for a count (count_contacts).
     .replace(/\bhow\s+many\b/gi, 'count')
-    // "Issue a refund, an invoice, a card": create one (not an issue tracker's issue).
-    .replace(/^\s*issue\s+(an?)\b/i, 'create $1')
+    // "Issue a refund, an invoice, a card", "open a new matter": create one (not an issue tracker's issue; "open
+    // the page" reads it).
+    .replace(/^\s*(issue|open)\s+(an?)\b/i, 'create $2')
+    // "r/podcasts": a subreddit.
+    .replace(/(^|\s)r\/\w+/gi, ' subreddit ')
     // "Did I get anything from the bank?": mail received.
     .replace(/\b(did\s+i\s+get|have\s+i\s+got|got)\s+anything\s+from\b/gi, 'inbox email from')
     .replace(/\bthumbs?\s+up\b/gi, 'like')
@@ -328,7 +332,13 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     const at = all.indexOf(w);
     return all[at + 1] !== 'com' && !AS_APP.has(all[at - 1] ?? '');
   };
-  const asked = new Set(raw.filter((w) => !isDay(w) && !opensAsVerb(w)));
+  // An everyday word names its app where an app's name stands: first, after "in", "to"..., or before ".com".
+  const isAppName = (w: string) => {
+    if (!EVERYDAY_NAMES.has(w)) return true;
+    const at = all.indexOf(w);
+    return at === 0 || all[at + 1] === 'com' || AS_APP.has(all[at - 1] ?? '') || all[at - 1] === 'on';
+  };
+  const asked = new Set(raw.filter((w) => !isDay(w) && !opensAsVerb(w) && isAppName(w)));
   const askedStems = new Set(raw.map(stem));
   const namedBy = new Map<string, number>();
   const named = (source: string): number => {

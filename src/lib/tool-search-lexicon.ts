@@ -210,8 +210,6 @@ export const SYNONYMS: Record<string, string[]> = {
   poster: ['design'],
   moodboard: ['board', 'design'],
   sms: ['sms', 'message'],
-  outage: ['health', 'incident', 'issue', 'status'],
-  subreddit: ['subreddit', 'reddit', 'post'],
   survey: ['form', 'response'],
   quiz: ['form'],
   revenue: ['payment', 'charge', 'balance'],
@@ -272,10 +270,6 @@ export const VERB_MEANS: Record<string, string[]> = {
   dm: ['send'],
   text: ['send'],
   ping: ['send'],
-  comment: ['add', 'comment', 'create'],
-  publish: ['create', 'publish', 'post'],
-  setup: ['create'],
-  jot: ['create', 'add'],
 };
 
 /** Nouns that are verbs only when they open the request. */
@@ -297,22 +291,3 @@ export const POLITE = new Set([
 export const DETERMINERS = new Set(
   'the a an my this that these those your our his her their its every each anything something nothing'.split(' '),
 );
-
-/**
- * Providers whose one-word name is an everyday word ("a quota increase", "the front desk", "call the clerk"): the
- * word names the app only where an app's name would stand (see tool-search.ts `isAppName`).
- */
-export const EVERYDAY_NAMES = new Set([
-  'box',
-  'braze',
-  'clerk',
-  'front',
-  'increase',
-  'linear',
-  'lob',
-  'postman',
-  'resend',
-  'segment',
-  'sentry',
-  'square',
-]);

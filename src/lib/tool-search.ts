@@ -4,14 +4,13 @@
  *
  * Field-weighted BM25 (BM25F) over a tool's own name, its provider's id and label, its description (the first
  * sentence counts more) and its provider's category; user vocabulary mapped to the catalog's by synonyms and a
- * crude stem; a provider the request names is strongly preferred; the request's action (read or write, and
+ * crude stem; a provider the request names ranks its tools first; the request's action (read or write, and
  * which verb) prefers tools of that mode and verb. No fixed catalog size: rarity and lengths come from the
  * tools searched, and the index of a tool list is built once per list (`WeakMap`).
  */
 
 import {
   DETERMINERS,
-  EVERYDAY_NAMES,
   GENERIC_VERBS,
   NOUN_VERBS,
   POLITE,
@@ -265,11 +264,8 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     .replace(/\be-?sign(ed|ing)?\b|\bto\s+sign\b|^\s*sign\b(?!\s+(in|out|up|off)\b)/gi, 'esign')
     // "How many" asks for a count (count_contacts).
     .replace(/\bhow\s+many\b/gi, 'count')
-    // "Issue a refund, an invoice, a card", "open a new matter": create one (not an issue tracker's issue; "open
-    // the page" reads it).
-    .replace(/^\s*(issue|open)\s+(an?)\b/i, 'create $2')
-    // "r/podcasts": a subreddit.
-    .replace(/(^|\s)r\/\w+/gi, ' subreddit ')
+    // "Issue a refund, an invoice, a card": create one (not an issue tracker's issue).
+    .replace(/^\s*issue\s+(an?)\b/i, 'create $1')
     // "Did I get anything from the bank?": mail received.
     .replace(/\b(did\s+i\s+get|have\s+i\s+got|got)\s+anything\s+from\b/gi, 'inbox email from')
     .replace(/\bthumbs?\s+up\b/gi, 'like')
@@ -332,13 +328,7 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     const at = all.indexOf(w);
     return all[at + 1] !== 'com' && !AS_APP.has(all[at - 1] ?? '');
   };
-  // An everyday word names its app where an app's name stands: first, after "in", "to"..., or before ".com".
-  const isAppName = (w: string) => {
-    if (!EVERYDAY_NAMES.has(w)) return true;
-    const at = all.indexOf(w);
-    return at === 0 || all[at + 1] === 'com' || AS_APP.has(all[at - 1] ?? '') || all[at - 1] === 'on';
-  };
-  const asked = new Set(raw.filter((w) => !isDay(w) && !opensAsVerb(w) && isAppName(w)));
+  const asked = new Set(raw.filter((w) => !isDay(w) && !opensAsVerb(w)));
   const askedStems = new Set(raw.map(stem));
   const namedBy = new Map<string, number>();
   const named = (source: string): number => {

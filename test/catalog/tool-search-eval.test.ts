@@ -11,27 +11,27 @@ import { providerCatalog } from '../../src/modules/providers/catalog.ts';
  * written, with their least size and their floor (top-3 hits):
  * - tuning: tuned on; it holds the first held-out set of an earlier catalog too (looked at, so no longer unseen).
  * - held-out, held-out-2, held-out-3: before the tools' examples (requests in users' words, 29 November 2026)
- *   109 of 145, 96 of 136 and 150 of 193; with them 136, 124 and 176; 137, 124 and 175 now.
+ *   109 of 145, 96 of 136 and 150 of 193; with them 136, 124 and 176; 137, 124 and 176 now.
  * - held-out-4: by an author who never saw the search's code or runs; 145 of 160 as it came, 148 since the named
  *   provider's bonus became relative (29 November, afternoon).
  * - tuning-2: by another such author, tuned on from its first run (177 of 200 as it came; three requests that
  *   an earlier set holds word for word taken out: 181 of 197 since).
  * - held-out-5: by a third, who saw only the catalog's tool list; first scored after that change: 125 of 159
- *   (one request the first held-out set holds taken out; the search before the change: 123); 127 after the next,
- *   128 after the third (held-out-3 then 175, one fewer).
+ *   (one request the first held-out set holds taken out; the search before the change: 123); 127 after the next.
  * - tuning-3: by a fourth, asked for held-out-5's kind of requests (everyday words of ten kinds of users), tuned on
- *   from its first run (148 of 198 as it came); tuning-4 by a fifth, the same way (168 of 197 as it came).
+ *   from its first run (148 of 198 as it came); tuning-4 by a fifth, the same way (168 of 197; the round tuned on
+ *   it was not kept).
  */
 const SETS: Array<{ name: ToolSearchSet; size: number; floor: number }> = [
   { name: 'tuning', size: 100, floor: 471 },
   { name: 'held-out', size: 120, floor: 137 },
   { name: 'held-out-2', size: 100, floor: 124 },
-  { name: 'held-out-3', size: 150, floor: 175 },
+  { name: 'held-out-3', size: 150, floor: 176 },
   { name: 'held-out-4', size: 150, floor: 148 },
   { name: 'tuning-2', size: 190, floor: 182 },
-  { name: 'held-out-5', size: 150, floor: 128 },
-  { name: 'tuning-3', size: 190, floor: 158 },
-  { name: 'tuning-4', size: 190, floor: 170 },
+  { name: 'held-out-5', size: 150, floor: 127 },
+  { name: 'tuning-3', size: 190, floor: 157 },
+  { name: 'tuning-4', size: 190, floor: 168 },
 ];
 
 describe('tool search quality over the whole catalog (top-3)', () => {

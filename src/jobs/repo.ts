@@ -1,6 +1,6 @@
 import { and, desc, eq, inArray, lt, notInArray, or, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import { namedBy } from '../db/lookup.ts';
+import { byKey } from '../db/lookup.ts';
 import { type JobRow, type JobStatus, jobs } from '../db/schema/index.ts';
 
 /** All SQL of the job queue. Times come from the database clock, so instances with skewed clocks agree. */
@@ -168,7 +168,7 @@ export async function deleteFinished(
     .from(jobs)
     .where(and(eq(jobs.status, opts.status), lt(jobs.finishedAt, opts.before)))
     .limit(opts.limit);
-  const rows = await db.delete(jobs).where(namedBy(jobs.id, old)).returning({ id: jobs.id });
+  const rows = await db.delete(jobs).where(byKey(jobs.id, old)).returning({ id: jobs.id });
   return rows.length;
 }
 

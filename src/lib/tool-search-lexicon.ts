@@ -291,3 +291,41 @@ export const POLITE = new Set([
 export const DETERMINERS = new Set(
   'the a an my this that these those your our his her their its every each anything something nothing'.split(' '),
 );
+
+/**
+ * A request's phrases rewritten, in this order, before its words are read: how people put it against how tools
+ * are named, and signs of what a request is about (a time, an e-mail address, a #channel, an @account).
+ */
+export const REWRITES: ReadonlyArray<readonly [RegExp, string]> = [
+  // "to do" is one word to people and a provider (Microsoft To Do) to us.
+  [/\bto[\s-]?dos?\b/gi, 'todo'],
+  [/\bset\s+up\b/gi, 'setup'],
+  // Phrasal verbs people use for what tools call create, start, send, reply, refund.
+  [/\bspin\s+up\b/gi, 'create'],
+  [/\bkick\s+off\b/gi, 'start'],
+  [/\bfire\s+off\b/gi, 'send'],
+  [/\bget\s+back\s+to\b/gi, 'reply'],
+  [/\bmoney\s+back\b/gi, 'refund'],
+  // To text someone is to send an SMS; to block off a time, to book it; "remind me to" asks for a task; whom
+  // one reports to is one's manager.
+  [/^\s*text\b/i, 'send sms'],
+  [/\bblock\s+(off|out)\b/gi, 'schedule'],
+  [/\bremind\s+me\s+to\b/gi, 'create task to'],
+  [/\breports?\s+to\b/gi, 'manager'],
+  // Signing a document (not signing in or out): an e-signature.
+  [/\be-?sign(ed|ing)?\b|\bto\s+sign\b|^\s*sign\b(?!\s+(in|out|up|off)\b)/gi, 'esign'],
+  // "How many" asks for a count (count_contacts).
+  [/\bhow\s+many\b/gi, 'count'],
+  // "Issue a refund, an invoice, a card": create one (not an issue tracker's issue).
+  [/^\s*issue\s+(an?)\b/i, 'create $1'],
+  // "Did I get anything from the bank?": mail received.
+  [/\b(did\s+i\s+get|have\s+i\s+got|got)\s+anything\s+from\b/gi, 'inbox email from'],
+  [/\bthumbs?\s+up\b/gi, 'like'],
+  [/\bassigned\s+to\s+me\b/gi, 'mine assignee'],
+  // A time of day ("2pm", "10:30") says calendar.
+  [/\b\d{1,2}(:\d{2})?\s*(am|pm)\b|\b\d{1,2}:\d{2}\b/gi, ' time '],
+  // An e-mail address says "e-mail", a #name a channel, an @name an account.
+  [/[\w.+-]+@[\w-]+\.[\w.]+/g, ' email '],
+  [/(^|\s)#[\w-]+/g, ' channel '],
+  [/(^|\s)@\w+/g, ' user '],
+];

@@ -16,6 +16,7 @@ import {
   POLITE,
   QUALIFIERS,
   READ_VERBS,
+  REWRITES,
   STOPWORDS,
   SUITE_WORDS,
   SYNONYMS,
@@ -244,38 +245,10 @@ const WEEKDAYS = new Set(['monday', 'tuesday', 'wednesday', 'thursday', 'friday'
 export function rankTools<T extends SearchableTool>(tools: readonly T[], query: string, limit = 8): RankedTool<T>[] {
   if (limit <= 0 || tools.length === 0) return [];
   const index = indexOf(tools);
-  const text = withoutColonText(withoutQuotes(query.slice(0, MAX_QUERY_CHARS)))
-    // "to do" is one word to people and a provider (Microsoft To Do) to us.
-    .replace(/\bto[\s-]?dos?\b/gi, 'todo')
-    .replace(/\bset\s+up\b/gi, 'setup')
-    // Phrasal verbs people use for what tools call create, start, send, reply, refund.
-    .replace(/\bspin\s+up\b/gi, 'create')
-    .replace(/\bkick\s+off\b/gi, 'start')
-    .replace(/\bfire\s+off\b/gi, 'send')
-    .replace(/\bget\s+back\s+to\b/gi, 'reply')
-    .replace(/\bmoney\s+back\b/gi, 'refund')
-    // To text someone is to send an SMS; to block off a time, to book it; "remind me to" asks for a task; whom
-    // one reports to is one's manager.
-    .replace(/^\s*text\b/i, 'send sms')
-    .replace(/\bblock\s+(off|out)\b/gi, 'schedule')
-    .replace(/\bremind\s+me\s+to\b/gi, 'create task to')
-    .replace(/\breports?\s+to\b/gi, 'manager')
-    // Signing a document (not signing in or out): an e-signature.
-    .replace(/\be-?sign(ed|ing)?\b|\bto\s+sign\b|^\s*sign\b(?!\s+(in|out|up|off)\b)/gi, 'esign')
-    // "How many" asks for a count (count_contacts).
-    .replace(/\bhow\s+many\b/gi, 'count')
-    // "Issue a refund, an invoice, a card": create one (not an issue tracker's issue).
-    .replace(/^\s*issue\s+(an?)\b/i, 'create $1')
-    // "Did I get anything from the bank?": mail received.
-    .replace(/\b(did\s+i\s+get|have\s+i\s+got|got)\s+anything\s+from\b/gi, 'inbox email from')
-    .replace(/\bthumbs?\s+up\b/gi, 'like')
-    .replace(/\bassigned\s+to\s+me\b/gi, 'mine assignee')
-    // A time of day ("2pm", "10:30") says calendar.
-    .replace(/\b\d{1,2}(:\d{2})?\s*(am|pm)\b|\b\d{1,2}:\d{2}\b/gi, ' time ')
-    // An e-mail address says "e-mail", a #name a channel, an @name an account.
-    .replace(/[\w.+-]+@[\w-]+\.[\w.]+/g, ' email ')
-    .replace(/(^|\s)#[\w-]+/g, ' channel ')
-    .replace(/(^|\s)@\w+/g, ' user ');
+  const text = REWRITES.reduce(
+    (t, [pattern, by]) => t.replace(pattern, by),
+    withoutColonText(withoutQuotes(query.slice(0, MAX_QUERY_CHARS))),
+  );
   const all = words(text).slice(0, MAX_QUERY_WORDS * 2);
   const raw = all.filter((w) => !STOPWORDS.has(w)).slice(0, MAX_QUERY_WORDS);
   if (raw.length === 0) return [];
@@ -330,16 +303,16 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
   };
   const asked = new Set(raw.filter((w) => !isDay(w) && !opensAsVerb(w)));
   const askedStems = new Set(raw.map(stem));
-  const namedBy = new Map<string, number>();
+  const byKey = new Map<string, number>();
   const named = (source: string): number => {
-    let found = namedBy.get(source);
+    let found = byKey.get(source);
     if (found === undefined) {
       found = 0;
       for (const part of index.names.get(source) ?? []) {
         const hit = part.length === 1 ? asked.has(part[0] as string) : part.every((w) => askedStems.has(stem(w)));
         if (hit) found = Math.max(found, part.length);
       }
-      namedBy.set(source, found);
+      byKey.set(source, found);
     }
     return found;
   };

@@ -1,6 +1,6 @@
 import { and, count, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
-import { namedBy } from '../../db/lookup.ts';
+import { byKey } from '../../db/lookup.ts';
 import { namedStatement } from '../../db/named.ts';
 import { type ActivityRow, activity, authClients, personalAccessTokens } from '../../db/schema/index.ts';
 import { storable } from '../../lib/text.ts';
@@ -114,7 +114,7 @@ export async function deleteBefore(db: Executor, before: Date, batch = 5000): Pr
   let deleted = 0;
   for (;;) {
     const old = db.select({ id: activity.id }).from(activity).where(lt(activity.createdAt, before)).limit(batch);
-    const gone = await db.delete(activity).where(namedBy(activity.id, old)).returning({ id: activity.id });
+    const gone = await db.delete(activity).where(byKey(activity.id, old)).returning({ id: activity.id });
     deleted += gone.length;
     if (gone.length < batch) return deleted;
   }

@@ -140,10 +140,10 @@ export async function writeFailedTurns(
  * committed (`commitRows`: the conversation, its messages, the turn's lease, ahead of the events queued before
  * them), so every instance behind the load balancer reads it, and continues it, as soon as the answer arrives
  * (issue 39); the rest (events, the conversation's activity, the end of the turn's lease) is written within the
- * window, when its SSE subscribers are notified. PGlite serves one process,
- * but commits the same way, so that a crash right after an answer loses nothing it named. Shutdown writes
- * everything queued (background work is drained before the database closes). Text the database cannot store
- * (NUL, unpaired surrogates) is stored as U+FFFD.
+ * window, when its SSE subscribers are notified. PGlite serves one process, but commits the same way, so that a
+ * crash right after an answer loses nothing it named. Shutdown writes everything queued (background work is
+ * drained before the database closes). Text the database cannot store (NUL, unpaired surrogates) is stored as
+ * U+FFFD.
  */
 export class ConversationLog {
   private readonly commit: GroupCommit<LogOp>;

@@ -34,7 +34,7 @@ import type { McpSources } from './mcp/server.ts';
 import { connectionSources } from './mcp/sources.ts';
 import { accountRoutes } from './modules/accounts/index.ts';
 import { activityRoutes } from './modules/activity/index.ts';
-import { agentRoutes, failOrphanedRuns } from './modules/agents/index.ts';
+import { agentRoutes, failOrphanedRuns, recoverConversationRows } from './modules/agents/index.ts';
 import { authRoutes } from './modules/auth/index.ts';
 import { authClientRoutes } from './modules/auth-clients/index.ts';
 import { channelRoutes, webchatWidgetRoutes } from './modules/channels/index.ts';
@@ -276,6 +276,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<App> {
   app.addHook('onReady', async () => deps.llm.ready);
   // Charges journaled during a database outage by an instance that stopped before it ended (issue 39).
   app.addHook('onReady', async () => recoverCharges(deps));
+  // Conversation rows the embedded database's journal kept when a process stopped (before the orphaned-turn sweep).
+  app.addHook('onReady', async () => recoverConversationRows(deps));
   app.addHook('onReady', async () => jobs?.start());
   // Chat turns an instance that died left in flight are failed now, not at the next minute's sweep (in the
   // background: start-up does not wait on it).

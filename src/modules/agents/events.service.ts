@@ -1,10 +1,11 @@
-import type { BaseDeps, ServiceContext } from '../../context.ts';
+import type { BaseDeps, Deps, ServiceContext } from '../../context.ts';
 import type { Executor } from '../../db/client.ts';
 import type { MessageRow } from '../../db/schema/index.ts';
 import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from '../../lib/group-commit.ts';
 import { newId } from '../../lib/ids.ts';
 import { storable } from '../../lib/text.ts';
 import { ownedConversation, toMessage } from './conversations.service.ts';
+import { ConversationJournal } from './journal.ts';
 import * as repo from './repo.ts';
 
 /**
@@ -30,7 +31,7 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-type LogOp =
+export type LogOp =
   | { kind: 'conversation'; row: repo.ConversationLogBatch['conversations'][number] }
   | { kind: 'message'; row: repo.ConversationLogBatch['messages'][number] }
   | { kind: 'event'; row: repo.ConversationLogBatch['events'][number] }
@@ -45,6 +46,11 @@ type LogOp =
  */
 function isRow(op: LogOp): boolean {
   return op.kind === 'conversation' || op.kind === 'message' || op.kind === 'run';
+}
+
+/** What the embedded database's journal holds: the rows, and the ends of leases (a replayed lease must end). */
+function isJournaled(op: LogOp): boolean {
+  return op.kind !== 'event' && op.kind !== 'touch';
 }
 
 /**
@@ -140,8 +146,9 @@ export async function writeFailedTurns(
  * committed (`commitRows`: the conversation, its messages, the turn's lease, ahead of the events queued before
  * them), so every instance behind the load balancer reads it, and continues it, as soon as the answer arrives
  * (issue 39); the rest (events, the conversation's activity, the end of the turn's lease) is written within the
- * window, when its SSE subscribers are notified. PGlite serves one process, but commits the same way, so that a
- * crash right after an answer loses nothing it named. Shutdown writes everything queued (background work is
+ * window, when its SSE subscribers are notified. PGlite serves one process: there a crash right after an answer
+ * must not lose what it named, and the rows go to a journal on disk instead (`ConversationJournal`, replayed at the
+ * next start by `recover`), written to the database within the window. Shutdown writes everything queued (background work is
  * drained before the database closes). Text the database cannot store (NUL, unpaired surrogates) is stored as
  * U+FFFD.
  */
@@ -149,8 +156,11 @@ export class ConversationLog {
   private readonly commit: GroupCommit<LogOp>;
   /** Each conversation's last queued write, while it is not written yet. */
   private readonly last = new Map<string, Promise<boolean>>();
+  /** On PGlite: the rows queued, on disk until they are written. */
+  private readonly journal: ConversationJournal | undefined;
 
-  constructor(deps: BaseDeps) {
+  constructor(private readonly deps: BaseDeps) {
+    if (deps.database.driver === 'pglite') this.journal = new ConversationJournal(deps.config.dataDir, deps.log);
     // On PostgreSQL a commit that does not wait for the WAL flush (visible at once, on disk within the WAL writer's
     // delay); on PGlite, which has no WAL writer, the same handle commits synchronously (migration 0030).
     const { asyncCommitDb } = deps.database;
@@ -225,13 +235,15 @@ export class ConversationLog {
       error: null,
     });
     const [stored, created] = ops;
-    const mine = this.commitRows(this.add(conversationId, stored as LogOp));
-    const committed = turn.written.then(async (ok) => ok && (await mine));
+    const mine = this.add(conversationId, stored as LogOp);
     void this.add(conversationId, eventOp(conversationId, 'message.delta', { content }));
     void this.add(conversationId, created as LogOp);
     void this.touch(conversationId);
     const written = this.event(conversationId, 'run.completed', { messageId: message.id, ...outcome });
     void this.endRun(conversationId, turn.id);
+    // Once all of it is queued: on PGlite the lease's end goes to the journal with the answer (a lease replayed
+    // without it would run out, and the answered turn be marked failed).
+    const committed = this.commitRows(turn.written, mine);
     return { message, committed, written };
   }
 
@@ -266,6 +278,7 @@ export class ConversationLog {
 
   private add(conversationId: string, op: LogOp): Promise<boolean> {
     const written = this.commit.add(op);
+    if (this.journal && isJournaled(op)) this.journal.hold(op, written);
     this.last.set(conversationId, written);
     void written.then(() => {
       if (this.last.get(conversationId) === written) this.last.delete(conversationId);
@@ -285,13 +298,38 @@ export class ConversationLog {
   }
 
   /**
-   * As `commitNow`, for a row (a conversation, a message, a turn's lease): writes at once only the rows queued so
-   * far, ahead of the events, touches and ended leases queued before them, which keep their window (see `isRow`).
-   * The rows go in a statement of about half the whole batch's database time, which an answer waits for.
+   * As `commitNow`, for rows (a conversation, a message, a turn's lease) queued here: answers once `written` (each
+   * a row's write) is committed, or kept where a crash cannot lose it. On PostgreSQL it writes at once only the
+   * rows queued so far, ahead of the events, touches and ended leases queued before them, which keep their window
+   * (see `isRow`), in a statement of about half the whole batch's database time. On PGlite the rows queued so far
+   * go to the journal (a line appended), and keep their window too; where the journal cannot be written, as on
+   * PostgreSQL.
    */
-  commitRows(written: Promise<boolean>): Promise<boolean> {
+  commitRows(...written: Promise<boolean>[]): Promise<boolean> {
+    if (this.journal?.save()) return Promise.resolve(true);
     void this.commit.writeQueued(isRow);
-    return written;
+    return Promise.all(written).then((oks) => oks.every(Boolean));
+  }
+
+  /**
+   * Start-up: the rows a stopped process journaled (PGlite) and the database may not have taken, written now
+   * (rows already there are left alone, ended leases deleted again); answers how many. A failed write is logged and
+   * its journal kept for the next start.
+   */
+  async recover(): Promise<number> {
+    if (!this.journal) return 0;
+    const { ops, files } = this.journal.recover();
+    if (!files.length) return 0;
+    try {
+      if (ops.length) await repo.writeConversationLog(this.deps.database.asyncCommitDb, toBatch(ops));
+    } catch (err) {
+      this.deps.log.error({ err, rows: ops.length }, 'agents: the journaled conversation rows could not be written');
+      return 0;
+    }
+    this.journal.forget(files);
+    if (ops.length)
+      this.deps.log.info({ rows: ops.length }, 'agents: conversation rows journaled before a stop written');
+    return ops.length;
   }
 
   /**
@@ -308,6 +346,14 @@ export class ConversationLog {
     void this.commit.flush();
     await written;
   }
+}
+
+/**
+ * Start-up, before jobs run (the sweep of orphaned turns reads the leases): conversation rows a stopped process
+ * journaled on the embedded database and may not have written are written now.
+ */
+export async function recoverConversationRows(deps: Deps): Promise<void> {
+  await deps.areas.conversationLog.recover();
 }
 
 declare module '../../context.ts' {

@@ -12,7 +12,7 @@ export {
   ownedConversation,
   toConversation,
 } from './conversations.service.ts';
-export { ConversationLog } from './events.service.ts';
+export { ConversationLog, recoverConversationRows } from './events.service.ts';
 export { agentJobs } from './jobs.ts';
 export { memoryToolGroup } from './memories.service.ts';
 export { agentRoutes } from './routes.ts';

@@ -4,6 +4,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { PACKAGE_ROOT } from '../lib/paths.ts';
+import { isAlive } from '../lib/process-alive.ts';
 import { RemotePglite } from './pglite-remote.ts';
 import * as schema from './schema/index.ts';
 
@@ -66,15 +67,6 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
 
 /** A second process opened the embedded database's directory: two PGlite instances on one directory corrupt it. */
 export class DataDirInUseError extends Error {}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * PGlite serves one process and, unlike a PostgreSQL server, does not refuse a second one on the same files.

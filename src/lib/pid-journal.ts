@@ -1,15 +1,7 @@
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from './logger.ts';
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+import { isAlive } from './process-alive.ts';
 
 /**
  * Items a process keeps on disk until its database takes them, so that a crash loses none: one file a process in

@@ -55,24 +55,24 @@ describe('the conversation journal (PGlite: rows on disk until the database has 
   it('saves held rows on demand, keeps those not written yet, and is removed once all are written', async () => {
     const { dataDir, file } = journalIn();
     const journal = new ConversationJournal(dataDir, log);
-    const writes = [write(), write(), write(), write()];
-    journal.hold(conversation, writes[0]!.written);
-    journal.hold(message, writes[1]!.written);
+    const [w0, w1, w2, w3] = [write(), write(), write(), write()];
+    journal.hold(conversation, w0.written);
+    journal.hold(message, w1.written);
     expect(existsSync(file)).toBe(false); // held only: nothing on disk until an answer needs it
     expect(journal.save()).toBe(true);
     expect(lines(file)).toHaveLength(2);
-    journal.hold(run, writes[2]!.written);
-    journal.hold(runEnd, writes[3]!.written);
+    journal.hold(run, w2.written);
+    journal.hold(runEnd, w3.written);
     expect(journal.save()).toBe(true);
     // What a process killed now would leave: every row, in order, with its dates.
     expect(journal.recover().ops).toEqual([conversation, message, run, runEnd]);
 
-    writes[0]!.done(true);
-    writes[1]!.done(true);
+    w0.done(true);
+    w1.done(true);
     await tick();
     expect(lines(file).map((l) => (JSON.parse(l) as LogOp).kind)).toEqual(['run', 'runEnd']);
-    writes[2]!.done(true);
-    writes[3]!.done(true);
+    w2.done(true);
+    w3.done(true);
     await tick();
     expect(existsSync(file)).toBe(false);
   });

@@ -97,7 +97,8 @@ export const ENV_REFERENCE: Record<EnvName, SettingDoc> = {
   },
   DATA_DIR: {
     group: 'Database and storage',
-    meaning: 'the embedded database (`pgdata/`) and its generated key file',
+    meaning:
+      'the embedded database (`pgdata/`), its generated key file, and the journals that keep unwritten rows across a crash (`conversation-journal/` on the embedded database, `credit-journal/` during an outage)',
   },
   DATABASE_URL: {
     group: 'Database and storage',

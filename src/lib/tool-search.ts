@@ -6,7 +6,8 @@
  * sentence counts more) and its provider's category; user vocabulary mapped to the catalog's by synonyms and a
  * crude stem; a provider the request names ranks its tools first; the request's action (read or write, and
  * which verb) prefers tools of that mode and verb. No fixed catalog size: rarity and lengths come from the
- * tools searched, and the index of a tool list is built once per list (`WeakMap`).
+ * tools searched, and the index of a tool list is built once per list (`WeakMap`). Then the first ten are
+ * re-ordered by meaning, with word vectors (`tool-search-vectors.ts`).
  */
 
 import {
@@ -23,6 +24,7 @@ import {
   VERB_MEANS,
   WRITE_VERBS,
 } from './tool-search-lexicon.ts';
+import { RERANKED, rerankByMeaning } from './tool-search-vectors.ts';
 
 /** What the search reads of a tool. */
 export interface SearchableTool {
@@ -245,10 +247,8 @@ const WEEKDAYS = new Set(['monday', 'tuesday', 'wednesday', 'thursday', 'friday'
 export function rankTools<T extends SearchableTool>(tools: readonly T[], query: string, limit = 8): RankedTool<T>[] {
   if (limit <= 0 || tools.length === 0) return [];
   const index = indexOf(tools);
-  const text = REWRITES.reduce(
-    (t, [pattern, by]) => t.replace(pattern, by),
-    withoutColonText(withoutQuotes(query.slice(0, MAX_QUERY_CHARS))),
-  );
+  const request = withoutQuotes(query.slice(0, MAX_QUERY_CHARS));
+  const text = REWRITES.reduce((t, [pattern, by]) => t.replace(pattern, by), withoutColonText(request));
   const all = words(text).slice(0, MAX_QUERY_WORDS * 2);
   const raw = all.filter((w) => !STOPWORDS.has(w)).slice(0, MAX_QUERY_WORDS);
   if (raw.length === 0) return [];
@@ -355,7 +355,8 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     if (words > 0) bonus += NAMED_WEIGHT + 5 * words;
     ranked.push({ tool, score: score + bonus });
   });
-  return ranked.sort((a, b) => b.score - a.score || a.tool.name.localeCompare(b.tool.name)).slice(0, limit);
+  ranked.sort((a, b) => b.score - a.score || a.tool.name.localeCompare(b.tool.name));
+  return rerankByMeaning(ranked.slice(0, Math.max(limit, RERANKED)), request).slice(0, limit);
 }
 
 /** `rankTools` without the scores. */

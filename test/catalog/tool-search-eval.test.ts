@@ -21,17 +21,20 @@ import { providerCatalog } from '../../src/modules/providers/catalog.ts';
  * - tuning-3: by a fourth, asked for held-out-5's kind of requests (everyday words of ten kinds of users), tuned on
  *   from its first run (148 of 198 as it came); tuning-4 by a fifth, the same way (168 of 197; the round tuned on
  *   it was not kept).
+ * - all nine since the word-vector re-ranking of the first ten (chosen on the tuning sets, 29 November, evening):
+ *   top-3 up on held-out-2 to held-out-5 (128, 177, 150, 128) and down by one on held-out (136), top-1 up on
+ *   four held-out sets and level on held-out-4 (583 -> 611 of 793); tuning 471 -> 468, the other tuning sets up.
  */
 const SETS: Array<{ name: ToolSearchSet; size: number; floor: number }> = [
-  { name: 'tuning', size: 100, floor: 471 },
-  { name: 'held-out', size: 120, floor: 137 },
-  { name: 'held-out-2', size: 100, floor: 124 },
-  { name: 'held-out-3', size: 150, floor: 176 },
-  { name: 'held-out-4', size: 150, floor: 148 },
-  { name: 'tuning-2', size: 190, floor: 182 },
-  { name: 'held-out-5', size: 150, floor: 127 },
-  { name: 'tuning-3', size: 190, floor: 157 },
-  { name: 'tuning-4', size: 190, floor: 168 },
+  { name: 'tuning', size: 100, floor: 468 },
+  { name: 'held-out', size: 120, floor: 136 },
+  { name: 'held-out-2', size: 100, floor: 128 },
+  { name: 'held-out-3', size: 150, floor: 177 },
+  { name: 'held-out-4', size: 150, floor: 150 },
+  { name: 'tuning-2', size: 190, floor: 187 },
+  { name: 'held-out-5', size: 150, floor: 128 },
+  { name: 'tuning-3', size: 190, floor: 163 },
+  { name: 'tuning-4', size: 190, floor: 177 },
 ];
 
 describe('tool search quality over the whole catalog (top-3)', () => {

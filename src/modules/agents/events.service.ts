@@ -147,10 +147,10 @@ export async function writeFailedTurns(
  * them), so every instance behind the load balancer reads it, and continues it, as soon as the answer arrives
  * (issue 39); the rest (events, the conversation's activity, the end of the turn's lease) is written within the
  * window, when its SSE subscribers are notified. PGlite serves one process: there a crash right after an answer
- * must not lose what it named, and the rows go to a journal on disk instead (`ConversationJournal`, replayed at the
- * next start by `recover`), written to the database within the window. Shutdown writes everything queued (background work is
- * drained before the database closes). Text the database cannot store (NUL, unpaired surrogates) is stored as
- * U+FFFD.
+ * must not lose what it named, and the rows go to a journal on disk instead (`ConversationJournal`, replayed at
+ * the next start by `recover`), written to the database within the window. Shutdown writes everything queued
+ * (background work is drained before the database closes). Text the database cannot store (NUL, unpaired
+ * surrogates) is stored as U+FFFD.
  */
 export class ConversationLog {
   private readonly commit: GroupCommit<LogOp>;

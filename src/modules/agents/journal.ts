@@ -85,7 +85,10 @@ export class ConversationJournal {
     return { ops: items, files };
   }
 
-  /** Removes the files recovered from, once their rows are written (this process's own too: a container's pid repeats). */
+  /**
+   * Removes the files recovered from, once their rows are written: this process's own too (a container's pid
+   * repeats), keeping what it holds now.
+   */
   forget(files: readonly string[]): void {
     this.file.forget(files);
     if (!files.includes(this.file.file)) return;

@@ -24,6 +24,9 @@ import { providerCatalog } from '../../src/modules/providers/catalog.ts';
  * - all nine since the word-vector re-ranking of the first ten (chosen on the tuning sets, 29 November, evening):
  *   top-3 up on held-out-2 to held-out-5 (128, 177, 150, 128) and down by one on held-out (136), top-1 up on
  *   four held-out sets and level on held-out-4 (583 -> 611 of 793); tuning 471 -> 468, the other tuning sets up.
+ * - held-out-6: by a sixth author who saw only the catalog's tool list, committed before its first figure, after
+ *   that change: 148 of 163 (three requests earlier sets hold word for word taken out; the search before the
+ *   re-ranking: 143).
  */
 const SETS: Array<{ name: ToolSearchSet; size: number; floor: number }> = [
   { name: 'tuning', size: 100, floor: 468 },
@@ -35,6 +38,7 @@ const SETS: Array<{ name: ToolSearchSet; size: number; floor: number }> = [
   { name: 'held-out-5', size: 150, floor: 128 },
   { name: 'tuning-3', size: 190, floor: 163 },
   { name: 'tuning-4', size: 190, floor: 177 },
+  { name: 'held-out-6', size: 160, floor: 148 },
 ];
 
 describe('tool search quality over the whole catalog (top-3)', () => {

@@ -13,8 +13,8 @@ import { searchCatalogTools } from '../src/modules/providers/tool-search.ts';
  * `held-out-3.json` was written by an author who never saw the search run, before the tools' examples;
  * `held-out-4.json` by an author who never saw the search's code or runs, after them (its first figure is the
  * search as it was then, never tuned on); `tuning-2.json` and `held-out-5.json` by two more such authors who saw
- * only the catalog's tool list, the first tuned on, the second only scored; `held-out-6.json` by a sixth, the same
- * way, first scored after the word-vector re-ranking. `--misses` prints the tuning sets'
+ * only the catalog's tool list, the first tuned on, the second only scored; `held-out-6.json` and `held-out-7.json` by a
+ * sixth and a seventh, the same way, first scored after the word-vector re-ranking. `--misses` prints the tuning sets'
  * misses, never a held-out set's (so they cannot steer changes); `--tuning` scores the tuning sets alone.
  */
 
@@ -34,7 +34,8 @@ export type ToolSearchSet =
   | 'held-out-3'
   | 'held-out-4'
   | 'held-out-5'
-  | 'held-out-6';
+  | 'held-out-6'
+  | 'held-out-7';
 
 export function loadToolSearchSet(part: ToolSearchSet): Labelled[] {
   return JSON.parse(
@@ -72,7 +73,15 @@ function main(): void {
   ]);
   const sets = [...tuned];
   if (!process.argv.includes('--tuning')) {
-    for (const part of ['held-out', 'held-out-2', 'held-out-3', 'held-out-4', 'held-out-5', 'held-out-6'] as const)
+    for (const part of [
+      'held-out',
+      'held-out-2',
+      'held-out-3',
+      'held-out-4',
+      'held-out-5',
+      'held-out-6',
+      'held-out-7',
+    ] as const)
       sets.push([part, evaluateToolSearch(loadToolSearchSet(part))]);
   }
   for (const [name, r] of sets) {

@@ -27,6 +27,8 @@ import { providerCatalog } from '../../src/modules/providers/catalog.ts';
  * - held-out-6: by a sixth author who saw only the catalog's tool list, committed before its first figure, after
  *   that change: 148 of 163 (three requests earlier sets hold word for word taken out; the search before the
  *   re-ranking: 143).
+ * - held-out-7: by a seventh, the same way: 156 of 166 (four requests earlier sets hold taken out; the search
+ *   before the re-ranking: 152).
  */
 const SETS: Array<{ name: ToolSearchSet; size: number; floor: number }> = [
   { name: 'tuning', size: 100, floor: 468 },
@@ -39,6 +41,7 @@ const SETS: Array<{ name: ToolSearchSet; size: number; floor: number }> = [
   { name: 'tuning-3', size: 190, floor: 163 },
   { name: 'tuning-4', size: 190, floor: 177 },
   { name: 'held-out-6', size: 160, floor: 148 },
+  { name: 'held-out-7', size: 160, floor: 156 },
 ];
 
 describe('tool search quality over the whole catalog (top-3)', () => {

@@ -29,6 +29,8 @@ import { providerCatalog } from '../../src/modules/providers/catalog.ts';
  *   re-ranking: 143).
  * - held-out-7: by a seventh, the same way: 156 of 166 (four requests earlier sets hold taken out; the search
  *   before the re-ranking: 152).
+ * - tuning-5: by an eighth, for the next round of tuning; its lookup-only labels completed with the tools that act
+ *   (by another author, who saw only it and the tool list): 175 of 200 (the search before the re-ranking: 168).
  */
 const SETS: Array<{ name: ToolSearchSet; size: number; floor: number }> = [
   { name: 'tuning', size: 100, floor: 468 },
@@ -42,6 +44,7 @@ const SETS: Array<{ name: ToolSearchSet; size: number; floor: number }> = [
   { name: 'tuning-4', size: 190, floor: 177 },
   { name: 'held-out-6', size: 160, floor: 148 },
   { name: 'held-out-7', size: 160, floor: 156 },
+  { name: 'tuning-5', size: 200, floor: 175 },
 ];
 
 describe('tool search quality over the whole catalog (top-3)', () => {

@@ -127,7 +127,8 @@ describe.skipIf(!runBrowser)('scheduled tasks page in a real browser (chromium)'
       await page.goto(`${base}/account/tasks`);
       await submitSignIn(page, user);
       await page.getByRole('heading', { name: 'Scheduled tasks', exact: true }).waitFor();
-      expect(await page.getByLabel('Time zone').inputValue()).toBe('Asia/Tokyo');
+      // The page's script sets the zone once it runs, which may be after the heading shows.
+      await expect.poll(() => page.getByLabel('Time zone').inputValue(), { timeout: 5000 }).toBe('Asia/Tokyo');
       await page.getByLabel('Name').fill('Morning brief');
       await page.getByLabel('Prompt').fill('What is on today?');
       await page.getByLabel(/^Schedule/).fill('0 8 * * *');

@@ -7,6 +7,7 @@
 
 import type { RankedTool, SearchableTool } from './tool-search.ts';
 import { STOPWORDS } from './tool-search-lexicon.ts';
+import { leadSentence, ownName, words } from './tool-text.ts';
 import { addWordVectors, DIMENSIONS } from './word-vectors.ts';
 
 /** How many of the lexical ranking's first tools are re-ordered; the rest keep their order after them. */
@@ -17,15 +18,9 @@ const COSINE_WEIGHT = 1;
 /** Words that say nothing of a tool: the search's stop words, and the `t` of "don't". */
 const skipped = (w: string) => STOPWORDS.has(w) || w === 't';
 
-/** A text's words for the vectors: camelCase and snake_case split, lower-cased, "e-mail" as "email". */
+/** A text's words for the vectors: as the lexical ranking reads them, camelCase split first. */
 export function vectorWords(s: string): string[] {
-  return (
-    s
-      .replace(/([a-z])([A-Z])/g, '$1 $2')
-      .toLowerCase()
-      .replace(/\be-mail/g, 'email')
-      .match(/[a-z0-9]+/g) ?? []
-  );
+  return words(s.replace(/([a-z])([A-Z])/g, '$1 $2'));
 }
 
 /**
@@ -33,11 +28,9 @@ export function vectorWords(s: string): string[] {
  * provider's description (`about`) is left out: shared by all its tools, it tells none of them apart.
  */
 export function toolVectorFields(t: SearchableTool): Array<[words: string[], weight: number]> {
-  const prefix = `${t.source.replace(/[^a-z0-9_]/g, '_')}_`;
-  const own = t.name.startsWith(prefix) ? t.name.slice(prefix.length) : t.name;
-  const lead = t.description.split(/(?<=[.:])\s/)[0] ?? '';
+  const lead = leadSentence(t.description);
   return [
-    [vectorWords(own), 3],
+    [vectorWords(ownName(t)), 3],
     [vectorWords(`${t.source} ${t.keywords ?? ''}`), 1.5],
     [vectorWords(lead), 1.2],
     [vectorWords(t.description.slice(lead.length, 2000)), 0.6],

@@ -25,6 +25,7 @@ import {
   WRITE_VERBS,
 } from './tool-search-lexicon.ts';
 import { RERANKED, rerankByMeaning } from './tool-search-vectors.ts';
+import { leadSentence, ownName, words } from './tool-text.ts';
 
 /** What the search reads of a tool. */
 export interface SearchableTool {
@@ -55,12 +56,6 @@ export const MAX_QUERY_CHARS = 500;
 /** Query words (after stop words) that count: the rest of a long request is ignored. */
 const MAX_QUERY_WORDS = 24;
 
-const words = (s: string) =>
-  s
-    .toLowerCase()
-    .replace(/\be-mail/g, 'email')
-    .match(/[a-z0-9]+/g) ?? [];
-
 /** A crude stem: plural and verb endings off, so "meetings" finds "meeting" and "labelled" "label". */
 function stem(w: string): string {
   if (w.length > 4 && w.endsWith('ies')) return `${w.slice(0, -3)}y`;
@@ -71,12 +66,6 @@ function stem(w: string): string {
 }
 
 const terms = (s: string) => words(s).map(stem);
-
-/** A tool's name without the provider prefix agent tool names start with (`github_create_issue`). */
-function ownName(t: SearchableTool): string {
-  const prefix = `${t.source.replace(/[^a-z0-9_]/g, '_')}_`;
-  return t.name.startsWith(prefix) ? t.name.slice(prefix.length) : t.name;
-}
 
 /** Field weights (BM25F): a word in the tool's name says most, in the category least. */
 const FIELDS = [
@@ -151,7 +140,7 @@ function indexOf(tools: readonly SearchableTool[]): Index {
       sources.push({ tf, len: ws.length });
     }
     const own = terms(ownName(t));
-    const lead = (t.description.split(/(?<=[.:])\s/)[0] ?? '').slice(0, 300);
+    const lead = leadSentence(t.description).slice(0, 300);
     const fields: Record<FieldKey, string[]> = {
       name: own,
       provider: terms(`${t.source} ${t.keywords ?? ''}`),

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
@@ -5,6 +8,7 @@ import { call, createUser, fakeLlmSuite, type TestHarness, type TestUser } from 
 import { conversationEvents, conversationRuns, conversations, messages } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 import { newId } from '../../lib/ids.ts';
+import { CONVERSATION_JOURNAL_DIR } from './journal.ts';
 import { writeConversationRows, writeMessage } from './repo.ts';
 
 /**
@@ -227,6 +231,26 @@ describe('agent chat: group-committed writes and the agent cache', () => {
       .from(conversationRuns)
       .where(inArray(conversationRuns.conversationId, ids));
     expect(leases.map((r) => [r.id, r.conversationId])).toEqual([[batch.runs[0]?.id, mine]]);
+  });
+
+  it('where DATA_DIR cannot take the journal (PGlite), an answer leaves only once the database has its rows', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'sb-no-journal-'));
+    try {
+      writeFileSync(join(dataDir, CONVERSATION_JOURNAL_DIR), 'not a folder');
+      const app = await h.extraApp({ DATA_DIR: dataDir });
+      const u = await createUser(app);
+      const agent = await makeAgent(app, u);
+      llm.enqueue({ content: 'Stored first.' });
+      const res = await chat(app, u, agent, 'Saved?');
+      expect(res.statusCode, res.body).toBe(200);
+      // Read from the database itself at once, not through the API (which waits for queued writes).
+      expect((await stored(res.headers['x-conversation-id'] as string)).messages).toEqual([
+        ['user', 'Saved?'],
+        ['assistant', 'Stored first.'],
+      ]);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('reads on the instance that chatted see its writes at once', async () => {

@@ -15,20 +15,26 @@ import { CONVERSATION_JOURNAL_DIR } from './journal.ts';
  * the disk only with the next synchronous one: a streamed chat's conversation, already named to its client, could
  * be lost if the service died before any (migration 0030). This test failed so on PGlite before the change.
  */
+/** A private database with an account and its agent, handed over to the probe process; their ids. */
+async function probeDatabase(): Promise<{ t: TestDatabase; accountId: string; agentId: string }> {
+  const t = await openTestDatabase({ privateDatabase: true });
+  const accountId = newId('account');
+  const agentId = newId('agent');
+  const { db } = t.database;
+  await db.insert(accounts).values({ id: accountId, email: `${accountId}@example.test`, name: 'Crash' });
+  await db.insert(agents).values({ id: agentId, accountId, name: 'Crash', llm: 'fake-small', enabledBuiltInTools: [] });
+  await t.handOver();
+  return { t, accountId, agentId };
+}
+
 describe('the conversation log across a crash', () => {
   let testDb: TestDatabase | undefined;
   afterAll(() => testDb?.close());
 
   it('keeps a conversation and message committed before the process was killed', async () => {
-    testDb = await openTestDatabase({ privateDatabase: true });
-    const accountId = newId('account');
-    const agentId = newId('agent');
-    const { db } = testDb.database;
-    await db.insert(accounts).values({ id: accountId, email: `${accountId}@example.test`, name: 'Crash' });
-    await db
-      .insert(agents)
-      .values({ id: agentId, accountId, name: 'Crash', llm: 'fake-small', enabledBuiltInTools: [] });
-    await testDb.handOver();
+    const probe = await probeDatabase();
+    testDb = probe.t;
+    const { accountId, agentId } = probe;
 
     const writer = startScript('test/conversation-log-process.ts', {
       ...testDb.env,
@@ -54,15 +60,8 @@ describe('the conversation log across a crash', () => {
     expect(stored).toEqual([{ id: written.messageId, role: 'user', content: 'Still there?' }]);
   }, 90_000);
   it('keeps an answered turn killed before its group commit: on PGlite from the journal, written at the next start', async () => {
-    const t = await openTestDatabase({ privateDatabase: true });
-    const accountId = newId('account');
-    const agentId = newId('agent');
+    const { t, accountId, agentId } = await probeDatabase();
     try {
-      await t.database.db.insert(accounts).values({ id: accountId, email: `${accountId}@example.test`, name: 'Crash' });
-      await t.database.db
-        .insert(agents)
-        .values({ id: agentId, accountId, name: 'Crash', llm: 'fake-small', enabledBuiltInTools: [] });
-      await t.handOver();
       const env = { ...t.env, ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS, LOG_LEVEL: 'warn' };
       const writer = startScript('test/conversation-log-process.ts', {
         ...env,

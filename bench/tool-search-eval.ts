@@ -15,8 +15,9 @@ import { searchCatalogTools } from '../src/modules/providers/tool-search.ts';
  * search as it was then, never tuned on); `tuning-2.json` and `held-out-5.json` by two more such authors who saw
  * only the catalog's tool list, the first tuned on, the second only scored; `held-out-6.json` and `held-out-7.json` by a
  * sixth and a seventh, the same way, first scored after the word-vector re-ranking; `tuning-5.json` by an eighth,
- * for the next round of tuning. `--misses` prints the tuning sets'
- * misses, never a held-out set's (so they cannot steer changes); `--tuning` scores the tuning sets alone.
+ * `tuning-6.json` to `tuning-9.json` and `held-out-8.json` and `held-out-9.json` by six more, the tuning sets
+ * for training the ranker (`npm run train:tool-search`). `--misses` prints the tuning sets' misses, never a
+ * held-out set's (so they cannot steer changes); `--tuning` scores the tuning sets alone.
  */
 
 export interface Labelled {
@@ -25,19 +26,32 @@ export interface Labelled {
   ok: string[];
 }
 
-export type ToolSearchSet =
-  | 'tuning'
-  | 'tuning-2'
-  | 'tuning-3'
-  | 'tuning-4'
-  | 'tuning-5'
-  | 'held-out'
-  | 'held-out-2'
-  | 'held-out-3'
-  | 'held-out-4'
-  | 'held-out-5'
-  | 'held-out-6'
-  | 'held-out-7';
+/** The sets the search is tuned and its ranker trained on (`npm run train:tool-search`). */
+export const TUNING_SETS = [
+  'tuning',
+  'tuning-2',
+  'tuning-3',
+  'tuning-4',
+  'tuning-5',
+  'tuning-6',
+  'tuning-7',
+  'tuning-8',
+  'tuning-9',
+] as const;
+/** The sets only ever scored. */
+export const HELD_OUT_SETS = [
+  'held-out',
+  'held-out-2',
+  'held-out-3',
+  'held-out-4',
+  'held-out-5',
+  'held-out-6',
+  'held-out-7',
+  'held-out-8',
+  'held-out-9',
+] as const;
+
+export type ToolSearchSet = (typeof TUNING_SETS)[number] | (typeof HELD_OUT_SETS)[number];
 
 export function loadToolSearchSet(part: ToolSearchSet): Labelled[] {
   return JSON.parse(
@@ -69,26 +83,22 @@ function main(): void {
   const tools = catalog.providers.reduce((n, p) => n + p.definition.tools.length, 0);
   const pct = (n: number, d: number) => `${((100 * n) / d).toFixed(1)}%`;
   console.log(`Tool search over the whole catalog: ${catalog.providers.length} providers, ${tools} tools`);
-  const tuned = (['tuning', 'tuning-2', 'tuning-3', 'tuning-4', 'tuning-5'] as const).map(
-    (part): [string, EvalResult] => [part, evaluateToolSearch(loadToolSearchSet(part))],
-  );
-  const sets = [...tuned];
-  if (!process.argv.includes('--tuning')) {
-    for (const part of [
-      'held-out',
-      'held-out-2',
-      'held-out-3',
-      'held-out-4',
-      'held-out-5',
-      'held-out-6',
-      'held-out-7',
-    ] as const)
-      sets.push([part, evaluateToolSearch(loadToolSearchSet(part))]);
-  }
-  for (const [name, r] of sets) {
-    const label = name.padEnd(10);
-    console.log(`  ${label} ${r.total} requests: top-1 ${pct(r.top1, r.total)}  top-3 ${pct(r.top3, r.total)}`);
-  }
+  const tuned = TUNING_SETS.map((part): [string, EvalResult] => [part, evaluateToolSearch(loadToolSearchSet(part))]);
+  const heldOut = process.argv.includes('--tuning')
+    ? []
+    : HELD_OUT_SETS.map((part): [string, EvalResult] => [part, evaluateToolSearch(loadToolSearchSet(part))]);
+  const line = (name: string, r: Pick<EvalResult, 'total' | 'top1' | 'top3'>) =>
+    console.log(
+      `  ${name.padEnd(10)} ${r.total} requests: top-1 ${pct(r.top1, r.total)}  top-3 ${pct(r.top3, r.total)}`,
+    );
+  for (const [name, r] of [...tuned, ...heldOut]) line(name, r);
+  const sum = (rs: Array<[string, EvalResult]>) =>
+    rs.reduce((a, [, r]) => ({ total: a.total + r.total, top1: a.top1 + r.top1, top3: a.top3 + r.top3 }), {
+      total: 0,
+      top1: 0,
+      top3: 0,
+    });
+  if (heldOut.length > 0) line('all held-out', sum(heldOut));
   // Only the tuning sets' misses: a held-out set's must not steer changes to the search.
   if (process.argv.includes('--misses'))
     for (const m of tuned.flatMap(([, r]) => r.misses)) console.log(`  miss: ${m}`);

@@ -1,19 +1,14 @@
 /**
- * The tool search's second step: the lexical ranking's first ten re-ordered by how near a request is in meaning to
- * each tool, by word vectors (`word-vectors.ts`). BM25 matches words as written; the vectors tell "my calendar
- * tomorrow" nearer a tool about events than one that shares only "my". Chosen on the tuning sets, then scored on
- * five held-out sets never tuned on: top-1 583 → 611 of 793, top-3 712 → 719 (docs/tool-search.md).
+ * The tool search's meaning signals, by word vectors (`word-vectors.ts`): how near a request is to a tool as a
+ * whole, to its name, to its first sentence and examples, and word by word. BM25 matches words as written; the
+ * vectors tell "my calendar tomorrow" nearer a tool about events than one that shares only "my". Read by the
+ * ranker (`tool-search-ranker.ts`) for the lexical ranking's first tools.
  */
 
-import type { RankedTool, SearchableTool } from './tool-search.ts';
+import type { SearchableTool } from './tool-search.ts';
 import { STOPWORDS } from './tool-search-lexicon.ts';
 import { leadSentence, ownName, words } from './tool-text.ts';
 import { addWordVectors, DIMENSIONS } from './word-vectors.ts';
-
-/** How many of the lexical ranking's first tools are re-ordered; the rest keep their order after them. */
-export const RERANKED = 10;
-/** How much the cosine counts beside the lexical score (the first tool's being 1). */
-const COSINE_WEIGHT = 1;
 
 /** Words that say nothing of a tool: the search's stop words, and the `t` of "don't". */
 const skipped = (w: string) => STOPWORDS.has(w) || w === 't';
@@ -53,43 +48,104 @@ function unitVector(fields: Array<[string[], number]>): Float32Array | null {
   return v;
 }
 
-/**
- * Per tool object, so a narrowed list (the connected providers' tools) reuses the whole catalog's: each is computed
- * the first time the tool is among a ranking's first ten (0.035 ms), rather than all 3,526 at once (120 ms).
- */
-const toolVectors = new WeakMap<SearchableTool, Float32Array | null>();
-
-function toolVector(t: SearchableTool): Float32Array | null {
-  let v = toolVectors.get(t);
-  if (v === undefined) {
-    v = unitVector(toolVectorFields(t));
-    toolVectors.set(t, v);
-  }
-  return v;
-}
-
-const cosine = (a: Float32Array, b: Float32Array) => {
+const cosine = (a: Float32Array | null, b: Float32Array | null) => {
+  if (!a || !b) return 0;
   let s = 0;
   for (let d = 0; d < DIMENSIONS; d++) s += (a[d] ?? 0) * (b[d] ?? 0);
   return s;
 };
 
-/**
- * Re-orders the first `RERANKED` of a lexical ranking (best first) by their score over the first one's plus the
- * cosine of the request's vector (its words, quoted text left out, each counting once) and the tool's. The scores
- * returned keep the lexical scale and order the whole list: a re-ranked tool's is its lexical score plus the first
- * one's times (1 + cosine), so it stays above every tool after the tenth. A request with no known word, or a
- * ranking of one tool, is returned as it came.
- */
-export function rerankByMeaning<T extends SearchableTool>(ranked: RankedTool<T>[], request: string): RankedTool<T>[] {
-  const top = ranked[0]?.score ?? 0;
-  if (ranked.length < 2 || top <= 0) return ranked;
-  const asked = unitVector([[vectorWords(request), 1]]);
-  if (!asked) return ranked;
-  const head = ranked.slice(0, RERANKED).map(({ tool, score }) => {
-    const v = toolVector(tool);
-    return { tool, score: score + top * (1 + COSINE_WEIGHT * (v ? cosine(asked, v) : 0)) };
-  });
-  // A stable sort: equal scores keep the lexical order.
-  return [...head.sort((a, b) => b.score - a.score), ...ranked.slice(RERANKED)];
+/** Each known word's unit vector, once a process (bounded by the vectors' vocabulary). */
+const wordVectors = new Map<string, Float32Array | null>();
+
+function wordVector(w: string): Float32Array | null {
+  let v = wordVectors.get(w);
+  if (v === undefined) {
+    v = unitVector([[[w], 1]]);
+    wordVectors.set(w, v);
+  }
+  return v;
 }
+
+interface ToolVectors {
+  all: Float32Array | null;
+  name: Float32Array | null;
+  /** The first sentence and the examples: what the tool does in a sentence, and in users' words. */
+  text: Float32Array | null;
+  /** The distinct known words of its name and first sentence, for the word-by-word signals. */
+  words: string[];
+  nameWords: string[];
+}
+
+/**
+ * Per tool object, so a narrowed list (the connected providers' tools) reuses the whole catalog's: computed the
+ * first time the tool is among a ranking's first tools, rather than all of them at once.
+ */
+const toolVectors = new WeakMap<SearchableTool, ToolVectors>();
+
+function vectorsOf(t: SearchableTool): ToolVectors {
+  let v = toolVectors.get(t);
+  if (v === undefined) {
+    const name = vectorWords(ownName(t));
+    const lead = vectorWords(leadSentence(t.description));
+    const known = (ws: string[]) => [...new Set(ws.filter((w) => !skipped(w) && wordVector(w)))].slice(0, 40);
+    v = {
+      all: unitVector(toolVectorFields(t)),
+      name: unitVector([[name, 1]]),
+      text: unitVector([
+        [lead, 1],
+        [vectorWords(t.examples ?? ''), 1],
+      ]),
+      words: known([...name, ...lead]),
+      nameWords: known(name),
+    };
+    toolVectors.set(t, v);
+  }
+  return v;
+}
+
+/**
+ * A request as the vectors read it: its words' sum, and per tool word met the cosine with each of its known words
+ * (computed once a request: the candidates share most of their words).
+ */
+export interface AskedMeaning {
+  all: Float32Array | null;
+  words: Float32Array[];
+  near: Map<string, Float64Array>;
+}
+
+export function askedMeaning(request: string): AskedMeaning {
+  const said = [...new Set(vectorWords(request).filter((w) => !skipped(w)))];
+  const words = said.flatMap((w) => wordVector(w) ?? []).slice(0, 24);
+  return { all: unitVector([[said, 1]]), words, near: new Map() };
+}
+
+/** The mean over the request's words of each one's best cosine with one of `words` (all known). */
+function alignment(asked: AskedMeaning, words: readonly string[]): number {
+  if (asked.words.length === 0 || words.length === 0) return 0;
+  const best = new Float64Array(asked.words.length).fill(-1);
+  for (const w of words) {
+    let near = asked.near.get(w);
+    if (!near) {
+      const v = wordVector(w);
+      near = Float64Array.from(asked.words, (a) => cosine(a, v));
+      asked.near.set(w, near);
+    }
+    for (let i = 0; i < best.length; i++) if ((near[i] as number) > (best[i] as number)) best[i] = near[i] as number;
+  }
+  return best.reduce((a, b) => a + b, 0) / best.length;
+}
+
+/** The meaning signals of a tool for a request, in `MEANING_SIGNALS` order. */
+export function meaningSignals(t: SearchableTool, asked: AskedMeaning): number[] {
+  const v = vectorsOf(t);
+  return [
+    cosine(asked.all, v.all),
+    cosine(asked.all, v.name),
+    cosine(asked.all, v.text),
+    alignment(asked, v.words),
+    alignment(asked, v.nameWords),
+  ];
+}
+
+export const MEANING_SIGNALS = ['cos_all', 'cos_name', 'cos_text', 'align', 'align_name'] as const;

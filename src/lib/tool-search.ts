@@ -24,7 +24,7 @@ import {
   VERB_MEANS,
   WRITE_VERBS,
 } from './tool-search-lexicon.ts';
-import { RERANKED, rerankByMeaning } from './tool-search-vectors.ts';
+import { type Candidate, RERANKED, rerank } from './tool-search-ranker.ts';
 import { leadSentence, ownName, words } from './tool-text.ts';
 
 /** What the search reads of a tool. */
@@ -100,6 +100,8 @@ interface Doc {
   verb: string | undefined;
   nameWords: string[];
   mode: 'read' | 'write' | undefined;
+  /** Its words per field, in `FIELDS` order: which of a request's words each field holds (the ranker's signals). */
+  fields: Array<Set<string>>;
 }
 
 interface Index {
@@ -161,7 +163,8 @@ function indexOf(tools: readonly SearchableTool[]): Index {
         parts.filter((p) => p.length > 0),
       );
     }
-    return { fields, doc: { source, verb: own[0], nameWords: own, mode: t.mode } };
+    const sets = FIELDS.map((f) => new Set(fields[f.key]));
+    return { fields, doc: { source, verb: own[0], nameWords: own, mode: t.mode, fields: sets } };
   });
   const n = Math.max(1, tools.length);
   const postings = new Map<string, Array<[number, number]>>();
@@ -234,13 +237,28 @@ const WEEKDAYS = new Set(['monday', 'tuesday', 'wednesday', 'thursday', 'friday'
  * Ties keep a stable order (by name).
  */
 export function rankTools<T extends SearchableTool>(tools: readonly T[], query: string, limit = 8): RankedTool<T>[] {
-  if (limit <= 0 || tools.length === 0) return [];
+  if (limit <= 0) return [];
+  const { candidates, rest, request } = lexicalRanking(tools, query, limit);
+  return [...rerank(candidates, request), ...rest].slice(0, limit);
+}
+
+/**
+ * The first step of `rankTools`: the lexical ranking, its first `RERANKED` tools as candidates for the ranker (with
+ * what the ranking saw of each), then the rest up to `limit`, and the request as read (quoted text left out).
+ */
+export function lexicalRanking<T extends SearchableTool>(
+  tools: readonly T[],
+  query: string,
+  limit: number,
+): { candidates: Candidate<T>[]; rest: RankedTool<T>[]; request: string } {
+  const none = { candidates: [], rest: [], request: query };
+  if (tools.length === 0) return none;
   const index = indexOf(tools);
   const request = withoutQuotes(query.slice(0, MAX_QUERY_CHARS));
   const text = REWRITES.reduce((t, [pattern, by]) => t.replace(pattern, by), withoutColonText(request));
   const all = words(text).slice(0, MAX_QUERY_WORDS * 2);
   const raw = all.filter((w) => !STOPWORDS.has(w)).slice(0, MAX_QUERY_WORDS);
-  if (raw.length === 0) return [];
+  if (raw.length === 0) return none;
   // Each query word with its synonyms (the word as written first): the best-matching form counts once.
   const groups = raw.map((w) => [...new Set([stem(w), ...(SYNONYMS[w] ?? SYNONYMS[stem(w)] ?? []).map(stem)])]);
   const action = actionOf(all);
@@ -259,6 +277,8 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
   const n = index.docs.length;
   const scores = new Float64Array(n);
   const best = new Float64Array(n);
+  // Each content word's forms as matched (with their factors) and its rarity: the ranker's coverage signals.
+  const matched: MatchedWord[] = [];
   for (const { group, weight } of content) {
     best.fill(0);
     const forms: Array<[string, number]> = group.map((w, j) => [w, j === 0 ? 1 : 0.85]);
@@ -266,16 +286,19 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
       if (w.length < PREFIX) continue;
       for (const other of index.prefixes.get(w.slice(0, PREFIX)) ?? []) if (other !== w) forms.push([other, f * 0.7]);
     }
+    let rarity = 0;
     for (const [w, f] of forms) {
       const list = index.postings.get(w);
       if (!list) continue;
       const idf = Math.log(1 + (n - list.length + 0.5) / (list.length + 0.5));
+      rarity = Math.max(rarity, idf * f);
       for (const [doc, tf] of list) {
         const s = ((idf * tf * (K1 + 1)) / (K1 + tf)) * f;
         if (s > (best[doc] ?? 0)) best[doc] = s;
       }
     }
     for (let i = 0; i < n; i++) scores[i] = (scores[i] ?? 0) + (best[i] ?? 0) * weight;
+    if (rarity > 0) matched.push({ forms, weight: weight * rarity });
   }
 
   // A request names a provider when it holds its id or its label: a one-word name as written ("slack",
@@ -326,7 +349,7 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
   }
 
   const aboutMe = all.some((w) => w === 'my' || w === 'me' || w === 'i' || w === 'mine');
-  const ranked: RankedTool<T>[] = [];
+  const ranked: Array<RankedTool<T> & { doc: number; match: number }> = [];
   tools.forEach((tool, i) => {
     const score = scores[i] ?? 0;
     if (score <= 0) return;
@@ -342,10 +365,61 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
     if (tool.popular) bonus += POPULAR_WEIGHT;
     const words = named(tool.source);
     if (words > 0) bonus += NAMED_WEIGHT + 5 * words;
-    ranked.push({ tool, score: score + bonus });
+    ranked.push({ tool, score: score + bonus, doc: i, match: score });
   });
   ranked.sort((a, b) => b.score - a.score || a.tool.name.localeCompare(b.tool.name));
-  return rerankByMeaning(ranked.slice(0, Math.max(limit, RERANKED)), request).slice(0, limit);
+  const head = ranked.slice(0, RERANKED);
+  const rest = ranked.slice(RERANKED, Math.max(limit, RERANKED)).map(({ tool, score }) => ({ tool, score }));
+  const topSource = Math.max(0, ...head.map((r) => sourceScores[(index.docs[r.doc] as Doc).source] ?? 0));
+  const candidates = head.map((r, rank): Candidate<T> => {
+    const doc = index.docs[r.doc] as Doc;
+    return {
+      tool: r.tool,
+      lexical: r.score,
+      signals: {
+        rank,
+        match: r.match,
+        cover: coverage(doc, matched),
+        source: topSource > 0 ? (sourceScores[doc.source] ?? 0) / topSource : 0,
+        intent: action?.intent,
+        mode: doc.mode,
+        verbAsked: Boolean(action && doc.verb && action.verbs.has(doc.verb)),
+        verb: doc.verb,
+        pluralList: doc.verb === 'list' && doc.nameWords.some((w) => plurals.has(w)),
+        mine: aboutMe && doc.nameWords.some((w) => w === 'my' || w === 'me'),
+        popular: Boolean(r.tool.popular),
+        named: named(r.tool.source),
+      },
+    };
+  });
+  return { candidates, rest, request };
+}
+
+interface MatchedWord {
+  forms: Array<[string, number]>;
+  /** The word's weight (a qualifier's half) times its rarest form's idf. */
+  weight: number;
+}
+
+/**
+ * How much of the request each of a tool's fields holds (in `FIELDS` order), then any of them: the rarity-weighted
+ * share of the request's content words found there, each by its best form.
+ */
+function coverage(doc: Doc, matched: readonly MatchedWord[]): number[] {
+  const out = new Array<number>(FIELDS.length + 1).fill(0);
+  let total = 0;
+  for (const { forms, weight } of matched) {
+    total += weight;
+    let any = 0;
+    doc.fields.forEach((field, k) => {
+      let m = 0;
+      for (const [w, f] of forms) if (f > m && field.has(w)) m = f;
+      out[k] = (out[k] ?? 0) + weight * m;
+      any = Math.max(any, m);
+    });
+    out[FIELDS.length] = (out[FIELDS.length] ?? 0) + weight * any;
+  }
+  return total > 0 ? out.map((x) => x / total) : out;
 }
 
 /** `rankTools` without the scores. */

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { rankTools, type SearchableTool } from './tool-search.ts';
+import { FEATURES, modelScore, type RankerModel, RERANKED } from './tool-search-ranker.ts';
+
+const tool = (name: string, description: string, source = 'demo'): SearchableTool => ({ name, description, source });
+
+describe('the tool search ranker', () => {
+  it('scores a standardised weighted sum of the features', () => {
+    const model: RankerModel = { features: ['a', 'b'], mean: [1, 0], scale: [2, 1], weights: [3, -1] };
+    // (5 - 1) / 2 * 3 + (4 - 0) / 1 * -1 = 6 - 4
+    expect(modelScore(model, [5, 4])).toBe(2);
+    // A scale of 0 (a feature constant over the training set) divides by 1.
+    expect(modelScore({ ...model, scale: [0, 1] }, [5, 0])).toBe(12);
+  });
+
+  it('has one feature name per feature, each once', () => {
+    expect(new Set(FEATURES).size).toBe(FEATURES.length);
+  });
+
+  it('re-orders the first candidates only, with scores that keep the whole list in order', () => {
+    const tools = Array.from({ length: RERANKED + 10 }, (_, i) =>
+      tool(`list_invoices_${i}`, `List invoices ${'of a customer '.repeat(1 + (i % 7))}(variant ${i}).`),
+    );
+    tools.push(tool('send_invoice', 'Send an invoice to a customer by email.'));
+    const ranked = rankTools(tools, 'send the invoice to the customer', RERANKED + 5);
+    expect(ranked).toHaveLength(RERANKED + 5);
+    expect(ranked[0]?.tool.name).toBe('send_invoice');
+    const scores = ranked.map((r) => r.score);
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    expect(new Set(ranked.map((r) => r.tool.name)).size).toBe(ranked.length);
+  });
+
+  it('answers a request with no known word, or with one tool, without the model', () => {
+    expect(rankTools([tool('list_invoices', 'List invoices.')], 'invoices', 3).map((r) => r.tool.name)).toEqual([
+      'list_invoices',
+    ]);
+    expect(rankTools([tool('a', 'A thing.'), tool('b', 'B thing.')], 'zzqx', 3)).toEqual([]);
+  });
+});

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { rankTools, type SearchableTool } from './tool-search.ts';
 import { FEATURES, modelScore, type RankerModel, RERANKED } from './tool-search-ranker.ts';
+import { keptWordVectors } from './tool-search-vectors.ts';
 
 const tool = (name: string, description: string, source = 'demo'): SearchableTool => ({ name, description, source });
 
@@ -35,5 +36,15 @@ describe('the tool search ranker', () => {
       'list_invoices',
     ]);
     expect(rankTools([tool('a', 'A thing.'), tool('b', 'B thing.')], 'zzqx', 3)).toEqual([]);
+  });
+
+  it('keeps no vector for a word the vectors do not know, whatever requests say', () => {
+    const tools = [tool('list_invoices', 'List invoices.'), tool('send_invoice', 'Send an invoice.')];
+    rankTools(tools, 'send invoices', 3);
+    const before = keptWordVectors();
+    for (let i = 0; i < 200; i++) rankTools(tools, `invoices zq${i}xv qq${i}zz`, 3);
+    expect(keptWordVectors()).toBe(before);
+    rankTools(tools, 'invoices tomorrow', 3);
+    expect(keptWordVectors()).toBe(before + 1);
   });
 });

@@ -4,6 +4,7 @@ import { offeredTools, openingMessages } from '../src/agent/runtime.ts';
 import { type AgentTool, searchTools } from '../src/agent/tool-group.ts';
 import { loadConfig } from '../src/config.ts';
 import { PACKAGE_ROOT } from '../src/lib/paths.ts';
+import { lexicalRanking } from '../src/lib/tool-search.ts';
 import { countTokens } from '../src/llm-upstreams/tokens.ts';
 import { agentToolName } from '../src/modules/connections/provider-tools.ts';
 import { providerCatalog } from '../src/modules/providers/catalog.ts';
@@ -47,6 +48,28 @@ export function topFiveRate(tools: readonly AgentTool[], set: Labelled): { hits:
   return { hits, misses };
 }
 
+/**
+ * Time per search over the whole catalog, warm (its index built, the vectors read), beside the lexical ranking
+ * alone (`lexicalRanking`, what the ranker re-orders): the ranker's cost is the difference. The median of five
+ * passes over the requests.
+ */
+function timeSearches(tools: readonly AgentTool[], requests: readonly string[]): void {
+  const pass = (search: (q: string) => unknown) => {
+    const times: number[] = [];
+    for (let round = 0; round < 6; round++) {
+      const start = performance.now();
+      for (const q of requests) search(q);
+      if (round > 0) times.push((performance.now() - start) / requests.length);
+    }
+    return times.sort((a, b) => a - b)[2] ?? 0;
+  };
+  const lexical = pass((q) => lexicalRanking(tools, q, 5));
+  const whole = pass((q) => searchTools(tools, q, 5));
+  console.log(
+    `  time a search: ${whole.toFixed(2)} ms (lexical ranking alone ${lexical.toFixed(2)} ms, the ranker +${(whole - lexical).toFixed(2)} ms)`,
+  );
+}
+
 export async function benchToolSearch(): Promise<void> {
   const tools = catalogAgentTools();
   const providers = new Set(tools.map((t) => t.source)).size;
@@ -60,6 +83,10 @@ export async function benchToolSearch(): Promise<void> {
   );
   // Only the tune part's misses are shown: the held-out part must not steer changes to the search.
   if (process.argv.includes('--misses')) for (const m of tune.misses) console.log(`  miss: ${m}`);
+  timeSearches(
+    tools,
+    TOOL_SEARCH_SET.tune.map(([request]) => request),
+  );
   const prompt = 'Find the open GitHub issues labelled bug and post a summary to the #eng Slack channel.';
   const tokens = await countTokens(
     JSON.stringify({ messages: openingMessages({ prompt, tools }), tools: offeredTools(tools) }),

@@ -13,8 +13,23 @@ import { type AskedMeaning, askedMeaning, MEANING_SIGNALS, meaningSignals } from
 /** How many of the lexical ranking's first tools are re-ordered; the rest keep their order after them. */
 export const RERANKED = 30;
 
+/** What a tool has of what the request asks (the lexical ranking's bonuses read it too). */
+export interface Asked {
+  /** Its mode is the one the request's action asks (read or write). */
+  modeAsked: boolean;
+  /** Its name starts with a verb the request's action means. */
+  verbAsked: boolean;
+  /** A list tool of a plural noun the request holds, the request not asking to write. */
+  pluralList: boolean;
+  /** The request says "my" and the tool's name does. */
+  mine: boolean;
+  popular: boolean;
+  /** How many words of its provider's name the request holds (0: not named). */
+  named: number;
+}
+
 /** What the lexical ranking saw of a tool, for the ranker. */
-export interface Signals {
+export interface Signals extends Asked {
   /** Its place in the lexical ranking (0 first). */
   rank: number;
   /** Its words' match (BM25F), without the bonuses. */
@@ -26,16 +41,7 @@ export interface Signals {
   source: number;
   intent: 'read' | 'write' | undefined;
   mode: 'read' | 'write' | undefined;
-  /** Its name starts with a verb the request's action means. */
-  verbAsked: boolean;
   verb: string | undefined;
-  /** A list tool of a plural noun the request holds. */
-  pluralList: boolean;
-  /** The request says "my" and the tool's name does. */
-  mine: boolean;
-  popular: boolean;
-  /** How many words of its provider's name the request holds (0: not named). */
-  named: number;
 }
 
 export interface Candidate<T> {
@@ -87,10 +93,10 @@ export function features(
     top.match > 0 ? s.match / top.match : 0,
     ...s.cover,
     s.source,
-    s.intent && s.mode === s.intent ? 1 : 0,
+    s.modeAsked ? 1 : 0,
     s.intent && s.mode && s.mode !== s.intent ? 1 : 0,
     s.verbAsked ? 1 : 0,
-    s.pluralList && s.intent !== 'write' ? 1 : 0,
+    s.pluralList ? 1 : 0,
     s.mine ? 1 : 0,
     s.popular ? 1 : 0,
     s.named > 0 ? 1 : 0,

@@ -44,7 +44,9 @@ describe('the tool search ranker', () => {
     const before = keptWordVectors();
     for (let i = 0; i < 200; i++) rankTools(tools, `invoices zq${i}xv qq${i}zz`, 3);
     expect(keptWordVectors()).toBe(before);
-    rankTools(tools, 'invoices tomorrow', 3);
+    // A word the vectors know is kept once (no other test says it: the suite shares a process).
+    rankTools(tools, 'invoices volcano', 3);
+    rankTools(tools, 'volcano invoices', 3);
     expect(keptWordVectors()).toBe(before + 1);
   });
 });

@@ -24,7 +24,7 @@ import {
   VERB_MEANS,
   WRITE_VERBS,
 } from './tool-search-lexicon.ts';
-import { type Candidate, RERANKED, rerank } from './tool-search-ranker.ts';
+import { type Asked, type Candidate, RERANKED, rerank } from './tool-search-ranker.ts';
 import { leadSentence, ownName, words } from './tool-text.ts';
 
 /** What the search reads of a tool. */
@@ -349,23 +349,32 @@ export function lexicalRanking<T extends SearchableTool>(
   }
 
   const aboutMe = all.some((w) => w === 'my' || w === 'me' || w === 'i' || w === 'mine');
-  const ranked: Array<RankedTool<T> & { doc: number; match: number }> = [];
+  // What a tool has of what the request asks: the bonuses below and the ranker's signals both read it.
+  const askedOf = (doc: Doc, tool: T): Asked => ({
+    // The action asked: a tool of that mode, and one whose name starts with the verb asked, does what was asked.
+    modeAsked: Boolean(action && doc.mode === action.intent),
+    verbAsked: Boolean(action && doc.verb && action.verbs.has(doc.verb)),
+    pluralList: action?.intent !== 'write' && doc.verb === 'list' && doc.nameWords.some((w) => plurals.has(w)),
+    // "my", "I", "me": the user's own things (list_my_teams, get_my_profile).
+    mine: aboutMe && doc.nameWords.some((w) => w === 'my' || w === 'me'),
+    popular: Boolean(tool.popular),
+    named: named(tool.source),
+  });
+  const ranked: Array<RankedTool<T> & { doc: number; match: number; asked: Asked }> = [];
   tools.forEach((tool, i) => {
     const score = scores[i] ?? 0;
     if (score <= 0) return;
     const doc = index.docs[i] as Doc;
+    const asked = askedOf(doc, tool);
     let bonus = SOURCE_WEIGHT * (sourceScores[doc.source] ?? 0);
-    // The action asked: a tool of that mode, and one whose name starts with the verb asked, does what was asked.
-    if (action && doc.mode === action.intent) bonus += 0.6;
-    if (action && doc.verb && action.verbs.has(doc.verb)) bonus += 2.5;
-    if (action?.intent !== 'write' && doc.verb === 'list' && doc.nameWords.some((w) => plurals.has(w))) bonus += 0.8;
-    // "my", "I", "me": the user's own things (list_my_teams, get_my_profile).
-    if (aboutMe && doc.nameWords.some((w) => w === 'my' || w === 'me')) bonus += 0.8;
+    if (asked.modeAsked) bonus += 0.6;
+    if (asked.verbAsked) bonus += 2.5;
+    if (asked.pluralList) bonus += 0.8;
+    if (asked.mine) bonus += 0.8;
     // With nothing else to tell them apart, the app most people use (Gmail over a transactional mail API).
-    if (tool.popular) bonus += POPULAR_WEIGHT;
-    const words = named(tool.source);
-    if (words > 0) bonus += NAMED_WEIGHT + 5 * words;
-    ranked.push({ tool, score: score + bonus, doc: i, match: score });
+    if (asked.popular) bonus += POPULAR_WEIGHT;
+    if (asked.named > 0) bonus += NAMED_WEIGHT + 5 * asked.named;
+    ranked.push({ tool, score: score + bonus, doc: i, match: score, asked });
   });
   ranked.sort((a, b) => b.score - a.score || a.tool.name.localeCompare(b.tool.name));
   const head = ranked.slice(0, RERANKED);
@@ -383,12 +392,8 @@ export function lexicalRanking<T extends SearchableTool>(
         source: topSource > 0 ? (sourceScores[doc.source] ?? 0) / topSource : 0,
         intent: action?.intent,
         mode: doc.mode,
-        verbAsked: Boolean(action && doc.verb && action.verbs.has(doc.verb)),
         verb: doc.verb,
-        pluralList: doc.verb === 'list' && doc.nameWords.some((w) => plurals.has(w)),
-        mine: aboutMe && doc.nameWords.some((w) => w === 'my' || w === 'me'),
-        popular: Boolean(r.tool.popular),
-        named: named(r.tool.source),
+        ...r.asked,
       },
     };
   });

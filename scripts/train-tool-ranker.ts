@@ -35,9 +35,8 @@ function queries(): Query[] {
   for (const set of TUNING_SETS) {
     for (const { q, ok } of loadToolSearchSet(set)) {
       const { candidates, request } = lexicalRanking(tools, q, RERANKED);
-      const labels = candidates.map((c) => ok.includes(`${c.tool.source}/${c.tool.name}`));
       const names = candidates.map((c) => `${c.tool.source}/${c.tool.name}`);
-      out.push({ q, names, set, xs: candidateFeatures(candidates, request), ok: labels });
+      out.push({ q, names, set, xs: candidateFeatures(candidates, request), ok: names.map((n) => ok.includes(n)) });
     }
   }
   return out;

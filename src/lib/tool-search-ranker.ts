@@ -80,7 +80,7 @@ export const FEATURES = [
 ];
 
 /** One candidate's features, in `FEATURES` order; `top` is the first candidate's, for the relative ones. */
-export function features(
+function features(
   c: Candidate<SearchableTool>,
   top: { lexical: number; match: number },
   asked: AskedMeaning,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { rankTools, type SearchableTool } from './tool-search.ts';
+import { lexicalRanking, rankTools, type SearchableTool } from './tool-search.ts';
 import { FEATURES, modelScore, type RankerModel, RERANKED } from './tool-search-ranker.ts';
 import { keptWordVectors } from './tool-search-vectors.ts';
 
@@ -26,6 +26,12 @@ describe('the tool search ranker', () => {
     const ranked = rankTools(tools, 'send the invoice to the customer', RERANKED + 5);
     expect(ranked).toHaveLength(RERANKED + 5);
     expect(ranked[0]?.tool.name).toBe('send_invoice');
+    // After the thirty, the lexical ranking's own order and scores.
+    const lexical = lexicalRanking(tools, 'send the invoice to the customer', RERANKED + 5);
+    expect(ranked.slice(RERANKED)).toEqual(lexical.rest);
+    expect(new Set(ranked.slice(0, RERANKED).map((r) => r.tool))).toEqual(
+      new Set(lexical.candidates.map((c) => c.tool)),
+    );
     const scores = ranked.map((r) => r.score);
     expect(scores).toEqual([...scores].sort((a, b) => b - a));
     expect(new Set(ranked.map((r) => r.tool.name)).size).toBe(ranked.length);

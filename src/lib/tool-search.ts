@@ -6,8 +6,8 @@
  * sentence counts more) and its provider's category; user vocabulary mapped to the catalog's by synonyms and a
  * crude stem; a provider the request names ranks its tools first; the request's action (read or write, and
  * which verb) prefers tools of that mode and verb. No fixed catalog size: rarity and lengths come from the
- * tools searched, and the index of a tool list is built once per list (`WeakMap`). Then the first ten are
- * re-ordered by meaning, with word vectors (`tool-search-vectors.ts`).
+ * tools searched, and the index of a tool list is built once per list (`WeakMap`). Then the first thirty are
+ * re-ordered by a ranker learned on the tuning sets (`tool-search-ranker.ts`), which also reads word vectors.
  */
 
 import {
@@ -378,7 +378,7 @@ export function lexicalRanking<T extends SearchableTool>(
   });
   ranked.sort((a, b) => b.score - a.score || a.tool.name.localeCompare(b.tool.name));
   const head = ranked.slice(0, RERANKED);
-  const rest = ranked.slice(RERANKED, Math.max(limit, RERANKED)).map(({ tool, score }) => ({ tool, score }));
+  const rest = ranked.slice(RERANKED, limit).map(({ tool, score }) => ({ tool, score }));
   const topSource = Math.max(0, ...head.map((r) => sourceScores[(index.docs[r.doc] as Doc).source] ?? 0));
   const candidates = head.map((r, rank): Candidate<T> => {
     const doc = index.docs[r.doc] as Doc;

@@ -30,7 +30,7 @@ describe('tool search over the whole catalog', () => {
   it('prefers the provider a request names', () => {
     expect(searchTools(tools, 'create a task in microsoft to do', 3)[0]?.name).toBe('microsoft_todo_create_task');
     // The provider named comes first; which of its two create tools (a tie lexically) the vectors put first is
-    // not this test's point: create_task_list since the re-ranking by meaning.
+    // not this test's point: create_task_list since the tool search's ranker re-orders the first thirty.
     const googleTasks = searchTools(tools, 'create a task in google tasks', 3);
     expect(googleTasks.map((t) => t.source)).toEqual(['google-tasks', 'google-tasks', 'google-tasks']);
     expect(googleTasks.map((t) => t.name)).toContain('google_tasks_create_task');

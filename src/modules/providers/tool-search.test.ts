@@ -111,8 +111,8 @@ describe('GET /api/v1/providers/tools/search', () => {
       archive.some((n) => ['gmail/modify_message_labels', 'outlook/move_message'].includes(n)),
       String(archive),
     ).toBe(true);
-    // Gmail's tools only; the archiving one among the first three (first lexically, third since the re-ranking
-    // by meaning, which puts list_labels and trash_message, as near in words, before it).
+    // Gmail's tools only; the archiving one among the first three (list_labels and trash_message, as near in
+    // words, have been among them since the re-ranking by meaning).
     const inGmail = names(await search(`q=${encodeURIComponent('archive this email in gmail')}&limit=3`));
     expect(
       inGmail.every((n) => n.startsWith('gmail/')),

@@ -274,6 +274,9 @@ describe('token lifecycle', () => {
       const { u, id } = await connected();
       const old = await tokenOf(id);
       fake.invalidateAccessTokens();
+      // The refresh answers after 1 s, so every one of the ten has met its 401 while it is in flight: on a loaded
+      // machine a call could otherwise start after a quick refresh ended and present the new token first.
+      fake.fail('refresh', { delayMs: 1000 });
       const results = await Promise.all(Array.from({ length: 10 }, () => execute(h.app, u.sessionToken, id, 'whoami')));
       expect(results.map((r) => r.statusCode)).toEqual(Array(10).fill(200));
       expect(fake.counts.refresh).toBe(1);

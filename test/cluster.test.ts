@@ -27,6 +27,16 @@ interface Outcome {
   error?: string;
 }
 
+/** An error and its causes, outermost first: the openai package's "Connection error." says why only in them. */
+const causes = (err: unknown): string => {
+  const said: string[] = [];
+  for (let e = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    said.push(`${String(e)}${typeof code === 'string' ? ` (${code})` : ''}`);
+  }
+  return said.join(' <- ');
+};
+
 const ok = (o: Outcome) => o.status >= 200 && o.status < 300;
 const summary = (outcomes: Outcome[]) => {
   const counts: Record<string, number> = {};
@@ -79,7 +89,7 @@ describe.runIf(testDatabaseTarget().kind === 'pg')('a cluster: three instances b
           const retryAfter = err.headers?.get('retry-after') ?? null;
           return { kind: 'gateway', status: err.status, retryAfter, error: err.message };
         }
-        return { kind: 'gateway', status: 0, retryAfter: null, error: String(err) };
+        return { kind: 'gateway', status: 0, retryAfter: null, error: causes(err) };
       }
     },
     async mcp() {
@@ -115,7 +125,7 @@ describe.runIf(testDatabaseTarget().kind === 'pg')('a cluster: three instances b
             kind,
             status: 0,
             retryAfter: null,
-            error: String((err as Error).cause ?? err),
+            error: causes(err),
           }),
         );
         outcomes.push(outcome);
@@ -291,6 +301,8 @@ describe.runIf(testDatabaseTarget().kind === 'pg')('a cluster: three instances b
   }, 120_000);
 
   it('a rolling restart with SIGTERM loses no call: /readyz turns 503 at once, in-flight calls finish', async () => {
+    const logFrom = cluster.logLines();
+    const healthzAtDown: number[] = [];
     const outcomes = await underLoad(async (running) => {
       for (const i of [0, 1, 2]) {
         await running.answered(4);
@@ -311,6 +323,13 @@ describe.runIf(testDatabaseTarget().kind === 'pg')('a cluster: three instances b
         ]);
         await cluster.waitForStates({ [`app${i + 1}`]: 'DOWN' });
         expect(instance?.child.exitCode).toBeNull();
+        // Whether the balancer saw it leave before its drain ended (200: still serving; 503: already closing).
+        healthzAtDown.push(
+          await fetch(`${instance?.url}/healthz`).then(
+            (r) => r.status,
+            () => 0,
+          ),
+        );
         await stopping;
         await cluster.start(i);
         await cluster.waitForStates();
@@ -318,7 +337,13 @@ describe.runIf(testDatabaseTarget().kind === 'pg')('a cluster: three instances b
       await running.answered(4);
     }, 2); // two clients: an instance starting on a busy two-core machine is slow enough with them
     const failed = outcomes.filter((o) => !ok(o));
-    expect(summary(failed), JSON.stringify(failed.slice(0, 4))).toEqual({});
+    const said = [
+      JSON.stringify(failed.slice(0, 4)),
+      `/healthz when DOWN: ${healthzAtDown}`,
+      'HAProxy:',
+      ...cluster.troubledRequests(logFrom).slice(0, 10),
+    ];
+    expect(summary(failed), said.join('\n')).toEqual({});
     expect(outcomes.length).toBeGreaterThan(16);
   }, 180_000);
 

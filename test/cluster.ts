@@ -102,6 +102,11 @@ export interface Cluster {
   /** Stops instance `i` with the signal (SIGTERM drains, SIGKILL does not) and, when asked, starts it again on its port. */
   stop(i: number, signal: NodeJS.Signals): Promise<void>;
   start(i: number): Promise<void>;
+  /** HAProxy's log lines of client requests that did not end well: a 5xx, or a termination state other than
+   * `----` (the client or a server closed, a time-out...); from line `from` of its log (see `logLines`). */
+  troubledRequests(from?: number): string[];
+  /** How many lines HAProxy has logged so far. */
+  logLines(): number;
   /** Runs a statement as the server's administrator (on the admin database, not the cluster's). */
   admin(statement: string, params?: unknown[]): Promise<pg.QueryResult>;
   /** The cluster's own database's name. */
@@ -174,12 +179,15 @@ export async function startCluster(adminUrl: string): Promise<Cluster> {
       APP1_ADDR: `127.0.0.1:${ports[0]}`,
       APP2_ADDR: `127.0.0.1:${ports[1]}`,
       APP3_ADDR: `127.0.0.1:${ports[2]}`,
+      // A line a request: a failure a client saw is explained by the balancer's side of it.
+      LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   haproxy.stdout?.on('data', (d: Buffer) => haproxyOut.push(d.toString()));
   haproxy.stderr?.on('data', (d: Buffer) => haproxyOut.push(d.toString()));
 
+  const logged = () => haproxyOut.join('').split('\n');
   const states = async (): Promise<Record<string, string>> => {
     const csv = await (await fetch(`http://127.0.0.1:${statsPort}/stats;csv`)).text();
     const [header = '', ...rows] = csv.trim().split('\n');
@@ -215,6 +223,17 @@ export async function startCluster(adminUrl: string): Promise<Cluster> {
     async start(i) {
       instances[i] = await startServer(env(i), { timeoutMs: 90_000 });
     },
+    troubledRequests(from = 0) {
+      // `... switchboard instances/app1 Tq/Tw/Tc/Tr/Ta status bytes - - TERM ...` (option httplog)
+      const request = / switchboard \S+ \S+ (\d{3}) \d+ \S+ \S+ (\S{4}) /;
+      return logged()
+        .slice(from)
+        .filter((line) => {
+          const m = request.exec(line);
+          return m && (m[1]?.startsWith('5') || m[2] !== '----');
+        });
+    },
+    logLines: () => logged().length,
     admin: (statement, params) => admin.query(statement, params),
     databaseName,
     redis,

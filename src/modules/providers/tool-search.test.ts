@@ -92,14 +92,17 @@ describe('GET /api/v1/providers/tools/search', () => {
     expect(res.statusCode).toBe(200);
     const hits = res.json() as Array<Record<string, unknown>>;
     expect(hits).toHaveLength(3);
-    expect(hits[0]).toMatchObject({ providerId: 'slack', providerLabel: 'Slack', name: 'get_channel_history' });
-    expect(Object.keys(hits[0] ?? {}).sort()).toEqual(
+    // Slack's tools only; the channel's history among them (search_messages, as right, may come first).
+    expect(hits.map((x) => x.providerId)).toEqual(['slack', 'slack', 'slack']);
+    const history = hits.find((x) => x.name === 'get_channel_history');
+    expect(history).toMatchObject({ providerId: 'slack', providerLabel: 'Slack', name: 'get_channel_history' });
+    expect(Object.keys(history ?? {}).sort()).toEqual(
       ['description', 'mode', 'name', 'parameters', 'providerId', 'providerLabel', 'score'].sort(),
     );
     const slack = providerCatalog(h.config)
       .get('slack')
       ?.definition.tools.find((t) => t.name === 'get_channel_history');
-    expect(hits[0]).toMatchObject({ description: slack?.description, parameters: slack?.parameters, mode: 'read' });
+    expect(history).toMatchObject({ description: slack?.description, parameters: slack?.parameters, mode: 'read' });
     const scores = hits.map((x) => x.score as number);
     expect(scores).toEqual([...scores].sort((a, b) => b - a));
   });
@@ -122,9 +125,18 @@ describe('GET /api/v1/providers/tools/search', () => {
     expect(names(await search(`q=${encodeURIComponent('search tweets about the launch')}&limit=1`))).toEqual([
       'x/search_recent_posts',
     ]);
-    expect(names(await search(`q=${encodeURIComponent("what's on my calendar tomorrow")}&limit=3`))).toContain(
-      'google-calendar/list_events',
-    );
+    // Either calendar's events (no calendar is named).
+    const tomorrow = names(await search(`q=${encodeURIComponent("what's on my calendar tomorrow")}&limit=3`));
+    expect(
+      tomorrow.some((n) =>
+        [
+          'google-calendar/list_events',
+          'outlook-calendar/list_calendar_events',
+          'outlook-calendar/list_events_in_range',
+        ].includes(n),
+      ),
+      String(tomorrow),
+    ).toBe(true);
   });
 
   it("finds a tool by its examples (requests in users' words), which the hit does not show", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { lexicalRanking, rankTools, type SearchableTool } from './tool-search.ts';
-import { FEATURES, modelScore, type RankerModel, RERANKED } from './tool-search-ranker.ts';
+import { BEST_MATCHED, FEATURES, modelScore, type RankerModel, RERANKED } from './tool-search-ranker.ts';
 import { keptWordVectors } from './tool-search-vectors.ts';
 
 const tool = (name: string, description: string, source = 'demo'): SearchableTool => ({ name, description, source });
@@ -18,23 +18,38 @@ describe('the tool search ranker', () => {
     expect(new Set(FEATURES).size).toBe(FEATURES.length);
   });
 
-  it('re-orders the first candidates only, with scores that keep the whole list in order', () => {
-    const tools = Array.from({ length: RERANKED + 10 }, (_, i) =>
+  it('re-orders the candidates only (the first thirty, then the best word matches), with scores in order', () => {
+    const n = RERANKED + BEST_MATCHED + 10;
+    const tools = Array.from({ length: n }, (_, i) =>
       tool(`list_invoices_${i}`, `List invoices ${'of a customer '.repeat(1 + (i % 7))}(variant ${i}).`),
     );
     tools.push(tool('send_invoice', 'Send an invoice to a customer by email.'));
-    const ranked = rankTools(tools, 'send the invoice to the customer', RERANKED + 5);
-    expect(ranked).toHaveLength(RERANKED + 5);
+    const q = 'send the invoice to the customer';
+    const limit = RERANKED + BEST_MATCHED + 5;
+    const ranked = rankTools(tools, q, limit);
+    expect(ranked).toHaveLength(limit);
     expect(ranked[0]?.tool.name).toBe('send_invoice');
-    // After the thirty, the lexical ranking's own order and scores.
-    const lexical = lexicalRanking(tools, 'send the invoice to the customer', RERANKED + 5);
-    expect(ranked.slice(RERANKED)).toEqual(lexical.rest);
-    expect(new Set(ranked.slice(0, RERANKED).map((r) => r.tool))).toEqual(
-      new Set(lexical.candidates.map((c) => c.tool)),
-    );
+    // After the candidates, the lexical ranking's own order and scores.
+    const lexical = lexicalRanking(tools, q, limit);
+    const k = RERANKED + BEST_MATCHED;
+    expect(lexical.candidates).toHaveLength(k);
+    expect(ranked.slice(k)).toEqual(lexical.rest);
+    expect(new Set(ranked.slice(0, k).map((r) => r.tool))).toEqual(new Set(lexical.candidates.map((c) => c.tool)));
     const scores = ranked.map((r) => r.score);
     expect(scores).toEqual([...scores].sort((a, b) => b - a));
     expect(new Set(ranked.map((r) => r.tool.name)).size).toBe(ranked.length);
+  });
+
+  it('also re-orders a tool whose words match best when the bonuses of a named provider push it past the thirty', () => {
+    const tools = Array.from({ length: RERANKED + 5 }, (_, i) =>
+      tool(`list_widgets_${i}`, `List the widgets of a shelf (variant ${i}).`, 'acme'),
+    );
+    tools.push(tool('send_invoice', 'Send an invoice to a customer by email.', 'billing'));
+    const q = 'send the invoice to the customer from acme';
+    const lexical = lexicalRanking(tools, q, RERANKED + 1);
+    const first = lexical.candidates.slice(0, RERANKED).map((c) => c.tool.name);
+    expect(first).not.toContain('send_invoice');
+    expect(lexical.candidates.slice(RERANKED).map((c) => c.tool.name)).toContain('send_invoice');
   });
 
   it('answers a request with no known word, or with one tool, without the model', () => {

@@ -6,8 +6,9 @@
  * sentence counts more) and its provider's category; user vocabulary mapped to the catalog's by synonyms and a
  * crude stem; a provider the request names ranks its tools first; the request's action (read or write, and
  * which verb) prefers tools of that mode and verb. No fixed catalog size: rarity and lengths come from the
- * tools searched, and the index of a tool list is built once per list (`WeakMap`). Then the first thirty are
- * re-ordered by a ranker learned on the tuning sets (`tool-search-ranker.ts`), which also reads word vectors.
+ * tools searched, and the index of a tool list is built once per list (`WeakMap`). Then the first thirty, with the
+ * ten best word matches after them, are re-ordered by a ranker learned on the tuning sets (`tool-search-ranker.ts`),
+ * which also reads word vectors.
  */
 
 import {
@@ -24,7 +25,7 @@ import {
   VERB_MEANS,
   WRITE_VERBS,
 } from './tool-search-lexicon.ts';
-import { type Asked, type Candidate, RERANKED, rerank } from './tool-search-ranker.ts';
+import { type Asked, BEST_MATCHED, type Candidate, RERANKED, rerank } from './tool-search-ranker.ts';
 import { leadSentence, ownName, words } from './tool-text.ts';
 
 /** What the search reads of a tool. */
@@ -243,8 +244,9 @@ export function rankTools<T extends SearchableTool>(tools: readonly T[], query: 
 }
 
 /**
- * The first step of `rankTools`: the lexical ranking, its first `RERANKED` tools as candidates for the ranker (with
- * what the ranking saw of each), then the rest up to `limit`, and the request as read (quoted text left out).
+ * The first step of `rankTools`: the lexical ranking, its first `RERANKED` tools and the `BEST_MATCHED` best word
+ * matches after them as candidates for the ranker (with what the ranking saw of each), then the rest up to `limit`,
+ * and the request as read (quoted text left out).
  */
 export function lexicalRanking<T extends SearchableTool>(
   tools: readonly T[],
@@ -377,8 +379,14 @@ export function lexicalRanking<T extends SearchableTool>(
     ranked.push({ tool, score: score + bonus, doc: i, match: score, asked });
   });
   ranked.sort((a, b) => b.score - a.score || a.tool.name.localeCompare(b.tool.name));
-  const head = ranked.slice(0, RERANKED);
-  const rest = ranked.slice(RERANKED, limit).map(({ tool, score }) => ({ tool, score }));
+  // The ranker's candidates: the first thirty, then the best word matches after them, in the ranking's order.
+  const after = ranked.slice(RERANKED);
+  const wellMatched = bestMatchedAt(after, BEST_MATCHED);
+  const head = [...ranked.slice(0, RERANKED), ...after.filter((_, at) => wellMatched.has(at))];
+  const rest = after
+    .filter((_, at) => !wellMatched.has(at))
+    .slice(0, Math.max(0, limit - head.length))
+    .map(({ tool, score }) => ({ tool, score }));
   const topSource = Math.max(0, ...head.map((r) => sourceScores[(index.docs[r.doc] as Doc).source] ?? 0));
   const candidates = head.map((r, rank): Candidate<T> => {
     const doc = index.docs[r.doc] as Doc;
@@ -398,6 +406,19 @@ export function lexicalRanking<T extends SearchableTool>(
     };
   });
   return { candidates, rest, request };
+}
+
+/** The places of the `n` tools whose words match best (`match`, the earlier place first on a tie), in one pass. */
+function bestMatchedAt(ranked: ReadonlyArray<{ match: number }>, n: number): Set<number> {
+  const top: number[] = [];
+  ranked.forEach((r, at) => {
+    if (top.length === n && r.match <= (ranked[top[n - 1] as number]?.match ?? 0)) return;
+    let i = Math.min(top.length, n - 1);
+    while (i > 0 && (ranked[top[i - 1] as number]?.match ?? 0) < r.match) i--;
+    top.splice(i, 0, at);
+    if (top.length > n) top.pop();
+  });
+  return new Set(top);
 }
 
 interface MatchedWord {

@@ -410,13 +410,18 @@ export function lexicalRanking<T extends SearchableTool>(
 
 /** The places of the `n` tools whose words match best (`match`, the earlier place first on a tie), in one pass. */
 function bestMatchedAt(ranked: ReadonlyArray<{ match: number }>, n: number): Set<number> {
+  if (n <= 0) return new Set();
+  // Places kept, best match first.
   const top: number[] = [];
+  const matchAt = (k: number) => ranked[top[k] as number]?.match ?? 0;
   ranked.forEach((r, at) => {
-    if (top.length === n && r.match <= (ranked[top[n - 1] as number]?.match ?? 0)) return;
-    let i = Math.min(top.length, n - 1);
-    while (i > 0 && (ranked[top[i - 1] as number]?.match ?? 0) < r.match) i--;
+    if (top.length === n) {
+      if (r.match <= matchAt(n - 1)) return;
+      top.pop();
+    }
+    let i = top.length;
+    while (i > 0 && matchAt(i - 1) < r.match) i--;
     top.splice(i, 0, at);
-    if (top.length > n) top.pop();
   });
   return new Set(top);
 }

@@ -127,6 +127,32 @@ describe.runIf(testDatabaseTarget().kind === 'pglite')('the embedded database on
     }
   });
 
+  it("refreshes a growing table's planner statistics, which PGlite's missing autovacuum never would", async () => {
+    const other = mkdtempSync(join(tmpdir(), 'sb-remote-'));
+    try {
+      cpSync(testDatabaseTarget().template, other, { recursive: true });
+      const client = await RemotePglite.open(join(other, 'pgdata'), [], 50);
+      const stats = async () =>
+        (
+          await client.query<{ pages: number; tuples: number }>(
+            "SELECT relpages AS pages, reltuples::int AS tuples FROM pg_class WHERE relname = 'grown'",
+          )
+        ).rows[0];
+      await client.exec('CREATE TABLE grown (id int PRIMARY KEY, note text)');
+      // Never analyzed: PostgreSQL records -1 rows until ANALYZE or VACUUM runs.
+      expect(await stats()).toEqual({ pages: 0, tuples: -1 });
+      await client.query("INSERT INTO grown SELECT n, 'row ' || n FROM generate_series(1, 20000) AS n");
+      await expect.poll(stats, { timeout: 5000, interval: 50 }).toMatchObject({ tuples: 20000 });
+      expect((await stats())?.pages).toBeGreaterThan(8);
+      // A tenth more rows: analyzed again.
+      await client.query("INSERT INTO grown SELECT n, 'row ' || n FROM generate_series(20001, 24000) AS n");
+      await expect.poll(stats, { timeout: 5000, interval: 50 }).toMatchObject({ tuples: 24000 });
+      await client.close();
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
   it('lets a process that never closes the database end once its statements are answered', async () => {
     const other = mkdtempSync(join(tmpdir(), 'sb-remote-'));
     try {

@@ -29,6 +29,12 @@ interface QueryOptions {
  */
 const TEXT_TYPES: ReadonlySet<number> = new Set([1082, 1114, 1184, 1186, 1182, 1115, 1185, 1187, 1231]);
 
+/**
+ * How often the embedded database's thread looks for tables whose planner statistics are stale (a catalog query of
+ * about a millisecond): a table that grows from empty is analyzed again within this long of each tenth it adds.
+ */
+export const STATISTICS_MS = 10_000;
+
 /** A transaction's statements, as PGlite's `transaction` callback receives them. */
 export interface RemoteTransaction {
   query<T = unknown>(sql: string, params?: unknown[], options?: QueryOptions): Promise<RemoteResults & { rows: T[] }>;
@@ -69,10 +75,14 @@ export class RemotePglite implements RemoteTransaction {
     worker.on('exit', (code) => stop(new Error(`The embedded database stopped (its thread exited with ${code})`)));
   }
 
-  /** Opens the database in `dir` on a new thread; PGlite's own start-up error if it cannot. */
-  static async open(dir: string, startParams: string[]): Promise<RemotePglite> {
+  /**
+   * Opens the database in `dir` on a new thread; PGlite's own start-up error if it cannot. Every `statisticsMs`
+   * (default STATISTICS_MS) the thread analyzes the tables whose size has moved by a tenth since they were last
+   * analyzed, the share of autovacuum's work PGlite needs most (pglite-worker.mjs).
+   */
+  static async open(dir: string, startParams: string[], statisticsMs = STATISTICS_MS): Promise<RemotePglite> {
     const worker = new Worker(sourceFile('db', 'pglite-worker.mjs'), {
-      workerData: { dir, startParams, textTypes: [...TEXT_TYPES] },
+      workerData: { dir, startParams, textTypes: [...TEXT_TYPES], statisticsMs },
     });
     let onMessage: (m: { ready: boolean; error?: Reply['error'] }) => void = () => {};
     let onError: (err: Error) => void = () => {};

@@ -124,6 +124,42 @@ if (pg) {
   for (const id of workerData.textTypes) pg.parsers[id] = asText;
   port.postMessage({ ready: true });
   port.on('message', serve);
+  setInterval(refreshStatistics, workerData.statisticsMs).unref();
+}
+
+/**
+ * The tables whose size has moved away from what their last ANALYZE recorded: never analyzed and not empty, or
+ * 8 pages and a tenth more or less than `relpages`. One catalog query, a millisecond or so.
+ */
+const STALE_STATISTICS = `SELECT format('%I.%I', n.nspname, c.relname) AS name
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.relkind IN ('r', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+    AND n.nspname NOT LIKE 'pg_toast%'
+    AND abs(pg_relation_size(c.oid) / current_setting('block_size')::int - c.relpages) > 8 + c.relpages / 10`;
+
+/**
+ * PGlite runs no autovacuum, so nothing refreshes the planner's statistics: a statement planned while a table was
+ * small keeps its plan as the table grows (a plpgsql function's plans live as long as the connection), and a
+ * sequential scan that was cheapest over a few pages costs more with every row. The credit ledger showed it:
+ * under steady load the group-commit batch's statement took 11, then 14, then 18 ms over six seconds while the
+ * ledger grew, and 5 ms once ANALYZE had run (docs/gateway-speed.md, 30 November). So every `statisticsMs` the
+ * tables whose size has moved by a tenth since their last ANALYZE are analyzed again (each ANALYZE reads a sample
+ * of at most 30,000 rows; a table growing steadily is analyzed at sizes a tenth apart, so the work stays a small
+ * share of its writes). It runs between statements, after any open transaction, as every statement here does.
+ */
+let refreshing = false;
+function refreshStatistics() {
+  if (refreshing) return;
+  refreshing = true;
+  pg.query(STALE_STATISTICS)
+    .then(async ({ rows }) => {
+      for (const { name } of rows) await pg.exec(`ANALYZE ${name}`);
+    })
+    // A table dropped between the two, or the database closing: the next round tries again.
+    .catch(() => {})
+    .finally(() => {
+      refreshing = false;
+    });
 }
 
 /** One message of the service's thread: answered, in the order PGlite runs them, with its `id`. */

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { evaluateToolSearch, loadToolSearchSet, type ToolSearchSet, TUNING_SETS } from '../bench/tool-search-eval.ts';
+import { evaluateToolSearch, loadToolSearchSet, type ToolSearchSet, TRAINING_SETS } from '../bench/tool-search-eval.ts';
 import { loadConfig } from '../src/config.ts';
 import { PACKAGE_ROOT, sourceFile } from '../src/lib/paths.ts';
 import { lexicalRanking } from '../src/lib/tool-search.ts';
@@ -10,7 +10,7 @@ import { providerCatalog } from '../src/modules/providers/catalog.ts';
 import { catalogTools } from '../src/modules/providers/tool-search.ts';
 
 /**
- * `npm run train:tool-search`: learns the tool search's ranker (src/lib/tool-search-ranker.ts) on the tuning sets
+ * `npm run train:tool-search`: learns the tool search's ranker (src/lib/tool-search-ranker.ts) on the training sets
  * alone, never a held-out one, and writes src/lib/tool-ranker.json. Per request, the lexical ranking's first
  * `RERANKED` tools are the candidates; the weights maximise the likelihood of the acceptable ones under a softmax
  * over each request's candidates (ListNet's top-one form), with an L2 penalty, by Adam over the whole set.
@@ -32,7 +32,7 @@ interface Query {
 function queries(): Query[] {
   const tools = catalogTools(providerCatalog(loadConfig({})));
   const out: Query[] = [];
-  for (const set of TUNING_SETS) {
+  for (const set of TRAINING_SETS) {
     for (const { q, ok } of loadToolSearchSet(set)) {
       const { candidates, request } = lexicalRanking(tools, q, RERANKED);
       const names = candidates.map((c) => `${c.tool.source}/${c.tool.name}`);
@@ -113,7 +113,7 @@ function score(model: RankerModel, data: readonly Query[]): { top1: number; top3
 const data = queries();
 if (process.argv.includes('--cv')) {
   let hits = 0;
-  for (const set of TUNING_SETS) {
+  for (const set of TRAINING_SETS) {
     const model = train(data.filter((q) => q.set !== set));
     const r = score(
       model,
@@ -122,7 +122,7 @@ if (process.argv.includes('--cv')) {
     hits += r.top3;
     console.log(`  ${set.padEnd(9)} trained on the others: top-1 ${r.top1}  top-3 ${r.top3} of ${r.total}`);
   }
-  console.log(`  all tuning sets, each unseen: top-3 ${hits} of ${data.length}`);
+  console.log(`  all training sets, each unseen: top-3 ${hits} of ${data.length}`);
 }
 const model = train(data);
 const fit = score(model, data);
@@ -133,7 +133,7 @@ if (!process.argv.includes('--dry-run')) {
   // In the repository's own format, so a retrained file's diff is its numbers alone.
   execFileSync(join(PACKAGE_ROOT, 'node_modules', '.bin', 'biome'), ['format', '--write', file], { stdio: 'ignore' });
   console.log(`  wrote src/lib/tool-ranker.json; scored as the search runs it:`);
-  for (const set of TUNING_SETS) {
+  for (const set of TRAINING_SETS) {
     const r = evaluateToolSearch(loadToolSearchSet(set));
     console.log(`  ${set.padEnd(9)} top-3 ${r.top3} of ${r.total}`);
   }

@@ -129,7 +129,7 @@ if (pg) {
 
 /**
  * The tables whose size has moved away from what their last ANALYZE recorded: never analyzed and not empty, or
- * 8 pages and a tenth more or less than `relpages`. One catalog query, a millisecond or so.
+ * 8 pages and a tenth more or less than `relpages`. One catalog query that stats every table's files (7.5 ms with the service's 48 tables).
  */
 const STALE_STATISTICS = `SELECT format('%I.%I', n.nspname, c.relname) AS name
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

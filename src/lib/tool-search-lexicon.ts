@@ -179,6 +179,8 @@ export const SYNONYMS: Record<string, string[]> = {
   pr: ['pull', 'request'],
   prs: ['pull', 'request'],
   repo: ['repository'],
+  convo: ['conversation'],
+  convos: ['conversation'],
   repos: ['repository'],
   ci: ['workflow', 'check', 'run'],
   approve: ['review', 'approve'],
@@ -306,11 +308,16 @@ export const REWRITES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bfire\s+off\b/gi, 'send'],
   [/\bget\s+back\s+to\b/gi, 'reply'],
   [/\bmoney\s+back\b/gi, 'refund'],
+  // To pull something up is to show it; to open an issue or a pull request is to create one.
+  [/\bpull\s+up\b/gi, 'show'],
+  [/\bopen\s+(an?|new|another)\s+(issue|ticket|bug|pr|pull\s+request)\b/gi, 'create $2'],
   // To text someone is to send an SMS; to block off a time, to book it; "remind me to" asks for a task; whom
   // one reports to is one's manager.
   [/^\s*text\b/i, 'send sms'],
   [/\bblock\s+(off|out)\b/gi, 'schedule'],
   [/\bremind\s+me\s+to\b/gi, 'create task to'],
+  // ...unless the question is who reports to someone: their direct reports.
+  [/\bwho\s+reports?\s+to\b/gi, 'direct reports of'],
   [/\breports?\s+to\b/gi, 'manager'],
   // Signing a document (not signing in or out): an e-signature.
   [/\be-?sign(ed|ing)?\b|\bto\s+sign\b|^\s*sign\b(?!\s+(in|out|up|off)\b)/gi, 'esign'],
@@ -328,4 +335,6 @@ export const REWRITES: ReadonlyArray<readonly [RegExp, string]> = [
   [/[\w.+-]+@[\w-]+\.[\w.]+/g, ' email '],
   [/(^|\s)#[\w-]+/g, ' channel '],
   [/(^|\s)@\w+/g, ' user '],
+  // An r/name is a subreddit.
+  [/(^|\s)\/?r\/\w+/g, ' reddit subreddit '],
 ];

@@ -44,28 +44,32 @@ import { providerCatalog } from '../../src/modules/providers/catalog.ts';
  * - tuning-10 to tuning-12: by three more authors who saw only the tool list (30 November), scored by the ranker
  *   as it was, which never learned from them: 199, 198 and 202 (two authors' lookup-only labels completed with the
  *   tools that act, by others who saw only the set and the tool list; as first labelled 199, 192 and 164).
+ * - all since five phrases read (who reports to someone, pull up, open an issue, r/name, convos; chosen on
+ *   tuning-10 to tuning-12's misses), the ranker learned again: leave one training set out 1,949 -> 1,950; then the
+ *   held-out sets scored once: top-3 1,478 -> 1,481 of 1,558 (95.1%; held-out-4, -8 and -9 one more each), top-1
+ *   1,304 -> 1,307. The floors below.
  */
 const SETS: Array<{ name: ToolSearchSet; size: number; floor: number }> = [
   { name: 'tuning', size: 100, floor: 472 },
   { name: 'held-out', size: 120, floor: 140 },
   { name: 'held-out-2', size: 100, floor: 131 },
   { name: 'held-out-3', size: 150, floor: 187 },
-  { name: 'held-out-4', size: 150, floor: 151 },
+  { name: 'held-out-4', size: 150, floor: 152 },
   { name: 'tuning-2', size: 190, floor: 195 },
   { name: 'held-out-5', size: 150, floor: 144 },
-  { name: 'tuning-3', size: 190, floor: 180 },
-  { name: 'tuning-4', size: 190, floor: 187 },
+  { name: 'tuning-3', size: 190, floor: 181 },
+  { name: 'tuning-4', size: 190, floor: 189 },
   { name: 'held-out-6', size: 160, floor: 150 },
   { name: 'held-out-7', size: 160, floor: 161 },
   { name: 'tuning-5', size: 200, floor: 188 },
   { name: 'tuning-6', size: 190, floor: 185 },
-  { name: 'tuning-7', size: 190, floor: 180 },
-  { name: 'held-out-8', size: 240, floor: 240 },
+  { name: 'tuning-7', size: 190, floor: 181 },
+  { name: 'held-out-8', size: 240, floor: 241 },
   { name: 'tuning-8', size: 190, floor: 177 },
-  { name: 'tuning-9', size: 190, floor: 186 },
-  { name: 'held-out-9', size: 180, floor: 174 },
-  { name: 'tuning-10', size: 200, floor: 199 },
-  { name: 'tuning-11', size: 200, floor: 198 },
+  { name: 'tuning-9', size: 190, floor: 187 },
+  { name: 'held-out-9', size: 180, floor: 175 },
+  { name: 'tuning-10', size: 200, floor: 200 },
+  { name: 'tuning-11', size: 200, floor: 201 },
   { name: 'tuning-12', size: 200, floor: 202 },
 ];
 

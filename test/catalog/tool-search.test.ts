@@ -58,4 +58,18 @@ describe('tool search over the whole catalog', () => {
       'github_cancel_workflow_run',
     );
   });
+
+  it('reads who reports to someone, pulling up, opening an issue, an r/name and convos', () => {
+    const top3 = (q: string) => searchTools(tools, q, 3).map((t) => t.name);
+    // Whom Sam reports to is Sam's manager; who reports to Sam, Sam's direct reports.
+    expect(top3('who does Sam Ortiz report to')[0]).toBe('microsoft_entra_get_manager');
+    expect(top3('who reports to Sam Ortiz')[0]).toBe('microsoft_entra_list_direct_reports');
+    // To pull something up is to show it, not to create it.
+    expect(top3('pull up Marco Diaz in salesforce')[0]).toBe('salesforce_sosl_search');
+    expect(top3("pull up last month's invoices in quickbooks")).not.toContain('quickbooks_create_invoice');
+    // To open an issue is to create one, not to search them.
+    expect(top3('open an issue in octo/app about the login crash')[0]).toMatch(/_create_issue$/);
+    expect(top3('top posts on r/selfhosted this week').every((n) => n.startsWith('reddit_'))).toBe(true);
+    expect(top3('unassigned intercom convos')[0]).toMatch(/^intercom_(list|search)_conversations$/);
+  });
 });

@@ -129,7 +129,8 @@ if (pg) {
 
 /**
  * The tables whose size has moved away from what their last ANALYZE recorded: never analyzed and not empty, or
- * 8 pages and a tenth more or less than `relpages`. One catalog query that stats every table's files (7.5 ms with the service's 48 tables).
+ * 8 pages and a tenth more or less than `relpages`. One catalog query that reads every table's size from its files
+ * (7.5 ms with the service's 48 tables).
  */
 const STALE_STATISTICS = `SELECT format('%I.%I', n.nspname, c.relname) AS name
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -145,12 +146,16 @@ const STALE_STATISTICS = `SELECT format('%I.%I', n.nspname, c.relname) AS name
  * ledger grew, and 5 ms once ANALYZE had run (docs/gateway-speed.md, 30 November). So every `statisticsMs` the
  * tables whose size has moved by a tenth since their last ANALYZE are analyzed again (each ANALYZE reads a sample
  * of at most 30,000 rows; a table growing steadily is analyzed at sizes a tenth apart, so the work stays a small
- * share of its writes). It runs between statements, after any open transaction, as every statement here does.
+ * share of its writes). It runs between statements, after any open transaction, as every statement here does, and
+ * only when a statement has run since the last look.
  */
 let refreshing = false;
+/** A statement ran since the last look: an idle database is not looked at (its sizes have not moved). */
+let served = false;
 function refreshStatistics() {
-  if (refreshing) return;
+  if (refreshing || !served) return;
   refreshing = true;
+  served = false;
   pg.query(STALE_STATISTICS)
     .then(async ({ rows }) => {
       for (const { name } of rows) await pg.exec(`ANALYZE ${name}`);
@@ -164,6 +169,7 @@ function refreshStatistics() {
 
 /** One message of the service's thread: answered, in the order PGlite runs them, with its `id`. */
 function serve(m) {
+  if (m.op === 'query' || m.op === 'exec') served = true;
   switch (m.op) {
     case 'query':
       return run(m, (on) => on.query(m.sql, m.params, { rowMode: m.rowMode, parsers: parsersFor(m.text) }).then(plain));

@@ -310,7 +310,9 @@ export const REWRITES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bmoney\s+back\b/gi, 'refund'],
   // To pull something up is to show it; to open an issue or a pull request is to create one.
   [/\bpull\s+up\b/gi, 'show'],
-  [/\bopen\s+(an?|new|another)\s+(issue|ticket|bug|pr|pull\s+request)\b/gi, 'create $2'],
+  // An article or "new" (or both: "open a new ticket") is what makes it a request to create: "open issues" are
+  // issues not yet closed.
+  [/\bopen\s+(?:(?:an?|another)\s+new|an?|new|another)\s+(issue|ticket|bug|pr|pull\s+request)\b/gi, 'create $1'],
   // To text someone is to send an SMS; to block off a time, to book it; "remind me to" asks for a task; whom
   // one reports to is one's manager.
   [/^\s*text\b/i, 'send sms'],

@@ -59,7 +59,7 @@ describe('tool search over the whole catalog', () => {
     );
   });
 
-  it('reads who reports to someone, pulling up, opening an issue, an r/name and convos', () => {
+  it('reads who reports to someone, pulling up, opening an issue (a new one too), an r/name and convos', () => {
     const top3 = (q: string) => searchTools(tools, q, 3).map((t) => t.name);
     // Whom Sam reports to is Sam's manager; who reports to Sam, Sam's direct reports.
     expect(top3('who does Sam Ortiz report to')[0]).toBe('microsoft_entra_get_manager');
@@ -69,6 +69,8 @@ describe('tool search over the whole catalog', () => {
     expect(top3("pull up last month's invoices in quickbooks")).not.toContain('quickbooks_create_invoice');
     // To open an issue is to create one, not to search them.
     expect(top3('open an issue in octo/app about the login crash')[0]).toMatch(/_create_issue$/);
+    expect(top3('open a new ticket in zendesk for the refund')[0]).toBe('zendesk_create_ticket');
+    expect(top3('open a new bug about the crash in linear')[0]).toBe('linear_create_issue');
     expect(top3('top posts on r/selfhosted this week').every((n) => n.startsWith('reddit_'))).toBe(true);
     expect(top3('unassigned intercom convos')[0]).toMatch(/^intercom_(list|search)_conversations$/);
   });

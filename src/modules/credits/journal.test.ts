@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
@@ -94,6 +94,33 @@ describe('credit charges: written once, journal replay, backlog bound', () => {
     const closed = await state(u.account.id);
     expect(closed).toEqual({ ...once, balance: u.account.creditBalance - 30, leased: 0 });
     expect(closed.balance).toBe(closed.ledger);
+  });
+
+  it('finds which of a batch’s charges are written already by key, not by reading the ledger (PostgreSQL only)', async (t) => {
+    if (h.database.driver !== 'pg') t.skip(); // PGlite counts no scans
+    const accountId = (await createUser(h.app)).account.id;
+    const { leaseId, charge, expiresAt } = await leaseWithCharge(accountId, 1000, 1);
+    // A ledger of several pages that no ANALYZE has seen, as a new database's is until autovacuum comes by.
+    const earlier = Array.from({ length: 300 }, (_, i) => ({
+      ...charge,
+      id: newId('creditTransaction'),
+      requestId: `r${i}`,
+    }));
+    const lease = (charged: number) => [{ leaseId, accountId, charged, close: false }];
+    await repo.writeLeaseBatch(db(), { charges: earlier, leases: lease(300), expiresAt });
+    const [written] = earlier;
+    const scans = await db().transaction(async (tx) => {
+      // One charge new, one written already: the batch looks both up.
+      await repo.writeLeaseBatch(tx, { charges: written ? [charge, written] : [charge], leases: lease(2), expiresAt });
+      const result = await tx.execute(
+        sql`SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'credit_transactions'`,
+      );
+      const [row] = (result as unknown as { rows: Array<{ seq_scan: string; idx_scan: string }> }).rows;
+      return { seq: Number(row?.seq_scan), index: Number(row?.idx_scan) };
+    });
+    expect(scans.seq).toBe(0);
+    expect(scans.index).toBeGreaterThan(0);
+    expect((await state(accountId)).charges).toHaveLength(301);
   });
 
   it('charges journaled by a stopped instance are written once on start, however often the journal is replayed', async () => {

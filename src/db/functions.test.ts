@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type TestHarness } from '../../test/harness.ts';
+import { rowsOf } from './rows.ts';
 
 /**
  * The schema's plpgsql functions are batch writers that look their rows up by key, and each connection keeps their
@@ -21,7 +22,7 @@ describe('the schema’s functions', () => {
       SELECT p.proname AS name, coalesce(array_to_string(p.proconfig, ','), '') AS config
       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
       WHERE n.nspname = 'public' AND l.lanname = 'plpgsql' ORDER BY p.proname`);
-    const rows = (result as unknown as { rows: Array<{ name: string; config: string }> }).rows;
+    const rows = rowsOf<{ name: string; config: string }>(result);
     expect(rows.map((r) => r.name)).toEqual([
       'agents_write_conversation_log',
       'agents_write_conversation_rows',

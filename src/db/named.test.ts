@@ -2,6 +2,7 @@ import { type SQL, sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openTestDatabase, type TestDatabase } from '../../test/harness.ts';
 import { namedStatement } from './named.ts';
+import { rowsOf } from './rows.ts';
 
 /**
  * A named statement (the batch writers' functions: conversation log, credit leases) answers what the same SQL run
@@ -27,7 +28,7 @@ describe('namedStatement', () => {
       expect(await echo(tx, { n: 2, word: 'in' })).toEqual([{ n: 3, word: 'IN' }]);
       expect(await echo(tx, { n: 3, word: 'again' })).toEqual([{ n: 4, word: 'AGAIN' }]);
       const rows = await tx.execute(sql`SELECT name FROM pg_prepared_statements WHERE name = 'test_named_echo'`);
-      return (rows as unknown as { rows: Array<{ name: string }> }).rows.map((r) => r.name);
+      return rowsOf<{ name: string }>(rows).map((r) => r.name);
     });
     // PGlite runs it unnamed, as execute does.
     expect(prepared).toEqual(driver === 'pg' ? ['test_named_echo'] : []);

@@ -9,6 +9,7 @@ import { testDatabaseTarget } from '../../test/test-database.ts';
 import { isUniqueViolation } from '../lib/errors.ts';
 import { type Database, openDatabase } from './client.ts';
 import { RemotePglite } from './pglite-remote.ts';
+import { rowsOf } from './rows.ts';
 
 /**
  * The embedded database on its own thread behaves as PGlite in the process did: what drizzle and the services
@@ -33,15 +34,17 @@ describe.runIf(testDatabaseTarget().kind === 'pglite')('the embedded database on
     await database.db.execute(
       sql`INSERT INTO remote_t VALUES (1, '2026-11-27T10:00:00Z', ${JSON.stringify({ a: [1, 'b'] })}::jsonb)`,
     );
-    const { rows } = (await database.db.execute(
-      sql`SELECT id, at, doc, 9007199254740991::int8 AS big FROM remote_t WHERE id = 1`,
-    )) as unknown as { rows: unknown[] };
+    const rows = rowsOf(
+      await database.db.execute(sql`SELECT id, at, doc, 9007199254740991::int8 AS big FROM remote_t WHERE id = 1`),
+    );
     expect(rows).toEqual([{ id: 1, at: '2026-11-27 10:00:00+00', doc: { a: [1, 'b'] }, big: 9007199254740991 }]);
     // The array types too (the thread sets them as text after PGlite's start-up installs their parsers).
-    const arrays = (await database.db.execute(
-      sql`SELECT ARRAY[at] AS ats, ARRAY[at::date] AS days, ARRAY[interval '1 day'] AS spans FROM remote_t WHERE id = 1`,
-    )) as unknown as { rows: unknown[] };
-    expect(arrays.rows).toEqual([{ ats: '{"2026-11-27 10:00:00+00"}', days: '{2026-11-27}', spans: '{"1 day"}' }]);
+    const arrays = rowsOf(
+      await database.db.execute(
+        sql`SELECT ARRAY[at] AS ats, ARRAY[at::date] AS days, ARRAY[interval '1 day'] AS spans FROM remote_t WHERE id = 1`,
+      ),
+    );
+    expect(arrays).toEqual([{ ats: '{"2026-11-27 10:00:00+00"}', days: '{2026-11-27}', spans: '{"1 day"}' }]);
   });
 
   it('commits a transaction that returns and rolls back one that throws, with its error', async () => {
@@ -85,7 +88,7 @@ describe.runIf(testDatabaseTarget().kind === 'pglite')('the embedded database on
     await entered;
     const outside = database.db
       .execute(sql`SELECT count(*)::int AS n FROM remote_t WHERE id = 4`)
-      .then((r) => order.push(`outside saw ${(r as unknown as { rows: Array<{ n: number }> }).rows[0]?.n}`));
+      .then((r) => order.push(`outside saw ${rowsOf<{ n: number }>(r)[0]?.n}`));
     await Promise.all([tx, outside]);
     expect(order).toEqual(['transaction', 'outside saw 1']);
   });

@@ -1,6 +1,7 @@
 import { and, desc, eq, inArray, lt, notInArray, or, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { byKey } from '../db/lookup.ts';
+import { rowsOf } from '../db/rows.ts';
 import { type JobRow, type JobStatus, jobs } from '../db/schema/index.ts';
 
 /** All SQL of the job queue. Times come from the database clock, so instances with skewed clocks agree. */
@@ -45,7 +46,7 @@ async function insertRow(db: Executor, job: NewJob, onlyIfUnseen: SQL): Promise<
     ${onlyIfUnseen}
     ON CONFLICT (dedupe_key) WHERE status IN ('queued', 'running') DO NOTHING
     RETURNING id`);
-  return (result as unknown as { rows: unknown[] }).rows.length === 1;
+  return rowsOf(result).length === 1;
 }
 
 /**

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientAllowWhitelabel, keysRotate } from '../../src/access/oauth/cli-commands.ts';
 import { isFirstPartyOrWhitelabel } from '../../src/access/oauth/policy.ts';
 import { buildApp, loggerOptions } from '../../src/app.ts';
+import { rowsOf } from '../../src/db/rows.ts';
 import type { App } from '../../src/http/types.ts';
 import { createHarness, createUser, publicContext, type TestHarness, type TestUser, testConfig } from '../harness.ts';
 import { decodeJwt, freePort, listeningApp, obtainTokens } from './oauth-helpers.ts';
@@ -142,7 +143,7 @@ describe('OAuth tokens, clients and keys', () => {
       const res = await h.database.db.execute(
         sql`SELECT count(*)::int AS n FROM oauth_artifacts WHERE ${sql.identifier(column)} = ${id}`,
       );
-      return Number((res as unknown as { rows: { n: number }[] }).rows[0]?.n);
+      return Number(rowsOf<{ n: number }>(res)[0]?.n);
     };
     expect(await artifacts('account_id', user.account.id)).toBeGreaterThan(0);
     const del = await fetch(`${base}/api/v1/accounts/me`, {

@@ -9,6 +9,7 @@ import {
   type TestHarness,
   type TestUser,
 } from '../../../test/harness.ts';
+import { rowsOf } from '../../db/rows.ts';
 import { setWhitelabelAllowed } from './service.ts';
 
 const PNG = `data:image/png;base64,${Buffer.from('\x89PNG\r\n\x1a\nfake').toString('base64')}`;
@@ -99,7 +100,7 @@ describe('auth clients API', () => {
     expect(list.json().data.map((c: { id: string }) => c.id)).toEqual([pub.json().id, id]);
 
     const raw = await h.database.db.execute(sql`SELECT secret_ciphertext FROM auth_clients WHERE id = ${id}`);
-    const sealed = (raw as unknown as { rows: { secret_ciphertext: string }[] }).rows[0]?.secret_ciphertext ?? '';
+    const sealed = rowsOf<{ secret_ciphertext: string }>(raw)[0]?.secret_ciphertext ?? '';
     expect(sealed).toMatch(/^v1\./);
     expect(sealed).not.toContain(clientSecret);
     expect(h.keyRing.decrypt(sealed, id)).toBe(clientSecret);

@@ -6,6 +6,7 @@ import { SCOPES } from '../../access/scopes.ts';
 import { resolveBearer } from '../../access/tokens.ts';
 import { buildApp } from '../../app.ts';
 import type { Actor } from '../../context.ts';
+import { rowsOf } from '../../db/rows.ts';
 import { accounts, creditTransactions, personalAccessTokens, sessions } from '../../db/schema/index.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { createPat } from './service.ts';
@@ -16,7 +17,7 @@ const TOKEN = (prefix: string) => new RegExp(`^${prefix}_[A-Za-z0-9_-]{43}$`);
 /** Every column of the raw row, as text: what someone reading the database would see. */
 async function rawRow(h: TestHarness, table: 'sessions' | 'personal_access_tokens' | 'accounts', id: string) {
   const res = await h.database.db.execute(sql`SELECT * FROM ${sql.identifier(table)} WHERE id = ${id}`);
-  const [row] = (res as unknown as { rows: Record<string, unknown>[] }).rows;
+  const [row] = rowsOf(res);
   if (!row) throw new Error(`no ${table} row ${id}`);
   return row;
 }

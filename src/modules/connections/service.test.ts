@@ -7,6 +7,7 @@ import {
 } from '../../../test/fakes/oauth-provider.ts';
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
+import { rowsOf } from '../../db/rows.ts';
 import { connections, oauthStates, pendingConnections } from '../../db/schema/index.ts';
 import { APP_REDIRECT, authorize, connectAcme, execute, openAuthorizationUrl } from './test-support.ts';
 
@@ -108,7 +109,7 @@ describe('connections', () => {
       const raw = await h.database.db.execute(
         sql`SELECT row_to_json(c)::text AS doc FROM connections c WHERE id = ${id}`,
       );
-      const doc = String((raw as unknown as { rows: Array<{ doc: string }> }).rows[0]?.doc);
+      const doc = String(rowsOf<{ doc: string }>(raw)[0]?.doc);
       expect(doc).not.toContain(accessToken);
       expect(doc).not.toContain('acme_rt_');
       expect(doc).not.toContain('acme_at_');

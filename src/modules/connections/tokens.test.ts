@@ -11,6 +11,7 @@ import { call, createHarness, createUser, type TestHarness, type TestUser } from
 import { buildApp } from '../../app.ts';
 import type { ServiceContext } from '../../context.ts';
 import { type Database, type Db, openDatabase } from '../../db/client.ts';
+import { rowsOf } from '../../db/rows.ts';
 import * as schema from '../../db/schema/index.ts';
 import { connections } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
@@ -400,7 +401,7 @@ describe('token lifecycle', () => {
           const killed = await h.database.db.execute(sql`
             SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
             WHERE application_name = ${name} AND state = 'idle in transaction'`);
-          expect((killed as unknown as { rows: unknown[] }).rows).toHaveLength(1);
+          expect(rowsOf(killed)).toHaveLength(1);
           const res = await pending;
           // A database session lost mid-request is an outage, not the client's fault: 503 to retry (issue 39).
           expect(res.statusCode).toBe(503);

@@ -3,6 +3,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
+import { rowsOf } from '../../db/rows.ts';
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
 import { BATCH_MAX, type BankCharge, type BankHold, CreditBank } from './bank.ts';
 import { LEASE_MAX_CREDITS } from './lease.ts';
@@ -180,7 +181,7 @@ describe('credit bank: lease sizing, batch bound and retries', () => {
     const result = await db().execute(sql`
       SELECT xmin::text AS tx, count(*)::int AS n FROM credit_transactions
       WHERE account_id = ${id} AND type = 'llm' GROUP BY 1`);
-    const perTransaction = (result as unknown as { rows: Array<{ n: number }> }).rows.map((r) => Number(r.n));
+    const perTransaction = rowsOf<{ n: number }>(result).map((r) => Number(r.n));
     expect(perTransaction.reduce((a, x) => a + x, 0)).toBe(n);
     expect(Math.max(...perTransaction)).toBeLessThanOrEqual(BATCH_MAX);
     expect(perTransaction.length).toBeGreaterThanOrEqual(Math.ceil(n / BATCH_MAX));
@@ -295,7 +296,7 @@ describe('credit bank: lease sizing, batch bound and retries', () => {
           const result = await db().execute(
             sql`SELECT pid FROM pg_stat_activity WHERE ${lockerPid} = ANY(pg_blocking_pids(pid)) AND pid <> ${not}`,
           );
-          const [row] = (result as unknown as { rows: Array<{ pid: number }> }).rows;
+          const [row] = rowsOf<{ pid: number }>(result);
           if (row) return Number(row.pid);
           await new Promise((r) => setTimeout(r, 20));
         }

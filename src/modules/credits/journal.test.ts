@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, createUser, type TestHarness } from '../../../test/harness.ts';
+import { rowsOf } from '../../db/rows.ts';
 import { accounts, creditHolds, creditTransactions } from '../../db/schema/index.ts';
 import { ServiceUnavailableError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -101,21 +102,18 @@ describe('credit charges: written once, journal replay, backlog bound', () => {
     const accountId = (await createUser(h.app)).account.id;
     const { leaseId, charge, expiresAt } = await leaseWithCharge(accountId, 1000, 1);
     // A ledger of several pages that no ANALYZE has seen, as a new database's is until autovacuum comes by.
-    const earlier = Array.from({ length: 300 }, (_, i) => ({
-      ...charge,
-      id: newId('creditTransaction'),
-      requestId: `r${i}`,
-    }));
+    const another = (i: number) => ({ ...charge, id: newId('creditTransaction'), requestId: `r${i}` });
+    const written = another(0);
+    const earlier = [written, ...Array.from({ length: 299 }, (_, i) => another(i + 1))];
     const lease = (charged: number) => [{ leaseId, accountId, charged, close: false }];
     await repo.writeLeaseBatch(db(), { charges: earlier, leases: lease(300), expiresAt });
-    const [written] = earlier;
     const scans = await db().transaction(async (tx) => {
       // One charge new, one written already: the batch looks both up.
-      await repo.writeLeaseBatch(tx, { charges: written ? [charge, written] : [charge], leases: lease(2), expiresAt });
+      await repo.writeLeaseBatch(tx, { charges: [charge, written], leases: lease(2), expiresAt });
       const result = await tx.execute(
         sql`SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'credit_transactions'`,
       );
-      const [row] = (result as unknown as { rows: Array<{ seq_scan: string; idx_scan: string }> }).rows;
+      const [row] = rowsOf<{ seq_scan: string; idx_scan: string }>(result);
       return { seq: Number(row?.seq_scan), index: Number(row?.idx_scan) };
     });
     expect(scans.seq).toBe(0);

@@ -1,6 +1,7 @@
 import { and, count, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
 import { namedStatement } from '../../db/named.ts';
+import { rowsOf } from '../../db/rows.ts';
 import { accounts, type CreditTransactionRow, creditTransactions } from '../../db/schema/index.ts';
 import { newId } from '../../lib/ids.ts';
 import { offsetOf } from '../../lib/pagination.ts';
@@ -291,6 +292,6 @@ export async function usageByDay(
       AND created_at >= ${from.toISOString()}::timestamptz AND created_at < ${to.toISOString()}::timestamptz
     GROUP BY 1, 2
     ORDER BY 1, 2`);
-  const rows = (result as unknown as { rows: Array<{ day: string; type: string; credits: string | number }> }).rows;
+  const rows = rowsOf<{ day: string; type: string; credits: string | number }>(result);
   return rows.map((r) => ({ day: r.day, type: r.type, credits: Number(r.credits) }));
 }

@@ -1,8 +1,8 @@
 import { and, asc, eq, inArray, ne, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
+import { rowsOf } from '../../db/rows.ts';
 import { knowledgeLinks, knowledgePages } from '../../db/schema/index.ts';
 import { INDEX_SLUG } from './links.ts';
-import { rowsOf } from './rows.ts';
 
 /** SQL of the links between pages (wikilinks and relationships) and what lint reads of them. */
 

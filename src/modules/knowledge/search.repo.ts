@@ -1,8 +1,8 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
+import { rowsOf } from '../../db/rows.ts';
 import type { PageType } from '../../db/schema/index.ts';
 import { INDEX_SLUG } from './links.ts';
-import { rowsOf } from './rows.ts';
 
 /** Full-text search over a base's pages. */
 

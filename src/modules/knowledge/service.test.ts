@@ -16,6 +16,7 @@ import { type FakeLlm, startFakeLlm } from '../../../test/fakes/llm-upstream.ts'
 import { guardTests } from '../../../test/guards.ts';
 import { call, createHarness, createUser, type TestHarness, type TestUser } from '../../../test/harness.ts';
 import { peakGrowth } from '../../../test/memory.ts';
+import { rowsOf } from '../../db/rows.ts';
 import { jobs, knowledgeLogs, knowledgePages } from '../../db/schema/index.ts';
 import { ingestIdleConversations } from './ingest.ts';
 import { knowledgeJobs } from './jobs.ts';
@@ -421,9 +422,11 @@ describe('knowledge bases', () => {
     });
 
     it('keeps the pending list of every GIN index a search reads at 128 kB (PGlite runs no vacuum to merge it)', async () => {
-      const { rows } = (await h.app.deps.database.db.execute(
-        sql`SELECT relname, reloptions FROM pg_class WHERE relam = (SELECT oid FROM pg_am WHERE amname = 'gin') ORDER BY relname`,
-      )) as unknown as { rows: Array<{ relname: string; reloptions: string[] | null }> };
+      const rows = rowsOf<{ relname: string; reloptions: string[] | null }>(
+        await h.app.deps.database.db.execute(
+          sql`SELECT relname, reloptions FROM pg_class WHERE relam = (SELECT oid FROM pg_am WHERE amname = 'gin') ORDER BY relname`,
+        ),
+      );
       expect(rows).toEqual(
         [
           'agent_memories_content_trgm_idx',

@@ -1,5 +1,6 @@
 import { and, count, desc, eq, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
+import { rowsOf } from '../../db/rows.ts';
 import {
   type KnowledgeSourceRow,
   knowledgeConversationTrackers,
@@ -8,7 +9,6 @@ import {
   type SourceType,
 } from '../../db/schema/index.ts';
 import { offsetOf } from '../../lib/pagination.ts';
-import { rowsOf } from './rows.ts';
 
 /** SQL of a base's sources and of the agent conversations captured as sources. */
 

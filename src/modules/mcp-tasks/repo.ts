@@ -1,5 +1,6 @@
 import { and, desc, eq, gt, inArray, lt, or, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
+import { rowsOf } from '../../db/rows.ts';
 import { type McpTaskRow, type McpTaskStatus, mcpTasks } from '../../db/schema/index.ts';
 
 const LIVE: McpTaskStatus[] = ['working', 'input_required'];
@@ -109,7 +110,7 @@ export async function takeMessages(
     update mcp_tasks set messages = ${rest} from old where mcp_tasks.id = old.id
     returning ${taken} as taken`);
   // Both drivers answer a raw `execute` as `{rows}`, with jsonb parsed.
-  const [row] = (result as unknown as { rows: Array<{ taken: Record<string, unknown>[] }> }).rows;
+  const [row] = rowsOf<{ taken: Record<string, unknown>[] }>(result);
   return row?.taken ?? [];
 }
 

@@ -153,7 +153,17 @@ describe('robustness under random requests', () => {
     fc.constant(undefined),
     fc.json({ maxDepth: 3 }),
     fc.string({ maxLength: 200 }),
-    fc.constantFrom('{', '{"a":', 'null', '[]', '"x"', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{}}}'),
+    fc.constantFrom(
+      '{',
+      '{"a":',
+      'null',
+      '[]',
+      '"x"',
+      '{"__proto__":{"x":1}}',
+      '{"constructor":{"prototype":{}}}',
+      // An object whose toString is not a function: String() and template literals throw on it.
+      '{"name":{"toString":[]},"email":{"toString":[]},"url":{"toString":[]},"prompt":{"valueOf":[]}}',
+    ),
     // Nested thousands of levels deep (sent as text: JSON.stringify itself overflows past about 5,000).
     fc
       .tuple(
@@ -182,8 +192,8 @@ describe('robustness under random requests', () => {
                   {
                     type: fc.oneof(text, fc.constantFrom('text', 'image', 'tool_use', 'tool_result', 'document')),
                     text: fc.oneof(text, fc.integer()),
-                    id: text,
-                    name: text,
+                    id: fc.oneof(text, fc.constant({ toString: [] })),
+                    name: fc.oneof(text, fc.constant({ toString: [] })),
                     input: fc.json({ maxDepth: 2 }).map((j) => JSON.parse(j) as unknown),
                     tool_use_id: text,
                     content: fc.oneof(text, fc.array(fc.record({ type: text, text }))),

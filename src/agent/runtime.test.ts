@@ -121,6 +121,31 @@ describe('agent runtime', () => {
     expect(run.toolCalls.map((c) => c.name)).toEqual(['find_tools', 'describe_tool', 'github_create_issue']);
   });
 
+  it('takes arguments of any JSON type for the catalogue tools, an object whose toString is not one too', async () => {
+    const u = await createUser(h.app);
+    const tools = Array.from({ length: 30 }, (_, i) => tool(`service${i}_list_items`, async () => ({ i })));
+    const hostile = { toString: [] };
+    fake.enqueue(
+      {
+        toolCalls: [
+          { name: 'find_tools', arguments: { query: hostile } },
+          { name: 'describe_tool', arguments: { name: hostile } },
+          { name: 'call_tool', arguments: { name: hostile, arguments: {} } },
+        ],
+      },
+      { content: 'Nothing matched.' },
+    );
+    const run = await runAgent(u.ctx, { prompt: 'list', tools, billing: { type: 'mcp' } });
+    expect(run.text).toBe('Nothing matched.');
+    expect(run.toolCalls).toEqual([
+      { name: 'find_tools', ok: true, quarantined: false },
+      { name: 'describe_tool', ok: false, quarantined: false },
+      { name: '', ok: false, quarantined: false },
+    ]);
+    const answers = (fake.requests.at(-1)?.messages ?? []).filter((m) => m.role === 'tool').map((m) => m.content);
+    expect(answers[1]).toContain('No tool named ; use find_tools');
+  });
+
   it('stops after the step limit', async () => {
     const u = await createUser(h.app);
     fake.enqueue(...Array.from({ length: 3 }, () => ({ toolCalls: [{ name: 'loop', arguments: {} }] })));

@@ -2,6 +2,7 @@ import type { ServiceContext } from '../context.ts';
 import type { ActivitySource } from '../lib/activity.ts';
 import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../lib/json.ts';
 import { redactSecrets } from '../lib/redact.ts';
+import { argText } from '../lib/text.ts';
 import { endSpan, inSpan, startSpan, within } from '../lib/tracing.ts';
 import type { Billing, ChatMessage, ChatTool, ChatToolCall, Credits } from '../llm-upstreams/types.ts';
 import { TOOL_OUTPUT_THRESHOLD } from './injection.ts';
@@ -315,7 +316,7 @@ async function runToolCall(
   let args = parsed.value ?? {};
 
   if (st.useCatalog && name === 'find_tools') {
-    const found = searchTools(st.tools, String(args.query ?? ''));
+    const found = searchTools(st.tools, argText(args.query));
     return wrapWith(
       name,
       { tools: found.map((t) => ({ name: t.name, service: t.source, mode: t.mode, description: t.description })) },
@@ -323,8 +324,8 @@ async function runToolCall(
     );
   }
   if (st.useCatalog && name === 'describe_tool') {
-    const tool = st.byName.get(String(args.name ?? ''));
-    if (!tool) return wrapWith(name, { error: `No tool named ${String(args.name)}; use find_tools` }, false);
+    const tool = st.byName.get(argText(args.name));
+    if (!tool) return wrapWith(name, { error: `No tool named ${argText(args.name)}; use find_tools` }, false);
     st.loaded.add(tool.name);
     return wrapWith(
       name,
@@ -333,7 +334,7 @@ async function runToolCall(
     );
   }
   if (st.useCatalog && name === 'call_tool') {
-    name = String(args.name ?? '');
+    name = argText(args.name);
     args = (args.arguments && typeof args.arguments === 'object' ? args.arguments : {}) as Record<string, unknown>;
   }
   const tool = st.byName.get(name);

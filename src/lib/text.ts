@@ -90,3 +90,13 @@ export function storable<T>(value: T): T {
   }
   return root as T;
 }
+
+/**
+ * A model's or client's argument as text: a string as is, a number or boolean written out, anything else (an
+ * object, an array, null) `fallback`. `String()` is not safe on parsed JSON: `{"toString": []}` makes it throw.
+ */
+export function argText(value: unknown, fallback = ''): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return fallback;
+}

@@ -110,8 +110,13 @@ function systemText(system: MessagesRequest['system']): string {
 function textOf(block: MessagesBlock, where: string): string {
   if (block?.type === 'text' && typeof block.text === 'string') return block.text;
   if (block?.type === 'text') return refuse(`${where}: a text block needs its text`);
-  return refuse(`${where}: a "${String(block?.type)}" block is not supported here`);
+  const type = typeof block?.type === 'string' ? `a "${block.type}"` : 'an untyped';
+  return refuse(`${where}: ${type} block is not supported here`);
 }
+
+/** A field the request must give as non-empty text: JSON allows any value there, and no other is taken. */
+const textField = (value: unknown): string | undefined =>
+  typeof value === 'string' && value.length > 0 ? value : undefined;
 
 /** Tool results become `tool` messages (first: they answer the assistant's calls), the rest one user message. */
 function userMessages(content: string | MessagesBlock[], where: string): ChatMessage[] {
@@ -121,14 +126,13 @@ function userMessages(content: string | MessagesBlock[], where: string): ChatMes
   for (const [j, b] of content.entries()) {
     const at = `${where}.content[${j}]`;
     if (b.type === 'tool_result') {
-      if (!b.tool_use_id) refuse(`${at}: tool_use_id is required`);
+      const id = textField(b.tool_use_id) ?? refuse(`${at}: tool_use_id is required (a string)`);
       const content: unknown = b.content ?? '';
       if (typeof content !== 'string' && !Array.isArray(content)) refuse(`${at}.content must be text or blocks`);
       const text =
         typeof content === 'string'
           ? content
           : (content as unknown[]).map((c, k) => textOf(c as MessagesBlock, `${at}.content[${k}]`)).join('\n');
-      const id = String(b.tool_use_id);
       results.push({ role: 'tool', tool_call_id: id, content: b.is_error === true ? `Error: ${text}` : text });
     } else if (b.type === 'text') {
       parts.push({ type: 'text', text: textOf(b, at) });
@@ -160,12 +164,10 @@ function assistantMessage(content: string | MessagesBlock[], where: string): Cha
     const at = `${where}.content[${j}]`;
     if (b.type === 'text') text += textOf(b, at);
     else if (b.type === 'tool_use') {
-      if (!b.id || !b.name) refuse(`${at}: a tool_use block needs id and name`);
-      calls.push({
-        id: String(b.id),
-        type: 'function',
-        function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) },
-      });
+      const id = textField(b.id);
+      const name = textField(b.name);
+      if (!id || !name) return refuse(`${at}: a tool_use block needs id and name (strings)`);
+      calls.push({ id, type: 'function', function: { name, arguments: JSON.stringify(b.input ?? {}) } });
     } else if (b.type !== 'thinking' && b.type !== 'redacted_thinking') {
       refuse(`${at}: "${b.type}" blocks are not supported in assistant turns: send text and tool_use blocks`);
     }

@@ -1,4 +1,5 @@
 import { JSON_DEPTH_MESSAGE, nestedDeeperThan } from '../lib/json.ts';
+import { argText } from '../lib/text.ts';
 import type { CatalogModel } from './catalog.ts';
 import { faultOf, postEvents, postJson } from './http.ts';
 import type {
@@ -345,9 +346,9 @@ function toCompletion(message: AnthropicMessage, modelId: string): ChatCompletio
   const toolCalls: ChatToolCall[] = message.content
     .filter((b) => b.type === 'tool_use')
     .map((b) => ({
-      id: String(b.id),
+      id: argText(b.id),
       type: 'function',
-      function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) },
+      function: { name: argText(b.name), arguments: JSON.stringify(b.input ?? {}) },
     }));
   return {
     id: message.id,

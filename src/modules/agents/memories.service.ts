@@ -7,6 +7,7 @@ import { BadRequestError, NotFoundError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
+import { argText } from '../../lib/text.ts';
 import { runCompletion } from '../llm/index.ts';
 import * as memoryRepo from './memories.repo.ts';
 import * as repo from './repo.ts';
@@ -108,9 +109,7 @@ export function memoryTools(
       mode: 'write',
       source,
       async run(args) {
-        const content = String(args.content ?? '')
-          .trim()
-          .slice(0, MEMORY_MAX_CHARS);
+        const content = argText(args.content).trim().slice(0, MEMORY_MAX_CHARS);
         if (!content) throw new BadRequestError('Nothing to remember');
         const row = await memoryRepo.insertMemory(ctx.db, {
           id: newId('memory'),
@@ -135,7 +134,7 @@ export function memoryTools(
       mode: 'read',
       source,
       async run(args) {
-        const rows = await memoryRepo.searchMemories(ctx.db, agent.id, endUserId, String(args.query ?? ''), 10);
+        const rows = await memoryRepo.searchMemories(ctx.db, agent.id, endUserId, argText(args.query), 10);
         return rows.map((r) => ({ id: r.id, content: r.content }));
       },
     },
@@ -151,7 +150,7 @@ export function memoryTools(
       mode: 'write',
       source,
       async run(args) {
-        const id = String(args.id ?? '');
+        const id = argText(args.id);
         const mine = (await memoryRepo.listMemories(ctx.db, agent.id, endUserId, { page: 1, limit: 1000 })).rows.some(
           (m) => m.id === id,
         );

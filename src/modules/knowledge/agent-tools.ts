@@ -2,6 +2,7 @@ import type { AgentTool, AgentToolGroup } from '../../agent/tool-group.ts';
 import { requireScope, type ServiceContext } from '../../context.ts';
 import type { KnowledgeBaseRow } from '../../db/schema/index.ts';
 import { BadRequestError, ForbiddenError, NotFoundError } from '../../lib/errors.ts';
+import { argText } from '../../lib/text.ts';
 import { ensureDefaultBase, KNOWLEDGE_SCOPES, mayUseBase, ownedBase } from './bases.service.ts';
 import { INDEX_SLUG, slugify } from './links.ts';
 import { BACKLINK_BOOST, searchBase } from './pages.service.ts';
@@ -72,7 +73,7 @@ export function knowledgeAgentTools(ctx: ServiceContext): AgentTool[] {
         const kb = await baseFor(ctx, args.kbId);
         const tags = Array.isArray(args.tags) ? args.tags.filter((t): t is string => typeof t === 'string') : [];
         const found = await searchBase(ctx.db, kb.id, {
-          text: String(args.query ?? '').slice(0, 500),
+          text: argText(args.query).slice(0, 500),
           tags,
           limit: 8,
           boost: BACKLINK_BOOST,
@@ -96,7 +97,7 @@ export function knowledgeAgentTools(ctx: ServiceContext): AgentTool[] {
       source,
       async run(args) {
         const kb = await baseFor(ctx, args.kbId);
-        const wanted = String(args.slug ?? '');
+        const wanted = argText(args.slug);
         const slug = wanted === INDEX_SLUG ? wanted : slugify(wanted);
         const page = await repo.findPage(ctx.db, kb.id, slug);
         if (!page) throw new NotFoundError(`No page ${slug} in knowledge base ${kb.id}`);
@@ -140,11 +141,11 @@ export function knowledgeAgentTools(ctx: ServiceContext): AgentTool[] {
       source,
       async run(args) {
         const kb = await baseFor(ctx, args.kbId);
-        const text = String(args.text ?? '').slice(0, MAX_SOURCE_CHARS);
+        const text = argText(args.text).slice(0, MAX_SOURCE_CHARS);
         if (!text.trim()) throw new BadRequestError('The source has no text');
         const added = await addSource(ctx.db, kb, {
           type: 'text',
-          name: String(args.name ?? 'Agent note').slice(0, 300) || 'Agent note',
+          name: argText(args.name, 'Agent note').slice(0, 300) || 'Agent note',
           rawContent: text,
           metadata: { addedBy: 'agent' },
         });

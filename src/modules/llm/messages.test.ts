@@ -275,6 +275,32 @@ describe('Anthropic Messages API (/api/v1/messages) through the real @anthropic-
       'messages[1].content[0]: "image" blocks are not supported in assistant turns: send text and tool_use blocks',
     );
 
+    // Fields JSON may give as any value: an object whose toString is not a function once made this a 500.
+    const hostile = { toString: [] };
+    const cases: Array<[unknown, string]> = [
+      [
+        [{ role: 'assistant', content: [{ type: 'tool_use', id: ' ', name: hostile }] }],
+        'messages[0].content[0]: a tool_use block needs id and name (strings)',
+      ],
+      [
+        [{ role: 'assistant', content: [{ type: 'tool_use', id: 7, name: 'lookup' }] }],
+        'messages[0].content[0]: a tool_use block needs id and name (strings)',
+      ],
+      [
+        [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: hostile, content: 'ok' }] }],
+        'messages[0].content[0]: tool_use_id is required (a string)',
+      ],
+      [
+        [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: hostile }] }] }],
+        'messages[0].content[0].content[0]: an untyped block is not supported here',
+      ],
+    ];
+    for (const [messages, message] of cases) {
+      const res = await call(h.app, 'POST', '/api/v1/messages', { token: pat, body: { ...body, messages } });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json().error).toEqual({ type: 'invalid_request_error', message });
+    }
+
     await h.database.db.update(accounts).set({ creditBalance: 0 }).where(eq(accounts.id, user.account.id));
     const broke = await client.messages
       .create(body as Anthropic.MessageCreateParamsNonStreaming)
@@ -293,6 +319,7 @@ describe('Anthropic Messages API (/api/v1/messages) through the real @anthropic-
       fc.constant(null),
       fc.array(fc.string(), { maxLength: 2 }),
       fc.object(),
+      fc.constant({ toString: [] }),
     );
     const block = fc.record(
       {

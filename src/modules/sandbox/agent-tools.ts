@@ -2,6 +2,7 @@ import type { AgentTool, AgentToolGroup } from '../../agent/tool-group.ts';
 import { SANDBOX_LANGUAGES, type SandboxLanguage } from '../../code-runner/index.ts';
 import type { ServiceContext } from '../../context.ts';
 import { BadRequestError } from '../../lib/errors.ts';
+import { argText } from '../../lib/text.ts';
 import { runBilled } from './service.ts';
 
 /** The most code the model may send in one call. */
@@ -35,7 +36,7 @@ export function executeCodeTools(ctx: ServiceContext): AgentTool[] {
       mode: 'read',
       source: 'execute-code',
       async run(args, _signal, charged) {
-        const language = String(args.language ?? '') as SandboxLanguage;
+        const language = argText(args.language) as SandboxLanguage;
         if (!(SANDBOX_LANGUAGES as readonly string[]).includes(language)) {
           throw new BadRequestError(`language must be one of ${SANDBOX_LANGUAGES.join(', ')}`);
         }

@@ -4,6 +4,7 @@ import type { AgentRow, SkillRow } from '../../db/schema/index.ts';
 import { ConflictError, isUniqueViolation, NotFoundError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Page, toPage } from '../../lib/pagination.ts';
+import { argText } from '../../lib/text.ts';
 import { ownedAgent } from '../agents/index.ts';
 import { askForJson, type Billed } from '../custom-tools/index.ts';
 import * as repo from './repo.ts';
@@ -191,7 +192,7 @@ export function skillTools(ctx: ServiceContext, agent: Pick<AgentRow, 'id' | 'ac
       mode: 'read',
       source: 'skills',
       async run(args) {
-        const wanted = String(args.name ?? '').trim();
+        const wanted = argText(args.name).trim();
         const links = await repo.listLinks(ctx.db, agent.accountId, agent.id);
         const found =
           links.find((l) => l.skill.id === wanted || l.skill.name === wanted) ??

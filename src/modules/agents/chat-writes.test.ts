@@ -1,15 +1,16 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { FakeLlm } from '../../../test/fakes/llm-upstream.ts';
 import { call, createUser, fakeLlmSuite, type TestHarness, type TestUser } from '../../../test/harness.ts';
+import { rowsOf } from '../../db/rows.ts';
 import { conversationEvents, conversationRuns, conversations, messages } from '../../db/schema/index.ts';
 import type { App } from '../../http/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { CONVERSATION_JOURNAL_DIR } from './journal.ts';
-import { writeConversationRows, writeMessage } from './repo.ts';
+import { writeConversationLog, writeConversationRows, writeMessage } from './repo.ts';
 
 /**
  * Agent chat stores its conversation through this instance's group commit (events.service.ts `ConversationLog`)
@@ -48,6 +49,24 @@ describe('agent chat: group-committed writes and the agent cache', () => {
         .where(eq(conversationEvents.conversationId, conversationId))
         .orderBy(asc(conversationEvents.id))
     ).map((e) => e.type),
+  });
+
+  /** A conversation row of a batch, for `u`'s agent. */
+  const conversationRow = (u: TestUser, id: string, agentId: string) => {
+    const at = new Date();
+    return { id, accountId: u.account.id, agentId, endUserId: 'end-user', title: 'Rows', at, lastActivityAt: at };
+  };
+  /** A message row of a batch. */
+  const messageRow = (conversationId: string, role: 'user' | 'assistant', content: string) => ({
+    id: newId('message'),
+    conversationId,
+    role,
+    content,
+    toolCalls: null,
+    toolCallId: null,
+    toolName: null,
+    error: null,
+    at: new Date(),
   });
 
   it('a graceful shutdown right after the answers writes every queued message and event, in order', async () => {
@@ -175,36 +194,16 @@ describe('agent chat: group-committed writes and the agent cache', () => {
     const other = await createUser(h.app);
     const agent = await makeAgent(h.app, u);
     const theirs = await makeAgent(h.app, other);
-    const at = new Date();
-    const conversation = (id: string, agentId: string) => ({
-      id,
-      accountId: u.account.id,
-      agentId,
-      endUserId: 'end-user',
-      title: 'Rows',
-      at,
-      lastActivityAt: at,
-    });
-    const message = (conversationId: string, role: 'user' | 'assistant', content: string) => ({
-      id: newId('message'),
-      conversationId,
-      role,
-      content,
-      toolCalls: null,
-      toolCallId: null,
-      toolName: null,
-      error: null,
-      at,
-    });
+    const conversation = (id: string, agentId: string) => conversationRow(u, id, agentId);
     const [mine, misfiled, missing] = [newId('conversation'), newId('conversation'), newId('conversation')];
     const batch = {
       // Another account's agent: not created, and nothing of it is written.
       conversations: [conversation(mine, agent), conversation(misfiled, theirs)],
       messages: [
-        message(mine, 'user', 'First?'),
-        message(misfiled, 'user', 'Misfiled.'),
-        message(missing, 'user', 'Nowhere.'),
-        message(mine, 'assistant', 'Second.'),
+        messageRow(mine, 'user', 'First?'),
+        messageRow(misfiled, 'user', 'Misfiled.'),
+        messageRow(missing, 'user', 'Nowhere.'),
+        messageRow(mine, 'assistant', 'Second.'),
       ],
       runs: [
         { id: newId('conversationRun'), conversationId: mine, leaseMs: 60_000 },
@@ -231,6 +230,55 @@ describe('agent chat: group-committed writes and the agent cache', () => {
       .from(conversationRuns)
       .where(inArray(conversationRuns.conversationId, ids));
     expect(leases.map((r) => [r.id, r.conversationId])).toEqual([[batch.runs[0]?.id, mine]]);
+  });
+
+  it('writes a batch by key, not by reading the conversations whole (PostgreSQL only)', async (t) => {
+    if (h.database.driver !== 'pg') t.skip(); // PGlite counts no scans
+    const u = await createUser(h.app);
+    const agent = await makeAgent(h.app, u);
+    // Conversations of several pages that no ANALYZE has seen, as a new database's are until autovacuum comes by.
+    const earlier = Array.from({ length: 300 }, () => newId('conversation'));
+    await writeConversationRows(h.database.db, {
+      conversations: earlier.map((id) => conversationRow(u, id, agent)),
+      messages: earlier.map((id) => messageRow(id, 'user', 'Earlier.')),
+      runs: [],
+    });
+    const [existing] = earlier;
+    if (!existing) throw new Error('no conversation');
+    const fresh = newId('conversation');
+    const run = newId('conversationRun');
+    const scans = await h.database.db.transaction(async (tx) => {
+      await writeConversationRows(tx, {
+        conversations: [conversationRow(u, fresh, agent)],
+        messages: [messageRow(existing, 'assistant', 'Later.'), messageRow(fresh, 'user', 'New.')],
+        runs: [{ id: run, conversationId: existing, leaseMs: 60_000 }],
+      });
+      await writeConversationLog(tx, {
+        conversations: [],
+        messages: [messageRow(existing, 'assistant', 'Last.')],
+        events: [{ conversationId: existing, type: 'run.completed', data: {}, at: new Date() }],
+        touches: [{ conversationId: existing, at: new Date() }],
+        runs: [],
+        endedRuns: [run],
+      });
+      const result = await tx.execute(
+        sql`SELECT relname, seq_scan, seq_tup_read FROM pg_stat_xact_user_tables
+          WHERE relname IN ('conversations', 'messages') ORDER BY relname`,
+      );
+      return rowsOf<{ relname: string; seq_scan: string; seq_tup_read: string }>(result).map((r) => [
+        r.relname,
+        Number(r.seq_scan),
+      ]);
+    });
+    expect(scans).toEqual([
+      ['conversations', 0],
+      ['messages', 0],
+    ]);
+    expect((await stored(existing)).messages).toEqual([
+      ['user', 'Earlier.'],
+      ['assistant', 'Later.'],
+      ['assistant', 'Last.'],
+    ]);
   });
 
   it('where DATA_DIR cannot take the journal (PGlite), an answer leaves only once the database has its rows', async () => {

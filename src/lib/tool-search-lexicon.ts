@@ -308,11 +308,14 @@ export const REWRITES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bfire\s+off\b/gi, 'send'],
   [/\bget\s+back\s+to\b/gi, 'reply'],
   [/\bmoney\s+back\b/gi, 'refund'],
-  // To pull something up is to show it; to open an issue or a pull request is to create one.
+  // To pull something up is to show it; to open an issue, a pull request or a merge request is to create one.
   [/\bpull\s+up\b/gi, 'show'],
   // An article or "new" (or both: "open a new ticket") is what makes it a request to create: "open issues" are
   // issues not yet closed.
-  [/\bopen\s+(?:(?:an?|another)\s+new|an?|new|another)\s+(issue|ticket|bug|pr|pull\s+request)\b/gi, 'create $1'],
+  [
+    /\bopen\s+(?:(?:an?|another)\s+new|an?|new|another)\s+(issue|ticket|bug|pr|pull\s+request|merge\s+request|mr)\b/gi,
+    'create $1',
+  ],
   // To text someone is to send an SMS; to block off a time, to book it; "remind me to" asks for a task; whom
   // one reports to is one's manager.
   [/^\s*text\b/i, 'send sms'],

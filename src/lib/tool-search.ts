@@ -199,6 +199,9 @@ function actionOf(all: string[]): { intent: 'read' | 'write'; verbs: Set<string>
   for (const [i, w] of all.entries()) {
     // After "the", "a", "my" ... a word is a noun: "open the latest email" does not send one.
     if (DETERMINERS.has(all[i - 1] ?? '')) continue;
+    // "Merge requests", "change requests", "pull requests" are things, not asks to merge, change or request.
+    if (REQUEST_KINDS.has(w) && REQUEST_WORDS.has(all[i + 1] ?? '')) continue;
+    if (REQUEST_WORDS.has(w) && REQUEST_KINDS.has(all[i - 1] ?? '')) continue;
     // A noun used as a verb ("email the team") is one only before any other word that says something.
     if (NOUN_VERBS.has(w) && all.slice(0, i).some((x) => !STOPWORDS.has(x) && !POLITE.has(x))) continue;
     const intent = WRITE_VERBS.has(w) ? 'write' : READ_VERBS.has(w) ? 'read' : undefined;
@@ -208,6 +211,10 @@ function actionOf(all: string[]): { intent: 'read' | 'write'; verbs: Set<string>
   }
   return undefined;
 }
+
+/** Words that, before "request", name a kind of request (a merge request is a thing, not an ask to merge). */
+const REQUEST_KINDS = new Set(['merge', 'change', 'pull', 'feature']);
+const REQUEST_WORDS = new Set(['request', 'requests']);
 
 /** Interrogatives: a question reads (lists, gets or searches). */
 const QUESTION_WORDS = new Set('what whats which who when where how any did have'.split(' '));

@@ -59,7 +59,7 @@ describe('tool search over the whole catalog', () => {
     );
   });
 
-  it('reads who reports to someone, pulling up, opening an issue (a new one too), an r/name and convos', () => {
+  it('reads who reports to someone, pulling up, opening an issue (a new one too) or a merge request, an r/name and convos', () => {
     const top3 = (q: string) => searchTools(tools, q, 3).map((t) => t.name);
     // Whom Sam reports to is Sam's manager; who reports to Sam, Sam's direct reports.
     expect(top3('who does Sam Ortiz report to')[0]).toBe('microsoft_entra_get_manager');
@@ -71,6 +71,12 @@ describe('tool search over the whole catalog', () => {
     expect(top3('open an issue in octo/app about the login crash')[0]).toMatch(/_create_issue$/);
     expect(top3('open a new ticket in zendesk for the refund')[0]).toBe('zendesk_create_ticket');
     expect(top3('open a new bug about the crash in linear')[0]).toBe('linear_create_issue');
+    // GitLab's pull requests are merge requests; open ones are a list, opening one creates it.
+    expect(top3('open a new pull request in gitlab')[0]).toBe('gitlab_create_merge_request');
+    expect(top3('open an MR for the cache-fix branch in gitlab')[0]).toBe('gitlab_create_merge_request');
+    expect(top3('open merge requests on group/mobile in gitlab')[0]).toBe('gitlab_list_merge_requests');
+    // "merge" before "requests" names a thing, not an ask to merge.
+    expect(top3('merge requests assigned to me in gitlab')[0]).toBe('gitlab_list_merge_requests');
     expect(top3('top posts on r/selfhosted this week').every((n) => n.startsWith('reddit_'))).toBe(true);
     expect(top3('unassigned intercom convos')[0]).toMatch(/^intercom_(list|search)_conversations$/);
   });

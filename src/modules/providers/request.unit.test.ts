@@ -79,6 +79,28 @@ describe('buildToolRequest', () => {
     expect(JSON.parse(req.body as string)).toEqual({ title: 'Crash on start', labels: ['bug', 'p1'] });
   });
 
+  it("opens and reads a GitLab merge request, the project's path encoded as one segment", () => {
+    const created = buildToolRequest(provider('gitlab'), tool('gitlab', 'create_merge_request'), {
+      project: 'group/web',
+      source_branch: 'fix-login',
+      target_branch: 'main',
+      title: 'Fix the login redirect',
+    });
+    expect(created.method).toBe('POST');
+    expect(created.url).toBe('https://gitlab.com/api/v4/projects/group%2Fweb/merge_requests');
+    expect(JSON.parse(created.body as string)).toEqual({
+      source_branch: 'fix-login',
+      target_branch: 'main',
+      title: 'Fix the login redirect',
+    });
+    const read = buildToolRequest(provider('gitlab'), tool('gitlab', 'get_merge_request'), {
+      project: 'group/web',
+      iid: 42,
+    });
+    expect(read.method).toBe('GET');
+    expect(read.url).toBe('https://gitlab.com/api/v4/projects/group%2Fweb/merge_requests/42');
+  });
+
   it('fills a GraphQL body template whose literal braces need no escaping (Linear)', () => {
     const req = buildToolRequest(provider('linear'), tool('linear', 'search_issues'), { term: 'login bug' });
     expect(req.url).toBe('https://api.linear.app/graphql');

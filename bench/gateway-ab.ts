@@ -14,8 +14,8 @@ import {
 import { chatBody, gatewayEnv, load, type Result } from './llm-gateway.ts';
 
 /**
- * This checkout's LLM gateway against another checkout's (BENCH_BASE_DIR, say a `git worktree` of main with its
- * own `npm ci`), both running at once under the same load, their rounds interleaved (A B, then B A, ...) so that
+ * This checkout's LLM gateway against another checkout's (BENCH_BASE_DIR, say a `git worktree` of main whose
+ * node_modules links to this checkout's: with its own, two copies of vitest load in one process), both running at once under the same load, their rounds interleaved (A B, then B A, ...) so that
  * a change in the shared machine's load falls on both: what a change to the hot path saves, to within a few µs of
  * CPU per request where separate runs of `llm-gateway` differ by 10%. The instant upstream, 50 concurrent
  * (BENCH_LEVELS' first level), JSON and streamed (BENCH_MODES), BENCH_ROUNDS rounds (default 6) of

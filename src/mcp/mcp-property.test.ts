@@ -1,29 +1,14 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeLlm, startFakeLlm } from '../../test/fakes/llm-upstream.ts';
-import { call, createHarness, createUser, type TestHarness } from '../../test/harness.ts';
-import type { App } from '../http/types.ts';
-import { listenMcpApp } from './test-support.ts';
+import { describe, expect, it } from 'vitest';
+import { call, createUser, fakeLlmSuite, type TestHarness } from '../../test/harness.ts';
 
 /**
  * `POST /mcp` takes JSON-RPC from any client: whatever the message (a method, its params, its id, the protocol
  * version it claims), the answer is a JSON-RPC result or error, a tool error, or a 4xx, never a 5xx.
  */
 describe('MCP endpoint, any message', () => {
-  let fake: FakeLlm;
   let h: TestHarness;
-  let app: App;
-
-  beforeAll(async () => {
-    fake = await startFakeLlm();
-    h = await createHarness({ LLM_BASE_URL: fake.url, LLM_MODELS: 'fake-model=1000000/2000000' });
-    ({ app } = await listenMcpApp(h));
-  });
-  afterAll(async () => {
-    await app.close();
-    await h.close();
-    await fake.close();
-  });
+  fakeLlmSuite((s) => ({ h } = s));
 
   // Where a string belongs, sometimes an object whose toString is not a function (String() throws on it).
   const hostile = fc.constant({ toString: [] });
@@ -95,7 +80,7 @@ describe('MCP endpoint, any message', () => {
   );
 
   it('answers every message below 500', { timeout: 120_000 }, async () => {
-    const token = await (await createUser(app)).pat(['universal-mcp-read-write']);
+    const token = await (await createUser(h.app)).pat(['universal-mcp-read-write']);
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(
@@ -106,7 +91,7 @@ describe('MCP endpoint, any message', () => {
         fc.option(fc.constantFrom('2025-06-18', '2025-03-26', '1999-01-01', ''), { nil: undefined }),
         fc.constantFrom('application/json, text/event-stream', 'application/json', 'text/event-stream'),
         async (body, version, accept) => {
-          const res = await call(app, 'POST', '/mcp', {
+          const res = await call(h.app, 'POST', '/mcp', {
             token,
             headers: { accept, ...(version === undefined ? {} : { 'mcp-protocol-version': version }) },
             body,

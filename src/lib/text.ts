@@ -93,10 +93,10 @@ export function storable<T>(value: T): T {
 
 /**
  * A model's or client's argument as text: a string as is, a number or boolean written out, anything else (an
- * object, an array, null) `fallback`. `String()` is not safe on parsed JSON: `{"toString": []}` makes it throw.
+ * object, an array, null) empty. `String()` is not safe on parsed JSON: `{"toString": []}` makes it throw.
  */
-export function argText(value: unknown, fallback = ''): string {
+export function argText(value: unknown): string {
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return fallback;
+  return '';
 }

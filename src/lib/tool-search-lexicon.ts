@@ -243,6 +243,10 @@ export const WRITE_VERBS = new Set(
   ),
 );
 
+/** Words that, before "request(s)", name a kind of request: a merge request is a thing, not an ask to merge. */
+export const REQUEST_KINDS = new Set(['merge', 'change', 'pull', 'feature']);
+export const REQUEST_WORDS = new Set(['request', 'requests']);
+
 /** Verbs that name a kind of action, not a thing: "find", "show", "create". */
 export const GENERIC_VERBS = new Set(
   'find look lookup show read see check view get list search display add create new make update edit change modify set remove delete erase send'.split(

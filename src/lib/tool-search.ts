@@ -18,6 +18,8 @@ import {
   POLITE,
   QUALIFIERS,
   READ_VERBS,
+  REQUEST_KINDS,
+  REQUEST_WORDS,
   REWRITES,
   STOPWORDS,
   SUITE_WORDS,
@@ -211,10 +213,6 @@ function actionOf(all: string[]): { intent: 'read' | 'write'; verbs: Set<string>
   }
   return undefined;
 }
-
-/** Words that, before "request", name a kind of request (a merge request is a thing, not an ask to merge). */
-const REQUEST_KINDS = new Set(['merge', 'change', 'pull', 'feature']);
-const REQUEST_WORDS = new Set(['request', 'requests']);
 
 /** Interrogatives: a question reads (lists, gets or searches). */
 const QUESTION_WORDS = new Set('what whats which who when where how any did have'.split(' '));

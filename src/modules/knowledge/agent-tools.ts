@@ -145,7 +145,7 @@ export function knowledgeAgentTools(ctx: ServiceContext): AgentTool[] {
         if (!text.trim()) throw new BadRequestError('The source has no text');
         const added = await addSource(ctx.db, kb, {
           type: 'text',
-          name: argText(args.name, 'Agent note').slice(0, 300) || 'Agent note',
+          name: argText(args.name).slice(0, 300) || 'Agent note',
           rawContent: text,
           metadata: { addedBy: 'agent' },
         });
